@@ -1,0 +1,120 @@
+/**
+ * The public API's shapes (api-spec.md §2, decisions.md). The handlers, the OpenAPI document and
+ * the tests all use these; field names here are the contract and must not drift.
+ */
+import { z } from "@hono/zod-openapi";
+
+export const ErrorBody = z
+  .object({ error: z.string().openapi({ example: "Unauthorized" }) })
+  .openapi("Error");
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+export const ERROR_MESSAGES = {
+  unauthorized: "Unauthorized",
+  insufficientCredits: "Insufficient credits",
+  peopleParamRequired: "One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required",
+  profileNotFound: "No profile found for the given parameters",
+  emailRequired: "The email_address parameter is required",
+  smtpTimeoutRange: "smtp_timeout must be an integer between 1 and 60",
+  notFound: "Not found",
+  internal: "Internal server error",
+  bodyTooLarge: "Request body too large",
+  malformedJson: "Malformed JSON body",
+} as const;
+
+export const ContactInfo = z
+  .object({
+    profnet_id: z.number().int().nullable(),
+    profnet_public_identifier: z.string().nullable(),
+    codehost_id: z.number().int().nullable(),
+    codehost_login: z.string().nullable(),
+    email_addresses: z.array(z.string()).optional(),
+    personal_email_addresses: z.array(z.string()).optional(),
+    work_email_addresses: z.array(z.string()).optional(),
+    phone_numbers: z.array(z.string().openapi({ example: "+14155550123", description: "E.164" })).optional(),
+    codehost_username: z.string().nullable(),
+    socialnet_username: z.string().nullable(),
+    microblog_username: z.string().nullable(),
+  })
+  .openapi("ContactInfo");
+export type ContactInfo = z.infer<typeof ContactInfo>;
+
+/** Query string values arrive as strings; validation of their content happens in the handler. */
+export const PeopleQuery = z.object({
+  profnet_id: z.string().optional().openapi({ description: "Decimal positive integer up to 2^53-1", example: "12345" }),
+  profnet_public_identifier: z.string().optional().openapi({ example: "ada-lovelace" }),
+  codehost_id: z.string().optional().openapi({ description: "Decimal positive integer up to 2^53-1" }),
+  codehost_login: z.string().optional().openapi({ example: "octocat" }),
+});
+
+export const ScoreDetails = z
+  .object({
+    syntax_valid: z.boolean(),
+    mx_verified: z.boolean(),
+    smtp_verified: z.boolean(),
+    smtp_failed_assumption: z.boolean(),
+    dns_failed_assumption: z.boolean(),
+    has_warnings: z.boolean(),
+    accepts_any_email: z.boolean(),
+  })
+  .partial()
+  .openapi("ScoreDetails");
+export type ScoreDetails = z.infer<typeof ScoreDetails>;
+
+export const ValidationChecks = z
+  .object({
+    syntax: z.boolean(),
+    mx_record: z.boolean(),
+    smtp_deliverable: z.boolean().nullable(),
+    disposable: z.boolean(),
+    typo_suggestion: z.string().nullable(),
+    accepts_any_email: z.boolean().nullable(),
+    role_account: z.boolean(),
+    free_provider: z.boolean(),
+  })
+  .partial()
+  .openapi("ValidationChecks");
+export type ValidationChecks = z.infer<typeof ValidationChecks>;
+
+export const SmtpReplyDetails = z.object({
+  code: z.number().int(),
+  enhanced_code: z.string().nullable(),
+  text: z.string(),
+});
+
+export const VerificationDetails = z
+  .object({
+    domain: z.string().nullable().openapi({ description: "Domain in A-label (ASCII) form" }),
+    mx_hosts: z.array(z.object({ host: z.string(), preference: z.number().int() })),
+    implicit_mx: z.boolean(),
+    smtp_host: z.string().nullable(),
+    smtp_reply: SmtpReplyDetails.nullable(),
+    smtp_outcome: z.string().nullable(),
+    smtp_tls: z.boolean().nullable(),
+    dns_ms: z.number().int().nullable(),
+    smtp_ms: z.number().int().nullable(),
+    dns_cached: z.boolean().nullable(),
+    catch_all_cached: z.boolean().nullable(),
+  })
+  .openapi("VerificationDetails");
+export type VerificationDetails = z.infer<typeof VerificationDetails>;
+
+export const EmailVerificationResult = z
+  .object({
+    email: z.string(),
+    valid: z.boolean(),
+    classification: z.enum(["valid", "risky", "invalid"]),
+    score: z.number().int().min(0).max(100),
+    score_details: ScoreDetails,
+    errors: z.array(z.string()),
+    warnings: z.array(z.string()),
+    checks: ValidationChecks,
+    details: VerificationDetails.optional(),
+  })
+  .openapi("EmailVerificationResult");
+export type EmailVerificationResult = z.infer<typeof EmailVerificationResult>;
+
+export const EmailVerificationQuery = z.object({
+  email_address: z.string().optional().openapi({ example: "ana@example.com" }),
+  smtp_timeout: z.string().optional().openapi({ description: "Integer seconds 1..60, default 10", example: "10" }),
+});

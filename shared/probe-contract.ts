@@ -1,0 +1,151 @@
+/**
+ * The worker <-> probe contract. Both sides import these schemas; nothing re-declares them.
+ *
+ * The Worker resolves MX hosts and their addresses over DoH and hands them to the probe, so the
+ * probe never does DNS of its own: one resolver, one cache, one set of semantics (decisions §5.2).
+ */
+import { z } from "zod";
+
+export const PROBE_PATH = "/v1/probe";
+export const PROBE_SIGNATURE_HEADER = "x-probe-signature";
+export const PROBE_TIMESTAMP_HEADER = "x-probe-timestamp";
+/** Signatures older (or further in the future) than this are refused (decisions §6). */
+export const PROBE_MAX_SKEW_SECONDS = 300;
+/** Request bodies above this are refused before parsing. */
+export const PROBE_MAX_BODY_BYTES = 16 * 1024;
+
+export const ProbeMxHost = z.object({
+  host: z.string().min(1).max(253),
+  preference: z.number().int().min(0).max(65535),
+  /** IPv4/IPv6 literals, already resolved by the Worker; tried in order. */
+  addresses: z.array(z.string().min(2).max(45)).max(16),
+});
+export type ProbeMxHost = z.infer<typeof ProbeMxHost>;
+
+export const ProbeRequest = z.object({
+  /** The address to check, domain already in A-label (ASCII) form. */
+  email: z.string().min(3).max(254),
+  /** MX hosts ordered by preference (lowest first); the probe fails over in this order. */
+  mx: z.array(ProbeMxHost).min(1).max(10),
+  /** Budget for the whole probe in milliseconds; the probe answers before it runs out. */
+  deadline_ms: z.number().int().min(500).max(60_000),
+  /** Whether to test a random address on the same domain (catch-all detection). */
+  catch_all_check: z.boolean().default(true),
+});
+export type ProbeRequest = z.input<typeof ProbeRequest>;
+export type ProbeRequestParsed = z.output<typeof ProbeRequest>;
+
+/**
+ * What the mail server said about the address itself.
+ * - accepted: RCPT TO got 2xx.
+ * - mailbox_not_found: 5xx that means "no such user" (5.1.x, 550/553 user-unknown wording).
+ * - mailbox_full: 5.2.2 / 552 over quota: the mailbox exists but cannot take mail now.
+ * - policy_block: 5.7.x, blocklist / spam / reputation / reverse-DNS wording: says nothing about the mailbox.
+ * - temporary_failure: 4xx, greylisting.
+ * - connection_failed: no MX host could be reached (refused, reset, TLS failure, bad greeting).
+ * - timeout: the deadline ran out before an answer to RCPT TO.
+ * - protocol_error: the server spoke something that is not SMTP (oversized lines, garbage).
+ * - refused_target: every address was private/reserved and the probe is not allowed to dial it.
+ */
+export const ProbeOutcome = z.enum([
+  "accepted",
+  "mailbox_not_found",
+  "mailbox_full",
+  "policy_block",
+  "temporary_failure",
+  "connection_failed",
+  "timeout",
+  "protocol_error",
+  "refused_target",
+]);
+export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
+
+export const SmtpReplySummary = z.object({
+  code: z.number().int().min(200).max(599),
+  enhanced_code: z.string().max(16).nullable(),
+  /** Reply text, joined over lines and truncated. */
+  text: z.string().max(512),
+});
+export type SmtpReplySummary = z.infer<typeof SmtpReplySummary>;
+
+export const ProbeAttempt = z.object({
+  host: z.string(),
+  address: z.string(),
+  /** The last SMTP stage reached: connect, greeting, ehlo, starttls, mail, rcpt, catch_all, quit. */
+  stage: z.string().max(16),
+  outcome: ProbeOutcome,
+  reply: SmtpReplySummary.nullable(),
+  error: z.string().max(256).nullable(),
+  tls: z.boolean(),
+  ms: z.number().int().min(0),
+});
+export type ProbeAttempt = z.infer<typeof ProbeAttempt>;
+
+export const ProbeResponse = z.object({
+  outcome: ProbeOutcome,
+  /** true: a random address was also accepted; false: it was rejected; null: not known. */
+  catch_all: z.boolean().nullable(),
+  /** Whether the catch-all answer came from the probe's per-domain cache. */
+  catch_all_cached: z.boolean(),
+  /** The reply that decided the outcome, when there was one. */
+  reply: SmtpReplySummary.nullable(),
+  mx_host: z.string().nullable(),
+  mx_address: z.string().nullable(),
+  tls: z.boolean().nullable(),
+  pipelining: z.boolean().nullable(),
+  attempts: z.array(ProbeAttempt).max(64),
+  elapsed_ms: z.number().int().min(0),
+});
+export type ProbeResponse = z.infer<typeof ProbeResponse>;
+
+const encoder = new TextEncoder();
+
+async function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
+}
+
+function toHex(buf: ArrayBuffer): string {
+  return Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function fromHex(hex: string): Uint8Array | null {
+  if (!/^[0-9a-f]{64}$/.test(hex)) return null;
+  const out = new Uint8Array(32);
+  for (let i = 0; i < 32; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+/** HMAC-SHA256 over `${timestamp}.${body}`; returns the headers to send. */
+export async function signProbeRequest(
+  secret: string,
+  body: string,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Promise<Record<string, string>> {
+  const key = await hmacKey(secret, "sign");
+  const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(`${nowSeconds}.${body}`));
+  return {
+    [PROBE_TIMESTAMP_HEADER]: String(nowSeconds),
+    [PROBE_SIGNATURE_HEADER]: `v1=${toHex(mac)}`,
+  };
+}
+
+/**
+ * Checks a signature in constant time (WebCrypto's verify compares the MAC itself).
+ * Returns false for a missing, malformed, stale or wrong signature.
+ */
+export async function verifyProbeSignature(
+  secret: string,
+  body: string,
+  timestampHeader: string | null | undefined,
+  signatureHeader: string | null | undefined,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Promise<boolean> {
+  if (!timestampHeader || !signatureHeader || !/^\d{1,12}$/.test(timestampHeader)) return false;
+  const ts = Number(timestampHeader);
+  if (Math.abs(nowSeconds - ts) > PROBE_MAX_SKEW_SECONDS) return false;
+  if (!signatureHeader.startsWith("v1=")) return false;
+  const mac = fromHex(signatureHeader.slice(3));
+  if (!mac) return false;
+  const key = await hmacKey(secret, "verify");
+  return crypto.subtle.verify("HMAC", key, mac, encoder.encode(`${timestampHeader}.${body}`));
+}
