@@ -1,0 +1,69 @@
+/**
+ * The Worker's HTTP surface: one app, one error path (decisions §1). Routes live one per file in
+ * ./routes and register themselves here.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { HTTPException } from "hono/http-exception";
+import { ERROR_MESSAGES } from "../shared/api.ts";
+import { requireApiKey } from "./auth.ts";
+import { loadConfig, type AppEnv } from "./env.ts";
+import { ApiError } from "./lib/errors.ts";
+import { registerPeopleRoute } from "./routes/people.ts";
+
+export function createApp(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    // Schema failures on request parts become a 400 that names the parameter.
+    defaultHook: (result) => {
+      if (!result.success) {
+        const issue = result.error.issues[0];
+        const name = issue?.path.join(".") || "request";
+        throw new ApiError(400, `Invalid parameter ${name}: ${issue?.message ?? "malformed"}`);
+      }
+    },
+  });
+
+  app.use("*", async (c, next) => {
+    const requestId = crypto.randomUUID();
+    c.set("requestId", requestId);
+    c.header("X-Request-Id", requestId);
+    await next();
+  });
+
+  app.get("/healthz", (c) => c.json({ ok: true }));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer" });
+  app.doc31("/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Contact lookup and email verification API",
+      version: "1.0.0",
+      description: "Every error body is {\"error\": message}. Every response carries X-Request-Id.",
+    },
+    servers: [{ url: "/" }],
+  });
+
+  app.use("/v1/*", async (c, next) => {
+    c.set("config", loadConfig(c.env));
+    await next();
+  });
+  app.use("/v1/people", requireApiKey);
+  app.use("/v1/email_verifications", requireApiKey);
+
+  registerPeopleRoute(app);
+
+  app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
+
+  app.onError((err, c) => {
+    if (err instanceof ApiError) {
+      return c.json({ error: err.message }, err.status, err.headers);
+    }
+    if (err instanceof HTTPException && err.status < 500) {
+      return c.json({ error: err.message || "Bad request" }, err.status);
+    }
+    // Unexpected: log what helps an operator (never the request's secrets) and say nothing else.
+    console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), error: String(err), stack: err.stack }));
+    return c.json({ error: ERROR_MESSAGES.internal }, 500);
+  });
+
+  return app;
+}

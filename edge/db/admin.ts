@@ -1,0 +1,104 @@
+/**
+ * Account, key and credit operations behind the admin CLI (and the tests' seeding). They take a
+ * Drizzle database so they run the same against a local file, the local libSQL server, or Turso.
+ */
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import type { LibSQLDatabase } from "drizzle-orm/libsql";
+import { generateToken, hashToken, newId } from "../lib/tokens.ts";
+import { accounts, apiKeys, creditLedger } from "./schema.ts";
+import type * as schema from "./schema.ts";
+
+type Db = LibSQLDatabase<typeof schema>;
+
+export class AdminError extends Error {
+  override name = "AdminError";
+}
+
+export async function createAccount(db: Db, name: string, credits: number): Promise<{ id: string }> {
+  if (!name.trim()) throw new AdminError("--name must not be empty");
+  if (!Number.isSafeInteger(credits) || credits < 0) throw new AdminError("--credits must be a non-negative integer");
+  const id = newId("acc");
+  // The account and its opening grant land together or not at all.
+  await db.batch([
+    db.insert(accounts).values({ id, name: name.trim() }),
+    db.insert(creditLedger).values({ accountId: id, delta: credits, balanceAfter: credits, reason: "grant" }),
+  ]);
+  return { id };
+}
+
+export async function addCredits(db: Db, accountId: string, amount: number): Promise<{ balance: number }> {
+  if (!Number.isSafeInteger(amount) || amount === 0) throw new AdminError("--amount must be a non-zero integer");
+  const rows = await db.all<{ balance_after: number }>(sql`
+    insert into credit_ledger (account_id, delta, balance_after, reason)
+    select id, ${amount}, credit_balance + ${amount}, 'grant' from accounts
+    where id = ${accountId} and credit_balance + ${amount} >= 0
+    returning balance_after`);
+  const row = rows[0];
+  if (!row) {
+    const exists = await db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
+    throw new AdminError(exists.length ? "The balance cannot go below zero" : `No account ${accountId}`);
+  }
+  return { balance: Number(row.balance_after) };
+}
+
+export async function createApiKey(db: Db, accountId: string): Promise<{ id: string; token: string; prefix: string }> {
+  const exists = await db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
+  if (!exists.length) throw new AdminError(`No account ${accountId}`);
+  const { token, displayPrefix } = generateToken();
+  const id = newId("key");
+  await db.insert(apiKeys).values({ id, accountId, tokenHash: await hashToken(token), prefix: displayPrefix });
+  return { id, token, prefix: displayPrefix };
+}
+
+export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string; revoked_at: number }> {
+  const now = Date.now();
+  const rows = await db
+    .update(apiKeys)
+    .set({ revokedAt: now })
+    .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+    .returning({ id: apiKeys.id, revokedAt: apiKeys.revokedAt });
+  if (rows[0]) return { id: keyId, revoked_at: rows[0].revokedAt ?? now };
+  const [existing] = await db.select({ revokedAt: apiKeys.revokedAt }).from(apiKeys).where(eq(apiKeys.id, keyId));
+  if (!existing) throw new AdminError(`No key ${keyId}`);
+  return { id: keyId, revoked_at: existing.revokedAt ?? now };
+}
+
+export async function setAccountStatus(db: Db, accountId: string, status: "active" | "disabled"): Promise<{ id: string; status: string }> {
+  const rows = await db.update(accounts).set({ status }).where(eq(accounts.id, accountId)).returning({ id: accounts.id });
+  if (!rows[0]) throw new AdminError(`No account ${accountId}`);
+  return { id: accountId, status };
+}
+
+export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
+  const [account] = await db.select().from(accounts).where(eq(accounts.id, accountId));
+  if (!account) throw new AdminError(`No account ${accountId}`);
+  const [keys, ledger] = await Promise.all([
+    db
+      .select({ id: apiKeys.id, prefix: apiKeys.prefix, created_at: apiKeys.createdAt, revoked_at: apiKeys.revokedAt })
+      .from(apiKeys)
+      .where(eq(apiKeys.accountId, accountId))
+      .orderBy(apiKeys.createdAt),
+    db
+      .select({
+        id: creditLedger.id,
+        delta: creditLedger.delta,
+        balance_after: creditLedger.balanceAfter,
+        reason: creditLedger.reason,
+        request_id: creditLedger.requestId,
+        created_at: creditLedger.createdAt,
+      })
+      .from(creditLedger)
+      .where(eq(creditLedger.accountId, accountId))
+      .orderBy(desc(creditLedger.id))
+      .limit(ledgerLimit),
+  ]);
+  return {
+    id: account.id,
+    name: account.name,
+    status: account.status,
+    balance: account.creditBalance,
+    created_at: account.createdAt,
+    keys,
+    recent_ledger: ledger,
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Worker bindings and their parsed form. Configuration names are decisions §7; values come from
+ * wrangler.toml [vars], `wrangler secret put`, or `wrangler dev --var` (npm start).
+ */
+import { z } from "zod";
+import type { AuthenticatedKey } from "./auth.ts";
+
+export type Bindings = {
+  DATABASE_URL?: string;
+  DATABASE_AUTH_TOKEN?: string;
+  DOH_URL?: string;
+  PROBE_URL?: string;
+  PROBE_SECRET?: string;
+  LOOKUP_COST?: string;
+};
+
+export type Variables = {
+  requestId: string;
+  config: EdgeConfig;
+  auth: AuthenticatedKey;
+};
+
+export type AppEnv = { Bindings: Bindings; Variables: Variables };
+
+const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
+
+const EdgeConfigSchema = z.object({
+  DATABASE_URL: z.string().url({ message: "DATABASE_URL must be a URL (libsql://, https:// or http://)" }),
+  DATABASE_AUTH_TOKEN: z.preprocess(emptyToUndefined, z.string().optional()),
+  DOH_URL: z.preprocess(emptyToUndefined, z.string().url().default("https://cloudflare-dns.com/dns-query")),
+  PROBE_URL: z.preprocess(emptyToUndefined, z.string().url().optional()),
+  PROBE_SECRET: z.preprocess(emptyToUndefined, z.string().min(16).optional()),
+  LOOKUP_COST: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(1_000_000).default(1)),
+});
+
+export type EdgeConfig = z.infer<typeof EdgeConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+// Bindings objects are stable for the life of an isolate, so each is parsed once.
+const parsed = new WeakMap<object, EdgeConfig>();
+
+export function loadConfig(env: Bindings): EdgeConfig {
+  const hit = parsed.get(env);
+  if (hit) return hit;
+  const result = EdgeConfigSchema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ");
+    throw new ConfigError(`Invalid worker configuration: ${problems}`);
+  }
+  if (result.data.PROBE_URL && !result.data.PROBE_SECRET) {
+    throw new ConfigError("Invalid worker configuration: PROBE_SECRET is required when PROBE_URL is set");
+  }
+  parsed.set(env, result.data);
+  return result.data;
+}

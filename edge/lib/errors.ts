@@ -1,0 +1,13 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** The one error type handlers throw; the app's error handler maps it to `{"error": message}`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * API tokens: 256 random bits, shown once, stored as a SHA-256 hash (decisions §2).
+ * Runs on WebCrypto so the Worker and the Node admin CLI share it.
+ */
+const TOKEN_PREFIX = "cv_";
+const TOKEN_PATTERN = /^cv_[A-Za-z0-9_-]{43}$/;
+/** Characters of the token kept in clear so a person can tell keys apart. */
+const DISPLAY_PREFIX_LENGTH = 10;
+
+function base64url(bytes: Uint8Array): string {
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function generateToken(): { token: string; displayPrefix: string } {
+  const token = TOKEN_PREFIX + base64url(crypto.getRandomValues(new Uint8Array(32)));
+  return { token, displayPrefix: token.slice(0, DISPLAY_PREFIX_LENGTH) };
+}
+
+/** Cheap shape check so garbage never reaches the database. */
+export function looksLikeToken(token: string): boolean {
+  return TOKEN_PATTERN.test(token);
+}
+
+export async function hashToken(token: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function newId(kind: "acc" | "key"): string {
+  return `${kind}_${base64url(crypto.getRandomValues(new Uint8Array(12)))}`;
+}

@@ -1,0 +1,133 @@
+/**
+ * Contact lookup: identifier parsing and precedence (decisions §4) and the ContactInfo shape
+ * (api-spec §2.1). Precedence and the emails/phones aggregation happen in one SQL statement so a
+ * lookup costs one round trip.
+ */
+import { sql, type SQL } from "drizzle-orm";
+import { ERROR_MESSAGES, type ContactInfo } from "../shared/api.ts";
+import { isDisposableDomain, isFreeProviderDomain } from "../shared/email/lists.ts";
+import type { Database } from "./db/client.ts";
+import { ApiError } from "./lib/errors.ts";
+
+export type PeopleIdentifiers = {
+  profnetId?: number;
+  profnetPublicIdentifier?: string;
+  codehostId?: number;
+  codehostLogin?: string;
+};
+
+const MAX_IDENTIFIER_LENGTH = 256;
+
+/** A decimal positive integer up to 2^53-1, with nothing else around it but trimmed whitespace. */
+function parsePositiveId(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = raw.trim();
+  if (value === "") return undefined;
+  if (!/^[0-9]{1,16}$/.test(value)) {
+    throw new ApiError(400, `${name} must be a positive integer`);
+  }
+  const n = Number(value);
+  if (n < 1 || !Number.isSafeInteger(n)) throw new ApiError(400, `${name} must be a positive integer`);
+  return n;
+}
+
+function parseText(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const value = raw.trim();
+  if (value === "") return undefined;
+  if (value.length > MAX_IDENTIFIER_LENGTH) {
+    throw new ApiError(400, `${name} must be at most ${MAX_IDENTIFIER_LENGTH} characters`);
+  }
+  return value;
+}
+
+export function parsePeopleQuery(query: Record<string, string | undefined>): PeopleIdentifiers {
+  const ids: PeopleIdentifiers = {
+    profnetId: parsePositiveId("profnet_id", query.profnet_id),
+    profnetPublicIdentifier: parseText("profnet_public_identifier", query.profnet_public_identifier),
+    codehostId: parsePositiveId("codehost_id", query.codehost_id),
+    codehostLogin: parseText("codehost_login", query.codehost_login),
+  };
+  if (
+    ids.profnetId === undefined &&
+    ids.profnetPublicIdentifier === undefined &&
+    ids.codehostId === undefined &&
+    ids.codehostLogin === undefined
+  ) {
+    throw new ApiError(400, ERROR_MESSAGES.peopleParamRequired);
+  }
+  return ids;
+}
+
+type PersonRow = {
+  profnet_id: number | null;
+  profnet_public_identifier: string | null;
+  codehost_id: number | null;
+  codehost_login: string | null;
+  codehost_username: string | null;
+  socialnet_username: string | null;
+  microblog_username: string | null;
+  emails: string;
+  phones: string;
+};
+
+/** The statement that finds the first matching person in precedence order, for use in a batch. */
+export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
+  // Candidates in the order of decisions §4; the lowest rank that matches wins.
+  const candidates: SQL[] = [];
+  if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
+  if (ids.profnetPublicIdentifier !== undefined)
+    candidates.push(
+      sql`select id, 2 as rank from people where lower(profnet_public_identifier) = lower(${ids.profnetPublicIdentifier})`,
+    );
+  if (ids.codehostId !== undefined) candidates.push(sql`select id, 3 as rank from people where codehost_id = ${ids.codehostId}`);
+  if (ids.codehostLogin !== undefined)
+    candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
+
+  return db.all<PersonRow>(sql`
+    select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
+           p.codehost_username, p.socialnet_username, p.microblog_username,
+           (select json_group_array(email) from
+              (select email from person_emails where person_id = p.id order by first_seen_at, id)) as emails,
+           (select json_group_array(phone) from
+              (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
+    from people p
+    where p.id = (select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`);
+}
+
+function domainOf(email: string): string {
+  return email.slice(email.lastIndexOf("@") + 1).toLowerCase();
+}
+
+/** A personal address is on a free or disposable provider (decisions §4); anything else is work. */
+export function isPersonalEmail(email: string): boolean {
+  const domain = domainOf(email);
+  return isFreeProviderDomain(domain) || isDisposableDomain(domain);
+}
+
+export function toContactInfo(row: PersonRow): ContactInfo {
+  const info: ContactInfo = {
+    profnet_id: row.profnet_id === null ? null : Number(row.profnet_id),
+    profnet_public_identifier: row.profnet_public_identifier,
+    codehost_id: row.codehost_id === null ? null : Number(row.codehost_id),
+    codehost_login: row.codehost_login,
+    codehost_username: row.codehost_username,
+    socialnet_username: row.socialnet_username,
+    microblog_username: row.microblog_username,
+  };
+  const seen = new Set<string>();
+  const emails = (JSON.parse(row.emails) as string[]).filter((e) => {
+    const key = e.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  // Emails and phones are all present or all absent (decisions §4): phones only with emails.
+  if (emails.length > 0) {
+    info.email_addresses = emails;
+    info.personal_email_addresses = emails.filter(isPersonalEmail);
+    info.work_email_addresses = emails.filter((e) => !isPersonalEmail(e));
+    info.phone_numbers = JSON.parse(row.phones) as string[];
+  }
+  return info;
+}
