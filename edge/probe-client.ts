@@ -1,0 +1,81 @@
+/**
+ * Calls the probe service (decisions §6) with a signed request and a hard deadline. Any failure —
+ * not configured, unreachable, an error status, a malformed answer, a missed deadline — comes back
+ * as a reason string, never as a throw: the caller degrades to "no SMTP check performed".
+ */
+import {
+  PROBE_PATH,
+  ProbeResponse,
+  signProbeRequest,
+  type ProbeRequest,
+} from "../shared/probe-contract.ts";
+
+export type ProbeCallResult =
+  | { ok: true; response: ProbeResponse; ms: number }
+  | { ok: false; reason: "not_configured" | "unreachable" | "error_status" | "bad_response" | "deadline"; ms: number };
+
+/** Time the probe's HTTP answer may take beyond its own deadline (network and JSON). */
+const RESPONSE_GRACE_MS = 750;
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export async function callProbe(
+  probeUrl: string | undefined,
+  secret: string | undefined,
+  request: ProbeRequest,
+): Promise<ProbeCallResult> {
+  const started = Date.now();
+  const elapsed = () => Date.now() - started;
+  if (!probeUrl || !secret) return { ok: false, reason: "not_configured", ms: 0 };
+
+  const body = JSON.stringify(request);
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), request.deadline_ms + RESPONSE_GRACE_MS);
+  try {
+    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, body)) };
+    const res = await fetch(new URL(PROBE_PATH, probeUrl), { method: "POST", headers, body, signal: controller.signal });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return { ok: false, reason: "error_status", ms: elapsed() };
+    }
+    const text = await readBounded(res, MAX_RESPONSE_BYTES);
+    if (text === null) return { ok: false, reason: "bad_response", ms: elapsed() };
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return { ok: false, reason: "bad_response", ms: elapsed() };
+    }
+    const parsed = ProbeResponse.safeParse(json);
+    if (!parsed.success) return { ok: false, reason: "bad_response", ms: elapsed() };
+    return { ok: true, response: parsed.data, ms: elapsed() };
+  } catch {
+    return { ok: false, reason: controller.signal.aborted ? "deadline" : "unreachable", ms: elapsed() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads a body up to a byte limit; null when it is larger. */
+async function readBounded(res: Response, limit: number): Promise<string | null> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    all.set(c, offset);
+    offset += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}

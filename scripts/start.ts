@@ -1,0 +1,164 @@
+/**
+ * `npm start`: the whole stack on loopback with no accounts and no internet.
+ *   1. a libSQL HTTP server on a file in .data/ (unless DATABASE_URL points elsewhere),
+ *   2. migrations, and a demo account, key and sample profiles seeded once,
+ *   3. the Worker under `wrangler dev` on 127.0.0.1:8787,
+ * then prints the demo key and a curl line, and stops every child on Ctrl-C or SIGTERM.
+ * Configuration (decisions §7) comes from the environment and overrides the defaults.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { accounts } from "../edge/db/schema.ts";
+import { startLibsqlServer } from "./libsql-server.ts";
+import { applyMigrations, LOCAL_DATABASE_FILE, openDatabase } from "./lib/database.ts";
+import { seedSamplePeople } from "./lib/samples.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const dataDir = dirname(LOCAL_DATABASE_FILE);
+const demoKeyFile = join(dataDir, "demo-key.json");
+const host = "127.0.0.1";
+const edgePort = Number(process.env.EDGE_PORT ?? 8787);
+const libsqlPort = Number(process.env.LIBSQL_PORT ?? 8080);
+
+const log = (msg: string) => process.stderr.write(`[start] ${msg}\n`);
+const stoppers: (() => Promise<void> | void)[] = [];
+let stopping = false;
+
+async function stopAll(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    for (const stop of stoppers.reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        log(`error while stopping: ${String(err)}`);
+      }
+    }
+  }
+  process.exit(code);
+}
+process.on("SIGINT", () => void stopAll(0));
+process.on("SIGTERM", () => void stopAll(0));
+
+async function startDatabase(): Promise<{ url: string; authToken?: string }> {
+  if (process.env.DATABASE_URL) {
+    log(`using DATABASE_URL ${new URL(process.env.DATABASE_URL).origin}`);
+    return { url: process.env.DATABASE_URL, authToken: process.env.DATABASE_AUTH_TOKEN };
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const server = await startLibsqlServer({ file: LOCAL_DATABASE_FILE, host, port: libsqlPort });
+  stoppers.push(() => server.close());
+  log(`libSQL server on ${server.url} (file ${LOCAL_DATABASE_FILE})`);
+  return { url: server.url };
+}
+
+/** Seeds the demo account once; its token is kept in .data/ (git-ignored) so every start can print it. */
+async function ensureDemo(url: string, authToken?: string): Promise<string> {
+  const db = openDatabase(url, authToken);
+  try {
+    await applyMigrations(db);
+    if (existsSync(demoKeyFile)) {
+      const saved = JSON.parse(readFileSync(demoKeyFile, "utf8")) as { token: string; database: string };
+      const known = await db.select({ id: accounts.id }).from(accounts).limit(1);
+      if (saved.database === url && known.length > 0) return saved.token;
+    }
+    const account = await createAccount(db, "demo", 1000);
+    const key = await createApiKey(db, account.id);
+    await seedSamplePeople(db);
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(demoKeyFile, JSON.stringify({ token: key.token, account: account.id, database: url }), { mode: 0o600 });
+    log(`seeded demo account ${account.id} with 1000 credits and sample profiles`);
+    return key.token;
+  } finally {
+    db.$client.close();
+  }
+}
+
+function startWorker(vars: Record<string, string | undefined>): ChildProcess {
+  const args = ["wrangler", "dev", "--ip", host, "--port", String(edgePort), "--log-level", "warn"];
+  for (const [name, value] of Object.entries(vars)) if (value) args.push("--var", `${name}:${value}`);
+  const child = spawn("npx", args, {
+    cwd: root,
+    stdio: ["ignore", "inherit", "inherit"],
+    detached: true,
+    env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
+  });
+  stoppers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        // wrangler runs workerd as its own child: signal the whole group.
+        process.kill(-child.pid!, "SIGTERM");
+        setTimeout(() => {
+          if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
+        }, 5000).unref();
+      }),
+  );
+  child.once("exit", (code) => {
+    if (!stopping) {
+      log(`wrangler dev exited (${code}); stopping`);
+      void stopAll(code ?? 1);
+    }
+  });
+  return child;
+}
+
+async function waitForHealth(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the Worker did not answer ${url} within ${timeoutMs} ms`);
+}
+
+async function main() {
+  const started = Date.now();
+  const database = await startDatabase();
+  const token = await ensureDemo(database.url, database.authToken);
+  const extra = await startExtras();
+  startWorker({
+    DATABASE_URL: database.url,
+    DATABASE_AUTH_TOKEN: database.authToken,
+    DOH_URL: process.env.DOH_URL,
+    PROBE_URL: process.env.PROBE_URL ?? extra.probeUrl,
+    PROBE_SECRET: process.env.PROBE_SECRET ?? extra.probeSecret,
+    LOOKUP_COST: process.env.LOOKUP_COST,
+  });
+  const base = `http://${host}:${edgePort}`;
+  await waitForHealth(`${base}/healthz`, 60_000);
+  log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  process.stdout.write(
+    [
+      "",
+      `API:       ${base}/v1  (OpenAPI: ${base}/v1/openapi.json)`,
+      `Demo key:  ${token}`,
+      "",
+      "Try:",
+      `  curl -s -H 'Authorization: Bearer ${token}' '${base}/v1/people?profnet_id=1001'`,
+      `  curl -s -H 'Authorization: Bearer ${token}' '${base}/v1/email_verifications?email_address=ana@example.com'`,
+      "",
+      "Ctrl-C stops everything.",
+      "",
+    ].join("\n"),
+  );
+}
+
+/** Services beyond the database and the Worker; the probe joins here (its own issue). */
+async function startExtras(): Promise<{ probeUrl?: string; probeSecret?: string }> {
+  return {};
+}
+
+main().catch((err) => {
+  log(`failed: ${err instanceof Error ? err.message : String(err)}`);
+  void stopAll(1);
+});

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { call } from "./helpers.ts";
+
+describe("the app surface", () => {
+  it("GET /healthz answers 200 without auth", async () => {
+    const res = await call("/healthz");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(await res.json()).toEqual({ ok: true });
+  });
+
+  it("unknown routes get a JSON 404", async () => {
+    for (const path of ["/", "/v1", "/v2/people", "/v1/people/123"]) {
+      const res = await call(path);
+      expect(res.status).toBe(404);
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      expect(await res.json()).toEqual({ error: "Not found" });
+    }
+  });
+
+  it("every response has a distinct X-Request-Id", async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 5; i++) ids.add((await call("/healthz")).headers.get("x-request-id")!);
+    expect(ids.size).toBe(5);
+  });
+
+  it("GET /v1/openapi.json is OpenAPI 3.1 generated from the route schemas", async () => {
+    const res = await call("/v1/openapi.json");
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as any;
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.info.version).toBe("1.0.0");
+    const people = doc.paths["/v1/people"].get;
+    expect(people.parameters.map((p: any) => p.name).sort()).toEqual(
+      ["codehost_id", "codehost_login", "profnet_id", "profnet_public_identifier"],
+    );
+    expect(Object.keys(people.responses).sort()).toEqual(["200", "400", "401", "402", "404"]);
+    expect(Object.keys(doc.components.schemas.ContactInfo.properties)).toContain("work_email_addresses");
+    expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: "http", scheme: "bearer" });
+  });
+});

@@ -1,0 +1,74 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { call, newAccount, revokeApiKey, setAccountStatus, db } from "./helpers.ts";
+import { createApiKey } from "../../edge/db/admin.ts";
+
+// Every authenticated route, each with parameters that would otherwise be a 400, so the matrix
+// also proves that 401 is decided before parameter validation (decisions §2).
+const routes: { name: string; path: string; init?: RequestInit }[] = [
+  { name: "GET /v1/people", path: "/v1/people" },
+  { name: "GET /v1/email_verifications", path: "/v1/email_verifications" },
+  {
+    name: "POST /v1/email_verifications",
+    path: "/v1/email_verifications",
+    init: { method: "POST", headers: { "content-type": "application/json" }, body: "{" },
+  },
+];
+
+let live: string;
+let revoked: string;
+let disabled: string;
+
+beforeAll(async () => {
+  live = (await newAccount(5)).token;
+  const r = await newAccount(5);
+  await revokeApiKey(db, r.keyId);
+  revoked = r.token;
+  const d = await newAccount(5);
+  await setAccountStatus(db, d.accountId, "disabled");
+  disabled = d.token;
+});
+
+const cases: { name: string; header: () => string | undefined }[] = [
+  { name: "missing header", header: () => undefined },
+  { name: "empty header", header: () => "" },
+  { name: "scheme only", header: () => "Bearer" },
+  { name: "scheme and blank", header: () => "Bearer    " },
+  { name: "wrong scheme", header: () => `Basic ${live}` },
+  { name: "token without scheme", header: () => live },
+  { name: "malformed token", header: () => "Bearer not-a-token" },
+  { name: "two tokens", header: () => `Bearer ${live} ${live}` },
+  { name: "unknown token", header: () => `Bearer cv_${"A".repeat(43)}` },
+  { name: "revoked key", header: () => `Bearer ${revoked}` },
+  { name: "disabled account", header: () => `Bearer ${disabled}` },
+  { name: "oversized header", header: () => `Bearer ${"x".repeat(10_000)}` },
+];
+
+describe.each(routes)("$name authentication", ({ path, init }) => {
+  it.each(cases)("answers 401 for $name", async ({ header }) => {
+    const headers = new Headers(init?.headers);
+    const value = header();
+    if (value !== undefined) headers.set("Authorization", value);
+    const res = await call(path, { ...init, headers });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toBe("Bearer");
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(await res.json()).toEqual({ error: "Unauthorized" });
+  });
+
+  it("lets a live key through, with the scheme word in any case", async () => {
+    for (const scheme of ["Bearer", "bearer", "BEARER"]) {
+      const headers = new Headers(init?.headers);
+      headers.set("Authorization", `${scheme} ${live}`);
+      const res = await call(path, { ...init, headers });
+      expect(res.status).toBe(400);
+    }
+  });
+});
+
+it("never lets a key authenticate another account's token hash (fresh keys work at once)", async () => {
+  const a = await newAccount(1);
+  const second = await createApiKey(db, a.accountId);
+  const res = await call("/v1/people?profnet_id=1", { token: second.token });
+  expect(res.status).not.toBe(401);
+});

@@ -1,0 +1,71 @@
+/**
+ * Seeding and request helpers for route tests. They run inside workerd and reach the same libSQL
+ * server as the Worker, through the same admin operations the CLI uses.
+ */
+import { env, exports } from "cloudflare:workers";
+import { createClient } from "@libsql/client/web";
+import { drizzle } from "drizzle-orm/libsql/web";
+import { addCredits, createAccount, createApiKey, revokeApiKey, setAccountStatus } from "../../edge/db/admin.ts";
+import * as schema from "../../edge/db/schema.ts";
+
+const bindings = env as unknown as { DATABASE_URL: string };
+
+// The Worker's own default export, running in this isolate (vitest-pool-workers `main`).
+const worker = (exports as unknown as { default: { fetch(request: Request): Promise<Response> } }).default;
+
+export const db = drizzle(createClient({ url: bindings.DATABASE_URL }), { schema });
+
+export async function newAccount(credits = 100) {
+  const account = await createAccount(db, "test account", credits);
+  const key = await createApiKey(db, account.id);
+  return { accountId: account.id, keyId: key.id, token: key.token };
+}
+
+export { addCredits, revokeApiKey, setAccountStatus };
+
+export function call(path: string, init: RequestInit & { token?: string } = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (init.token !== undefined) headers.set("Authorization", `Bearer ${init.token}`);
+  return worker.fetch(new Request(`http://api.test${path}`, { ...init, headers }));
+}
+
+let personSeq = 0;
+/** Unique identifiers per test so tests sharing one database never collide. */
+export function uniqueIds() {
+  personSeq += 1;
+  const n = Date.now() * 1000 + Math.floor(Math.random() * 1000) + personSeq;
+  return { profnet_id: n, profnet_public_identifier: `pn-${n}`, codehost_id: n + 7, codehost_login: `Login${n}` };
+}
+
+export async function insertPerson(p: {
+  profnet_id?: number | null;
+  profnet_public_identifier?: string | null;
+  codehost_id?: number | null;
+  codehost_login?: string | null;
+  codehost_username?: string | null;
+  socialnet_username?: string | null;
+  microblog_username?: string | null;
+  emails?: string[];
+  phones?: string[];
+}): Promise<number> {
+  const [row] = await db
+    .insert(schema.people)
+    .values({
+      profnetId: p.profnet_id ?? null,
+      profnetPublicIdentifier: p.profnet_public_identifier ?? null,
+      codehostId: p.codehost_id ?? null,
+      codehostLogin: p.codehost_login ?? null,
+      codehostUsername: p.codehost_username ?? null,
+      socialnetUsername: p.socialnet_username ?? null,
+      microblogUsername: p.microblog_username ?? null,
+    })
+    .returning({ id: schema.people.id });
+  const personId = row!.id;
+  for (const [i, email] of (p.emails ?? []).entries()) {
+    await db.insert(schema.personEmails).values({ personId, email, source: "test", firstSeenAt: 1_000 + i });
+  }
+  for (const [i, phone] of (p.phones ?? []).entries()) {
+    await db.insert(schema.personPhones).values({ personId, phone, source: "test", firstSeenAt: 1_000 + i });
+  }
+  return personId;
+}

@@ -1,0 +1,31 @@
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { fileURLToPath } from "node:url";
+import { defineProject } from "vitest/config";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+// Route tests run inside workerd. The global setup (Node) starts the real servers the Worker talks
+// to over loopback — the libSQL HTTP server and the DoH fixture — and hands their URLs in.
+export default defineProject({
+  plugins: [
+    cloudflareTest(({ inject }) => ({
+      main: `${root}/edge/index.ts`,
+      wrangler: { configPath: `${root}/wrangler.toml` },
+      miniflare: {
+        bindings: {
+          DATABASE_URL: inject("databaseUrl"),
+          DOH_URL: inject("dohUrl"),
+          LOOKUP_COST: "1",
+        },
+      },
+    })),
+  ],
+  test: {
+    name: "workers",
+    root,
+    include: ["test/workers/**/*.test.ts"],
+    globalSetup: [`${root}/test/workers/global-setup.ts`],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+  },
+});
