@@ -20,7 +20,7 @@ describe("GET /v1/people: happy path", () => {
       codehost_username: "ada",
       socialnet_username: "ada.social",
       microblog_username: "ada_mb",
-      emails: ["ada@gmail.com", "ada@analytical-engines.example", "ADA@GMAIL.COM", "ada@mailinator.com"],
+      emails: ["ada@gmail.com", "ada@analytical-engines.example", "ada@mailinator.com"],
       phones: ["+14155550123", "+442071838750"],
     });
     const { res, body } = await lookup(token, { profnet_id: String(ids.profnet_id) });
