@@ -42,6 +42,11 @@ async function stopAll(code: number): Promise<never> {
 }
 process.on("SIGINT", () => void stopAll(0));
 process.on("SIGTERM", () => void stopAll(0));
+// npm does not always pass SIGTERM on to its script; if whoever started us is gone, stop too.
+const parentAtStart = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentAtStart) void stopAll(0);
+}, 500).unref();
 
 async function startDatabase(): Promise<{ url: string; authToken?: string }> {
   if (process.env.DATABASE_URL) {
@@ -78,9 +83,9 @@ async function ensureDemo(url: string, authToken?: string): Promise<string> {
 }
 
 function startWorker(vars: Record<string, string | undefined>): ChildProcess {
-  const args = ["wrangler", "dev", "--ip", host, "--port", String(edgePort), "--log-level", "warn"];
+  const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", "warn"];
   for (const [name, value] of Object.entries(vars)) if (value) args.push("--var", `${name}:${value}`);
-  const child = spawn("npx", args, {
+  const child = spawn(join(root, "node_modules/.bin/wrangler"), args, {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
     detached: true,
