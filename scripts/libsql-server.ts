@@ -58,11 +58,13 @@ const STREAM_IDLE_MS = 10_000;
 /**
  * Node runs SQLite calls synchronously, so a connection waiting on a lock held by another stream
  * would block the very event loop that must release it. Connections therefore never wait inside
- * SQLite (busy_timeout 0); a busy statement is retried asynchronously until this deadline.
+ * SQLite (busy_timeout 0). Instead, a statement that may take a lock waits (asynchronously) while
+ * another of this server's connections holds an open transaction; a statement that is still busy
+ * (another process holds the lock) is retried until this deadline.
  */
-const BUSY_RETRY_MS = 5_000;
+const LOCK_WAIT_MS = 5_000;
 
-type Stream = { db: Db; sql: Map<number, string>; timer: NodeJS.Timeout };
+type Stream = { db: Db; sql: Map<number, string>; peers: Set<Db>; timer: NodeJS.Timeout };
 
 export type LibsqlServer = { url: string; port: number; close(): Promise<void> };
 
@@ -76,18 +78,23 @@ export async function startLibsqlServer(options: {
   const idle: Db[] = [];
   const streams = new Map<string, Stream>();
 
+  const peers = new Set<Db>();
   const open = (): Db => {
     const db = new Database(options.file);
     db.pragma("journal_mode = WAL");
     db.pragma("busy_timeout = 0");
     db.pragma("foreign_keys = ON");
+    peers.add(db);
     return db;
   };
   const acquire = () => idle.pop() ?? open();
   const release = (db: Db) => {
     if (db.inTransaction) db.exec("ROLLBACK");
     if (idle.length < 8) idle.push(db);
-    else db.close();
+    else {
+      peers.delete(db);
+      db.close();
+    }
   };
   // Create the file and switch it to WAL before the first client arrives.
   release(open());
@@ -132,7 +139,11 @@ export async function startLibsqlServer(options: {
     if (version[1] === "v2" && version[2] === "/cursor") return sendJson(res, 404, { message: "Not found" });
 
     const raw = await readBody(req);
-    if (raw === null) return sendJson(res, 413, { message: "Request body too large" });
+    if (raw === null) {
+      // The rest of the body was not read, so this connection cannot carry another request.
+      res.setHeader("connection", "close");
+      return sendJson(res, 413, { message: "Request body too large" });
+    }
     let body: { baton?: string | null; requests?: StreamRequest[]; batch?: { steps: BatchStep[] } };
     try {
       body = JSON.parse(raw);
@@ -148,7 +159,7 @@ export async function startLibsqlServer(options: {
       clearTimeout(existing.timer);
       stream = existing;
     } else {
-      stream = { db: acquire(), sql: new Map() };
+      stream = { db: acquire(), sql: new Map(), peers };
     }
 
     if (version[2] === "/cursor") {
@@ -212,7 +223,7 @@ async function runRequest(stream: Omit<Stream, "timer">, request: StreamRequest)
       return { type: "batch", result: await runBatch(stream, request.batch.steps) };
     case "sequence": {
       const sql = resolveSql(stream, request);
-      await retryWhileBusy(() => stream.db.exec(sql));
+      await withWriteTurn(stream, sql, () => stream.db.exec(sql));
       return { type: "sequence" };
     }
     case "describe": {
@@ -325,7 +336,7 @@ async function executeStmt(stream: Omit<Stream, "timer">, stmt: Stmt) {
   const named = Object.fromEntries((stmt.named_args ?? []).map((a) => [a.name.replace(/^[:@$]/, ""), decodeValue(a.value)]));
   const params: unknown[] = stmt.named_args?.length ? [...positional, named] : positional;
 
-  return retryWhileBusy(() => {
+  return withWriteTurn(stream, sql, () => {
     const prepared = stream.db.prepare(sql);
     if (prepared.reader) {
       prepared.safeIntegers(true);
@@ -335,7 +346,8 @@ async function executeStmt(stream: Omit<Stream, "timer">, stmt: Stmt) {
       // RETURNING makes a write look like a reader: report what it changed.
       const isWrite = /^\s*(insert|update|delete|replace)\b/i.test(sql);
       const [changes, lastRowid] = isWrite
-        ? (stream.db.prepare("select changes(), last_insert_rowid()").raw(true).get() as [number, number])
+        ? // all(), not get(): a statement left mid-step would block COMMIT ("SQL statements in progress").
+          (stream.db.prepare("select changes(), last_insert_rowid()").raw(true).all()[0] as [number, number])
         : [0, null];
       return { cols, rows, affected_row_count: Number(changes), last_insert_rowid: lastRowid == null ? null : String(lastRowid) };
     }
@@ -349,16 +361,24 @@ async function executeStmt(stream: Omit<Stream, "timer">, stmt: Stmt) {
   });
 }
 
-async function retryWhileBusy<T>(fn: () => T): Promise<T> {
-  const deadline = Date.now() + BUSY_RETRY_MS;
-  for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
-    try {
-      return fn();
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? "";
-      if (!code.startsWith("SQLITE_BUSY") || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, delay));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs a statement once no other connection of this server is inside a transaction (see LOCK_WAIT_MS). */
+async function withWriteTurn<T>(stream: Omit<Stream, "timer">, sql: string, run: () => T): Promise<T> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  // Plain reads never take a write lock in WAL mode; anything else might.
+  const mayLock = !/^\s*(select|explain)\b/i.test(sql);
+  const othersInTransaction = () => [...stream.peers].some((db) => db !== stream.db && db.inTransaction);
+  for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
+    if (!mayLock || stream.db.inTransaction || !othersInTransaction() || Date.now() > deadline) {
+      try {
+        return run();
+      } catch (err) {
+        const busy = ((err as { code?: string }).code ?? "").startsWith("SQLITE_BUSY");
+        if (!busy || stream.db.inTransaction || Date.now() > deadline) throw err;
+      }
     }
+    await sleep(delay);
   }
 }
 

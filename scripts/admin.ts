@@ -1,0 +1,292 @@
+/**
+ * The admin CLI, `npm run admin -- <command>`: argument parsing and output only. The operations live
+ * in edge/db/admin.ts (accounts, keys, credits) and scripts/admin/ (people import).
+ *
+ * With --json, stdout carries exactly one JSON object (the result, or {"error": ...}); anything
+ * else, progress included, goes to stderr. Exit status: 0 success, 1 failure, 2 usage error.
+ */
+import { Presets, SingleBar } from "cli-progress";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setAccountStatus, showAccount } from "../edge/db/admin.ts";
+import { openAdminDatabase } from "./admin/database.ts";
+import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
+import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
+import type { NodeDatabase } from "./lib/database.ts";
+
+const USAGE = `Usage: npm run admin -- <command> [options]
+
+Commands:
+  accounts create --name NAME --credits N   Create an account with an opening grant of N credits
+  accounts show ID                          Balance, status, keys and recent ledger of an account
+  accounts disable ID                       Refuse the account's keys (401) until it is enabled
+  accounts enable ID
+  credits add --account ID --amount N       Grant N credits (take them back with --amount=-N)
+  keys create --account ID                  Create an API key; its token is shown only this once
+  keys revoke --key ID
+  people import FILE [--strict] [--source NAME] [--batch-size N]
+                                            Upsert people from JSON Lines (.jsonl, .ndjson) or
+                                            CSV (.csv, header row, ';' between list items)
+      --strict       exit with status 1 when any line was rejected (valid lines are still imported)
+      --source NAME  recorded on new emails and phones (default: the file's name)
+      --batch-size N rows per write transaction (default ${DEFAULT_BATCH_SIZE}, at most ${MAX_BATCH_SIZE})
+
+Every command takes:
+  --json   print exactly one JSON object on stdout (errors too: {"error": "..."})
+  --help   print this help
+
+Environment:
+  DATABASE_URL, DATABASE_AUTH_TOKEN   the database (default: the local file that \`npm start\`
+                                      serves, .data/dev.db, created and migrated on first use)
+
+Exit status: 0 success, 1 failure (unknown account or key, rejected lines with --strict, ...),
+2 usage error.`;
+
+class UsageError extends Error {
+  override name = "UsageError";
+}
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+type Values = Record<string, string | boolean | undefined>;
+type CommandInput = { values: Values; args: string[] };
+type CommandResult = { json: object; text: string; exitStatus?: number };
+
+type Command = {
+  /** Names of the positional arguments after the command words. */
+  args: string[];
+  options: Options;
+  run(db: NodeDatabase, input: CommandInput): Promise<CommandResult>;
+};
+
+const GLOBAL_OPTIONS: Options = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } };
+
+function requiredOption(values: Values, name: string): string {
+  const value = values[name];
+  if (typeof value !== "string") throw new UsageError(`--${name} is required`);
+  if (value.trim() === "") throw new UsageError(`--${name} must not be empty`);
+  return value.trim();
+}
+
+function integerOption(values: Values, name: string, accept: (n: number) => boolean, expected: string): number {
+  const raw = requiredOption(values, name);
+  const value = /^[+-]?[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || !accept(value)) throw new UsageError(`--${name} must be ${expected}, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function formatTime(ms: number | null): string {
+  return ms === null ? "-" : new Date(ms).toISOString();
+}
+
+/** The text summary stays readable; --json carries the longer list. */
+const REJECTIONS_LISTED_AS_TEXT = 20;
+
+function formatImportSummary(summary: ImportSummary): string {
+  const lines = [
+    `Imported ${summary.file} (${summary.format}, source ${JSON.stringify(summary.source)}): ` +
+      `${summary.rows} rows in ${(summary.elapsed_ms / 1000).toFixed(2)} s (${summary.rows_per_second} rows/s)`,
+    `  inserted ${summary.inserted}, updated ${summary.updated}, unchanged ${summary.unchanged}, rejected ${summary.rejected}`,
+    ...summary.rejections.slice(0, REJECTIONS_LISTED_AS_TEXT).map((r) => `  line ${r.line}: ${r.reason}`),
+  ];
+  const unlisted = summary.rejected - Math.min(summary.rejections.length, REJECTIONS_LISTED_AS_TEXT);
+  if (unlisted > 0) lines.push(`  ... and ${unlisted} more rejected lines (--json lists the first ${summary.rejections.length})`);
+  return lines.join("\n");
+}
+
+/** A progress bar on stderr when a person is watching it; nothing when stderr is a file or pipe. */
+function progressReporter(): { onProgress?: (progress: ImportProgress) => void; stop: () => void } {
+  if (!process.stderr.isTTY) return { stop: () => {} };
+  const bar = new SingleBar(
+    { stream: process.stderr, format: "Importing |{bar}| {percentage}% | {rows} rows", hideCursor: true, clearOnComplete: true },
+    Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    onProgress: ({ bytesRead, totalBytes, rows }) => {
+      if (!started) bar.start(Math.max(totalBytes, 1), 0, { rows });
+      started = true;
+      bar.update(bytesRead, { rows });
+    },
+    stop: () => {
+      if (started) bar.stop();
+    },
+  };
+}
+
+const COMMANDS: Record<string, Command> = {
+  "accounts create": {
+    args: [],
+    options: { name: { type: "string" }, credits: { type: "string" } },
+    async run(db, { values }) {
+      const name = requiredOption(values, "name");
+      const credits = integerOption(values, "credits", (n) => n >= 0, "a non-negative integer");
+      const { id } = await createAccount(db, name, credits);
+      return { json: { id }, text: `Created account ${id} (${name}) with ${credits} credits` };
+    },
+  },
+  "accounts show": {
+    args: ["ID"],
+    options: {},
+    async run(db, { args: [id = ""] }) {
+      const account = await showAccount(db, id);
+      const text = [
+        `${account.id}  ${JSON.stringify(account.name)}  ${account.status}  balance ${account.balance}  created ${formatTime(account.created_at)}`,
+        account.keys.length ? "Keys:" : "Keys: none",
+        ...account.keys.map(
+          (key) => `  ${key.id}  ${key.prefix}...  created ${formatTime(key.created_at)}  ${key.revoked_at === null ? "active" : `revoked ${formatTime(key.revoked_at)}`}`,
+        ),
+        account.recent_ledger.length ? "Recent ledger (newest first):" : "Recent ledger: empty",
+        ...account.recent_ledger.map(
+          (entry) =>
+            `  #${entry.id}  ${entry.delta > 0 ? "+" : ""}${entry.delta}  balance ${entry.balance_after}  ${entry.reason}` +
+            `${entry.request_id ? `  request ${entry.request_id}` : ""}  ${formatTime(entry.created_at)}`,
+        ),
+      ];
+      return { json: account, text: text.join("\n") };
+    },
+  },
+  "accounts disable": {
+    args: ["ID"],
+    options: {},
+    async run(db, { args: [id = ""] }) {
+      const result = await setAccountStatus(db, id, "disabled");
+      return { json: result, text: `Account ${id} is disabled; its keys are refused until it is enabled` };
+    },
+  },
+  "accounts enable": {
+    args: ["ID"],
+    options: {},
+    async run(db, { args: [id = ""] }) {
+      const result = await setAccountStatus(db, id, "active");
+      return { json: result, text: `Account ${id} is active` };
+    },
+  },
+  "credits add": {
+    args: [],
+    options: { account: { type: "string" }, amount: { type: "string" } },
+    async run(db, { values }) {
+      const account = requiredOption(values, "account");
+      const amount = integerOption(values, "amount", (n) => n !== 0, "a non-zero integer");
+      const { balance } = await addCredits(db, account, amount);
+      return { json: { account, balance }, text: `Account ${account} balance: ${balance}` };
+    },
+  },
+  "keys create": {
+    args: [],
+    options: { account: { type: "string" } },
+    async run(db, { values }) {
+      const account = requiredOption(values, "account");
+      const { id, token, prefix } = await createApiKey(db, account);
+      return {
+        json: { id, account, prefix, token },
+        text: `Created key ${id} for account ${account}\nToken (shown only this once, store it now):\n${token}`,
+      };
+    },
+  },
+  "keys revoke": {
+    args: [],
+    options: { key: { type: "string" } },
+    async run(db, { values }) {
+      const result = await revokeApiKey(db, requiredOption(values, "key"));
+      return { json: result, text: `Key ${result.id} revoked at ${formatTime(result.revoked_at)}` };
+    },
+  },
+  "people import": {
+    args: ["FILE"],
+    options: { strict: { type: "boolean" }, source: { type: "string" }, "batch-size": { type: "string" } },
+    async run(db, { values, args: [file = ""] }) {
+      const batchSize =
+        values["batch-size"] === undefined
+          ? DEFAULT_BATCH_SIZE
+          : integerOption(values, "batch-size", (n) => n >= 1 && n <= MAX_BATCH_SIZE, `an integer from 1 to ${MAX_BATCH_SIZE}`);
+      const source = values.source === undefined ? undefined : requiredOption(values, "source");
+      const progress = progressReporter();
+      let summary: ImportSummary;
+      try {
+        // Loaded on demand: its validation libraries would add a third of a second to every command.
+        const { importPeople } = await import("./admin/people-import.ts");
+        summary = await importPeople(db.$client, file, { batchSize, source, onProgress: progress.onProgress });
+      } finally {
+        progress.stop();
+      }
+      const failed = values.strict === true && summary.rejected > 0;
+      if (failed) process.stderr.write(`admin: ${summary.rejected} lines were rejected (--strict)\n`);
+      return { json: summary, text: formatImportSummary(summary), exitStatus: failed ? 1 : 0 };
+    },
+  },
+};
+
+const ALL_OPTIONS: Options = Object.assign({}, GLOBAL_OPTIONS, ...Object.values(COMMANDS).map((command) => command.options));
+
+type Invocation = { kind: "help" } | { kind: "command"; command: Command; input: CommandInput };
+
+function parseInvocation(argv: string[]): Invocation {
+  // A first, lenient pass only finds the command words; the command's own options are then
+  // parsed strictly, so an option of another command is an error too.
+  const { values, positionals } = parseArgs({ args: argv, options: ALL_OPTIONS, strict: false, allowPositionals: true });
+  if (values.help) return { kind: "help" };
+  const [group, name] = positionals;
+  if (!group) throw new UsageError("No command given");
+  const commandName = `${group} ${name ?? ""}`.trim();
+  const command = COMMANDS[commandName];
+  if (!command) throw new UsageError(`Unknown command "${commandName}"`);
+
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    // No option is declared `multiple`, so no value is an array.
+    parsed = parseArgs({ args: argv, options: { ...GLOBAL_OPTIONS, ...command.options }, strict: true, allowPositionals: true }) as {
+      values: Values;
+      positionals: string[];
+    };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const args = parsed.positionals.slice(2);
+  if (args.length < command.args.length) throw new UsageError(`${commandName} needs ${command.args.slice(args.length).join(" ")}`);
+  if (args.length > command.args.length) throw new UsageError(`Unexpected argument ${JSON.stringify(args[command.args.length])}`);
+  return { kind: "command", command, input: { values: parsed.values, args } };
+}
+
+/** Our own errors carry a message for the operator; for others the innermost cause says most. */
+function errorMessage(error: unknown): string {
+  if (error instanceof UsageError || error instanceof AdminError) return error.message;
+  let innermost = error;
+  while (innermost instanceof Error && innermost.cause instanceof Error) innermost = innermost.cause;
+  const message = innermost instanceof Error ? innermost.message : String(innermost);
+  return /no such table/.test(message) ? `${message} (has this database been migrated?)` : message;
+}
+
+function reportError(error: unknown, json: boolean): number {
+  const message = errorMessage(error);
+  process.stderr.write(`admin: ${message}\n`);
+  if (error instanceof UsageError) process.stderr.write("Run `npm run admin -- --help` for usage.\n");
+  if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+  return error instanceof UsageError ? 2 : 1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const json = argv.includes("--json");
+  let invocation: Invocation;
+  try {
+    invocation = parseInvocation(argv);
+  } catch (error) {
+    return reportError(error, json);
+  }
+  if (invocation.kind === "help") {
+    process.stdout.write(json ? `${JSON.stringify({ usage: USAGE })}\n` : `${USAGE}\n`);
+    return 0;
+  }
+
+  let db: NodeDatabase | undefined;
+  try {
+    db = (await openAdminDatabase()).db;
+    const result = await invocation.command.run(db, invocation.input);
+    process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+    return result.exitStatus ?? 0;
+  } catch (error) {
+    return reportError(error, json);
+  } finally {
+    db?.$client.close();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

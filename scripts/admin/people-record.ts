@@ -1,0 +1,169 @@
+/**
+ * One line of a people import, validated: the ContactInfo field names of api-spec §2.1, ids as
+ * positive safe integers, strings trimmed, emails deduplicated case-insensitively and phones in E.164
+ * (decisions §4). Pure: no I/O, so it is tested table-driven and runs before any database write.
+ */
+import { parsePhoneNumberWithError, ParseError } from "libphonenumber-js/max";
+import { z } from "zod";
+
+/** The person columns an import row may set; the names are the ContactInfo fields and the SQL columns. */
+export const IDENTIFIER_FIELDS = ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login"] as const;
+const HANDLE_FIELDS = ["codehost_username", "socialnet_username", "microblog_username"] as const;
+export const PERSON_FIELDS = [...IDENTIFIER_FIELDS, ...HANDLE_FIELDS] as const;
+export const LIST_FIELDS = ["email_addresses", "phone_numbers"] as const;
+export const IMPORT_FIELDS = [...PERSON_FIELDS, ...LIST_FIELDS] as const;
+
+export type IdentifierField = (typeof IDENTIFIER_FIELDS)[number];
+export type PersonField = (typeof PERSON_FIELDS)[number];
+
+/** A valid row: the person fields it gives (undefined ones stay untouched on update) plus its lists. */
+export type PersonRecord = z.output<typeof PersonRecordSchema>;
+
+export type RecordParseResult = { ok: true; record: PersonRecord } | { ok: false; reason: string };
+
+/** The same bound as the lookup's query parameters, so anything imported can be looked up. */
+const MAX_TEXT_LENGTH = 256;
+const MAX_EMAIL_LENGTH = 254;
+/** libphonenumber-js ignores input past 250 characters; a real number with formatting is far shorter. */
+const MAX_PHONE_INPUT_LENGTH = 64;
+const MAX_LIST_ITEMS = 100;
+
+const REQUIRED_IDENTIFIER_MESSAGE =
+  "one of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required";
+
+/** Trimmed text; empty, null and absent all mean "not given". */
+const OptionalText = z
+  .union([z.string(), z.null()], { error: "must be a string" })
+  .optional()
+  .transform((value, ctx) => {
+    const text = value?.trim();
+    if (!text) return undefined;
+    if (text.length > MAX_TEXT_LENGTH) {
+      ctx.addIssue({ code: "custom", message: `must be at most ${MAX_TEXT_LENGTH} characters` });
+      return z.NEVER;
+    }
+    return text;
+  });
+
+/** A positive integer up to 2^53-1, as a JSON number or a decimal string (CSV cells are strings). */
+const OptionalPositiveId = z
+  .union([z.number(), z.string(), z.null()], { error: "must be a positive integer" })
+  .optional()
+  .transform((value, ctx) => {
+    if (value === null || value === undefined) return undefined;
+    const text = typeof value === "string" ? value.trim() : undefined;
+    if (text === "") return undefined;
+    const id = text === undefined ? value : /^[0-9]{1,16}$/.test(text) ? Number(text) : Number.NaN;
+    if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1) {
+      ctx.addIssue({ code: "custom", message: "must be a positive integer up to 2^53-1" });
+      return z.NEVER;
+    }
+    return id;
+  });
+
+/** Trimmed, non-empty items; empty items (a trailing `;` in a CSV cell) are skipped. */
+const TextList = z
+  .union([z.array(z.string(), { error: "must be an array of strings" }), z.null()], {
+    error: "must be an array of strings",
+  })
+  .optional()
+  .transform((items) => (items ?? []).map((item) => item.trim()).filter((item) => item !== ""))
+  .refine((items) => items.length <= MAX_LIST_ITEMS, { message: `must have at most ${MAX_LIST_ITEMS} items` });
+
+/**
+ * The minimal syntax check the import needs: exactly one `@`, non-empty sides, a dot inside the
+ * domain, no whitespace, a bounded length. The full RFC check (decisions §5.1) runs at verification.
+ */
+export function isPlausibleEmail(email: string): boolean {
+  if (email.length > MAX_EMAIL_LENGTH || /\s/.test(email)) return false;
+  const parts = email.split("@");
+  if (parts.length !== 2) return false;
+  const [local = "", domain = ""] = parts;
+  const dot = domain.indexOf(".");
+  return local !== "" && dot > 0 && domain.lastIndexOf(".") < domain.length - 1;
+}
+
+const EmailList = TextList.transform((emails, ctx) => {
+  const unique = new Map<string, string>();
+  for (const email of emails) {
+    if (!isPlausibleEmail(email)) {
+      ctx.addIssue({ code: "custom", message: `${JSON.stringify(email)} is not a valid email address` });
+      return z.NEVER;
+    }
+    // The first spelling wins; decisions §4 dedupes case-insensitively.
+    const key = email.toLowerCase();
+    if (!unique.has(key)) unique.set(key, email);
+  }
+  return [...unique.values()];
+});
+
+const PHONE_PARSE_ERRORS: Record<string, string> = {
+  INVALID_COUNTRY: "has no +country code",
+  NOT_A_NUMBER: "is not a phone number",
+  TOO_SHORT: "is too short",
+  TOO_LONG: "is too long",
+  INVALID_LENGTH: "has an invalid length",
+};
+
+/** E.164 or the reason it cannot be: without a default country a number must start with `+`. */
+export function normalisePhoneNumber(input: string): { ok: true; e164: string } | { ok: false; reason: string } {
+  const quoted = JSON.stringify(input);
+  if (input.length > MAX_PHONE_INPUT_LENGTH) return { ok: false, reason: `${quoted.slice(0, 24)}..." is too long` };
+  try {
+    const phone = parsePhoneNumberWithError(input);
+    if (!phone.isValid()) return { ok: false, reason: `${quoted} is not a valid phone number` };
+    return { ok: true, e164: phone.number };
+  } catch (error) {
+    if (!(error instanceof ParseError)) throw error;
+    const why = PHONE_PARSE_ERRORS[error.message] ?? "cannot be parsed";
+    return { ok: false, reason: `${quoted} ${why}` };
+  }
+}
+
+const PhoneList = TextList.transform((phones, ctx) => {
+  const unique = new Set<string>();
+  for (const phone of phones) {
+    const normalised = normalisePhoneNumber(phone);
+    if (!normalised.ok) {
+      ctx.addIssue({ code: "custom", message: `${normalised.reason}; numbers are stored in E.164` });
+      return z.NEVER;
+    }
+    unique.add(normalised.e164);
+  }
+  return [...unique];
+});
+
+const PersonRecordSchema = z
+  .strictObject({
+    profnet_id: OptionalPositiveId,
+    profnet_public_identifier: OptionalText,
+    codehost_id: OptionalPositiveId,
+    codehost_login: OptionalText,
+    codehost_username: OptionalText,
+    socialnet_username: OptionalText,
+    microblog_username: OptionalText,
+    email_addresses: EmailList,
+    phone_numbers: PhoneList,
+  })
+  .refine((row) => IDENTIFIER_FIELDS.some((field) => row[field] !== undefined), {
+    message: REQUIRED_IDENTIFIER_MESSAGE,
+  });
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") {
+    const fields = issue.keys.map((key) => JSON.stringify(key)).join(", ");
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} ${fields}`;
+  }
+  const field = issue.path[0];
+  return field === undefined ? issue.message : `${String(field)}: ${issue.message}`;
+}
+
+/** Validates one decoded row (a JSON value, or a CSV row already turned into an object). */
+export function parsePersonRecord(input: unknown): RecordParseResult {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return { ok: false, reason: "expected a JSON object" };
+  }
+  const parsed = PersonRecordSchema.safeParse(input);
+  if (!parsed.success) return { ok: false, reason: parsed.error.issues.map(describeIssue).join("; ") };
+  return { ok: true, record: parsed.data };
+}
