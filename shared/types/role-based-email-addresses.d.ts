@@ -1,0 +1,4 @@
+declare module "role-based-email-addresses" {
+  const roles: string[];
+  export default roles;
+}
