@@ -1,0 +1,161 @@
+/**
+ * Score and classification of a verification (decisions §5.3, api-spec §2.3), as pure functions of
+ * the facts the checks established. Warning and error texts are stable: users match them in code.
+ */
+import type { EmailVerificationResult, ScoreDetails, ValidationChecks } from "../api.ts";
+
+export const WARNINGS = {
+  typo: "The domain looks like a typo of a common provider; see checks.typo_suggestion.",
+  disposable: "The domain is a disposable email provider.",
+  catchAll: "The mail server accepts any address (catch-all), so the mailbox itself could not be confirmed.",
+  implicitMx: "The domain has no MX record; mail would be delivered to its address record (implicit MX).",
+  dnsAssumed: "The DNS lookup failed, so the MX record was assumed.",
+  smtpAssumed: "The SMTP check was inconclusive, so deliverability was assumed.",
+  smtpNotChecked: "No SMTP check was performed.",
+  mailboxFull: "The mailbox is full.",
+  quotedLocal: "The local part is a quoted string, which many systems do not accept.",
+  nonAsciiLocal: "The local part has non-ASCII characters, which need a mail server with SMTPUTF8.",
+} as const;
+
+export const ERRORS = {
+  nullMx: "The domain does not accept email (null MX).",
+  nxdomain: "The domain does not exist.",
+  noMail: "The domain has no MX or address records.",
+  mailboxNotFound: "The mail server rejected the mailbox as non-existent.",
+} as const;
+
+/** What DNS said about the domain's mail hosts. */
+export type MxFact = "verified" | "implicit" | "assumed" | "null_mx" | "nxdomain" | "no_mail" | "not_checked";
+
+/**
+ * What the SMTP probe said about the mailbox.
+ * - deliverable: RCPT TO accepted (catchAll says whether a random address was accepted too).
+ * - rejected: the server said the mailbox does not exist.
+ * - mailbox_full: the mailbox exists but is over quota; the address may bounce, so risky.
+ * - assumed: inconclusive (policy block, greylisting, timeouts, connection failures on every MX).
+ * - not_checked: no probe configured, unreachable, or nothing to dial.
+ */
+export type SmtpFact = {
+  status: "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked";
+  catchAll: boolean | null;
+};
+
+export type VerificationFacts = {
+  email: string;
+  syntax: { ok: true; quotedLocal: boolean; nonAsciiLocal: boolean } | { ok: false; error: string };
+  disposable: boolean;
+  freeProvider: boolean;
+  roleAccount: boolean;
+  typoSuggestion: string | null;
+  mx: MxFact;
+  smtp: SmtpFact;
+};
+
+export const WARNING_PENALTY = 5;
+export const MAX_WARNING_PENALTY = 25;
+
+const MX_POINTS: Record<MxFact, number> = {
+  verified: 40,
+  implicit: 40,
+  assumed: 15,
+  null_mx: 0,
+  nxdomain: 0,
+  no_mail: 0,
+  not_checked: 0,
+};
+
+function smtpPoints(smtp: SmtpFact): number {
+  switch (smtp.status) {
+    case "deliverable":
+      return smtp.catchAll ? 15 : 35;
+    case "mailbox_full":
+    case "assumed":
+      return 10;
+    case "not_checked":
+      return 20;
+    case "rejected":
+      return 0;
+  }
+}
+
+function collectErrors(f: VerificationFacts): string[] {
+  if (!f.syntax.ok) return [f.syntax.error];
+  const errors: string[] = [];
+  if (f.mx === "null_mx") errors.push(ERRORS.nullMx);
+  if (f.mx === "nxdomain") errors.push(ERRORS.nxdomain);
+  if (f.mx === "no_mail") errors.push(ERRORS.noMail);
+  if (f.smtp.status === "rejected") errors.push(ERRORS.mailboxNotFound);
+  return errors;
+}
+
+function collectWarnings(f: VerificationFacts): string[] {
+  const w: string[] = [];
+  if (f.syntax.ok && f.syntax.quotedLocal) w.push(WARNINGS.quotedLocal);
+  if (f.syntax.ok && f.syntax.nonAsciiLocal) w.push(WARNINGS.nonAsciiLocal);
+  if (f.typoSuggestion) w.push(WARNINGS.typo);
+  if (f.disposable) w.push(WARNINGS.disposable);
+  if (f.mx === "implicit") w.push(WARNINGS.implicitMx);
+  if (f.mx === "assumed") w.push(WARNINGS.dnsAssumed);
+  if (f.smtp.status === "deliverable" && f.smtp.catchAll) w.push(WARNINGS.catchAll);
+  if (f.smtp.status === "assumed") w.push(WARNINGS.smtpAssumed);
+  if (f.smtp.status === "mailbox_full") w.push(WARNINGS.mailboxFull);
+  if (f.smtp.status === "not_checked" && f.syntax.ok && MX_POINTS[f.mx] > 0) w.push(WARNINGS.smtpNotChecked);
+  return w;
+}
+
+export function scoreVerification(f: VerificationFacts, warningCount: number): number {
+  if (collectErrors(f).length > 0) return 0;
+  const raw =
+    20 + MX_POINTS[f.mx] + smtpPoints(f.smtp) - Math.min(warningCount * WARNING_PENALTY, MAX_WARNING_PENALTY);
+  return Math.max(0, Math.min(100, raw));
+}
+
+export function classifyVerification(
+  f: VerificationFacts,
+  errors: string[],
+  warnings: string[],
+): EmailVerificationResult["classification"] {
+  if (errors.length > 0) return "invalid";
+  const assumption = f.mx === "assumed" || f.smtp.status === "assumed";
+  const catchAll = f.smtp.status === "deliverable" && f.smtp.catchAll === true;
+  if (warnings.length > 0 || assumption || catchAll || f.disposable) return "risky";
+  return "valid";
+}
+
+/** The public result for a set of facts (without the additive `details`). */
+export function buildVerificationResult(f: VerificationFacts): Omit<EmailVerificationResult, "details"> {
+  const errors = collectErrors(f);
+  const warnings = collectWarnings(f);
+  const classification = classifyVerification(f, errors, warnings);
+  const smtpAccepted = f.smtp.status === "deliverable";
+
+  const score_details: ScoreDetails = {
+    syntax_valid: f.syntax.ok,
+    mx_verified: f.mx === "verified" || f.mx === "implicit",
+    smtp_verified: smtpAccepted,
+    smtp_failed_assumption: f.smtp.status === "assumed" || f.smtp.status === "mailbox_full",
+    dns_failed_assumption: f.mx === "assumed",
+    has_warnings: warnings.length > 0,
+    accepts_any_email: smtpAccepted && f.smtp.catchAll === true,
+  };
+  const checks: ValidationChecks = {
+    syntax: f.syntax.ok,
+    mx_record: f.mx === "verified" || f.mx === "implicit" || f.mx === "assumed",
+    smtp_deliverable: smtpAccepted ? true : f.smtp.status === "rejected" ? false : null,
+    disposable: f.disposable,
+    typo_suggestion: f.typoSuggestion,
+    accepts_any_email: smtpAccepted ? f.smtp.catchAll : null,
+    role_account: f.roleAccount,
+    free_provider: f.freeProvider,
+  };
+  return {
+    email: f.email,
+    valid: classification !== "invalid",
+    classification,
+    score: scoreVerification(f, warnings.length),
+    score_details,
+    errors,
+    warnings,
+    checks,
+  };
+}

@@ -1,0 +1,177 @@
+import { describe, expect, it } from "vitest";
+import { EmailVerificationResult } from "../../shared/api.ts";
+import {
+  buildVerificationResult,
+  ERRORS,
+  WARNINGS,
+  type MxFact,
+  type SmtpFact,
+  type VerificationFacts,
+} from "../../shared/email/verdict.ts";
+
+const clean: VerificationFacts = {
+  email: "ana@example.com",
+  syntax: { ok: true, quotedLocal: false, nonAsciiLocal: false },
+  disposable: false,
+  freeProvider: false,
+  roleAccount: false,
+  typoSuggestion: null,
+  mx: "verified",
+  smtp: { status: "deliverable", catchAll: false },
+};
+const facts = (over: Partial<VerificationFacts>): VerificationFacts => ({ ...clean, ...over });
+const verdict = (over: Partial<VerificationFacts>) => {
+  const r = buildVerificationResult(facts(over));
+  // Every result satisfies the public schema exactly.
+  EmailVerificationResult.strict().parse(r);
+  return r;
+};
+
+describe("score table (api-spec §2.3, decisions §5.3)", () => {
+  // [mx, smtp, expected score, expected warnings]: syntax +20 always here.
+  const rows: [MxFact, SmtpFact, number, string[]][] = [
+    ["verified", { status: "deliverable", catchAll: false }, 20 + 40 + 35, []],
+    ["verified", { status: "deliverable", catchAll: null }, 20 + 40 + 35, []],
+    ["verified", { status: "deliverable", catchAll: true }, 20 + 40 + 15 - 5, [WARNINGS.catchAll]],
+    ["verified", { status: "assumed", catchAll: null }, 20 + 40 + 10 - 5, [WARNINGS.smtpAssumed]],
+    ["verified", { status: "not_checked", catchAll: null }, 20 + 40 + 20 - 5, [WARNINGS.smtpNotChecked]],
+    ["verified", { status: "mailbox_full", catchAll: null }, 20 + 40 + 10 - 5, [WARNINGS.mailboxFull]],
+    ["implicit", { status: "deliverable", catchAll: false }, 20 + 40 + 35 - 5, [WARNINGS.implicitMx]],
+    ["assumed", { status: "not_checked", catchAll: null }, 20 + 15 + 20 - 10, [WARNINGS.dnsAssumed, WARNINGS.smtpNotChecked]],
+    ["assumed", { status: "deliverable", catchAll: false }, 20 + 15 + 35 - 5, [WARNINGS.dnsAssumed]],
+  ];
+  it.each(rows)("mx %s, smtp %j -> %i", (mx, smtp, score, warnings) => {
+    const r = verdict({ mx, smtp });
+    expect(r.score).toBe(score);
+    expect(r.warnings).toEqual(warnings);
+  });
+
+  it("a clean valid address with an SMTP check scores 95", () => {
+    const r = verdict({});
+    expect(r).toMatchObject({ score: 95, classification: "valid", valid: true, errors: [], warnings: [] });
+  });
+
+  it("syntax invalid scores 0", () => {
+    const r = verdict({ syntax: { ok: false, error: "The email address has invalid syntax." }, mx: "not_checked", smtp: { status: "not_checked", catchAll: null } });
+    expect(r.score).toBe(0);
+    expect(r.errors).toEqual(["The email address has invalid syntax."]);
+    expect(r.warnings).toEqual([]);
+    expect(r.score_details.syntax_valid).toBe(false);
+    expect(r.checks).toMatchObject({ syntax: false, mx_record: false, smtp_deliverable: null, accepts_any_email: null });
+  });
+
+  it("5 points per warning, at most 25", () => {
+    // quoted + typo + disposable + implicit + catch-all = 5 warnings -> 25
+    const five = verdict({
+      syntax: { ok: true, quotedLocal: true, nonAsciiLocal: false },
+      typoSuggestion: "ana@gmail.com",
+      disposable: true,
+      mx: "implicit",
+      smtp: { status: "deliverable", catchAll: true },
+    });
+    expect(five.warnings).toHaveLength(5);
+    expect(five.score).toBe(20 + 40 + 15 - 25);
+    // six warnings still cost 25
+    const six = verdict({
+      syntax: { ok: true, quotedLocal: true, nonAsciiLocal: true },
+      typoSuggestion: "ana@gmail.com",
+      disposable: true,
+      mx: "implicit",
+      smtp: { status: "deliverable", catchAll: true },
+    });
+    expect(six.warnings).toHaveLength(6);
+    expect(six.score).toBe(20 + 40 + 15 - 25);
+    const three = verdict({ typoSuggestion: "ana@gmail.com", disposable: true, mx: "implicit" });
+    expect(three.score).toBe(95 - 15);
+  });
+
+  it("scores stay within 0..100 and are integers", () => {
+    const mxs: MxFact[] = ["verified", "implicit", "assumed", "null_mx", "nxdomain", "no_mail"];
+    const smtps: SmtpFact[] = [
+      { status: "deliverable", catchAll: false },
+      { status: "deliverable", catchAll: true },
+      { status: "rejected", catchAll: null },
+      { status: "mailbox_full", catchAll: null },
+      { status: "assumed", catchAll: null },
+      { status: "not_checked", catchAll: null },
+    ];
+    for (const mx of mxs)
+      for (const smtp of smtps)
+        for (const disposable of [false, true]) {
+          const r = verdict({ mx, smtp, disposable, typoSuggestion: disposable ? "a@b.com" : null });
+          expect(Number.isInteger(r.score)).toBe(true);
+          expect(r.score).toBeGreaterThanOrEqual(0);
+          expect(r.score).toBeLessThanOrEqual(100);
+        }
+  });
+});
+
+describe("classification rules", () => {
+  it("invalid on any error, with score 0 and valid false", () => {
+    for (const [over, error] of [
+      [{ mx: "null_mx" as MxFact, smtp: { status: "not_checked", catchAll: null } as SmtpFact }, ERRORS.nullMx],
+      [{ mx: "nxdomain" as MxFact, smtp: { status: "not_checked", catchAll: null } as SmtpFact }, ERRORS.nxdomain],
+      [{ mx: "no_mail" as MxFact, smtp: { status: "not_checked", catchAll: null } as SmtpFact }, ERRORS.noMail],
+      [{ smtp: { status: "rejected", catchAll: false } as SmtpFact }, ERRORS.mailboxNotFound],
+    ] as const) {
+      const r = verdict(over);
+      expect(r.classification).toBe("invalid");
+      expect(r.valid).toBe(false);
+      expect(r.score).toBe(0);
+      expect(r.errors).toEqual([error]);
+    }
+  });
+
+  it("a rejected mailbox has smtp_deliverable false", () => {
+    expect(verdict({ smtp: { status: "rejected", catchAll: null } }).checks.smtp_deliverable).toBe(false);
+  });
+
+  it("domains without mail do not also warn that SMTP was not checked", () => {
+    expect(verdict({ mx: "nxdomain", smtp: { status: "not_checked", catchAll: null } }).warnings).toEqual([]);
+  });
+
+  it("invalid results still carry a typo suggestion and its warning", () => {
+    const r = verdict({ mx: "nxdomain", smtp: { status: "not_checked", catchAll: null }, typoSuggestion: "ana@gmail.com" });
+    expect(r.classification).toBe("invalid");
+    expect(r.checks.typo_suggestion).toBe("ana@gmail.com");
+    expect(r.warnings).toEqual([WARNINGS.typo]);
+  });
+
+  const risky: [string, Partial<VerificationFacts>][] = [
+    ["a warning (typo)", { typoSuggestion: "ana@gmail.com" }],
+    ["a DNS assumption", { mx: "assumed" }],
+    ["an SMTP assumption", { smtp: { status: "assumed", catchAll: null } }],
+    ["a catch-all server", { smtp: { status: "deliverable", catchAll: true } }],
+    ["a disposable domain", { disposable: true }],
+    ["no SMTP check", { smtp: { status: "not_checked", catchAll: null } }],
+    ["an implicit MX", { mx: "implicit" }],
+    ["a quoted local part", { syntax: { ok: true, quotedLocal: true, nonAsciiLocal: false } }],
+    ["a non-ASCII local part", { syntax: { ok: true, quotedLocal: false, nonAsciiLocal: true } }],
+    ["a full mailbox", { smtp: { status: "mailbox_full", catchAll: null } }],
+  ];
+  it.each(risky)("risky (valid true) with %s", (_name, over) => {
+    const r = verdict(over);
+    expect(r.classification).toBe("risky");
+    expect(r.valid).toBe(true);
+    expect(r.errors).toEqual([]);
+    expect(r.score_details.has_warnings).toBe(true);
+  });
+
+  it("role accounts and free providers are flags, not warnings", () => {
+    const r = verdict({ roleAccount: true, freeProvider: true });
+    expect(r.classification).toBe("valid");
+    expect(r.checks).toMatchObject({ role_account: true, free_provider: true });
+  });
+
+  it("score_details and checks reflect each assumption", () => {
+    const dns = verdict({ mx: "assumed", smtp: { status: "not_checked", catchAll: null } });
+    expect(dns.score_details).toMatchObject({ dns_failed_assumption: true, mx_verified: false, smtp_verified: false });
+    expect(dns.checks).toMatchObject({ mx_record: true, smtp_deliverable: null, accepts_any_email: null });
+    const smtp = verdict({ smtp: { status: "assumed", catchAll: null } });
+    expect(smtp.score_details).toMatchObject({ smtp_failed_assumption: true, mx_verified: true, smtp_verified: false });
+    const catchAll = verdict({ smtp: { status: "deliverable", catchAll: true } });
+    expect(catchAll.score_details).toMatchObject({ accepts_any_email: true, smtp_verified: true });
+    expect(catchAll.checks).toMatchObject({ accepts_any_email: true, smtp_deliverable: true });
+    expect(verdict({}).checks.accepts_any_email).toBe(false);
+  });
+});
