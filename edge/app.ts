@@ -8,6 +8,7 @@ import { ERROR_MESSAGES } from "../shared/api.ts";
 import { requireApiKey } from "./auth.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
+import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 
 export function createApp(): OpenAPIHono<AppEnv> {
@@ -50,6 +51,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("/v1/email_verifications", requireApiKey);
 
   registerPeopleRoute(app);
+  registerEmailVerificationRoutes(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 

@@ -15,6 +15,8 @@ export default defineProject({
         bindings: {
           DATABASE_URL: inject("databaseUrl"),
           DOH_URL: inject("dohUrl"),
+          PROBE_URL: inject("probeUrl"),
+          PROBE_SECRET: inject("probeSecret"),
           LOOKUP_COST: "1",
         },
       },

@@ -1,0 +1,82 @@
+/** GET and POST /v1/email_verifications (api-spec §4.2-4.3, decisions §5). */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult, ErrorBody } from "../../shared/api.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
+import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
+import { verifyEmail } from "../verify.ts";
+
+const PATH = "/v1/email_verifications";
+
+const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: ErrorBody } } });
+const responses = {
+  200: { description: "Validation completed", content: { "application/json": { schema: EmailVerificationResult } } },
+  400: errorResponse(`${ERROR_MESSAGES.emailRequired}; ${ERROR_MESSAGES.smtpTimeoutRange}; ${ERROR_MESSAGES.malformedJson}`),
+  401: errorResponse("Missing or invalid bearer token"),
+  413: errorResponse(`Body over ${MAX_VERIFICATION_BODY_BYTES} bytes`),
+  415: errorResponse("Body in an unsupported content type"),
+};
+const description =
+  "Verifies an address: syntax, disposable provider, typo suggestion, MX over DNS-over-HTTPS, a live SMTP " +
+  "check through the probe, catch-all detection, a 0-100 score and a valid/risky/invalid verdict. Costs no credits. " +
+  "Answers within about smtp_timeout + 2 seconds.";
+
+export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void {
+  // Parameters are parsed by hand (query wins over body, exact messages), so the routes are
+  // registered for the OpenAPI document from the same schemas rather than validated by them.
+  app.openAPIRegistry.registerPath({
+    method: "get",
+    path: PATH,
+    summary: "Verify an email address",
+    description,
+    security: [{ bearerAuth: [] }],
+    request: { query: EmailVerificationQuery },
+    responses,
+  });
+  const bodySchema = EmailVerificationQuery.extend({});
+  app.openAPIRegistry.registerPath({
+    method: "post",
+    path: PATH,
+    summary: "Verify an email address (parameters in the query, a JSON body or a form)",
+    description: `${description} A query parameter wins over the same parameter in the body.`,
+    security: [{ bearerAuth: [] }],
+    request: {
+      query: EmailVerificationQuery,
+      body: {
+        required: false,
+        content: {
+          "application/json": { schema: bodySchema },
+          "application/x-www-form-urlencoded": { schema: bodySchema },
+          "multipart/form-data": { schema: bodySchema },
+        },
+      },
+    },
+    responses,
+  });
+
+  const handler = async (c: Context<AppEnv>) => {
+    const config = c.get("config");
+    const params = await readVerificationParams(c);
+    const result = await verifyEmail(params.emailAddress, {
+      dohUrl: config.DOH_URL,
+      probeUrl: config.PROBE_URL,
+      probeSecret: config.PROBE_SECRET,
+      smtpTimeoutSeconds: params.smtpTimeoutSeconds,
+    });
+    return c.json(result, 200);
+  };
+
+  app.get(PATH, handler);
+  app.post(
+    PATH,
+    bodyLimit({
+      maxSize: MAX_VERIFICATION_BODY_BYTES,
+      onError: () => {
+        throw new ApiError(413, ERROR_MESSAGES.bodyTooLarge);
+      },
+    }),
+    handler,
+  );
+}

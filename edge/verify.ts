@@ -1,0 +1,130 @@
+/**
+ * One email verification: the cheap checks (syntax, lists, typo), MX over DoH, then the probe, and
+ * the verdict. Every I/O step is bounded in time; no failure here becomes a 500 or a hang.
+ */
+import type { EmailVerificationResult, VerificationDetails } from "../shared/api.ts";
+import { parseEmailAddress } from "../shared/email/address.ts";
+import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
+import { suggestTypo } from "../shared/email/typo.ts";
+import { buildVerificationResult, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
+import type { ProbeOutcome } from "../shared/probe-contract.ts";
+import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
+import { callProbe, type ProbeCallResult } from "./probe-client.ts";
+
+/** DNS gets its own budget on top of smtp_timeout (decisions §5: the whole answer within ~timeout + 2 s). */
+export const DNS_DEADLINE_MS = 2_000;
+
+// One cache per isolate: answers are shared by every request this isolate serves.
+const isolateDnsCache = createDnsCache();
+
+export type VerifyOptions = {
+  dohUrl: string;
+  probeUrl?: string;
+  probeSecret?: string;
+  smtpTimeoutSeconds: number;
+};
+
+const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
+  mx: "verified",
+  implicit: "implicit",
+  failed: "assumed",
+  null_mx: "null_mx",
+  nxdomain: "nxdomain",
+  no_mail: "no_mail",
+};
+
+/** How a probe outcome counts (decisions §5.2): only "no such mailbox" is evidence against the address. */
+const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
+  accepted: "deliverable",
+  mailbox_not_found: "rejected",
+  mailbox_full: "mailbox_full",
+  policy_block: "assumed",
+  temporary_failure: "assumed",
+  connection_failed: "assumed",
+  timeout: "assumed",
+  protocol_error: "assumed",
+  // The probe would not dial the hosts (private or reserved addresses): nothing was checked.
+  refused_target: "not_checked",
+};
+
+function smtpFact(call: ProbeCallResult | null): SmtpFact {
+  if (!call || !call.ok) return { status: "not_checked", catchAll: null };
+  const status = SMTP_STATUS[call.response.outcome];
+  return { status, catchAll: status === "deliverable" ? call.response.catch_all : null };
+}
+
+export async function verifyEmail(input: string, options: VerifyOptions): Promise<EmailVerificationResult> {
+  const parsed = parseEmailAddress(input);
+  if (!parsed.ok) {
+    return {
+      ...buildVerificationResult({
+        email: parsed.email,
+        syntax: { ok: false, error: parsed.error },
+        disposable: false,
+        freeProvider: false,
+        roleAccount: false,
+        typoSuggestion: null,
+        mx: "not_checked",
+        smtp: { status: "not_checked", catchAll: null },
+      }),
+      details: emptyDetails(null),
+    };
+  }
+
+  const { local, domain } = parsed;
+  const dns = await resolveMailHosts(domain, { dohUrl: options.dohUrl, deadlineMs: DNS_DEADLINE_MS, cache: isolateDnsCache });
+  const dialable = dns.hosts.filter((h) => h.addresses.length > 0);
+  let probe: ProbeCallResult | null = null;
+  if ((dns.status === "mx" || dns.status === "implicit") && dialable.length > 0) {
+    probe = await callProbe(options.probeUrl, options.probeSecret, {
+      email: `${local}@${domain}`,
+      mx: dialable.slice(0, 10).map((h) => ({ host: h.host, preference: h.preference, addresses: h.addresses.slice(0, 16) })),
+      deadline_ms: options.smtpTimeoutSeconds * 1000,
+      catch_all_check: true,
+    });
+  }
+
+  const result = buildVerificationResult({
+    email: parsed.email,
+    syntax: { ok: true, quotedLocal: parsed.quotedLocal, nonAsciiLocal: parsed.nonAsciiLocal },
+    disposable: isDisposableDomain(domain),
+    freeProvider: isFreeProviderDomain(domain),
+    roleAccount: isRoleAccount(local),
+    typoSuggestion: suggestTypo(local, domain),
+    mx: MX_FACT[dns.status],
+    smtp: smtpFact(probe),
+  });
+  const reply = probe?.ok ? probe.response.reply : null;
+  return {
+    ...result,
+    details: {
+      domain,
+      mx_hosts: dns.hosts.map((h) => ({ host: h.host, preference: h.preference })),
+      implicit_mx: dns.status === "implicit",
+      smtp_host: probe?.ok ? probe.response.mx_host : null,
+      smtp_reply: reply,
+      smtp_outcome: probe ? (probe.ok ? probe.response.outcome : `probe_${probe.reason}`) : null,
+      smtp_tls: probe?.ok ? probe.response.tls : null,
+      dns_ms: dns.ms,
+      smtp_ms: probe ? probe.ms : null,
+      dns_cached: dns.cached,
+      catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
+    },
+  };
+}
+
+function emptyDetails(domain: string | null): VerificationDetails {
+  return {
+    domain,
+    mx_hosts: [],
+    implicit_mx: false,
+    smtp_host: null,
+    smtp_reply: null,
+    smtp_outcome: null,
+    smtp_tls: null,
+    dns_ms: null,
+    smtp_ms: null,
+    dns_cached: null,
+    catch_all_cached: null,
+  };
+}
