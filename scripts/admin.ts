@@ -11,11 +11,12 @@ import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setA
 import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
-import type { NodeDatabase } from "./lib/database.ts";
+import { applyMigrations, type NodeDatabase } from "./lib/database.ts";
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
 Commands:
+  db migrate                                Apply edge/db/migrations (a new Turso or sqld database)
   accounts create --name NAME --credits N   Create an account with an opening grant of N credits
   accounts show ID                          Balance, status, keys and recent ledger of an account
   accounts disable ID                       Refuse the account's keys (401) until it is enabled
@@ -113,6 +114,14 @@ function progressReporter(): { onProgress?: (progress: ImportProgress) => void; 
 }
 
 const COMMANDS: Record<string, Command> = {
+  "db migrate": {
+    args: [],
+    options: {},
+    async run(db) {
+      await applyMigrations(db);
+      return { json: { migrated: true }, text: "Migrations applied" };
+    },
+  },
   "accounts create": {
     args: [],
     options: { name: { type: "string" }, credits: { type: "string" } },
