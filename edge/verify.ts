@@ -3,7 +3,7 @@
  * the verdict. Every I/O step is bounded in time; no failure here becomes a 500 or a hang.
  */
 import type { EmailVerificationResult, VerificationDetails } from "../shared/api.ts";
-import { parseEmailAddress } from "../shared/email/address.ts";
+import { parseEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
 import { buildVerificationResult, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";

@@ -1,6 +1,6 @@
 /** The same IDN cases as the Node suite, run inside workerd: the A-label must not depend on the runtime. */
 import { expect, it } from "vitest";
-import { parseEmailAddress } from "../../shared/email/address.ts";
+import { parseEmailAddress } from "../../shared/email/syntax.ts";
 import { idnCases } from "../fixtures/idn-cases.ts";
 
 it("runs inside workerd", () => {
