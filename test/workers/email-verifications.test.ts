@@ -21,7 +21,7 @@ async function verify(email: string, extra: Record<string, string> = {}) {
 
 describe("parameters", () => {
   it("400 when email_address is missing or blank, GET and POST", async () => {
-    for (const q of [{}, { email_address: "" }, { email_address: "  \t " }]) {
+    for (const q of [{}, { email_address: "" }, { email_address: "  \t " }] as Record<string, string>[]) {
       const { res, body } = await verifyGet(q);
       expect(res.status).toBe(400);
       expect(body).toEqual({ error: "The email_address parameter is required" });
