@@ -4,7 +4,7 @@ import { parseEmailAddress } from "../../shared/email/syntax.ts";
 import { idnCases } from "../fixtures/idn-cases.ts";
 
 it("runs inside workerd", () => {
-  expect(navigator.userAgent).toBe("Cloudflare-Workers");
+  expect((globalThis as { navigator?: { userAgent: string } }).navigator?.userAgent).toBe("Cloudflare-Workers");
 });
 
 it.each(idnCases)("%s -> %s", (input, expected) => {
