@@ -14,6 +14,7 @@ export default defineConfig({
           hookTimeout: 30_000,
         },
       },
+      "test/workers/vitest.config.ts",
     ],
   },
 });
