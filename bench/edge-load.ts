@@ -1,0 +1,75 @@
+/**
+ * Requests/s and latency of the Worker under `wrangler dev`, measured with autocannon from a second
+ * process: /healthz (the ceiling), a /v1/people hit and miss, and /v1/email_verifications with DoH
+ * answered by the local fixture and no probe. Starts what it needs through `npm start`.
+ *
+ *   npx tsx bench/edge-load.ts [--duration 10] [--connections 50]
+ */
+import autocannon from "autocannon";
+import { spawn } from "node:child_process";
+import { parseArgs } from "node:util";
+import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { DEFAULT_LOCAL_DATABASE_URL, openDatabase } from "../scripts/lib/database.ts";
+import { startDohServer } from "../test/fixtures/doh-server.ts";
+import { testZone } from "../test/fixtures/test-zone.ts";
+
+const { values } = parseArgs({
+  options: { duration: { type: "string", default: "10" }, connections: { type: "string", default: "50" } },
+});
+const duration = Number(values.duration);
+const connections = Number(values.connections);
+const edgePort = 8797;
+const base = `http://127.0.0.1:${edgePort}`;
+
+const doh = await startDohServer({ zone: testZone });
+const stack = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+  env: { ...process.env, EDGE_PORT: String(edgePort), LIBSQL_PORT: "8091", DOH_URL: doh.url, PROBE_URL: "" },
+  stdio: ["ignore", "pipe", "inherit"],
+});
+const stop = async () => {
+  stack.kill("SIGTERM");
+  await new Promise((r) => stack.once("exit", r));
+  await doh.close();
+};
+
+try {
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    stack.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes("Demo key:")) resolve();
+    });
+    stack.once("exit", () => reject(new Error("npm start exited early")));
+  });
+
+  // Enough credits for every hit the run can make; the demo account's 1,000 would run out.
+  const db = openDatabase(DEFAULT_LOCAL_DATABASE_URL);
+  const account = await createAccount(db, "bench", 100_000_000);
+  const { token } = await createApiKey(db, account.id);
+  db.$client.close();
+  const auth = { authorization: `Bearer ${token}` };
+
+  const targets: [string, string][] = [
+    ["GET /healthz", `${base}/healthz`],
+    ["GET /v1/people (hit)", `${base}/v1/people?profnet_id=1001`],
+    ["GET /v1/people (miss, 404)", `${base}/v1/people?profnet_id=999999999`],
+    ["GET /v1/email_verifications (DoH fixture, no probe)", `${base}/v1/email_verifications?email_address=ana@ok.test`],
+  ];
+  const rows: string[] = [];
+  let ceiling = 0;
+  for (const [name, url] of targets) {
+    await autocannon({ url, connections, duration: 2, headers: auth }); // warm-up
+    const r = await autocannon({ url, connections, duration, headers: auth });
+    if (name === "GET /healthz") ceiling = r.requests.average;
+    const ratio = ceiling ? (r.requests.average / ceiling).toFixed(2) : "-";
+    rows.push(
+      `| ${name} | ${r.requests.average.toFixed(0)} | ${ratio} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${r.errors} |`,
+    );
+  }
+  console.log(`\nautocannon: ${connections} connections, ${duration} s per row after a 2 s warm-up, wrangler dev on ${base}\n`);
+  console.log("| Request | req/s | vs /healthz | p50 ms | p99 ms | non-2xx | errors |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const row of rows) console.log(row);
+} finally {
+  await stop();
+}
