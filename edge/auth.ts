@@ -6,7 +6,7 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { createMiddleware } from "hono/factory";
 import { ERROR_MESSAGES } from "../shared/api.ts";
-import { getDatabase } from "./db/client.ts";
+import { requestDatabase } from "./db/client.ts";
 import { accounts, apiKeys } from "./db/schema.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
@@ -41,8 +41,7 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
     return next();
   }
 
-  const config = c.get("config");
-  const db = getDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN);
+  const db = requestDatabase(c);
   const [row] = await db
     .select({ keyId: apiKeys.id, accountId: apiKeys.accountId })
     .from(apiKeys)

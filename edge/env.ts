@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { AuthenticatedKey } from "./auth.ts";
+import type { Database } from "./db/client.ts";
 
 export type Bindings = {
   DATABASE_URL?: string;
@@ -18,6 +19,8 @@ export type Variables = {
   requestId: string;
   config: EdgeConfig;
   auth: AuthenticatedKey;
+  /** Opened on first use by requestDatabase(); never shared across requests. */
+  db?: Database;
 };
 
 export type AppEnv = { Bindings: Bindings; Variables: Variables };

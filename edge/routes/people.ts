@@ -2,7 +2,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, ErrorBody, PeopleQuery } from "../../shared/api.ts";
 import { chargeCredits, balanceQuery } from "../credits.ts";
-import { getDatabase } from "../db/client.ts";
+import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { findPersonQuery, parsePeopleQuery, toContactInfo } from "../people.ts";
@@ -38,7 +38,7 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(peopleRoute, async (c) => {
     const config = c.get("config");
     const { accountId } = c.get("auth");
-    const db = getDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN);
+    const db = requestDatabase(c);
     const cost = config.LOOKUP_COST;
     const chargeHeaders = (charged: number, remaining: number) => ({
       "X-Credits-Charged": String(charged),
