@@ -39,6 +39,7 @@ const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
   mailbox_not_found: "rejected",
   mailbox_full: "mailbox_full",
   policy_block: "assumed",
+  rejected_unclear: "assumed",
   temporary_failure: "assumed",
   connection_failed: "assumed",
   timeout: "assumed",

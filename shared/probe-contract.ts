@@ -41,10 +41,12 @@ export type ProbeRequestParsed = z.output<typeof ProbeRequest>;
  * - mailbox_not_found: 5xx that means "no such user" (5.1.x, 550/553 user-unknown wording).
  * - mailbox_full: 5.2.2 / 552 over quota: the mailbox exists but cannot take mail now.
  * - policy_block: 5.7.x, blocklist / spam / reputation / reverse-DNS wording: says nothing about the mailbox.
+ * - rejected_unclear: a 5xx that says neither "no such mailbox" nor why (a bare "550 Rejected"): no evidence either way.
  * - temporary_failure: 4xx, greylisting.
  * - connection_failed: no MX host could be reached (refused, reset, TLS failure, bad greeting).
  * - timeout: the deadline ran out before an answer to RCPT TO.
- * - protocol_error: the server spoke something that is not SMTP (oversized lines, garbage).
+ * - protocol_error: the server spoke something that is not SMTP (oversized lines, garbage), or the
+ *   address needs SMTPUTF8 and the server does not offer it.
  * - refused_target: every address was private/reserved and the probe is not allowed to dial it.
  */
 export const ProbeOutcome = z.enum([
@@ -52,6 +54,7 @@ export const ProbeOutcome = z.enum([
   "mailbox_not_found",
   "mailbox_full",
   "policy_block",
+  "rejected_unclear",
   "temporary_failure",
   "connection_failed",
   "timeout",
@@ -77,6 +80,8 @@ export const ProbeAttempt = z.object({
   reply: SmtpReplySummary.nullable(),
   error: z.string().max(256).nullable(),
   tls: z.boolean(),
+  /** Times the probe waited for this server: TCP connect, each reply or pipelined group, the TLS handshake. */
+  round_trips: z.number().int().min(0),
   ms: z.number().int().min(0),
 });
 export type ProbeAttempt = z.infer<typeof ProbeAttempt>;

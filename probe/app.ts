@@ -1,0 +1,114 @@
+/**
+ * The probe's HTTP surface (decisions §6): POST /v1/probe, signed by the Worker, and GET /healthz.
+ * The body is bounded before it is read, the signature checked before it is parsed, and the
+ * answer parsed through the shared schema before it is sent.
+ */
+import { Hono } from "hono";
+import {
+  PROBE_MAX_BODY_BYTES,
+  PROBE_PATH,
+  PROBE_SIGNATURE_HEADER,
+  PROBE_TIMESTAMP_HEADER,
+  ProbeRequest,
+  ProbeResponse,
+  verifyProbeSignature,
+} from "../shared/probe-contract.ts";
+import { CatchAllCache } from "./catch-all-cache.ts";
+import type { ProbeConfig } from "./config.ts";
+import { KeyedLimiter, Limiter } from "./limits.ts";
+import { runProbe, type ProbeDeps } from "./probe.ts";
+
+const CATCH_ALL_CACHE_ENTRIES = 100_000;
+
+export type ProbeService = ProbeDeps & { global: Limiter; secret: string; queueWaitMs: number };
+
+export function createProbeService(config: ProbeConfig): ProbeService {
+  return {
+    config,
+    secret: config.secret,
+    queueWaitMs: config.queueWaitMs,
+    global: new Limiter(config.maxConcurrency),
+    perDestination: new KeyedLimiter(config.maxPerDestination),
+    catchAllCache: new CatchAllCache(config.catchAllTtlMs, CATCH_ALL_CACHE_ENTRIES),
+  };
+}
+
+class BodyTooLarge extends Error {}
+
+/** The request body as text, refusing more than `limit` bytes whatever Content-Length claims. */
+async function readBody(req: Request, limit: number): Promise<string> {
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  if (declared > limit) throw new BodyTooLarge();
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel();
+      throw new BodyTooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function createProbeApp(service: ProbeService): Hono {
+  const app = new Hono();
+
+  app.get("/healthz", (c) =>
+    c.json({ ok: true, in_flight: service.global.active, waiting: service.global.waiting, catch_all_cached_domains: service.catchAllCache.size }),
+  );
+
+  app.post(PROBE_PATH, async (c) => {
+    const started = Date.now();
+    let body: string;
+    try {
+      body = await readBody(c.req.raw, PROBE_MAX_BODY_BYTES);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) return c.json({ error: "Request body too large" }, 413);
+      throw err;
+    }
+    const signed = await verifyProbeSignature(
+      service.secret,
+      body,
+      c.req.header(PROBE_TIMESTAMP_HEADER),
+      c.req.header(PROBE_SIGNATURE_HEADER),
+    );
+    if (!signed) return c.json({ error: "Unauthorized" }, 401);
+
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch {
+      return c.json({ error: "Malformed JSON body" }, 400);
+    }
+    const parsed = ProbeRequest.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      return c.json({ error: `Invalid probe request: ${issue.path.join(".") || "body"}: ${issue.message}` }, 400);
+    }
+    const request = parsed.data;
+    if (!/^[^@]+@[^@]+$/.test(request.email)) return c.json({ error: "Invalid probe request: email: one @ expected" }, 400);
+
+    // Wait for a global slot no longer than the queue bound, and never past the request's own deadline.
+    const release = await service.global.acquire(Math.min(started + service.queueWaitMs, started + request.deadline_ms));
+    if (!release) return c.json({ error: "Probe busy" }, 503, { "Retry-After": "1" });
+    try {
+      const result = await runProbe(request, service, started);
+      return c.json(ProbeResponse.parse(result));
+    } finally {
+      release();
+    }
+  });
+
+  app.notFound((c) => c.json({ error: "Not found" }, 404));
+  app.onError((err, c) => {
+    console.error(JSON.stringify({ level: "error", error: String(err) }));
+    return c.json({ error: "Internal server error" }, 500);
+  });
+  return app;
+}

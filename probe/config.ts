@@ -1,0 +1,74 @@
+/**
+ * The probe's configuration (decisions §6-§7), parsed once at start-up. A missing or malformed
+ * setting stops the process with a message naming it.
+ */
+import { z } from "zod";
+
+const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
+
+/** A fully qualified host name: what a mail server expects after EHLO, and what our PTR record says. */
+const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/i;
+const MAILBOX = /^[^\s@<>]{1,64}@[^\s@<>]{1,253}$/;
+
+export const ProbeConfigSchema = z
+  .object({
+    PORT: int(0, 65535, 8788),
+    /** Where the HTTP service listens; 0.0.0.0 in a container, 127.0.0.1 under `npm start`. */
+    PROBE_LISTEN_HOST: z.preprocess(emptyToUndefined, z.string().default("0.0.0.0")),
+    PROBE_SECRET: z.string({ message: "PROBE_SECRET is required" }).min(16, "PROBE_SECRET must be at least 16 characters"),
+    /**
+     * The name we give after EHLO. It must be ours and match the reverse DNS of the probe's IP:
+     * there is no default, because any default would be someone else's name.
+     */
+    PROBE_HELO_NAME: z
+      .string({ message: "PROBE_HELO_NAME is required (the probe host's own FQDN, matching its reverse DNS)" })
+      .regex(HOST_NAME, "PROBE_HELO_NAME must be a fully qualified host name such as probe1.example.net")
+      // An IP literal passes the label pattern; a top-level label of digits only is not a name.
+      .refine((name) => !/\.[0-9]+$/.test(name), "PROBE_HELO_NAME must be a fully qualified host name such as probe1.example.net"),
+    /** The envelope sender; defaults to verify@<PROBE_HELO_NAME>, an address on our own name. */
+    PROBE_MAIL_FROM: z.preprocess(emptyToUndefined, z.string().regex(MAILBOX, "PROBE_MAIL_FROM must be an email address").optional()),
+    PROBE_SMTP_PORT: int(1, 65535, 25),
+    PROBE_ALLOW_PRIVATE_TARGETS: z.preprocess(
+      emptyToUndefined,
+      z.enum(["true", "false"], { message: "PROBE_ALLOW_PRIVATE_TARGETS must be true or false" }).default("false"),
+    ),
+    /** SMTP conversations in flight at once; requests beyond it wait (see PROBE_QUEUE_WAIT_MS). */
+    PROBE_MAX_CONCURRENCY: int(1, 100_000, 500),
+    /** Conversations in flight with one destination IP at once. */
+    PROBE_MAX_PER_DESTINATION: int(1, 1000, 4),
+    /** How long a request may wait for a free slot before it is answered 503. */
+    PROBE_QUEUE_WAIT_MS: int(0, 60_000, 2_000),
+    /** How long a TCP connect may take before the next MX address is tried. */
+    PROBE_CONNECT_TIMEOUT_MS: int(100, 60_000, 5_000),
+    PROBE_CATCH_ALL_TTL_SECONDS: int(0, 7 * 86_400, 6 * 3_600),
+  })
+  .transform((c) => ({
+    port: c.PORT,
+    listenHost: c.PROBE_LISTEN_HOST,
+    secret: c.PROBE_SECRET,
+    heloName: c.PROBE_HELO_NAME.toLowerCase(),
+    mailFrom: c.PROBE_MAIL_FROM ?? `verify@${c.PROBE_HELO_NAME.toLowerCase()}`,
+    smtpPort: c.PROBE_SMTP_PORT,
+    allowPrivateTargets: c.PROBE_ALLOW_PRIVATE_TARGETS === "true",
+    maxConcurrency: c.PROBE_MAX_CONCURRENCY,
+    maxPerDestination: c.PROBE_MAX_PER_DESTINATION,
+    queueWaitMs: c.PROBE_QUEUE_WAIT_MS,
+    connectTimeoutMs: c.PROBE_CONNECT_TIMEOUT_MS,
+    catchAllTtlMs: c.PROBE_CATCH_ALL_TTL_SECONDS * 1000,
+  }));
+
+export type ProbeConfig = z.output<typeof ProbeConfigSchema>;
+
+export class ProbeConfigError extends Error {
+  override name = "ProbeConfigError";
+}
+
+export function loadProbeConfig(env: Record<string, string | undefined>): ProbeConfig {
+  const result = ProbeConfigSchema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
+    throw new ProbeConfigError(`Invalid probe configuration: ${problems.join("; ")}`);
+  }
+  return result.data;
+}

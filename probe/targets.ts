@@ -1,0 +1,33 @@
+/**
+ * Which addresses the probe may dial (decisions §6). MX records come from DNS that anyone can
+ * write, so an attacker's domain could point its MX at 10.0.0.1 or 169.254.169.254 and use the
+ * probe to reach our own network. Only public unicast addresses pass, unless
+ * PROBE_ALLOW_PRIVATE_TARGETS is set (tests).
+ */
+import ipaddr from "ipaddr.js";
+
+export type TargetCheck = { ok: true; address: string } | { ok: false; reason: string };
+
+/** IPv6 global unicast (RFC 4291 §2.4): anything outside 2000::/3 is not a mail server on the internet. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
+
+/**
+ * Checks one IP literal. IPv4-mapped IPv6 forms (::ffff:10.0.0.1) are judged as the IPv4 address
+ * they reach; the address to dial is returned in canonical form.
+ */
+export function checkTarget(literal: string, allowPrivate: boolean): TargetCheck {
+  if (!ipaddr.isValid(literal)) return { ok: false, reason: "not an IP address" };
+  let addr = ipaddr.parse(literal);
+  if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
+    addr = (addr as ipaddr.IPv6).toIPv4Address();
+  }
+  // ipaddr.isValid accepts shorthand IPv4 ("10.1", "0x7f.1"); dial only the canonical dotted form.
+  const address = addr.toString();
+  if (allowPrivate) return { ok: true, address };
+  const range = addr.range();
+  if (range !== "unicast") return { ok: false, reason: `${range} address` };
+  if (addr.kind() === "ipv6" && !(addr as ipaddr.IPv6).match(GLOBAL_UNICAST_V6)) {
+    return { ok: false, reason: "not a global unicast IPv6 address" };
+  }
+  return { ok: true, address };
+}
