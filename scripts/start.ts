@@ -2,16 +2,20 @@
  * `npm start`: the whole stack on loopback with no accounts and no internet.
  *   1. a libSQL HTTP server on a file in .data/ (unless DATABASE_URL points elsewhere),
  *   2. migrations, and a demo account, key and sample profiles seeded once,
- *   3. the Worker under `wrangler dev` on 127.0.0.1:8787,
+ *   3. the SMTP probe on 127.0.0.1:8788 with a secret generated for this run,
+ *   4. the Worker under `wrangler dev` on 127.0.0.1:8787,
  * then prints the demo key and a curl line, and stops every child on Ctrl-C or SIGTERM.
  * Configuration (decisions §7) comes from the environment and overrides the defaults.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { accounts } from "../edge/db/schema.ts";
+import { loadProbeConfig } from "../probe/config.ts";
+import { startProbeServer } from "../probe/server.ts";
 import { startLibsqlServer } from "./libsql-server.ts";
 import { applyMigrations, LOCAL_DATABASE_FILE, openDatabase } from "./lib/database.ts";
 import { seedSamplePeople } from "./lib/samples.ts";
@@ -136,7 +140,7 @@ async function main() {
     DATABASE_AUTH_TOKEN: database.authToken,
     DOH_URL: process.env.DOH_URL,
     PROBE_URL: process.env.PROBE_URL ?? extra.probeUrl,
-    PROBE_SECRET: process.env.PROBE_SECRET ?? extra.probeSecret,
+    PROBE_SECRET: extra.probeSecret ?? process.env.PROBE_SECRET,
     LOOKUP_COST: process.env.LOOKUP_COST,
   });
   const base = `http://${host}:${edgePort}`;
@@ -158,9 +162,28 @@ async function main() {
   );
 }
 
-/** Services beyond the database and the Worker; the probe joins here (its own issue). */
+/**
+ * The SMTP probe, in this process, unless PROBE_URL is set (to another probe, or empty for none).
+ * Its secret is generated per start unless PROBE_SECRET is given; the Worker gets the same one.
+ * It dials real port-25 servers, so on a machine without port-25 egress its answers are
+ * "connection_failed" (an SMTP assumption), as they would be for a probe that cannot get out.
+ */
 async function startExtras(): Promise<{ probeUrl?: string; probeSecret?: string }> {
-  return {};
+  if (process.env.PROBE_URL !== undefined) return {};
+  const secret = process.env.PROBE_SECRET || randomBytes(32).toString("base64url");
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith("PROBE_")));
+  const probe = await startProbeServer(
+    loadProbeConfig({
+      PROBE_HELO_NAME: "probe.localhost",
+      ...env,
+      PORT: process.env.PROBE_PORT ?? "8788",
+      PROBE_LISTEN_HOST: host,
+      PROBE_SECRET: secret,
+    }),
+  );
+  stoppers.push(() => probe.close());
+  log(`probe on ${probe.url} (HELO ${probe.service.config.heloName})`);
+  return { probeUrl: probe.url, probeSecret: secret };
 }
 
 main().catch((err) => {

@@ -1,6 +1,7 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { EmailVerificationResult } from "../../shared/api.ts";
 import { WARNINGS, ERRORS } from "../../shared/email/verdict.ts";
+import { verifyEmail } from "../../edge/verify.ts";
 import { call, newAccount } from "./helpers.ts";
 
 let token: string;
@@ -143,7 +144,8 @@ describe("verdicts through DoH and the probe", () => {
       { host: "mx1.ok.test", preference: 10 },
       { host: "mx2.ok.test", preference: 20 },
     ]);
-    expect(r.details!.smtp_reply).toEqual({ code: 250, enhanced_code: "2.1.5", text: "Ok" });
+    expect(r.details).toMatchObject({ smtp_host: "mx1.ok.test", smtp_outcome: "accepted", smtp_tls: true });
+    expect(r.details!.smtp_reply).toMatchObject({ code: 250 });
   });
 
   it("an unknown mailbox is invalid", async () => {
@@ -152,7 +154,7 @@ describe("verdicts through DoH and the probe", () => {
     expect(r.checks.smtp_deliverable).toBe(false);
   });
 
-  it("a catch-all server is risky with 75 points", async () => {
+  it("a catch-all server is risky with 70 points", async () => {
     const r = await verify("anyone@catchall.test");
     expect(r).toMatchObject({ classification: "risky", score: 20 + 40 + 15 - 5, warnings: [WARNINGS.catchAll] });
     expect(r.checks.accepts_any_email).toBe(true);
@@ -174,15 +176,30 @@ describe("verdicts through DoH and the probe", () => {
     expect(r).toMatchObject({ classification: "risky", warnings: [WARNINGS.mailboxFull] });
   });
 
-  it.each(["oops", "junk", "drop"])("a probe that answers %s degrades to no SMTP check", async (local) => {
-    const r = await verify(`${local}@ok.test`);
+  // The real probe does not misbehave on request; these run the same verification code in workerd
+  // against a stand-in that hangs, fails or answers junk.
+  const viaProbeFixture = (email: string, smtpTimeoutSeconds = 10) =>
+    verifyEmail(email, {
+      dohUrl: inject("dohUrl"),
+      probeUrl: inject("probeFixtureUrl"),
+      probeSecret: inject("probeSecret"),
+      smtpTimeoutSeconds,
+    });
+
+  it.each([
+    ["oops", "probe_error_status"],
+    ["junk", "probe_bad_response"],
+    ["drop", "probe_unreachable"],
+  ])("a probe that answers %s degrades to no SMTP check", async (local, outcome) => {
+    const r = EmailVerificationResult.strict().parse(await viaProbeFixture(`${local}@ok.test`));
     expect(r).toMatchObject({ classification: "risky", score: 20 + 40 + 20 - 5, warnings: [WARNINGS.smtpNotChecked] });
     expect(r.checks.smtp_deliverable).toBeNull();
+    expect(r.details!.smtp_outcome).toBe(outcome);
   });
 
   it("a probe that hangs is abandoned at the deadline, not later", async () => {
     const started = Date.now();
-    const r = await verify("hang@ok.test", { smtp_timeout: "1" });
+    const r = await viaProbeFixture("hang@ok.test", 1);
     const elapsed = Date.now() - started;
     expect(r.warnings).toEqual([WARNINGS.smtpNotChecked]);
     expect(r.details!.smtp_outcome).toBe("probe_deadline");
