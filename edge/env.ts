@@ -31,7 +31,11 @@ const EdgeConfigSchema = z.object({
   DATABASE_URL: z.string().url({ message: "DATABASE_URL must be a URL (libsql://, https:// or http://)" }),
   DATABASE_AUTH_TOKEN: z.preprocess(emptyToUndefined, z.string().optional()),
   DOH_URL: z.preprocess(emptyToUndefined, z.string().url().default("https://cloudflare-dns.com/dns-query")),
-  PROBE_URL: z.preprocess(emptyToUndefined, z.string().url().optional()),
+  /** One probe URL, or several separated by commas (README "Several probes"). */
+  PROBE_URL: z.preprocess(
+    (v) => (typeof v === "string" ? v.split(",").map((u) => u.trim()).filter((u) => u !== "") : []),
+    z.array(z.string().url({ message: "PROBE_URL must be a URL or a comma-separated list of URLs" })).max(32),
+  ),
   PROBE_SECRET: z.preprocess(emptyToUndefined, z.string().min(16).optional()),
   LOOKUP_COST: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(1_000_000).default(1)),
 });
@@ -53,7 +57,7 @@ export function loadConfig(env: Bindings): EdgeConfig {
     const problems = result.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ");
     throw new ConfigError(`Invalid worker configuration: ${problems}`);
   }
-  if (result.data.PROBE_URL && !result.data.PROBE_SECRET) {
+  if (result.data.PROBE_URL.length > 0 && !result.data.PROBE_SECRET) {
     throw new ConfigError("Invalid worker configuration: PROBE_SECRET is required when PROBE_URL is set");
   }
   parsed.set(env, result.data);

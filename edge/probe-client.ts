@@ -17,16 +17,49 @@ export type ProbeCallResult =
 /** Time the probe's HTTP answer may take beyond its own deadline (network and JSON). */
 const RESPONSE_GRACE_MS = 750;
 const MAX_RESPONSE_BYTES = 64 * 1024;
+/** A second probe is only worth asking when at least this much of the deadline is left. */
+const MIN_FAILOVER_BUDGET_MS = 1_000;
 
+/**
+ * The probes in the order to ask them for one domain: a stable rotation by a hash of the domain,
+ * so that one domain's catch-all cache and per-destination limits live on one probe while the
+ * fleet shares the load. The others follow as fallbacks.
+ */
+export function probeOrder(urls: readonly string[], domain: string): string[] {
+  if (urls.length <= 1) return [...urls];
+  let hash = 0x811c9dc5; // FNV-1a, 32 bits
+  for (let i = 0; i < domain.length; i++) hash = Math.imul(hash ^ domain.charCodeAt(i), 0x01000193) >>> 0;
+  const start = hash % urls.length;
+  return [...urls.slice(start), ...urls.slice(0, start)];
+}
+
+/**
+ * Asks the domain's probe; when it cannot be reached or answers an error status (a busy probe
+ * says 503), asks the next one with what is left of the deadline. A malformed answer or a missed
+ * deadline ends the call: the deadline is the user's, not the fleet's.
+ */
 export async function callProbe(
-  probeUrl: string | undefined,
+  probeUrls: readonly string[],
   secret: string | undefined,
   request: ProbeRequest,
 ): Promise<ProbeCallResult> {
+  if (probeUrls.length === 0 || !secret) return { ok: false, reason: "not_configured", ms: 0 };
+  const started = Date.now();
+  const domain = request.email.slice(request.email.lastIndexOf("@") + 1);
+  let last: ProbeCallResult | null = null;
+  for (const url of probeOrder(probeUrls, domain)) {
+    const left = request.deadline_ms - (Date.now() - started);
+    if (last && left < MIN_FAILOVER_BUDGET_MS) break;
+    const result = await callOneProbe(url, secret, { ...request, deadline_ms: left });
+    last = { ...result, ms: Date.now() - started };
+    if (result.ok || (result.reason !== "unreachable" && result.reason !== "error_status")) break;
+  }
+  return last!;
+}
+
+async function callOneProbe(probeUrl: string, secret: string, request: ProbeRequest): Promise<ProbeCallResult> {
   const started = Date.now();
   const elapsed = () => Date.now() - started;
-  if (!probeUrl || !secret) return { ok: false, reason: "not_configured", ms: 0 };
-
   const body = JSON.stringify(request);
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), request.deadline_ms + RESPONSE_GRACE_MS);

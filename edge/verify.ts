@@ -19,7 +19,8 @@ const isolateDnsCache = createDnsCache();
 
 export type VerifyOptions = {
   dohUrl: string;
-  probeUrl?: string;
+  /** The probes to ask, in no particular order (see callProbe); empty: no SMTP check. */
+  probeUrls?: string[];
   probeSecret?: string;
   smtpTimeoutSeconds: number;
 };
@@ -77,7 +78,7 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
   const dialable = dns.hosts.filter((h) => h.addresses.length > 0);
   let probe: ProbeCallResult | null = null;
   if ((dns.status === "mx" || dns.status === "implicit") && dialable.length > 0) {
-    probe = await callProbe(options.probeUrl, options.probeSecret, {
+    probe = await callProbe(options.probeUrls ?? [], options.probeSecret, {
       email: `${local}@${domain}`,
       mx: dialable.slice(0, 10).map((h) => ({ host: h.host, preference: h.preference, addresses: h.addresses.slice(0, 16) })),
       deadline_ms: options.smtpTimeoutSeconds * 1000,

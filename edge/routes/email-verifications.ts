@@ -61,7 +61,7 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
     const params = await readVerificationParams(c);
     const result = await verifyEmail(params.emailAddress, {
       dohUrl: config.DOH_URL,
-      probeUrl: config.PROBE_URL,
+      probeUrls: config.PROBE_URL,
       probeSecret: config.PROBE_SECRET,
       smtpTimeoutSeconds: params.smtpTimeoutSeconds,
     });

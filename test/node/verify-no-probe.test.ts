@@ -22,7 +22,7 @@ it("an unreachable probe degrades the same way, quickly", async () => {
   const started = Date.now();
   const r = await verifyEmail("ana@ok.test", {
     dohUrl: doh.url,
-    probeUrl: "http://127.0.0.1:9",
+    probeUrls: ["http://127.0.0.1:9"],
     probeSecret: "x".repeat(32),
     smtpTimeoutSeconds: 5,
   });

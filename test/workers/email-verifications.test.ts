@@ -181,7 +181,7 @@ describe("verdicts through DoH and the probe", () => {
   const viaProbeFixture = (email: string, smtpTimeoutSeconds = 10) =>
     verifyEmail(email, {
       dohUrl: inject("dohUrl"),
-      probeUrl: inject("probeFixtureUrl"),
+      probeUrls: [inject("probeFixtureUrl")],
       probeSecret: inject("probeSecret"),
       smtpTimeoutSeconds,
     });
@@ -204,6 +204,17 @@ describe("verdicts through DoH and the probe", () => {
     expect(r.warnings).toEqual([WARNINGS.smtpNotChecked]);
     expect(r.details!.smtp_outcome).toBe("probe_deadline");
     expect(elapsed).toBeLessThan(1000 + 2000);
+  });
+
+  it("with several probes, an unreachable or failing one is skipped for the next", async () => {
+    const live = inject("probeUrl");
+    const dead = "http://127.0.0.1:9";
+    const failing = inject("probeFixtureUrl"); // answers 500 for oops@
+    for (const probeUrls of [[dead, live], [live, dead], [failing, live], [dead, failing, live]]) {
+      const r = await verifyEmail("oops@ok.test", { dohUrl: inject("dohUrl"), probeUrls, probeSecret: inject("probeSecret"), smtpTimeoutSeconds: 5 });
+      // The live probe's answer: oops@ok.test is not a mailbox on the fixture server.
+      expect(r.details!.smtp_outcome, probeUrls.join(" ")).toBe("mailbox_not_found");
+    }
   });
 
   it("an implicit MX is usable with a warning", async () => {
