@@ -9,6 +9,7 @@ import {
   signProbeRequest,
   type ProbeRequest,
 } from "../shared/probe-contract.ts";
+import { readBodyWithin } from "../shared/bounded-body.ts";
 
 export type ProbeCallResult =
   | { ok: true; response: ProbeResponse; ms: number }
@@ -70,7 +71,7 @@ async function callOneProbe(probeUrl: string, secret: string, request: ProbeRequ
       await res.body?.cancel();
       return { ok: false, reason: "error_status", ms: elapsed() };
     }
-    const text = await readBounded(res, MAX_RESPONSE_BYTES);
+    const text = await readBodyWithin(res.body, MAX_RESPONSE_BYTES);
     if (text === null) return { ok: false, reason: "bad_response", ms: elapsed() };
     let json: unknown;
     try {
@@ -86,29 +87,4 @@ async function callOneProbe(probeUrl: string, secret: string, request: ProbeRequ
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** Reads a body up to a byte limit; null when it is larger. */
-async function readBounded(res: Response, limit: number): Promise<string | null> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel();
-      return null;
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    all.set(c, offset);
-    offset += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
 }

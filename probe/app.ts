@@ -13,6 +13,7 @@ import {
   ProbeResponse,
   verifyProbeSignature,
 } from "../shared/probe-contract.ts";
+import { readBodyWithin } from "../shared/bounded-body.ts";
 import { CatchAllCache } from "./catch-all-cache.ts";
 import type { ProbeConfig } from "./config.ts";
 import { KeyedLimiter, Limiter } from "./limits.ts";
@@ -33,29 +34,6 @@ export function createProbeService(config: ProbeConfig): ProbeService {
   };
 }
 
-class BodyTooLarge extends Error {}
-
-/** The request body as text, refusing more than `limit` bytes whatever Content-Length claims. */
-async function readBody(req: Request, limit: number): Promise<string> {
-  const declared = Number(req.headers.get("content-length") ?? "0");
-  if (declared > limit) throw new BodyTooLarge();
-  if (!req.body) return "";
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel();
-      throw new BodyTooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
 export function createProbeApp(service: ProbeService): Hono {
   const app = new Hono();
 
@@ -65,13 +43,9 @@ export function createProbeApp(service: ProbeService): Hono {
 
   app.post(PROBE_PATH, async (c) => {
     const started = Date.now();
-    let body: string;
-    try {
-      body = await readBody(c.req.raw, PROBE_MAX_BODY_BYTES);
-    } catch (err) {
-      if (err instanceof BodyTooLarge) return c.json({ error: "Request body too large" }, 413);
-      throw err;
-    }
+    const declared = Number(c.req.header("content-length") ?? "0");
+    const body = declared > PROBE_MAX_BODY_BYTES ? null : await readBodyWithin(c.req.raw.body, PROBE_MAX_BODY_BYTES);
+    if (body === null) return c.json({ error: "Request body too large" }, 413);
     const signed = await verifyProbeSignature(
       service.secret,
       body,
