@@ -102,6 +102,24 @@ beforeAll(async () => {
       return null;
     })(socket);
   });
+  // Insists on TLS, and its TLS is broken: no answer about the mailbox is to be had.
+  await raw("tlsonly", 49, (socket) => {
+    let tlsAttempted = false;
+    scriptedDialogue("220 tlsonly.test ESMTP\r\n", (line, s) => {
+      const verb = line.split(" ")[0]!.toUpperCase();
+      if (tlsAttempted) return null;
+      if (verb === "EHLO") return "250-tlsonly.test\r\n250-PIPELINING\r\n250 STARTTLS\r\n";
+      if (verb === "STARTTLS") {
+        tlsAttempted = true;
+        s.once("data", () => s.destroy());
+        return "220 2.0.0 Ready to start TLS\r\n";
+      }
+      if (verb === "MAIL") return "530 5.7.0 Must issue a STARTTLS command first\r\n";
+      if (verb === "RCPT") return "503 5.5.1 Error: need MAIL command\r\n";
+      if (verb === "QUIT") return "221 2.0.0 Bye\r\n";
+      return null;
+    })(socket);
+  });
   // Hostile servers.
   await raw("silent", 42, () => {});
   await raw("endless", 43, (socket) => {
@@ -255,6 +273,14 @@ describe("the conversation", () => {
       [ip(41), "accepted"],
     ]);
     expect(result.attempts[0]!.error).toMatch(/TLS/);
+  });
+
+  it("a server that requires TLS and fails the handshake ends inconclusive, within the deadline", async () => {
+    const { result, ms } = await probe("ana@tlsonly.test", [ip(49)], deps(), 2_000);
+    expect(result.outcome).toBe("policy_block");
+    expect(result.attempts.map((a) => a.outcome)).toEqual(["connection_failed", "policy_block"]);
+    expect(result.reply).toMatchObject({ code: 530, enhanced_code: "5.7.0" });
+    expect(ms).toBeLessThan(2_000);
   });
 
   it("sends SMTPUTF8 for a non-ASCII address when offered, and does not send the address when not", async () => {
