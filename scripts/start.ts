@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
@@ -87,8 +87,14 @@ async function ensureDemo(url: string, authToken?: string): Promise<string> {
 }
 
 function startWorker(vars: Record<string, string | undefined>): ChildProcess {
-  const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", "warn"];
-  for (const [name, value] of Object.entries(vars)) if (value) args.push("--var", `${name}:${value}`);
+  // Settings go through a private env file, not --var: command lines are visible to every user
+  // on the machine (ps), and PROBE_SECRET and DATABASE_AUTH_TOKEN are secrets.
+  const envFile = join(dataDir, `worker-${edgePort}.env`);
+  const lines = Object.entries(vars).flatMap(([name, value]) => (value ? [`${name}=${JSON.stringify(value)}`] : []));
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(envFile, lines.join("\n") + "\n", { mode: 0o600 });
+  stoppers.push(() => rmSync(envFile, { force: true }));
+  const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", "warn", "--env-file", envFile];
   const child = spawn(join(root, "node_modules/.bin/wrangler"), args, {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
