@@ -52,33 +52,34 @@ setInterval(() => {
   if (process.ppid !== parentAtStart) void stopAll(0);
 }, 500).unref();
 
-async function startDatabase(): Promise<{ url: string; authToken?: string }> {
+/** `identity` names the database for the saved demo key: the file for the local one, whatever port serves it. */
+async function startDatabase(): Promise<{ url: string; authToken?: string; identity: string }> {
   if (process.env.DATABASE_URL) {
     log(`using DATABASE_URL ${new URL(process.env.DATABASE_URL).origin}`);
-    return { url: process.env.DATABASE_URL, authToken: process.env.DATABASE_AUTH_TOKEN };
+    return { url: process.env.DATABASE_URL, authToken: process.env.DATABASE_AUTH_TOKEN, identity: process.env.DATABASE_URL };
   }
   mkdirSync(dataDir, { recursive: true });
   const server = await startLibsqlServer({ file: LOCAL_DATABASE_FILE, host, port: libsqlPort });
   stoppers.push(() => server.close());
   log(`libSQL server on ${server.url} (file ${LOCAL_DATABASE_FILE})`);
-  return { url: server.url };
+  return { url: server.url, identity: `file:${LOCAL_DATABASE_FILE}` };
 }
 
 /** Seeds the demo account once; its token is kept in .data/ (git-ignored) so every start can print it. */
-async function ensureDemo(url: string, authToken?: string): Promise<string> {
+async function ensureDemo(url: string, authToken: string | undefined, identity: string): Promise<string> {
   const db = openDatabase(url, authToken);
   try {
     await applyMigrations(db);
     if (existsSync(demoKeyFile)) {
       const saved = JSON.parse(readFileSync(demoKeyFile, "utf8")) as { token: string; database: string };
       const known = await db.select({ id: accounts.id }).from(accounts).limit(1);
-      if (saved.database === url && known.length > 0) return saved.token;
+      if (saved.database === identity && known.length > 0) return saved.token;
     }
     const account = await createAccount(db, "demo", 1000);
     const key = await createApiKey(db, account.id);
     await seedSamplePeople(db);
     mkdirSync(dataDir, { recursive: true });
-    writeFileSync(demoKeyFile, JSON.stringify({ token: key.token, account: account.id, database: url }), { mode: 0o600 });
+    writeFileSync(demoKeyFile, JSON.stringify({ token: key.token, account: account.id, database: identity }), { mode: 0o600 });
     log(`seeded demo account ${account.id} with 1000 credits and sample profiles`);
     return key.token;
   } finally {
@@ -139,7 +140,7 @@ async function waitForHealth(url: string, timeoutMs: number): Promise<void> {
 async function main() {
   const started = Date.now();
   const database = await startDatabase();
-  const token = await ensureDemo(database.url, database.authToken);
+  const token = await ensureDemo(database.url, database.authToken, database.identity);
   const extra = await startExtras();
   startWorker({
     DATABASE_URL: database.url,
