@@ -27,15 +27,17 @@ const server = net.createServer((socket) => {
   socket.on("error", () => {});
   let buffered = "";
   let rcptInTransaction = 0;
-  // Replies go out in order, each `delayMs` after its command arrived.
-  let lastSend = 0;
+  // Replies go out in command order, each `delayMs` after its command arrived: a chain, because
+  // independent timers can fire out of order when the clock ticks between scheduling two of them.
+  let chain = Promise.resolve();
   const reply = (text: string, then?: () => void) => {
-    const at = Math.max(Date.now() + delayMs, lastSend);
-    lastSend = at;
-    setTimeout(() => {
-      if (!socket.destroyed) socket.write(text);
-      then?.();
-    }, at - Date.now());
+    const due = Date.now() + delayMs;
+    chain = chain
+      .then(() => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, due - Date.now()))))
+      .then(() => {
+        if (!socket.destroyed) socket.write(text);
+        then?.();
+      });
   };
   reply("220 bench.test ESMTP latency fixture\r\n");
   socket.on("data", (chunk: Buffer) => {
