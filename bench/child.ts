@@ -1,0 +1,107 @@
+/**
+ * Child processes for the benchmark runner: start one and wait for a line that says it is ready, run
+ * one to completion and keep its output, and stop every one still running when the runner is
+ * interrupted, so a Ctrl-C never leaves a server listening. Also the CPU time of live processes, read
+ * from /proc, for the reports.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const root = fileURLToPath(new URL("..", import.meta.url));
+
+const running = new Set<ChildProcess>();
+
+function track(child: ChildProcess): ChildProcess {
+  running.add(child);
+  child.once("exit", () => running.delete(child));
+  return child;
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    const exits = [...running].map((child) => new Promise((resolve) => child.once("exit", resolve)));
+    for (const child of running) child.kill("SIGTERM");
+    // npm start needs a few seconds to stop wrangler; do not wait forever for a stuck child.
+    setTimeout(() => process.exit(130), 10_000).unref();
+    void Promise.all(exits).then(() => process.exit(130));
+  });
+}
+
+/** Starts a long-running child and resolves once its stdout matches `ready`; stderr is kept for errors. */
+export function startChild(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; ready: RegExp }): Promise<{ child: ChildProcess; stdout: string }> {
+  const child = track(spawn(command, args, { cwd: root, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] }));
+  let stdout = "";
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (options.ready.test(stdout)) resolve({ child, stdout });
+    });
+    child.once("exit", (code) => reject(new Error(`${command} ${args.join(" ")} exited (${code}) before it was ready:\n${stderr}`)));
+  });
+}
+
+/** SIGTERM, then wait for the exit. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/** Runs a command to completion; rejects with its stderr when it fails. */
+export function runChild(command: string, args: string[]): Promise<string> {
+  const child = track(spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] }));
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    child.once("exit", (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${command} ${args.join(" ")} exited (${code}):\n${stderr}`))));
+  });
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux architecture Node runs on
+
+/** CPU seconds (user + system) a live process has used so far, from /proc/PID/stat; 0 once it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    // Fields after the parenthesised command name, which may itself contain spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** A process and all its live descendants, each with its command line. */
+export function processTree(pid: number): { pid: number; command: string }[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // exited while we looked
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const [child, parent] of parentOf) if (parent === tree[i]) tree.push(child);
+  return tree.map((p) => {
+    let command = "";
+    try {
+      command = readFileSync(`/proc/${p}/cmdline`, "utf8").replace(/\0/g, " ").trim();
+    } catch {
+      // exited while we looked
+    }
+    return { pid: p, command };
+  });
+}

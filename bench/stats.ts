@@ -1,0 +1,12 @@
+/** The few statistics the reports use, on small arrays of numbers. */
+
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+
+/** Nearest-rank percentile of an ascending array. */
+export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+
+/** "min / median / max" of the values, or the value alone when there is one. */
+export function spread(values: number[], digits: number): string {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 1 ? s[0]!.toFixed(digits) : `${s[0]!.toFixed(digits)} / ${median(s).toFixed(digits)} / ${s.at(-1)!.toFixed(digits)}`;
+}

