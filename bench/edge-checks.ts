@@ -10,20 +10,11 @@ import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shar
 import { parseEmailAddress } from "../shared/email/syntax.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
 import { buildVerificationResult, type MxFact, type SmtpFact, type VerificationFacts } from "../shared/email/verdict.ts";
+import { seededRandom } from "./stats.ts";
 
 const addressCount = Number(process.argv[2] ?? 2000);
 const rounds = Number(process.argv[3] ?? 30);
 
-/** mulberry32: a seeded generator, so every run measures the same mix. */
-function seededRandom(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = seededRandom(20261122);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 

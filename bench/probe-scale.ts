@@ -10,17 +10,16 @@
  * Each check goes to its own domain on its own destination IP (127.1.x.y, 2,000 of them, all
  * answered by one fixture process listening on 0.0.0.0), like a list-cleaning job over many domains.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { PROBE_PATH, ProbeResponse, signProbeRequest, type ProbeRequest } from "../shared/probe-contract.ts";
+import { root, startChild, stopChild } from "./child.ts";
+import { percentile } from "./stats.ts";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
 const SECRET = "bench-probe-secret-0123456789";
 const DESTINATIONS = 2_000;
 
@@ -49,25 +48,6 @@ async function freePort(): Promise<number> {
   const { port } = s.address() as AddressInfo;
   await new Promise((r) => s.close(r));
   return port;
-}
-
-function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (ready.test(out)) resolve(child);
-    });
-    child.once("exit", (code) => reject(new Error(`${command} ${args.join(" ")} exited (${code}): ${out}`)));
-  });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  await exited;
 }
 
 /** Peak resident set size of a process so far (VmHWM), in MiB. */
@@ -102,10 +82,8 @@ async function probeOnce(url: string, body: ProbeRequest): Promise<{ status: num
 
 async function startProbe(bundle: string, smtpPort: number, extraEnv: Record<string, string> = {}) {
   const port = await freePort();
-  const child = await startChild(
-    process.execPath,
-    [bundle],
-    {
+  const { child } = await startChild(process.execPath, [bundle], {
+    env: {
       PORT: String(port),
       PROBE_LISTEN_HOST: "127.0.0.1",
       PROBE_SECRET: SECRET,
@@ -114,15 +92,14 @@ async function startProbe(bundle: string, smtpPort: number, extraEnv: Record<str
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
       ...extraEnv,
     },
-    /probe listening/,
-  );
+    ready: /probe listening/,
+  });
   return { child, url: `http://127.0.0.1:${port}` };
 }
 
 /** Enough checks for a steady state at each level without making concurrency 1 take minutes. */
 const checksFor = (level: number, checks: number) => Math.min(Math.max(level * 20, 100), Math.max(checks, level * 2));
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
 async function loadRow(bundle: string, smtpPort: number, concurrency: number, checks: number, env: Record<string, string>, config: string): Promise<ScaleRow> {
   const probe = await startProbe(bundle, smtpPort, env);
@@ -158,7 +135,7 @@ async function loadRow(bundle: string, smtpPort: number, concurrency: number, ch
       outcomes,
     };
   } finally {
-    await stop(probe.child);
+    await stopChild(probe.child);
   }
 }
 
@@ -171,8 +148,10 @@ export async function runProbeBench(opts: { levels: number[]; checks: number; de
   const plainPort = await freePort();
   const silentPort = await freePort();
   const tsx = ["--import", "tsx", join(root, "bench/smtp-latency-server.ts")];
-  const fixture = await startChild(process.execPath, [...tsx, "--port", String(smtpPort), "--delay-ms", String(opts.delayMs)], {}, /listening/);
-  const noPipe = await startChild(process.execPath, [...tsx, "--port", String(plainPort), "--delay-ms", String(opts.delayMs), "--no-pipelining"], {}, /listening/);
+  const { child: fixture } = await startChild(process.execPath, [...tsx, "--port", String(smtpPort), "--delay-ms", String(opts.delayMs)], { ready: /listening/ });
+  const { child: noPipe } = await startChild(process.execPath, [...tsx, "--port", String(plainPort), "--delay-ms", String(opts.delayMs), "--no-pipelining"], {
+    ready: /listening/,
+  });
   const silent = createServer(() => {});
   await new Promise<void>((r) => silent.listen(silentPort, "0.0.0.0", r));
   try {
@@ -201,7 +180,7 @@ export async function runProbeBench(opts: { levels: number[]; checks: number; de
         noPipeliningMs: b.response!.attempts[0]!.ms,
       };
     } finally {
-      await Promise.all([stop(withPipe.child), stop(withoutPipe.child)]);
+      await Promise.all([stopChild(withPipe.child), stopChild(withoutPipe.child)]);
     }
 
     log("probe: a silent server");
@@ -213,11 +192,11 @@ export async function runProbeBench(opts: { levels: number[]; checks: number; de
         held.push({ deadlineMs, heldMs: Math.round(r.ms) });
       }
     } finally {
-      await stop(silentProbe.child);
+      await stopChild(silentProbe.child);
     }
     return { rows, roundTrips, silent: held, delayMs: opts.delayMs };
   } finally {
-    await Promise.all([stop(fixture), stop(noPipe)]);
+    await Promise.all([stopChild(fixture), stopChild(noPipe)]);
     silent.close();
     await rm(dir, { recursive: true, force: true });
   }

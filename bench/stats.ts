@@ -1,4 +1,4 @@
-/** The few statistics the reports use, on small arrays of numbers. */
+/** The few statistics the reports use, on small arrays of numbers, and the seeded generator the inputs come from. */
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 
@@ -9,4 +9,15 @@ export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorte
 export function spread(values: number[], digits: number): string {
   const s = [...values].sort((a, b) => a - b);
   return s.length === 1 ? s[0]!.toFixed(digits) : `${s[0]!.toFixed(digits)} / ${median(s).toFixed(digits)} / ${s.at(-1)!.toFixed(digits)}`;
+}
+
+/** mulberry32: a small seeded generator, the same on every machine, so every run measures the same mix. */
+export function seededRandom(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

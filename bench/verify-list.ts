@@ -7,6 +7,7 @@
  * over many mail servers and verifiers limit connections per server.
  */
 import type { Zone } from "../test/fixtures/doh-server.ts";
+import { seededRandom } from "./stats.ts";
 
 /** What the fixture's mail server (or DNS) does for a domain. */
 export type DomainKind = "mailboxes" | "catch_all" | "greylisted" | "policy_blocked" | "dead_mx" | "nxdomain";
@@ -58,16 +59,6 @@ export const GREYLIST_REPLY = "450 4.2.0 Recipient address rejected: Greylisted,
 export const POLICY_REPLY =
   "554 5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org; https://www.spamhaus.org/query/ip/127.0.0.1";
 
-/** mulberry32: small, seeded, and the same on every machine. */
-function seededRandom(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIRST = ["ana", "ben", "chloe", "david", "emma", "farid", "grace", "hiro", "ines", "jonas", "kofi", "lena", "mateo", "nina", "oscar", "priya", "quentin", "rosa", "sven", "yuki", "amara", "lucas", "mira", "tomas"];
 const LAST = ["smith", "garcia", "muller", "rossi", "nguyen", "kim", "silva", "dubois", "kowalski", "tanaka", "okafor", "larsen", "novak", "haddad", "moreau", "ivanova"];
