@@ -66,7 +66,6 @@ export function createProbeApp(service: ProbeService): Hono {
       return c.json({ error: `Invalid probe request: ${issue.path.join(".") || "body"}: ${issue.message}` }, 400);
     }
     const request = parsed.data;
-    if (!/^[^@]+@[^@]+$/.test(request.email)) return c.json({ error: "Invalid probe request: email: one @ expected" }, 400);
 
     // Wait for a global slot no longer than the queue bound, and never past the request's own deadline.
     const release = await service.global.acquire(Math.min(started + service.queueWaitMs, started + request.deadline_ms));

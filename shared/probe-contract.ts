@@ -23,8 +23,16 @@ export const ProbeMxHost = z.object({
 export type ProbeMxHost = z.infer<typeof ProbeMxHost>;
 
 export const ProbeRequest = z.object({
-  /** The address to check, domain already in A-label (ASCII) form. */
-  email: z.string().min(3).max(254),
+  /**
+   * The address to check, domain already in A-label (ASCII) form. A quoted local part may hold an
+   * "@" ("a@b"@example.com): the domain is what follows the last one. No control characters: the
+   * address goes into an SMTP command line as it is.
+   */
+  email: z
+    .string()
+    .min(3)
+    .max(254)
+    .regex(/^[^\x00-\x1f\x7f]+@[a-zA-Z0-9.-]+$/, "an address with an ASCII domain and no control characters"),
   /** MX hosts ordered by preference (lowest first); the probe fails over in this order. */
   mx: z.array(ProbeMxHost).min(1).max(10),
   /** Budget for the whole probe in milliseconds; the probe answers before it runs out. */

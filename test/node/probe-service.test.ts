@@ -88,8 +88,19 @@ describe("POST /v1/probe", () => {
     expect(noMx.json.error).toMatch(/^Invalid probe request: mx: /);
     const longDeadline = await post(probe, JSON.stringify({ ...body("ana@svc.test"), deadline_ms: 600_000 }));
     expect(longDeadline.json.error).toMatch(/deadline_ms/);
-    const twoAts = await post(probe, JSON.stringify(body("a@b@svc.test")));
-    expect(twoAts.status).toBe(400);
+    for (const email of ["ana@svc.test\r\nRCPT TO:<x@y.test>", "ana\u0000@svc.test", "ana@bücher.test", "ana@"]) {
+      const injected = await post(probe, JSON.stringify(body(email)));
+      expect(injected.status, JSON.stringify(email)).toBe(400);
+      expect(injected.json.error).toMatch(/^Invalid probe request: email: /);
+    }
+    expect(mail.record.rcptTo).not.toContain("x@y.test");
+  });
+
+  it("a quoted local part with an @ in it is sent as it is, not refused as malformed", async () => {
+    const { status, json } = await post(probe, JSON.stringify(body('"a@b"@svc.test')));
+    expect(status).toBe(200);
+    // smtp-server does not take quoted local parts: its 501 is the server's answer to our RCPT.
+    expect(json).toMatchObject({ outcome: "rejected_unclear", reply: { code: 501 } });
   });
 
   it("413 for a body over 16 KiB, before reading the rest", async () => {
