@@ -11,12 +11,13 @@
  * answered by one fixture process listening on 0.0.0.0), like a list-cleaning job over many domains.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { PROBE_PATH, ProbeResponse, signProbeRequest, type ProbeRequest } from "../shared/probe-contract.ts";
+import { freePortOn } from "../test/fixtures/smtp-servers.ts";
 import { root, startChild, stopChild } from "./child.ts";
 import { percentile } from "./stats.ts";
 
@@ -41,14 +42,6 @@ export type ProbeBenchResult = {
   silent: { deadlineMs: number; heldMs: number }[];
   delayMs: number;
 };
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** Peak resident set size of a process so far (VmHWM), in MiB. */
 async function peakRssMiB(pid: number): Promise<number> {
@@ -81,7 +74,7 @@ async function probeOnce(url: string, body: ProbeRequest): Promise<{ status: num
 }
 
 async function startProbe(bundle: string, smtpPort: number, extraEnv: Record<string, string> = {}) {
-  const port = await freePort();
+  const port = await freePortOn(["127.0.0.1"]);
   const { child } = await startChild(process.execPath, [bundle], {
     env: {
       PORT: String(port),
@@ -144,9 +137,9 @@ export async function runProbeBench(opts: { levels: number[]; checks: number; de
   const dir = await mkdtemp(join(tmpdir(), "probe-bench-"));
   const bundle = join(dir, "probe.mjs");
   await build({ entryPoints: [join(root, "probe/main.ts")], bundle: true, platform: "node", format: "esm", target: "node20", outfile: bundle, logLevel: "silent" });
-  const smtpPort = await freePort();
-  const plainPort = await freePort();
-  const silentPort = await freePort();
+  const smtpPort = await freePortOn(["0.0.0.0"]);
+  const plainPort = await freePortOn(["0.0.0.0"]);
+  const silentPort = await freePortOn(["0.0.0.0"]);
   const tsx = ["--import", "tsx", join(root, "bench/smtp-latency-server.ts")];
   const { child: fixture } = await startChild(process.execPath, [...tsx, "--port", String(smtpPort), "--delay-ms", String(opts.delayMs)], { ready: /listening/ });
   const { child: noPipe } = await startChild(process.execPath, [...tsx, "--port", String(plainPort), "--delay-ms", String(opts.delayMs), "--no-pipelining"], {

@@ -11,7 +11,7 @@ const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === 
 const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/i;
 const MAILBOX = /^[^\s@<>]{1,64}@[^\s@<>]{1,253}$/;
 
-export const ProbeConfigSchema = z
+const ProbeConfigSchema = z
   .object({
     PORT: int(0, 65535, 8788),
     /** Where the HTTP service listens; 0.0.0.0 in a container, 127.0.0.1 under `npm start`. */

@@ -63,10 +63,6 @@ export class KeyedLimiter {
 
   constructor(readonly maxPerKey: number) {}
 
-  get keys(): number {
-    return this.#limiters.size;
-  }
-
   async acquire(key: string, deadline: number): Promise<(() => void) | null> {
     let limiter = this.#limiters.get(key);
     if (!limiter) {

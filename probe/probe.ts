@@ -53,7 +53,7 @@ const FAILURE_RANK: ProbeOutcome[] = [
   "refused_target",
 ];
 
-export function summarizeReply(reply: SmtpReply): SmtpReplySummary {
+function summarizeReply(reply: SmtpReply): SmtpReplySummary {
   return { code: reply.code, enhanced_code: reply.enhanced, text: reply.text.slice(0, MAX_REPLY_TEXT) };
 }
 
@@ -153,7 +153,7 @@ export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, sta
     }
   }
 
-  const outcome = decided?.attempt.outcome ?? worstToBest(attempts);
+  const outcome = decided?.attempt.outcome ?? mostInformativeFailure(attempts);
   let catchAll: boolean | null = cachedCatchAll;
   if (decided?.rcptClass === "accepted" && cachedCatchAll === null && decided.session.catchAll) {
     catchAll = CATCH_ALL[classifyRcptReply(decided.session.catchAll)] ?? null;
@@ -179,7 +179,7 @@ export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, sta
   };
 }
 
-function worstToBest(attempts: ProbeAttempt[]): ProbeOutcome {
+function mostInformativeFailure(attempts: ProbeAttempt[]): ProbeOutcome {
   if (attempts.length === 0) return "timeout";
   for (const outcome of FAILURE_RANK) if (attempts.some((a) => a.outcome === outcome)) return outcome;
   return attempts[attempts.length - 1]!.outcome;

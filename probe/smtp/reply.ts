@@ -29,7 +29,7 @@ const LINE = /^([2-5][0-9][0-9])(?:([ -])(.*))?$/s;
 const ENHANCED = /^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)\s*/;
 
 /** Splits "5.1.1 text" into the enhanced code and the rest, when the class matches the reply code. */
-export function splitEnhancedCode(code: number, text: string): { enhanced: string | null; rest: string } {
+function splitEnhancedCode(code: number, text: string): { enhanced: string | null; rest: string } {
   const m = ENHANCED.exec(text);
   if (!m || Number(m[1]) !== Math.floor(code / 100)) return { enhanced: null, rest: text };
   return { enhanced: `${m[1]}.${Number(m[2])}.${Number(m[3])}`, rest: text.slice(m[0].length) };

@@ -6,7 +6,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,6 +16,7 @@ import { startLibsqlServer } from "../../scripts/libsql-server.ts";
 import { applyMigrations, openDatabase } from "../../scripts/lib/database.ts";
 import { EmailVerificationResult } from "../../shared/api.ts";
 import { ERRORS, WARNINGS } from "../../shared/email/verdict.ts";
+import { freePortOn } from "../fixtures/smtp-servers.ts";
 import { preflight } from "./preflight.ts";
 import { startDohStack, type InteropZone, type RunningDohStack } from "./servers/doh.ts";
 import { startPostfix, type RunningPostfix } from "./servers/postfix.ts";
@@ -51,14 +51,6 @@ let workDir = "";
 const children: ChildProcess[] = [];
 let api = "";
 let token = "";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Starts a child process and resolves once `ready` matches its output; rejects if it exits first. */
 function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
@@ -114,7 +106,7 @@ beforeAll(async () => {
   // The probe exactly as it ships: the bundle, run by plain node, configured by its environment.
   const bundle = join(workDir, "probe.mjs");
   await build({ entryPoints: [join(root, "probe/main.ts")], bundle: true, platform: "node", format: "esm", target: "node20", outfile: bundle, logLevel: "silent" });
-  const probePort = await freePort();
+  const probePort = await freePortOn(["127.0.0.1"]);
   await startChild(
     process.execPath,
     [bundle],
@@ -130,7 +122,7 @@ beforeAll(async () => {
     /probe listening/,
   );
 
-  const edgePort = await freePort();
+  const edgePort = await freePortOn(["127.0.0.1"]);
   const vars = { DATABASE_URL: database.url, DOH_URL: doh.url, PROBE_URL: `http://127.0.0.1:${probePort}`, PROBE_SECRET: SECRET };
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(edgePort), "--log-level", "warn", "--persist-to", join(workDir, "wrangler")];
   for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);

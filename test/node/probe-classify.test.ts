@@ -35,7 +35,7 @@ function multi(code: number, enhanced: string | null, lines: string[]): string {
 }
 
 const ROWS: Row[] = [
-  // ---------------------------------------------------------------- accepted
+  // accepted
   { sw: "Postfix", raw: "250 2.1.5 Ok", want: "accepted", src: "P" },
   { sw: "Gmail", raw: "250 2.1.5 OK 41be03b00d2f7-cc4c687ec03si136868a12.335 - gsmtp", want: "accepted", src: "G" },
   { sw: "Microsoft 365", raw: "250 2.1.5 Recipient OK", want: "accepted", src: "M" },
@@ -43,7 +43,7 @@ const ROWS: Row[] = [
   { sw: "RFC 5321 251", raw: "251 2.1.5 User not local; will forward to <ana@example.org>", want: "accepted", src: "RFC 5321" },
   { sw: "Exim (252)", raw: "252 2.1.5 Cannot VRFY user, but will accept message and attempt delivery", want: "accepted", src: "RFC 5321" },
 
-  // ---------------------------------------------------------------- mailbox_not_found
+  // mailbox_not_found
   {
     sw: "Gmail (multi-line)",
     raw: multi(550, "5.1.1", [
@@ -137,7 +137,7 @@ const ROWS: Row[] = [
   { sw: "Postfix (bare 5.1.1 text)", raw: "550 5.1.1 <nobody@example.com>: Recipient rejected", want: "mailbox_not_found", src: "R" },
   { sw: "Postfix (bare 5.1.1, RFC 3463 text)", raw: "550 5.1.1 Bad destination mailbox address", want: "mailbox_not_found", src: "X (dbmailserver.com)" },
 
-  // ---------------------------------------------------------------- mailbox_full
+  // mailbox_full
   {
     sw: "Gmail (552 5.2.2, multi-line)",
     raw: multi(552, "5.2.2", [
@@ -169,7 +169,7 @@ const ROWS: Row[] = [
   { sw: "web.de", raw: "550 Benutzer hat das Speichervolumen ueberschritten. / User has exhausted allowed storage space.", want: "mailbox_full", src: "X (sitepackage.de)" },
   { sw: "bytecamp (Postfix + quota service)", raw: "422 4.2.2 Quota limit exceeded (Speicherplatz des Kontos ueberschritten)", want: "mailbox_full", src: "P (bytecamp.net)" },
 
-  // ---------------------------------------------------------------- policy_block
+  // policy_block
   { sw: "Postfix (reject_unknown_reverse_client_hostname, 5xx)", raw: "550 5.7.1 Client host rejected: cannot find your reverse hostname, [192.0.2.10]", want: "policy_block", src: "P R" },
   {
     sw: "Postfix (reject_rbl_client)",
@@ -373,7 +373,7 @@ const ROWS: Row[] = [
   { sw: "Trend Micro", raw: "550 5.7.1 Mail from 192.0.2.10 has been blocked by Trend Micro Email Reputation Service.", want: "policy_block", src: "R" },
   { sw: "AT&T", raw: "550 5.7.1 Connections not accepted from servers without a valid sender domain. ## Fix reverse DNS for 192.0.2.10", want: "policy_block", src: "B (smtp.codes)" },
 
-  // ---------------------------------------------------------------- temporary_failure
+  // temporary_failure
   {
     sw: "postgrey",
     raw: "450 4.2.0 <nobody@example.com>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/help/example.com.html",
@@ -432,7 +432,7 @@ const ROWS: Row[] = [
   { sw: "Sendmail", raw: "451 4.1.8 Domain of sender address probe@verify.example does not resolve", want: "temporary_failure", src: "X" },
   { sw: "RFC 5321 421 (greeting)", raw: "421 Service not available, closing transmission channel", want: "temporary_failure", src: "RFC 5321" },
 
-  // ---------------------------------------------------------------- too_many_recipients
+  // too_many_recipients
   {
     sw: "Gmail (multi-line)",
     raw: multi(452, "4.5.3", [
@@ -450,7 +450,7 @@ const ROWS: Row[] = [
   { sw: "Mimecast", raw: "452 Too many recipients - https://community.mimecast.com/docs/DOC-1369#452 [AbC123.uk51]", want: "too_many_recipients", src: "MC" },
   { sw: "Sina (5xx rate limit)", raw: "550 Too many recipients.", want: "too_many_recipients", src: "S" },
 
-  // ---------------------------------------------------------------- rejected_unclear
+  // rejected_unclear
   // RFC 5321 gives this text for "mailbox not found, no access, or command rejected for policy
   // reasons": it says nothing either way (GMX/1&1 and old Hotmail send it bare).
   { sw: "GMX / 1&1 / RFC 5321 default text", raw: "550 Requested action not taken: mailbox unavailable", want: "rejected_unclear", src: "RFC 5321, X (newsroom.gmx.net, sitepackage.de)" },
