@@ -2,14 +2,14 @@
  * The worker <-> probe contract. Both sides import these schemas; nothing re-declares them.
  *
  * The Worker resolves MX hosts and their addresses over DoH and hands them to the probe, so the
- * probe never does DNS of its own: one resolver, one cache, one set of semantics (decisions §5.2).
+ * probe never does DNS of its own: one resolver, one cache, one set of semantics (README "The SMTP probe").
  */
 import { z } from "zod";
 
 export const PROBE_PATH = "/v1/probe";
 export const PROBE_SIGNATURE_HEADER = "x-probe-signature";
 export const PROBE_TIMESTAMP_HEADER = "x-probe-timestamp";
-/** Signatures older (or further in the future) than this are refused (decisions §6). */
+/** Signatures older (or further in the future) than this are refused (README "The SMTP probe"). */
 export const PROBE_MAX_SKEW_SECONDS = 300;
 /** Request bodies above this are refused before parsing. */
 export const PROBE_MAX_BODY_BYTES = 16 * 1024;
@@ -113,7 +113,10 @@ export type ProbeResponse = z.infer<typeof ProbeResponse>;
 
 const encoder = new TextEncoder();
 
-async function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
+/** WebCrypto's key type, named the same way in workerd's and Node's typings. */
+type HmacKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+
+async function hmacKey(secret: string, usage: "sign" | "verify"): Promise<HmacKey> {
   return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
 }
 

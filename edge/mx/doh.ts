@@ -66,6 +66,11 @@ export type DohSuccess<T extends DohRecordType = DohRecordType> = {
    */
   ttl: number;
   additional: AdditionalAddress[];
+  /**
+   * Set when the answer is a CNAME chain that stops before any record of the asked type: the name
+   * the chain ends at, which a resolver would look up next (the caller may follow it).
+   */
+  cname?: string;
 };
 
 export type DohFailureReason =
@@ -164,7 +169,7 @@ export async function queryOnce<T extends DohRecordType>(
   }, Math.max(0, opts.timeoutMs));
   const onOuterAbort = () => controller.abort();
   opts.signal?.addEventListener("abort", onOuterAbort, { once: true });
-  const fetcher = opts.fetcher ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
+  const fetcher = opts.fetcher ?? ((...args: Parameters<typeof fetch>) => fetch(...args));
   const abortReason = (): DohFailure => (timedOut ? fail("timeout") : fail("aborted"));
 
   try {
@@ -295,13 +300,15 @@ export function parseDohResponse<T extends DohRecordType>(
     }
   }
 
-  return {
+  const success: DohSuccess<T> = {
     failed: false,
     rcode,
     answers: out as DohSuccess<T>["answers"],
     ttl: Number.isFinite(ttl) ? ttl : 0,
     additional,
   };
+  if (out.length === 0 && current !== qname) success.cname = current;
+  return success;
 }
 
 /**

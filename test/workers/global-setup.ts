@@ -11,16 +11,6 @@ import { testZone } from "../fixtures/test-zone.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer } from "../../probe/server.ts";
 
-declare module "vitest" {
-  export interface ProvidedContext {
-    databaseUrl: string;
-    dohUrl: string;
-    probeUrl: string;
-    probeFixtureUrl: string;
-    probeSecret: string;
-  }
-}
-
 export const PROBE_SECRET = "test-probe-secret-0123456789";
 
 // The real servers the Worker talks to over loopback: libSQL (real engine), DoH (RFC 8484 wire
