@@ -1,4 +1,4 @@
-/** Email syntax (decisions §5.1): a table of hand-written cases, the shared IDN cases, and properties. */
+/** Email syntax (README "The checks, in order", step 1): a table of hand-written cases, the shared IDN cases, and properties. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -41,7 +41,8 @@ const accepted: [input: string, expected: Accepted][] = [
   ["x@123.example.com", { domain: "123.example.com" }],
   ["x@example.c0m", { domain: "example.c0m" }],
   ["x@a-b.example.com", { domain: "a-b.example.com" }],
-  ["x@ab--cd.example", { domain: "ab--cd.example" }],
+  // A top-level label that is not all digits is a name, even one the URL standard would read as a number.
+  ["x@example.0x", { domain: "example.0x" }],
   ["x@a.b.c.d.e.f.g.h", { domain: "a.b.c.d.e.f.g.h" }],
   ["x@EXAMPLE.MUSEUM", { domain: "example.museum" }],
   ["x@example.xn--p1ai", { domain: "example.xn--p1ai" }],
@@ -187,15 +188,19 @@ const refused: [input: string, error: SyntaxErrorMessage][] = [
   ["ana@example.com#x", E.domainCharacter],
   ["ana@ex%61mple.com", E.domainCharacter],
   ["ana@example.com\\", E.domainCharacter],
-  ["ana@＿.com", E.domainCharacter],
+  // Fullwidth low line maps to "_", which IDNA2008 (STD3 rules) does not allow in a host name.
+  ["ana@＿.com", E.invalidIdn],
   ["ana@example.123", E.numericTld],
   ["ana@192.168.0.1", E.numericTld],
   ["ana@0x7f.1", E.numericTld],
-  ["ana@example.0x", E.invalidDomain],
+  // "--" in the third and fourth positions is reserved for A-labels (RFC 5891 §4.2.3.1, UTS 46 CheckHyphens).
+  ["x@ab--cd.example", E.invalidDomain],
   ["ana@xn--zz.com", E.invalidIdn],
   ["ana@a\u200db.com", E.invalidIdn],
   ["ana@exa\u00a0mple.com", E.invalidIdn],
   ["ana@xn--abc-.com", E.labelHyphen],
+  ["ana@xn--a.com", E.invalidIdn],
+  ["ana@xn--x-dcp.com", E.invalidIdn],
   // Length boundaries, one octet over.
   [`${repeat("a", 65)}@example.com`, E.localTooLong],
   [`${repeat("é", 32)}a@example.com`, E.localTooLong],
@@ -351,12 +356,17 @@ describe("properties", () => {
   it("the address generator really produces accepted addresses, so the property above is not vacuous", () => {
     const sample = fc.sample(addressLike, { numRuns: 2000, seed: 42 });
     const acceptedCount = sample.filter((input) => parseEmailAddress(input).ok).length;
-    expect(acceptedCount).toBeGreaterThan(200);
+    // About 4% of generated plain labels have "--" in the third and fourth positions (reserved), so
+    // roughly one domain in eight is refused for that alone; 150 of 2000 is still far from vacuous.
+    expect(acceptedCount).toBeGreaterThan(150);
   });
 
   it("accepts every RFC-shaped address fast-check generates, unless it is over a length limit", () => {
+    // RFC 1123 host names may have "--" in a label's third and fourth positions; IDNA2008 reserves
+    // those labels (CheckHyphens), so they are refused on purpose and left out here.
+    const reservedLabel = /[@.][^.@]{2}--[^@]*$/;
     fc.assert(
-      fc.property(fc.emailAddress(), (address) => {
+      fc.property(fc.emailAddress().filter((address) => !reservedLabel.test(address)), (address) => {
         const parsed = parseEmailAddress(address);
         if (!parsed.ok) expect([E.tooLong, E.localTooLong, E.domainTooLong]).toContain(parsed.error);
       }),
