@@ -11,7 +11,7 @@ import type { ProbeOutcome } from "../shared/probe-contract.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
 
-/** DNS gets its own budget on top of smtp_timeout (decisions §5: the whole answer within ~timeout + 2 s). */
+/** DNS gets its own budget on top of smtp_timeout (the whole answer within about smtp_timeout + 2 s). */
 export const DNS_DEADLINE_MS = 2_000;
 
 // One cache per isolate: answers are shared by every request this isolate serves.
@@ -28,13 +28,15 @@ export type VerifyOptions = {
 const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
   mx: "verified",
   implicit: "implicit",
+  mx_hosts_absent: "hosts_absent",
+  mx_hosts_failed: "hosts_assumed",
   failed: "assumed",
   null_mx: "null_mx",
   nxdomain: "nxdomain",
   no_mail: "no_mail",
 };
 
-/** How a probe outcome counts (decisions §5.2): only "no such mailbox" is evidence against the address. */
+/** How a probe outcome counts (README, the smtp_outcome table): only "no such mailbox" is evidence against the address. */
 const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
   accepted: "deliverable",
   mailbox_not_found: "rejected",
@@ -51,8 +53,7 @@ const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
 
 function smtpFact(call: ProbeCallResult | null): SmtpFact {
   if (!call || !call.ok) return { status: "not_checked", catchAll: null };
-  const status = SMTP_STATUS[call.response.outcome];
-  return { status, catchAll: status === "deliverable" ? call.response.catch_all : null };
+  return { status: SMTP_STATUS[call.response.outcome], catchAll: call.response.catch_all };
 }
 
 export async function verifyEmail(input: string, options: VerifyOptions): Promise<EmailVerificationResult> {

@@ -1,15 +1,23 @@
 /**
- * Mail hosts of a domain over DoH (decisions §5.2 mx_record): MX records, the implicit MX of
- * RFC 5321 §5.1 (A/AAAA, no MX), the null MX of RFC 7505, NXDOMAIN, no mail at all, or a DNS
- * failure (the caller then assumes the MX). The whole resolution stays within `deadlineMs`, and
- * nothing here throws.
+ * Mail hosts of a domain over DoH (README "The checks, in order", step 4): MX records, the implicit
+ * MX of RFC 5321 §5.1 (A/AAAA, no MX), the null MX of RFC 7505, NXDOMAIN, no mail at all, MX hosts
+ * that do not exist, or a DNS failure (the caller then assumes the MX). The whole resolution stays
+ * within `deadlineMs`, and nothing here throws.
  */
 import { queryDoh, type DohAnswer, type DohRecordType, type DohSuccess } from "./doh.ts";
 
 export type MailHost = { host: string; preference: number; addresses: string[] };
 
+/**
+ * - mx: MX records, and at least one of their hosts has an address.
+ * - mx_hosts_absent: MX records, but every host is authoritatively absent (NXDOMAIN, or no A and no
+ *   AAAA): RFC 5321 §5.1 leaves nothing to deliver to, so the domain cannot receive mail.
+ * - mx_hosts_failed: MX records, no host with an address, and at least one host lookup failed
+ *   (timeout, SERVFAIL): nothing is known against the domain, so the MX is assumed.
+ * - implicit, null_mx, nxdomain, no_mail, failed: as their names say (failed: the MX query itself).
+ */
 export type MailHostResolution = {
-  status: "mx" | "implicit" | "null_mx" | "nxdomain" | "no_mail" | "failed";
+  status: "mx" | "mx_hosts_absent" | "mx_hosts_failed" | "implicit" | "null_mx" | "nxdomain" | "no_mail" | "failed";
   hosts: MailHost[];
   ms: number;
   /** Every DNS answer used came from the cache. */
@@ -21,6 +29,8 @@ export type MailHostResolution = {
 export const PER_QUERY_TIMEOUT_MS = 1_500;
 export const MAX_MX_HOSTS = 10;
 export const MAX_ADDRESSES_PER_HOST = 8;
+/** CNAMEs followed beyond what the resolver put in its answer, per address lookup. */
+export const MAX_CNAME_FOLLOWS = 4;
 
 /**
  * Answers per (name, type), and per resolver: `scope` (resolveMailHosts passes the DoH URL) keeps
@@ -149,16 +159,17 @@ export async function resolveMailHosts(domain: string, opts: ResolveOptions): Pr
       // RFC 7505: a null MX ("0 ."), alone; a "." exchange is never a host to dial.
       if (usable.length === 0) return done("null_mx");
       const hosts = pickHosts(usable);
-      await Promise.all(hosts.map((h) => fillAddresses(h, mx, query)));
-      return done("mx", hosts);
+      const lookups = await Promise.all(hosts.map((h) => lookupHost(h.host, mx, query)));
+      hosts.forEach((h, i) => (h.addresses = lookups[i]!.addresses));
+      if (lookups.some((l) => l.state === "found")) return done("mx", hosts);
+      const failure = lookups.find((l) => l.state === "failed");
+      return failure ? done("mx_hosts_failed", hosts, failure.error) : done("mx_hosts_absent", hosts);
     }
 
     // NOERROR, no MX: the implicit MX (RFC 5321 §5.1) when the domain itself has an address.
-    const [a, aaaa] = await Promise.all([query(name, "A"), query(name, "AAAA")]);
-    const addresses = capAddresses([...addressesOf(a), ...addressesOf(aaaa)]);
-    if (addresses.length > 0) return done("implicit", [{ host: name, preference: 0, addresses }]);
-    const failure = [a, aaaa].find((r) => r.failed || (r.rcode !== "NOERROR" && r.rcode !== "NXDOMAIN"));
-    if (failure) return done("failed", [], failure.failed ? describeFailure(failure) : failure.rcode);
+    const own = await lookupHost(name, null, query);
+    if (own.state === "found") return done("implicit", [{ host: name, preference: 0, addresses: own.addresses }]);
+    if (own.state === "failed") return done("failed", [], own.error);
     return done("no_mail");
   } catch (err) {
     return done("failed", [], `unexpected: ${err instanceof Error ? err.message : String(err)}`);
@@ -182,27 +193,48 @@ function pickHosts(records: { preference: number; exchange: string }[]): MailHos
   return hosts;
 }
 
+type Query = <T extends DohRecordType>(name: string, type: T) => Promise<DohAnswer<T>>;
+
+/** What DNS says about one host's addresses: found, authoritatively absent, or not known (a failure). */
+type HostLookup = { state: "found" | "absent" | "failed"; addresses: string[]; error?: string };
+
 /**
  * A and AAAA of one host, concurrently; a type present in the MX answer's additional section is
- * taken from there instead of queried. A failed lookup leaves the host listed without addresses.
+ * taken from there instead of queried. The host is absent only when both types are (NXDOMAIN or no
+ * records); any failed lookup without an address makes it unknown.
  */
-async function fillAddresses(
-  host: MailHost,
-  mx: DohSuccess<"MX">,
-  query: <T extends DohRecordType>(name: string, type: T) => Promise<DohAnswer<T>>,
-): Promise<void> {
-  const lookups = (["A", "AAAA"] as const).map(async (type) => {
-    const glue = mx.additional.filter((r) => r.type === type && r.name === host.host).map((r) => r.address);
-    if (glue.length > 0) return glue;
-    return addressesOf(await query(host.host, type));
-  });
-  const [v4, v6] = await Promise.all(lookups);
-  host.addresses = capAddresses([...(v4 ?? []), ...(v6 ?? [])]);
+async function lookupHost(host: string, mx: DohSuccess<"MX"> | null, query: Query): Promise<HostLookup> {
+  const results = await Promise.all(
+    (["A", "AAAA"] as const).map((type) => {
+      const glue = mx?.additional.filter((r) => r.type === type && r.name === host).map((r) => r.address) ?? [];
+      return glue.length > 0 ? ({ state: "found", addresses: glue } as HostLookup) : lookupAddresses(host, type, query);
+    }),
+  );
+  const addresses = capAddresses(results.flatMap((r) => r.addresses));
+  if (addresses.length > 0) return { state: "found", addresses };
+  const failure = results.find((r) => r.state === "failed");
+  return failure ?? { state: "absent", addresses: [] };
 }
 
-function addressesOf(answer: DohAnswer<"A" | "AAAA">): string[] {
-  if (answer.failed || answer.rcode !== "NOERROR") return [];
-  return answer.answers as string[];
+/**
+ * One address type of a name. An answer that stops at a CNAME (the resolver did not chase it) is
+ * followed to its target, as a resolver would, at most MAX_CNAME_FOLLOWS times.
+ */
+async function lookupAddresses(name: string, type: "A" | "AAAA", query: Query): Promise<HostLookup> {
+  const seen = new Set<string>([name]);
+  let current = name;
+  for (let follows = 0; ; follows++) {
+    const answer = await query(current, type);
+    if (answer.failed) return { state: "failed", addresses: [], error: describeFailure(answer) };
+    if (answer.rcode === "NXDOMAIN") return { state: "absent", addresses: [] };
+    if (answer.rcode !== "NOERROR") return { state: "failed", addresses: [], error: answer.rcode };
+    if (answer.answers.length > 0) return { state: "found", addresses: answer.answers as string[] };
+    if (!answer.cname) return { state: "absent", addresses: [] };
+    if (seen.has(answer.cname)) return { state: "failed", addresses: [], error: "CNAME loop" };
+    if (follows >= MAX_CNAME_FOLLOWS) return { state: "failed", addresses: [], error: "CNAME chain too long" };
+    seen.add(answer.cname);
+    current = answer.cname;
+  }
 }
 
 function capAddresses(list: string[]): string[] {

@@ -1,6 +1,7 @@
 /**
- * Score and classification of a verification (decisions §5.3, api-spec §2.3), as pure functions of
- * the facts the checks established. Warning and error texts are stable: users match them in code.
+ * Score and classification of a verification (README "Score" and "Classification"), as pure
+ * functions of the facts the checks established. Warning and error texts are stable: users match
+ * them in code.
  */
 import type { EmailVerificationResult, ScoreDetails, ValidationChecks } from "../api.ts";
 
@@ -10,6 +11,7 @@ export const WARNINGS = {
   catchAll: "The mail server accepts any address (catch-all), so the mailbox itself could not be confirmed.",
   implicitMx: "The domain has no MX record; mail would be delivered to its address record (implicit MX).",
   dnsAssumed: "The DNS lookup failed, so the MX record was assumed.",
+  mxHostsAssumed: "The addresses of the MX hosts could not be looked up, so the MX record was assumed.",
   smtpAssumed: "The SMTP check was inconclusive, so deliverability was assumed.",
   smtpNotChecked: "No SMTP check was performed.",
   mailboxFull: "The mailbox is full.",
@@ -21,15 +23,29 @@ export const ERRORS = {
   nullMx: "The domain does not accept email (null MX).",
   nxdomain: "The domain does not exist.",
   noMail: "The domain has no MX or address records.",
+  mxHostsAbsent: "The domain's MX hosts do not exist or have no address records.",
   mailboxNotFound: "The mail server rejected the mailbox as non-existent.",
 } as const;
 
-/** What DNS said about the domain's mail hosts. */
-export type MxFact = "verified" | "implicit" | "assumed" | "null_mx" | "nxdomain" | "no_mail" | "not_checked";
+/**
+ * What DNS said about the domain's mail hosts. assumed: the MX query failed; hosts_assumed: MX
+ * records, but every host's address lookup failed or was absent with at least one failure;
+ * hosts_absent: MX records whose hosts all authoritatively do not exist.
+ */
+export type MxFact =
+  | "verified"
+  | "implicit"
+  | "assumed"
+  | "hosts_assumed"
+  | "hosts_absent"
+  | "null_mx"
+  | "nxdomain"
+  | "no_mail"
+  | "not_checked";
 
 /**
  * What the SMTP probe said about the mailbox.
- * - deliverable: RCPT TO accepted (catchAll says whether a random address was accepted too).
+ * - deliverable: RCPT TO accepted.
  * - rejected: the server said the mailbox does not exist.
  * - mailbox_full: the mailbox exists but is over quota; the address may bounce, so risky.
  * - assumed: inconclusive (policy block, greylisting, timeouts, connection failures on every MX).
@@ -37,6 +53,7 @@ export type MxFact = "verified" | "implicit" | "assumed" | "null_mx" | "nxdomain
  */
 export type SmtpFact = {
   status: "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked";
+  /** Whether the server accepts any address, whenever the probe learned it (any status); null when not. */
   catchAll: boolean | null;
 };
 
@@ -58,6 +75,8 @@ const MX_POINTS: Record<MxFact, number> = {
   verified: 40,
   implicit: 40,
   assumed: 15,
+  hosts_assumed: 15,
+  hosts_absent: 0,
   null_mx: 0,
   nxdomain: 0,
   no_mail: 0,
@@ -84,6 +103,7 @@ function collectErrors(f: VerificationFacts): string[] {
   if (f.mx === "null_mx") errors.push(ERRORS.nullMx);
   if (f.mx === "nxdomain") errors.push(ERRORS.nxdomain);
   if (f.mx === "no_mail") errors.push(ERRORS.noMail);
+  if (f.mx === "hosts_absent") errors.push(ERRORS.mxHostsAbsent);
   if (f.smtp.status === "rejected") errors.push(ERRORS.mailboxNotFound);
   return errors;
 }
@@ -96,6 +116,7 @@ function collectWarnings(f: VerificationFacts): string[] {
   if (f.disposable) w.push(WARNINGS.disposable);
   if (f.mx === "implicit") w.push(WARNINGS.implicitMx);
   if (f.mx === "assumed") w.push(WARNINGS.dnsAssumed);
+  if (f.mx === "hosts_assumed") w.push(WARNINGS.mxHostsAssumed);
   if (f.smtp.status === "deliverable" && f.smtp.catchAll) w.push(WARNINGS.catchAll);
   if (f.smtp.status === "assumed") w.push(WARNINGS.smtpAssumed);
   if (f.smtp.status === "mailbox_full") w.push(WARNINGS.mailboxFull);
@@ -116,7 +137,7 @@ export function classifyVerification(
   warnings: string[],
 ): EmailVerificationResult["classification"] {
   if (errors.length > 0) return "invalid";
-  const assumption = f.mx === "assumed" || f.smtp.status === "assumed";
+  const assumption = f.mx === "assumed" || f.mx === "hosts_assumed" || f.smtp.status === "assumed";
   const catchAll = f.smtp.status === "deliverable" && f.smtp.catchAll === true;
   if (warnings.length > 0 || assumption || catchAll || f.disposable) return "risky";
   return "valid";
@@ -134,17 +155,18 @@ export function buildVerificationResult(f: VerificationFacts): Omit<EmailVerific
     mx_verified: f.mx === "verified" || f.mx === "implicit",
     smtp_verified: smtpAccepted,
     smtp_failed_assumption: f.smtp.status === "assumed" || f.smtp.status === "mailbox_full",
-    dns_failed_assumption: f.mx === "assumed",
+    dns_failed_assumption: f.mx === "assumed" || f.mx === "hosts_assumed",
     has_warnings: warnings.length > 0,
-    accepts_any_email: smtpAccepted && f.smtp.catchAll === true,
+    accepts_any_email: f.smtp.catchAll === true,
   };
   const checks: ValidationChecks = {
     syntax: f.syntax.ok,
-    mx_record: f.mx === "verified" || f.mx === "implicit" || f.mx === "assumed",
+    mx_record: f.mx === "verified" || f.mx === "implicit" || f.mx === "assumed" || f.mx === "hosts_assumed",
     smtp_deliverable: smtpAccepted ? true : f.smtp.status === "rejected" ? false : null,
     disposable: f.disposable,
     typo_suggestion: f.typoSuggestion,
-    accepts_any_email: smtpAccepted ? f.smtp.catchAll : null,
+    // What the probe learned, on any verdict (an invalid one included); null only when it learned nothing.
+    accepts_any_email: f.smtp.catchAll,
     role_account: f.roleAccount,
     free_provider: f.freeProvider,
   };

@@ -27,7 +27,7 @@ const verdict = (over: Partial<VerificationFacts>) => {
   return r;
 };
 
-describe("score table (api-spec §2.3, decisions §5.3)", () => {
+describe("score table (README \"Score\")", () => {
   // [mx, smtp, expected score, expected warnings]: syntax +20 always here.
   const rows: [MxFact, SmtpFact, number, string[]][] = [
     ["verified", { status: "deliverable", catchAll: false }, 20 + 40 + 35, []],
@@ -39,6 +39,7 @@ describe("score table (api-spec §2.3, decisions §5.3)", () => {
     ["implicit", { status: "deliverable", catchAll: false }, 20 + 40 + 35 - 5, [WARNINGS.implicitMx]],
     ["assumed", { status: "not_checked", catchAll: null }, 20 + 15 + 20 - 10, [WARNINGS.dnsAssumed, WARNINGS.smtpNotChecked]],
     ["assumed", { status: "deliverable", catchAll: false }, 20 + 15 + 35 - 5, [WARNINGS.dnsAssumed]],
+    ["hosts_assumed", { status: "not_checked", catchAll: null }, 20 + 15 + 20 - 10, [WARNINGS.mxHostsAssumed, WARNINGS.smtpNotChecked]],
   ];
   it.each(rows)("mx %s, smtp %j -> %i", (mx, smtp, score, warnings) => {
     const r = verdict({ mx, smtp });
@@ -86,7 +87,7 @@ describe("score table (api-spec §2.3, decisions §5.3)", () => {
   });
 
   it("scores stay within 0..100 and are integers", () => {
-    const mxs: MxFact[] = ["verified", "implicit", "assumed", "null_mx", "nxdomain", "no_mail"];
+    const mxs: MxFact[] = ["verified", "implicit", "assumed", "hosts_assumed", "hosts_absent", "null_mx", "nxdomain", "no_mail"];
     const smtps: SmtpFact[] = [
       { status: "deliverable", catchAll: false },
       { status: "deliverable", catchAll: true },
@@ -112,6 +113,7 @@ describe("classification rules", () => {
       [{ mx: "null_mx" as MxFact, smtp: { status: "not_checked", catchAll: null } as SmtpFact }, ERRORS.nullMx],
       [{ mx: "nxdomain" as MxFact, smtp: { status: "not_checked", catchAll: null } as SmtpFact }, ERRORS.nxdomain],
       [{ mx: "no_mail" as MxFact, smtp: { status: "not_checked", catchAll: null } as SmtpFact }, ERRORS.noMail],
+      [{ mx: "hosts_absent" as MxFact, smtp: { status: "not_checked", catchAll: null } as SmtpFact }, ERRORS.mxHostsAbsent],
       [{ smtp: { status: "rejected", catchAll: false } as SmtpFact }, ERRORS.mailboxNotFound],
     ] as const) {
       const r = verdict(over);
@@ -140,6 +142,7 @@ describe("classification rules", () => {
   const risky: [string, Partial<VerificationFacts>][] = [
     ["a warning (typo)", { typoSuggestion: "ana@gmail.com" }],
     ["a DNS assumption", { mx: "assumed" }],
+    ["MX hosts whose lookups failed", { mx: "hosts_assumed", smtp: { status: "not_checked", catchAll: null } }],
     ["an SMTP assumption", { smtp: { status: "assumed", catchAll: null } }],
     ["a catch-all server", { smtp: { status: "deliverable", catchAll: true } }],
     ["a disposable domain", { disposable: true }],
@@ -173,5 +176,34 @@ describe("classification rules", () => {
     expect(catchAll.score_details).toMatchObject({ accepts_any_email: true, smtp_verified: true });
     expect(catchAll.checks).toMatchObject({ accepts_any_email: true, smtp_deliverable: true });
     expect(verdict({}).checks.accepts_any_email).toBe(false);
+  });
+
+  it("MX hosts that do not exist: invalid, mx_record false, no SMTP warning", () => {
+    const r = verdict({ mx: "hosts_absent", smtp: { status: "not_checked", catchAll: null } });
+    expect(r).toMatchObject({ classification: "invalid", valid: false, score: 0, errors: [ERRORS.mxHostsAbsent], warnings: [] });
+    expect(r.checks.mx_record).toBe(false);
+    expect(r.score_details).toMatchObject({ mx_verified: false, dns_failed_assumption: false });
+  });
+
+  it("MX hosts whose lookups failed: the DNS assumption, with its own warning", () => {
+    const r = verdict({ mx: "hosts_assumed", smtp: { status: "not_checked", catchAll: null } });
+    expect(r.checks.mx_record).toBe(true);
+    expect(r.score_details).toMatchObject({ mx_verified: false, dns_failed_assumption: true });
+    expect(r.warnings).toContain(WARNINGS.mxHostsAssumed);
+    expect(r.warnings).not.toContain(WARNINGS.dnsAssumed);
+  });
+
+  it("accepts_any_email says what the probe learned on every verdict, and agrees with score_details", () => {
+    for (const status of ["deliverable", "rejected", "mailbox_full", "assumed"] as const) {
+      for (const catchAll of [true, false, null]) {
+        const r = verdict({ smtp: { status, catchAll } });
+        expect(r.checks.accepts_any_email).toBe(catchAll);
+        expect(r.score_details.accepts_any_email).toBe(catchAll === true);
+      }
+    }
+    // A rejected mailbox on a server known not to be a catch-all: invalid, and false rather than null.
+    const rejected = verdict({ smtp: { status: "rejected", catchAll: false } });
+    expect(rejected.classification).toBe("invalid");
+    expect(rejected.checks.accepts_any_email).toBe(false);
   });
 });

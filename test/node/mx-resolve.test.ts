@@ -1,4 +1,4 @@
-/** resolveMailHosts and the DNS cache against the DoH fixture over real HTTP (decisions §5.2). */
+/** resolveMailHosts and the DNS cache against the DoH fixture over real HTTP (README "The checks, in order", step 4). */
 import { Buffer } from "node:buffer";
 import dnsPacket from "dns-packet";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -50,6 +50,42 @@ const zone: Zone = {
   "retry.test": { MX: [{ preference: 10, exchange: "mx1.ok.test" }], delayMs: 300, delayCount: 1 },
   "short-ttl.test": { MX: [{ preference: 10, exchange: "mx1.ok.test" }], ttl: 5 },
   "long-ttl.test": { MX: [{ preference: 10, exchange: "mx1.ok.test" }], ttl: 86_400 },
+  // MX hosts that are aliases: chased by the resolver, or answered with the CNAME alone.
+  "cname-chased.test": { MX: [{ preference: 10, exchange: "alias.cname-chased.test" }] },
+  "alias.cname-chased.test": { CNAME: "real.cname-chased.test" },
+  "real.cname-chased.test": { A: ["127.0.0.61"] },
+  "cname-stops.test": { MX: [{ preference: 10, exchange: "alias.cname-stops.test" }] },
+  "alias.cname-stops.test": { CNAME: "hop.cname-stops.test", cnameOnly: true },
+  "hop.cname-stops.test": { CNAME: "real.cname-stops.test", cnameOnly: true },
+  "real.cname-stops.test": { A: ["127.0.0.62"], AAAA: ["2001:db8::62"] },
+  "cname-dangling.test": { MX: [{ preference: 10, exchange: "alias.cname-dangling.test" }] },
+  "alias.cname-dangling.test": { CNAME: "nowhere.cname-dangling.test", cnameOnly: true },
+  "cname-loop.test": { MX: [{ preference: 10, exchange: "a.cname-loop.test" }] },
+  "a.cname-loop.test": { CNAME: "b.cname-loop.test", cnameOnly: true },
+  "b.cname-loop.test": { CNAME: "a.cname-loop.test", cnameOnly: true },
+  // Every MX host absent: one NXDOMAIN, one that exists without any address (NODATA).
+  "gone-hosts.test": {
+    MX: [
+      { preference: 10, exchange: "nx.gone-hosts.test" },
+      { preference: 20, exchange: "empty.gone-hosts.test" },
+    ],
+  },
+  "empty.gone-hosts.test": {},
+  // No host with an address, one of them unknown (SERVFAIL): not evidence that the domain has no mail.
+  "half-failed-hosts.test": {
+    MX: [
+      { preference: 10, exchange: "nx.half-failed-hosts.test" },
+      { preference: 20, exchange: "broken.half-failed-hosts.test" },
+    ],
+  },
+  "broken.half-failed-hosts.test": "SERVFAIL",
+  // One host absent, one with an address: usable.
+  "one-gone.test": {
+    MX: [
+      { preference: 10, exchange: "nx.one-gone.test" },
+      { preference: 20, exchange: "mx1.ok.test" },
+    ],
+  },
 };
 
 let server: DohServer;
@@ -84,7 +120,7 @@ describe("statuses", () => {
 
   it("mx: stable sort on ties, duplicates dropped, capped at 10 hosts", async () => {
     const r = await resolve("many.test");
-    expect(r.status).toBe("mx");
+    expect(r.status).toBe("mx_hosts_absent");
     expect(r.hosts).toHaveLength(MAX_MX_HOSTS);
     expect(r.hosts.map((h) => `${h.preference} ${h.host}`)).toEqual([
       "5 mx0.many.test",
@@ -98,7 +134,7 @@ describe("statuses", () => {
       "20 mx10.many.test",
       "30 mx3.many.test", // mx0 (30) was the duplicate, already listed at 5
     ]);
-    // Hosts not in the zone are NXDOMAIN: listed with no addresses.
+    // Hosts not in the zone are NXDOMAIN: listed with no addresses, and the domain has nowhere to deliver.
     expect(r.hosts.every((h) => h.addresses.length === 0)).toBe(true);
   });
 
@@ -124,6 +160,51 @@ describe("statuses", () => {
         { host: "mx.broken-host.test", addresses: [] },
         { host: "ok-host.broken-host.test", addresses: ["127.0.0.43"] },
         { host: "gone.broken-host.test", addresses: [] },
+      ],
+    });
+  });
+
+  it("an MX host that is a CNAME: the resolver's chased answer is used", async () => {
+    const r = await resolve("cname-chased.test");
+    expect(r).toMatchObject({ status: "mx", hosts: [{ host: "alias.cname-chased.test", addresses: ["127.0.0.61"] }] });
+  });
+
+  it("an answer that stops at a CNAME is followed to the target's addresses, hop by hop", async () => {
+    const r = await resolve("cname-stops.test");
+    expect(r).toMatchObject({
+      status: "mx",
+      hosts: [{ host: "alias.cname-stops.test", addresses: ["127.0.0.62", "2001:db8::62"] }],
+    });
+    const asked = server.queries.filter((q) => q.type === "A").map((q) => q.name);
+    expect(asked).toEqual(["alias.cname-stops.test", "hop.cname-stops.test", "real.cname-stops.test"]);
+  });
+
+  it("mx_hosts_absent: every MX host is NXDOMAIN or has no address (a dangling CNAME included)", async () => {
+    const gone = await resolve("gone-hosts.test");
+    expect(gone).toMatchObject({
+      status: "mx_hosts_absent",
+      hosts: [
+        { host: "nx.gone-hosts.test", addresses: [] },
+        { host: "empty.gone-hosts.test", addresses: [] },
+      ],
+    });
+    expect(gone.error).toBeUndefined();
+    expect((await resolve("cname-dangling.test")).status).toBe("mx_hosts_absent");
+  });
+
+  it("mx_hosts_failed: no host has an address and a lookup failed (SERVFAIL, a CNAME loop)", async () => {
+    const r = await resolve("half-failed-hosts.test");
+    expect(r).toMatchObject({ status: "mx_hosts_failed", error: "SERVFAIL" });
+    expect(await resolve("cname-loop.test")).toMatchObject({ status: "mx_hosts_failed", error: "CNAME loop" });
+  });
+
+  it("one absent host beside one with an address is still a usable MX", async () => {
+    const r = await resolve("one-gone.test");
+    expect(r).toMatchObject({
+      status: "mx",
+      hosts: [
+        { host: "nx.one-gone.test", addresses: [] },
+        { host: "mx1.ok.test", addresses: ["127.0.0.21"] },
       ],
     });
   });
@@ -225,7 +306,7 @@ describe("time", () => {
   it("the deadline hitting during host lookups keeps the MX, hosts without addresses", async () => {
     const started = Date.now();
     const r = await resolve("slow-hosts.test", { deadlineMs: 300 });
-    expect(r).toMatchObject({ status: "mx", hosts: [{ host: "mx.slow-hosts.test", addresses: [] }] });
+    expect(r).toMatchObject({ status: "mx_hosts_failed", hosts: [{ host: "mx.slow-hosts.test", addresses: [] }] });
     expect(Date.now() - started).toBeLessThan(450);
   });
 

@@ -152,6 +152,9 @@ describe("verdicts through DoH and the probe", () => {
     const r = await verify("ghost@unknown.test");
     expect(r).toMatchObject({ classification: "invalid", valid: false, score: 0, errors: [ERRORS.mailboxNotFound] });
     expect(r.checks.smtp_deliverable).toBe(false);
+    // A server that refuses one address is no catch-all: said, not left null, on an invalid result too.
+    expect(r.checks.accepts_any_email).toBe(false);
+    expect(r.score_details.accepts_any_email).toBe(false);
   });
 
   it("a catch-all server is risky with 70 points", async () => {
@@ -227,6 +230,7 @@ describe("verdicts through DoH and the probe", () => {
     ["nullmx.test", ERRORS.nullMx],
     ["nx.test", ERRORS.nxdomain],
     ["nomail.test", ERRORS.noMail],
+    ["gone-mx.test", ERRORS.mxHostsAbsent],
   ])("%s is invalid", async (domain, error) => {
     const r = await verify(`ana@${domain}`);
     expect(r).toMatchObject({ classification: "invalid", valid: false, score: 0, errors: [error] });
@@ -243,6 +247,24 @@ describe("verdicts through DoH and the probe", () => {
     });
     expect(r.score_details.dns_failed_assumption).toBe(true);
     expect(r.checks.mx_record).toBe(true);
+  });
+
+  it("MX hosts whose address lookups fail are a DNS assumption with their own warning", async () => {
+    const r = await verify("ana@hostfail.test");
+    expect(r).toMatchObject({
+      classification: "risky",
+      valid: true,
+      score: 20 + 15 + 20 - 10,
+      warnings: [WARNINGS.mxHostsAssumed, WARNINGS.smtpNotChecked],
+    });
+    expect(r.score_details.dns_failed_assumption).toBe(true);
+    expect(r.checks.mx_record).toBe(true);
+  });
+
+  it("an MX host that is a CNAME is followed to its address and probed", async () => {
+    const r = await verify("ana@alias-mx.test");
+    expect(r).toMatchObject({ classification: "valid", score: 95 });
+    expect(r.details).toMatchObject({ smtp_host: "alias.alias-mx.test", smtp_outcome: "accepted" });
   });
 
   it("a slow resolver is cut off by the DNS deadline", async () => {
