@@ -1,5 +1,5 @@
 /**
- * The Worker's HTTP surface: one app, one error path (decisions §1). Routes live one per file in
+ * The Worker's HTTP surface: one app, one error path (README "API summary"). Routes live one per file in
  * ./routes and register themselves here.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";

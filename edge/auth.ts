@@ -1,5 +1,5 @@
 /**
- * Bearer authentication (decisions §2). Every failure is the same 401 so a caller learns nothing
+ * Bearer authentication (README "Authentication"). Every failure is the same 401 so a caller learns nothing
  * about which check failed. A positive key->account answer is cached in the isolate for up to
  * KEY_CACHE_TTL_MS, so a revoked key or disabled account stops working within that time (README).
  */

@@ -1,5 +1,5 @@
 /**
- * Worker bindings and their parsed form. Configuration names are decisions §7; values come from
+ * Worker bindings and their parsed form. Configuration names are README "Configuration"; values come from
  * wrangler.toml [vars], `wrangler secret put`, or `wrangler dev --var` (npm start).
  */
 import { z } from "zod";

@@ -1,6 +1,6 @@
 /**
- * Contact lookup: identifier parsing and precedence (decisions §4) and the ContactInfo shape
- * (api-spec §2.1). Precedence and the emails/phones aggregation happen in one SQL statement so a
+ * Contact lookup: identifier parsing and precedence and the ContactInfo shape (README
+ * "GET /v1/people"). Precedence and the emails/phones aggregation happen in one SQL statement so a
  * lookup costs one round trip.
  */
 import { sql, type SQL } from "drizzle-orm";
@@ -73,7 +73,7 @@ type PersonRow = {
 
 /** The statement that finds the first matching person in precedence order, for use in a batch. */
 export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
-  // Candidates in the order of decisions §4; the lowest rank that matches wins.
+  // Candidates in precedence order (README "GET /v1/people"); the lowest rank that matches wins.
   const candidates: SQL[] = [];
   if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
   if (ids.profnetPublicIdentifier !== undefined)
@@ -99,7 +99,7 @@ function domainOf(email: string): string {
   return email.slice(email.lastIndexOf("@") + 1).toLowerCase();
 }
 
-/** A personal address is on a free or disposable provider (decisions §4); anything else is work. */
+/** A personal address is on a free or disposable provider (README "GET /v1/people"); anything else is work. */
 export function isPersonalEmail(email: string): boolean {
   const domain = domainOf(email);
   return isFreeProviderDomain(domain) || isDisposableDomain(domain);
@@ -122,7 +122,7 @@ export function toContactInfo(row: PersonRow): ContactInfo {
     seen.add(key);
     return true;
   });
-  // Emails and phones are all present or all absent (decisions §4): phones only with emails.
+  // Emails and phones are all present or all absent (README "GET /v1/people"): phones only with emails.
   if (emails.length > 0) {
     info.email_addresses = emails;
     info.personal_email_addresses = emails.filter(isPersonalEmail);

@@ -1,5 +1,5 @@
 /**
- * Calls the probe service (decisions §6) with a signed request and a hard deadline. Any failure —
+ * Calls the probe service (README "The SMTP probe") with a signed request and a hard deadline. Any failure —
  * not configured, unreachable, an error status, a malformed answer, a missed deadline — comes back
  * as a reason string, never as a throw: the caller degrades to "no SMTP check performed".
  */

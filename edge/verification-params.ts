@@ -1,5 +1,5 @@
 /**
- * Parameters of GET and POST /v1/email_verifications (decisions §5): from the query string, a JSON
+ * Parameters of GET and POST /v1/email_verifications (README section of that name): from the query string, a JSON
  * object body, or a form body; the query string wins over the body.
  */
 import type { Context } from "hono";
@@ -67,7 +67,7 @@ function parseSmtpTimeout(raw: unknown): number {
 function parseEmailAddress(raw: unknown): string {
   if (raw === undefined || raw === null) throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   if (typeof raw !== "string") throw new ApiError(400, "email_address must be a string");
-  // Only ASCII whitespace is trimmed (decisions §5.1); anything else is the syntax check's business.
+  // Only ASCII whitespace is trimmed; anything else is the syntax check's business.
   const value = raw.replace(/^[\t\n\v\f\r ]+|[\t\n\v\f\r ]+$/g, "");
   if (value === "") throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   return value;

@@ -1,5 +1,5 @@
 /**
- * The probe's HTTP surface (decisions §6): POST /v1/probe, signed by the Worker, and GET /healthz.
+ * The probe's HTTP surface (README "The SMTP probe"): POST /v1/probe, signed by the Worker, and GET /healthz.
  * The body is bounded before it is read, the signature checked before it is parsed, and the
  * answer parsed through the shared schema before it is sent.
  */

@@ -1,5 +1,5 @@
 /**
- * The probe's configuration (decisions §6-§7), parsed once at start-up. A missing or malformed
+ * The probe's configuration (README "The SMTP probe"), parsed once at start-up. A missing or malformed
  * setting stops the process with a message naming it.
  */
 import { z } from "zod";

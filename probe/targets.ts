@@ -1,5 +1,5 @@
 /**
- * Which addresses the probe may dial (decisions §6). MX records come from DNS that anyone can
+ * Which addresses the probe may dial (README "The SMTP probe", "Bounded and safe"). MX records come from DNS that anyone can
  * write, so an attacker's domain could point its MX at 10.0.0.1 or 169.254.169.254 and use the
  * probe to reach our own network. Only public unicast addresses pass, unless
  * PROBE_ALLOW_PRIVATE_TARGETS is set (tests).

@@ -5,7 +5,7 @@
  *   3. the SMTP probe on 127.0.0.1:8788 with a secret generated for this run,
  *   4. the Worker under `wrangler dev` on 127.0.0.1:8787,
  * then prints the demo key and a curl line, and stops every child on Ctrl-C or SIGTERM.
- * Configuration (decisions §7) comes from the environment and overrides the defaults.
+ * Configuration (README "Configuration") comes from the environment and overrides the defaults.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";

@@ -1,4 +1,4 @@
-/** GET and POST /v1/email_verifications (api-spec §4.2-4.3, decisions §5). */
+/** GET and POST /v1/email_verifications (README section of that name). */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";

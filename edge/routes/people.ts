@@ -1,4 +1,4 @@
-/** GET /v1/people (api-spec §4.1, decisions §3-§4). */
+/** GET /v1/people (README section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, ErrorBody, PeopleQuery } from "../../shared/api.ts";
 import { chargeCredits, balanceQuery } from "../credits.ts";
@@ -57,7 +57,7 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
       throw err;
     }
 
-    // One round trip for the balance and the person: 402 must win over 404 (decisions §3).
+    // One round trip for the balance and the person: 402 must win over 404.
     const [balanceRows, personRows] = await db.batch([balanceQuery(db, accountId), findPersonQuery(db, ids)]);
     const balance = Number(balanceRows[0]?.credit_balance ?? 0);
     if (balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));

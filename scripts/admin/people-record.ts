@@ -1,7 +1,7 @@
 /**
- * One line of a people import, validated: the ContactInfo field names of api-spec §2.1, ids as
+ * One line of a people import, validated: the ContactInfo field names (README "Import format"), ids as
  * positive safe integers, strings trimmed, emails deduplicated case-insensitively and phones in E.164
- * (decisions §4). Pure: no I/O, so it is tested table-driven and runs before any database write.
+ * (README "GET /v1/people"). Pure: no I/O, so it is tested table-driven and runs before any database write.
  */
 import { parsePhoneNumberWithError, ParseError } from "libphonenumber-js/max";
 import { z } from "zod";
@@ -72,7 +72,7 @@ const TextList = z
 
 /**
  * The minimal syntax check the import needs: exactly one `@`, non-empty sides, a dot inside the
- * domain, no whitespace, a bounded length. The full RFC check (decisions §5.1) runs at verification.
+ * domain, no whitespace, a bounded length. The full RFC check runs at verification.
  */
 export function isPlausibleEmail(email: string): boolean {
   if (email.length > MAX_EMAIL_LENGTH || /\s/.test(email)) return false;
@@ -90,7 +90,7 @@ const EmailList = TextList.transform((emails, ctx) => {
       ctx.addIssue({ code: "custom", message: `${JSON.stringify(email)} is not a valid email address` });
       return z.NEVER;
     }
-    // The first spelling wins; decisions §4 dedupes case-insensitively.
+    // The first spelling wins; emails are deduplicated case-insensitively.
     const key = email.toLowerCase();
     if (!unique.has(key)) unique.set(key, email);
   }

@@ -1,4 +1,4 @@
-/** The Worker's configuration (decisions §7): defaults, the probe list, and loud failures. */
+/** The Worker's configuration (README "Configuration"): defaults, the probe list, and loud failures. */
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../edge/env.ts";
 

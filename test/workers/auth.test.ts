@@ -3,7 +3,7 @@ import { call, newAccount, revokeApiKey, setAccountStatus, db } from "./helpers.
 import { createApiKey } from "../../edge/db/admin.ts";
 
 // Every authenticated route, each with parameters that would otherwise be a 400, so the matrix
-// also proves that 401 is decided before parameter validation (decisions §2).
+// also proves that 401 is decided before parameter validation (README "Authentication").
 const routes: { name: string; path: string; init?: RequestInit }[] = [
   { name: "GET /v1/people", path: "/v1/people" },
   { name: "GET /v1/email_verifications", path: "/v1/email_verifications" },
