@@ -22,16 +22,31 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 const MIN_FAILOVER_BUDGET_MS = 1_000;
 
 /**
- * The probes in the order to ask them for one domain: a stable rotation by a hash of the domain,
- * so that one domain's catch-all cache and per-destination limits live on one probe while the
- * fleet shares the load. The others follow as fallbacks.
+ * The probes in the order to ask them for one domain, by rendezvous (highest random weight)
+ * hashing: each probe gets a score from a hash of (probe, domain) and the highest score goes
+ * first. A domain's catch-all cache, warm SMTP sessions and per-destination limits therefore live on
+ * one probe, the fleet shares the domains evenly, and adding or removing a probe moves only the
+ * domains whose first choice it is or becomes; the others keep their probe. The rest of the order is
+ * where the domain fails over to, and is just as stable.
  */
 export function probeOrder(urls: readonly string[], domain: string): string[] {
   if (urls.length <= 1) return [...urls];
-  let hash = 0x811c9dc5; // FNV-1a, 32 bits
-  for (let i = 0; i < domain.length; i++) hash = Math.imul(hash ^ domain.charCodeAt(i), 0x01000193) >>> 0;
-  const start = hash % urls.length;
-  return [...urls.slice(start), ...urls.slice(0, start)];
+  const scored = urls.map((url) => ({ url, score: rendezvousScore(url, domain) }));
+  scored.sort((a, b) => b.score - a.score || (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
+  return scored.map((s) => s.url);
+}
+
+/** FNV-1a over "probe\ndomain", then murmur3's 32-bit finalizer so that similar inputs spread. */
+function rendezvousScore(url: string, domain: string): number {
+  const key = `${url}\n${domain}`;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
 /**

@@ -25,10 +25,33 @@ describe("probeOrder", () => {
     for (const url of fleet) expect(firsts.get(url)).toBeGreaterThan(800);
   });
 
-  it("keeps the fallbacks in list order after the chosen probe", () => {
-    const order = probeOrder(fleet, "gmail.com");
-    const start = fleet.indexOf(order[0]!);
-    expect(order).toEqual([...fleet.slice(start), ...fleet.slice(0, start)]);
+  it("removing a probe moves only the domains it had; adding one takes only a fair share (rendezvous hashing)", () => {
+    const domains = Array.from({ length: 3000 }, (_, i) => `domain${i}.example`);
+    const before = new Map(domains.map((d) => [d, probeOrder(fleet, d)[0]!]));
+    const removed = fleet[1]!;
+    const smaller = fleet.filter((url) => url !== removed);
+    for (const d of domains) {
+      const now = probeOrder(smaller, d)[0]!;
+      if (before.get(d) !== removed) expect(now, d).toBe(before.get(d));
+      // A removed probe's domains go to what was their second choice: the failover order holds.
+      else expect(now, d).toBe(probeOrder(fleet, d)[1]);
+    }
+    const added = [...fleet, "https://p4.example.net"];
+    let moved = 0;
+    for (const d of domains) {
+      const now = probeOrder(added, d)[0]!;
+      if (now !== before.get(d)) {
+        expect(now, d).toBe("https://p4.example.net");
+        moved++;
+      }
+    }
+    // About a quarter of the domains move to the new probe, and only to it.
+    expect(moved).toBeGreaterThan(600);
+    expect(moved).toBeLessThan(900);
+  });
+
+  it("does not depend on the order of PROBE_URL", () => {
+    expect(probeOrder([...fleet].reverse(), "gmail.com")).toEqual(probeOrder(fleet, "gmail.com"));
   });
 
   it("handles zero and one probe", () => {
