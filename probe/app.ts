@@ -1,86 +1,127 @@
 /**
- * The probe's HTTP surface (README "The SMTP probe"): POST /v1/probe, signed by the Worker, and GET /healthz.
- * The body is bounded before it is read, the signature checked before it is parsed, and the
- * answer parsed through the shared schema before it is sent.
+ * The probe's HTTP surface (README "The SMTP probe"): POST /v1/probe (one address) and
+ * POST /v1/probe/batch (many, streamed back as NDJSON), both signed by the Worker and served by the
+ * same scheduler, and GET /healthz. A body is bounded before it is read, the signature checked
+ * before it is parsed, and every answer parsed through the shared schema before it is sent.
  */
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import {
+  PROBE_BATCH_PATH,
+  PROBE_MAX_BATCH_BODY_BYTES,
   PROBE_MAX_BODY_BYTES,
   PROBE_PATH,
   PROBE_SIGNATURE_HEADER,
   PROBE_TIMESTAMP_HEADER,
+  ProbeBatchLine,
+  ProbeBatchRequest,
   ProbeRequest,
   ProbeResponse,
   verifyProbeSignature,
 } from "../shared/probe-contract.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
-import { CatchAllCache } from "./catch-all-cache.ts";
 import type { ProbeConfig } from "./config.ts";
-import { KeyedLimiter, Limiter } from "./limits.ts";
 import { runProbe, type ProbeDeps } from "./probe.ts";
+import { Scheduler } from "./scheduler.ts";
 
-const CATCH_ALL_CACHE_ENTRIES = 100_000;
-
-export type ProbeService = ProbeDeps & { global: Limiter; secret: string; queueWaitMs: number };
+export type ProbeService = ProbeDeps & {
+  config: ProbeConfig;
+  /** Set on SIGTERM: new requests are answered 503 while the ones in flight finish. */
+  draining: boolean;
+};
 
 export function createProbeService(config: ProbeConfig): ProbeService {
-  return {
-    config,
-    secret: config.secret,
-    queueWaitMs: config.queueWaitMs,
-    global: new Limiter(config.maxConcurrency),
-    perDestination: new KeyedLimiter(config.maxPerDestination),
-    catchAllCache: new CatchAllCache(config.catchAllTtlMs, CATCH_ALL_CACHE_ENTRIES),
-  };
+  return { config, scheduler: new Scheduler(config, config.catchAllTtlMs), draining: false };
+}
+
+const busy = (c: Context, why: string) => c.json({ error: why }, 503, { "Retry-After": "1" });
+
+/** The signed body as text, or the error response to send instead. */
+async function signedBody(c: Context, service: ProbeService, limit: number): Promise<string | Response> {
+  const declared = Number(c.req.header("content-length") ?? "0");
+  const body = declared > limit ? null : await readBodyWithin(c.req.raw.body, limit);
+  if (body === null) return c.json({ error: "Request body too large" }, 413);
+  const signed = await verifyProbeSignature(service.config.secret, body, c.req.header(PROBE_TIMESTAMP_HEADER), c.req.header(PROBE_SIGNATURE_HEADER));
+  if (!signed) return c.json({ error: "Unauthorized" }, 401);
+  return body;
+}
+
+/** Parses JSON through a schema, or gives the 400 that says what is wrong. */
+function parseBody<T>(c: Context, body: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }): T | Response {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return c.json({ error: "Malformed JSON body" }, 400);
+  }
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  return c.json({ error: `Invalid probe request: ${issue.path.join(".") || "body"}: ${issue.message}` }, 400);
 }
 
 export function createProbeApp(service: ProbeService): Hono {
   const app = new Hono();
+  const { scheduler } = service;
 
-  app.get("/healthz", (c) =>
-    c.json({ ok: true, in_flight: service.global.active, waiting: service.global.waiting, catch_all_cached_domains: service.catchAllCache.size }),
-  );
+  app.get("/healthz", (c) => c.json({ ok: !service.draining, draining: service.draining, ...scheduler.stats() }));
 
   app.post(PROBE_PATH, async (c) => {
     const started = Date.now();
-    const declared = Number(c.req.header("content-length") ?? "0");
-    const body = declared > PROBE_MAX_BODY_BYTES ? null : await readBodyWithin(c.req.raw.body, PROBE_MAX_BODY_BYTES);
-    if (body === null) return c.json({ error: "Request body too large" }, 413);
-    const signed = await verifyProbeSignature(
-      service.secret,
-      body,
-      c.req.header(PROBE_TIMESTAMP_HEADER),
-      c.req.header(PROBE_SIGNATURE_HEADER),
-    );
-    if (!signed) return c.json({ error: "Unauthorized" }, 401);
-
-    let json: unknown;
+    const body = await signedBody(c, service, PROBE_MAX_BODY_BYTES);
+    if (typeof body !== "string") return body;
+    const request = parseBody(c, body, ProbeRequest);
+    if (request instanceof Response) return request;
+    if (service.draining) return busy(c, "Probe shutting down");
+    if (!scheduler.admit(1)) return busy(c, "Probe busy");
     try {
-      json = JSON.parse(body);
-    } catch {
-      return c.json({ error: "Malformed JSON body" }, 400);
-    }
-    const parsed = ProbeRequest.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return c.json({ error: `Invalid probe request: ${issue.path.join(".") || "body"}: ${issue.message}` }, 400);
-    }
-    const request = parsed.data;
-
-    // Wait for a global slot no longer than the queue bound, and never past the request's own deadline.
-    const release = await service.global.acquire(Math.min(started + service.queueWaitMs, started + request.deadline_ms));
-    if (!release) return c.json({ error: "Probe busy" }, 503, { "Retry-After": "1" });
-    try {
-      const result = await runProbe(request, service, started);
-      return c.json(ProbeResponse.parse(result));
+      return c.json(ProbeResponse.parse(await runProbe(request, service, started)));
     } finally {
-      release();
+      scheduler.done(1);
     }
+  });
+
+  app.post(PROBE_BATCH_PATH, async (c) => {
+    const started = Date.now();
+    const body = await signedBody(c, service, PROBE_MAX_BATCH_BODY_BYTES);
+    if (typeof body !== "string") return body;
+    const batch = parseBody(c, body, ProbeBatchRequest);
+    if (batch instanceof Response) return batch;
+    if (service.draining) return busy(c, "Probe shutting down");
+    // One check per distinct address: a list may repeat one, the answer is the same.
+    const checks = new Map<string, (typeof batch.groups)[number]["mx"]>();
+    for (const group of batch.groups) for (const email of group.emails) if (!checks.has(email)) checks.set(email, group.mx);
+    if (!scheduler.admit(checks.size)) return busy(c, "Probe busy");
+
+    const encoder = new TextEncoder();
+    let open = true;
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        let left = checks.size;
+        for (const [email, mx] of checks) {
+          void runProbe({ email, mx, deadline_ms: batch.deadline_ms, catch_all_check: batch.catch_all_check }, service, started)
+            .then((result) => {
+              if (open) controller.enqueue(encoder.encode(JSON.stringify(ProbeBatchLine.parse({ email, result })) + "\n"));
+            })
+            .finally(() => {
+              scheduler.done(1);
+              if (--left === 0 && open) {
+                open = false;
+                controller.close();
+              }
+            });
+        }
+      },
+      cancel() {
+        // The caller went away; the checks still end at their deadlines, their answers are dropped.
+        open = false;
+      },
+    });
+    return new Response(stream, { status: 200, headers: { "content-type": "application/x-ndjson", "cache-control": "no-store" } });
   });
 
   app.notFound((c) => c.json({ error: "Not found" }, 404));
   app.onError((err, c) => {
-    console.error(JSON.stringify({ level: "error", error: String(err) }));
+    console.error(JSON.stringify({ level: "error", error: err.name, message: err.message.slice(0, 200) }));
     return c.json({ error: "Internal server error" }, 500);
   });
   return app;

@@ -1,19 +1,27 @@
 /**
- * Catch-all verdicts per domain. Whether a domain accepts any address changes rarely, and asking
- * costs an extra RCPT that some servers hold against us, so a known answer is reused for a while.
- * The cache is per probe process: in a fleet each probe learns on its own, which costs at most one
- * extra RCPT per domain and probe.
+ * Catch-all knowledge per domain and MX host. Whether a server accepts any address changes rarely,
+ * and asking costs an extra RCPT that servers count as an error against us, so a known answer is
+ * reused for a while. The key includes the MX host that answered: a backup MX that accepts
+ * everything (and bounces later) must not brand a domain whose primary knows its users.
+ *
+ * A test in progress is known too, so checks that arrive meanwhile wait for its answer instead of
+ * sending a random address of their own. The cache is per probe process: in a fleet each probe
+ * learns on its own (the Worker sends each domain to the same probe, so that is rare).
  */
+type Key = string;
+const keyOf = (domain: string, host: string): Key => `${domain.toLowerCase()} ${host.toLowerCase()}`;
+
 export class CatchAllCache {
-  readonly #entries = new Map<string, { catchAll: boolean; expiresAt: number }>();
+  readonly #entries = new Map<Key, { catchAll: boolean; expiresAt: number }>();
+  readonly #tests = new Map<Key, Promise<boolean | null>>();
 
   constructor(
     readonly ttlMs: number,
     readonly maxEntries: number,
   ) {}
 
-  get(domain: string, now = Date.now()): boolean | null {
-    const key = domain.toLowerCase();
+  get(domain: string, host: string, now = Date.now()): boolean | null {
+    const key = keyOf(domain, host);
     const hit = this.#entries.get(key);
     if (!hit) return null;
     if (hit.expiresAt <= now) {
@@ -23,12 +31,37 @@ export class CatchAllCache {
     return hit.catchAll;
   }
 
-  set(domain: string, catchAll: boolean, now = Date.now()): void {
-    const key = domain.toLowerCase();
+  /** Records an answer; a later answer that contradicts an earlier one replaces it. */
+  set(domain: string, host: string, catchAll: boolean, now = Date.now()): void {
+    const key = keyOf(domain, host);
     this.#entries.delete(key);
     // Map keeps insertion order, so the first key is the oldest entry.
     if (this.#entries.size >= this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, { catchAll, expiresAt: now + this.ttlMs });
+  }
+
+  /** The answer of a test in progress for this domain and host, or null when none is running. */
+  pending(domain: string, host: string): Promise<boolean | null> | null {
+    return this.#tests.get(keyOf(domain, host)) ?? null;
+  }
+
+  /**
+   * Registers a test; the returned function ends it with what was learned (null: nothing), records
+   * a real answer and wakes every check waiting for it. Calling it again does nothing.
+   */
+  begin(domain: string, host: string): (catchAll: boolean | null) => void {
+    const key = keyOf(domain, host);
+    let finish!: (catchAll: boolean | null) => void;
+    const answer = new Promise<boolean | null>((resolve) => (finish = resolve));
+    this.#tests.set(key, answer);
+    let done = false;
+    return (catchAll) => {
+      if (done) return;
+      done = true;
+      if (this.#tests.get(key) === answer) this.#tests.delete(key);
+      if (catchAll !== null) this.set(domain, host, catchAll);
+      finish(catchAll);
+    };
   }
 
   get size(): number {

@@ -33,12 +33,24 @@ const ProbeConfigSchema = z
       emptyToUndefined,
       z.enum(["true", "false"], { message: "PROBE_ALLOW_PRIVATE_TARGETS must be true or false" }).default("false"),
     ),
-    /** SMTP conversations in flight at once; requests beyond it wait (see PROBE_QUEUE_WAIT_MS). */
+    /** SMTP sessions open at once, all destinations together (idle ones are closed to make room). */
     PROBE_MAX_CONCURRENCY: int(1, 100_000, 500),
-    /** Conversations in flight with one destination IP at once. */
+    /** SMTP sessions open at once to one destination address (halved while it pushes back). */
     PROBE_MAX_PER_DESTINATION: int(1, 1000, 4),
-    /** How long a request may wait for a free slot before it is answered 503. */
-    PROBE_QUEUE_WAIT_MS: int(0, 60_000, 2_000),
+    /** Checks accepted and not yet answered; a request beyond it is answered 503. */
+    PROBE_MAX_QUEUED: int(1, 1_000_000, 20_000),
+    /** RCPT commands per second to one destination address (also the burst). */
+    PROBE_DESTINATION_RCPT_RATE: int(1, 10_000, 100),
+    /** RCPT commands in one transaction, the catch-all address included (RFC 5321 promises 100). */
+    PROBE_MAX_RCPTS_PER_TRANSACTION: int(1, 100, 20),
+    /** Refused RCPTs a session may collect before it is rotated: below Postfix's smtpd_soft_error_limit (10). */
+    PROBE_MAX_REJECTIONS_PER_SESSION: int(1, 1000, 9),
+    /** How long a session is kept open without work before QUIT (Postfix: smtp_connection_cache_time_limit). */
+    PROBE_SESSION_IDLE_MS: int(0, 300_000, 5_000),
+    /** How long a session is reused at most (Postfix: smtp_connection_reuse_time_limit). */
+    PROBE_SESSION_MAX_AGE_MS: int(1_000, 3_600_000, 60_000),
+    /** Transactions on one session at most (Postfix counts each RSET towards smtpd_junk_command_limit, 100). */
+    PROBE_SESSION_MAX_TRANSACTIONS: int(1, 1000, 20),
     /** How long a TCP connect may take before the next MX address is tried. */
     PROBE_CONNECT_TIMEOUT_MS: int(100, 60_000, 5_000),
     PROBE_CATCH_ALL_TTL_SECONDS: int(0, 7 * 86_400, 6 * 3_600),
@@ -53,7 +65,13 @@ const ProbeConfigSchema = z
     allowPrivateTargets: c.PROBE_ALLOW_PRIVATE_TARGETS === "true",
     maxConcurrency: c.PROBE_MAX_CONCURRENCY,
     maxPerDestination: c.PROBE_MAX_PER_DESTINATION,
-    queueWaitMs: c.PROBE_QUEUE_WAIT_MS,
+    maxQueued: c.PROBE_MAX_QUEUED,
+    destinationRcptRate: c.PROBE_DESTINATION_RCPT_RATE,
+    maxRcptsPerTransaction: c.PROBE_MAX_RCPTS_PER_TRANSACTION,
+    maxRejectionsPerSession: c.PROBE_MAX_REJECTIONS_PER_SESSION,
+    sessionIdleMs: c.PROBE_SESSION_IDLE_MS,
+    sessionMaxAgeMs: c.PROBE_SESSION_MAX_AGE_MS,
+    sessionMaxTransactions: c.PROBE_SESSION_MAX_TRANSACTIONS,
     connectTimeoutMs: c.PROBE_CONNECT_TIMEOUT_MS,
     catchAllTtlMs: c.PROBE_CATCH_ALL_TTL_SECONDS * 1000,
   }));

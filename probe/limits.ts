@@ -1,7 +1,7 @@
 /**
- * Concurrency limits with a bounded wait. A probe VM has one IP and a finite number of sockets;
- * big providers throttle or block an IP that opens many connections at once, so each destination
- * address gets a small limit of its own on top of the global one.
+ * Limits: a counting semaphore with a bounded wait (the probe's SMTP sessions, all destinations
+ * together: a probe VM has one IP and a finite number of sockets) and a token bucket (RCPT commands
+ * per second to one destination address: big providers throttle an IP that asks too fast).
  */
 
 type Waiter = { resolve: (release: (() => void) | null) => void; timer: NodeJS.Timeout };
@@ -57,31 +57,36 @@ export class Limiter {
   }
 }
 
-/** One Limiter per key (destination IP), created on demand and dropped when idle. */
-export class KeyedLimiter {
-  readonly #limiters = new Map<string, Limiter>();
+/** Tokens refill continuously at `ratePerSecond` up to `capacity`; taking more waits. */
+export class TokenBucket {
+  #tokens: number;
+  #at: number;
 
-  constructor(readonly maxPerKey: number) {}
-
-  async acquire(key: string, deadline: number): Promise<(() => void) | null> {
-    let limiter = this.#limiters.get(key);
-    if (!limiter) {
-      limiter = new Limiter(this.maxPerKey);
-      this.#limiters.set(key, limiter);
-    }
-    const release = await limiter.acquire(deadline);
-    const l = limiter;
-    if (!release) {
-      this.#dropIfIdle(key, l);
-      return null;
-    }
-    return () => {
-      release();
-      this.#dropIfIdle(key, l);
-    };
+  constructor(
+    readonly ratePerSecond: number,
+    readonly capacity: number,
+    now = Date.now(),
+  ) {
+    this.#tokens = capacity;
+    this.#at = now;
   }
 
-  #dropIfIdle(key: string, limiter: Limiter): void {
-    if (limiter.active === 0 && limiter.waiting === 0 && this.#limiters.get(key) === limiter) this.#limiters.delete(key);
+  #refill(now: number): void {
+    this.#tokens = Math.min(this.capacity, this.#tokens + ((now - this.#at) * this.ratePerSecond) / 1000);
+    this.#at = now;
+  }
+
+  /**
+   * Takes `n` tokens (at most `capacity`) and returns 0, or takes nothing and returns how many
+   * milliseconds to wait until `n` are there.
+   */
+  take(n: number, now = Date.now()): number {
+    this.#refill(now);
+    const want = Math.min(n, this.capacity);
+    if (this.#tokens >= want) {
+      this.#tokens -= want;
+      return 0;
+    }
+    return Math.ceil(((want - this.#tokens) * 1000) / this.ratePerSecond);
   }
 }

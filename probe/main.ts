@@ -1,6 +1,7 @@
 /**
  * The probe as a process: configuration from the environment (README "The SMTP probe"), the HTTP
- * service, and a clean stop on SIGTERM/SIGINT (in-flight probes end at their deadlines, at most 60 s).
+ * service, and a clean stop on SIGTERM/SIGINT: no new work, the checks in flight answered within
+ * their own deadlines (at most 120 s), every SMTP session closed with QUIT, then exit.
  */
 import { loadProbeConfig, ProbeConfigError } from "./config.ts";
 import { startProbeServer } from "./server.ts";
@@ -12,7 +13,12 @@ try {
     JSON.stringify({ level: "info", msg: "probe listening", url: probe.url, helo: config.heloName, smtp_port: config.smtpPort }),
   );
   const stop = () => {
-    void probe.close().then(() => process.exit(0));
+    const { checks_in_flight } = probe.service.scheduler.stats();
+    console.log(JSON.stringify({ level: "info", msg: "probe draining", checks_in_flight }));
+    void probe.close().then(() => {
+      console.log(JSON.stringify({ level: "info", msg: "probe stopped" }));
+      process.exit(0);
+    });
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

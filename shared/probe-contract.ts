@@ -22,17 +22,19 @@ export const ProbeMxHost = z.object({
 });
 export type ProbeMxHost = z.infer<typeof ProbeMxHost>;
 
+/**
+ * An address to check, domain already in A-label (ASCII) form. A quoted local part may hold an "@"
+ * ("a@b"@example.com): the domain is what follows the last one. No control characters: the address
+ * goes into an SMTP command line as it is.
+ */
+const ProbeEmail = z
+  .string()
+  .min(3)
+  .max(254)
+  .regex(/^[^\x00-\x1f\x7f]+@[a-zA-Z0-9.-]+$/, "an address with an ASCII domain and no control characters");
+
 export const ProbeRequest = z.object({
-  /**
-   * The address to check, domain already in A-label (ASCII) form. A quoted local part may hold an
-   * "@" ("a@b"@example.com): the domain is what follows the last one. No control characters: the
-   * address goes into an SMTP command line as it is.
-   */
-  email: z
-    .string()
-    .min(3)
-    .max(254)
-    .regex(/^[^\x00-\x1f\x7f]+@[a-zA-Z0-9.-]+$/, "an address with an ASCII domain and no control characters"),
+  email: ProbeEmail,
   /** MX hosts ordered by preference (lowest first); the probe fails over in this order. */
   mx: z.array(ProbeMxHost).min(1).max(10),
   /** Budget for the whole probe in milliseconds; the probe answers before it runs out. */
@@ -88,8 +90,13 @@ export const ProbeAttempt = z.object({
   reply: SmtpReplySummary.nullable(),
   error: z.string().max(256).nullable(),
   tls: z.boolean(),
-  /** Times the probe waited for this server: TCP connect, each reply or pipelined group, the TLS handshake. */
+  /**
+   * Sequential waits this answer depended on: TCP connect, each reply or pipelined group, the TLS
+   * handshake. A check on a warm session with PIPELINING costs 1.
+   */
   round_trips: z.number().int().min(0),
+  /** The check ran on a session opened earlier (for other checks), not on one opened for it. */
+  reused_session: z.boolean(),
   ms: z.number().int().min(0),
 });
 export type ProbeAttempt = z.infer<typeof ProbeAttempt>;
@@ -110,6 +117,36 @@ export const ProbeResponse = z.object({
   elapsed_ms: z.number().int().min(0),
 });
 export type ProbeResponse = z.infer<typeof ProbeResponse>;
+
+export const PROBE_BATCH_PATH = "/v1/probe/batch";
+/** Batch bodies above this are refused before parsing. */
+export const PROBE_MAX_BATCH_BODY_BYTES = 1024 * 1024;
+/** Addresses in one batch, all groups together. */
+export const PROBE_MAX_BATCH_ADDRESSES = 2_000;
+
+/**
+ * Many addresses at once, for bulk jobs: grouped by the MX hosts that serve them (usually one group
+ * per domain), so a warm session to one mail server checks many of them. The probe answers with
+ * NDJSON, one ProbeBatchLine per distinct address, in the order the answers come.
+ */
+export const ProbeBatchRequest = z
+  .object({
+    /** Budget for every address, from when the probe receives the batch. */
+    deadline_ms: z.number().int().min(500).max(120_000),
+    catch_all_check: z.boolean().default(true),
+    groups: z
+      .array(z.object({ mx: z.array(ProbeMxHost).min(1).max(10), emails: z.array(ProbeEmail).min(1).max(PROBE_MAX_BATCH_ADDRESSES) }))
+      .min(1)
+      .max(PROBE_MAX_BATCH_ADDRESSES),
+  })
+  .refine((b) => b.groups.reduce((n, g) => n + g.emails.length, 0) <= PROBE_MAX_BATCH_ADDRESSES, {
+    message: `at most ${PROBE_MAX_BATCH_ADDRESSES} addresses in one batch`,
+    path: ["groups"],
+  });
+export type ProbeBatchRequest = z.input<typeof ProbeBatchRequest>;
+
+export const ProbeBatchLine = z.object({ email: z.string(), result: ProbeResponse });
+export type ProbeBatchLine = z.infer<typeof ProbeBatchLine>;
 
 const encoder = new TextEncoder();
 

@@ -306,3 +306,21 @@ export function classifyRcptReply(reply: Pick<SmtpReply, "code" | "enhanced" | "
   //     "554 Transaction failed", a bare "550 Rejected", 5.1.2 (domain), 5.2.1 (disabled), 551.
   return "rejected_unclear";
 }
+
+/** Words that say "you are going too fast": a reason to slow down and come back, not a verdict. */
+const THROTTLE =
+  /rate[- ]?limit|too many (?:connections|concurrent|sessions|messages|recipients from|commands|errors)|too (?:quickly|fast)|throttl|slow down|try (?:again )?later|unusual rate|exceeded the (?:rate|limit)|temporarily (?:deferred|rate)/;
+
+/**
+ * A reply that asks the client to back off from this server: any 421 (the server is closing the
+ * session) or a 4.7.x temporary refusal in rate-limit words. Greylisting (450 4.7.1 "Greylisted")
+ * is not one: it is about this sender and recipient, and coming back in a second does not help.
+ */
+export function isThrottling(reply: Pick<SmtpReply, "code" | "enhanced" | "text">): boolean {
+  if (reply.code === 421) return true;
+  if (reply.code < 400 || reply.code >= 500) return false;
+  const text = normalize(reply.text);
+  if (/gr[ae]ylist/.test(text)) return false;
+  const e = parseEnhanced(reply.code, reply.enhanced, reply.text);
+  return (e === null || e.subject === 7) && THROTTLE.test(text);
+}

@@ -1,11 +1,14 @@
 /**
- * One SMTP conversation with one mail server address, as an explicit sequence of stages:
- * connect, greeting, EHLO (HELO fallback), opportunistic STARTTLS, MAIL FROM, RCPT TO for the
- * address, RCPT TO for a random address on the same domain (catch-all test), QUIT. Never DATA.
+ * One SMTP session with one mail server address, kept open for reuse as a well-behaved MTA does:
+ * connect, greeting, EHLO (HELO fallback), opportunistic STARTTLS and EHLO again once; then any
+ * number of transactions (RSET when needed, MAIL FROM, RCPT TO for one or many recipients; never
+ * DATA), each one write when the server offers PIPELINING; then QUIT, a short wait for the 221, and
+ * a close with FIN.
  *
- * The session only reports what the server said; probe.ts decides what it means. One deadline
- * covers the whole conversation: when it passes, the socket is destroyed wherever we are. Every
- * byte from the server goes through ReplyReader's bounds first.
+ * The session only reports what the server said; the scheduler decides what it means and when to
+ * use, rotate or close a session. Every byte from the server goes through ReplyReader's bounds
+ * first, and every operation has a deadline: when it passes, the socket is destroyed wherever the
+ * conversation is (a server that stopped answering gets no courtesy).
  */
 import net from "node:net";
 import tls from "node:tls";
@@ -13,54 +16,76 @@ import { ReplyReader, SmtpProtocolError, type SmtpReply } from "./reply.ts";
 
 export type SmtpStage = "connect" | "greeting" | "ehlo" | "starttls" | "mail" | "rcpt" | "catch_all" | "quit";
 
-export type SessionPlan = {
+export type SessionFailure = {
+  /**
+   * connect: no TCP connection. timeout: a deadline passed. closed: the server hung up.
+   * protocol: the server broke the reply syntax or a bound. rejected: a non-success reply ended the
+   * setup (greeting, EHLO/HELO; see `rejectedReply`). tls: the TLS handshake failed.
+   */
+  kind: "connect" | "timeout" | "closed" | "protocol" | "rejected" | "tls";
+  message: string;
+};
+
+export type OpenOptions = {
   /** The MX host name: used for TLS SNI only. */
   host: string;
   /** The IP literal to dial. */
   address: string;
   port: number;
   heloName: string;
-  mailFrom: string;
-  recipient: string;
-  /** A random address on the same domain, or null to skip the catch-all test. */
-  catchAllRecipient: string | null;
-  /** Absolute time (ms since the epoch) by which the session is over, whatever stage it is in. */
-  deadline: number;
-  /** How long the TCP connect may take, within the deadline, before we give up on this address. */
+  /** How long the TCP connect may take, within the deadline. */
   connectTimeoutMs: number;
-  /** Try STARTTLS when offered (false on a retry after a failed handshake). */
+  /** Try STARTTLS when offered (false after this address failed a handshake). */
   startTls: boolean;
+  /** Absolute time (ms since the epoch) by which the session must be ready. */
+  deadline: number;
 };
 
-export type SessionFailure = {
+export type OpenResult =
+  | { ok: true; session: SmtpSession }
+  | {
+      ok: false;
+      stage: SmtpStage;
+      failure: SessionFailure;
+      /** The reply that refused us (greeting, EHLO or HELO), when there was one. */
+      rejectedReply: SmtpReply | null;
+      tls: boolean;
+      roundTrips: number;
+      ms: number;
+    };
+
+export type TransactionRequest = {
+  mailFrom: string;
+  /** Ask for SMTPUTF8 on MAIL FROM (some recipient is not ASCII). */
+  utf8: boolean;
+  /** Sent in this order, after MAIL FROM. */
+  recipients: string[];
   /**
-   * connect: no TCP connection. timeout: the deadline passed. closed: the server hung up.
-   * protocol: the server broke the reply syntax or a bound. rejected: a non-success reply ended the
-   * conversation before RCPT (see `rejectedReply`). tls: the TLS handshake failed. unsupported: the
-   * address needs SMTPUTF8 and the server does not offer it.
+   * Without PIPELINING only: recipients to add once the first ones were answered (the random
+   * catch-all address is only worth asking about when a real one was accepted).
    */
-  kind: "connect" | "timeout" | "closed" | "protocol" | "rejected" | "tls" | "unsupported";
-  message: string;
+  followUp?: (replies: readonly (SmtpReply | null)[]) => string[];
+  /** Absolute time by which the transaction is over; the session is destroyed when it passes. */
+  deadline: number;
+  /** Called as each RCPT reply arrives, in order (`index` counts follow-up recipients on). */
+  onReply?: (index: number, reply: SmtpReply) => void;
 };
 
-export type SessionResult = {
-  /** The last stage the conversation reached. */
-  stage: SmtpStage;
-  tls: boolean;
-  pipelining: boolean;
-  /** The reply that ended the conversation early (greeting, EHLO/HELO or MAIL FROM refused). */
-  rejectedReply: SmtpReply | null;
-  rcpt: SmtpReply | null;
-  catchAll: SmtpReply | null;
+export type TransactionResult = {
+  /** The reply to RSET, when the session needed one before MAIL FROM. */
+  reset: SmtpReply | null;
+  mail: SmtpReply | null;
+  /** One per recipient sent (follow-ups included), null where no reply came. */
+  replies: (SmtpReply | null)[];
+  /** Set when the session broke during the transaction; it is then closed. */
   failure: SessionFailure | null;
-  /** Times the client waited for the server: TCP connect, each reply or pipelined group, the TLS handshake. */
+  /** Times the client waited for the server in this transaction (1 with PIPELINING). */
   roundTrips: number;
   ms: number;
 };
 
-/** The catch-all answer is a bonus: it may not hold the answer back for long (servers tarpit unknown users). */
-const CATCH_ALL_MIN_WAIT_MS = 1_500;
-const CATCH_ALL_RCPT_FACTOR = 3;
+/** How long QUIT waits for the 221, and then for the server to close, before giving up. */
+export const QUIT_WAIT_MS = 1_000;
 
 class SessionError extends Error {
   constructor(
@@ -71,6 +96,9 @@ class SessionError extends Error {
   }
 }
 
+const toFailure = (err: unknown): SessionFailure =>
+  err instanceof SessionError ? { kind: err.kind, message: err.message } : { kind: "protocol", message: String(err) };
+
 /** A socket plus the replies read from it, consumed one at a time. */
 class Connection {
   socket: net.Socket;
@@ -78,6 +106,8 @@ class Connection {
   #replies: SmtpReply[] = [];
   #failure: SessionError | null = null;
   #wake: (() => void) | null = null;
+  #closeListeners: (() => void)[] = [];
+  #closed = false;
   readonly #onData = (chunk: Buffer) => {
     try {
       this.#replies.push(...this.reader.push(chunk));
@@ -87,8 +117,10 @@ class Connection {
     this.#notify();
   };
   readonly #onError = (err: Error) => this.fail(new SessionError("closed", `connection error: ${err.message}`));
-  readonly #onClose = () =>
+  readonly #onClose = () => {
     this.fail(new SessionError("closed", this.reader.midReply ? "connection closed in the middle of a reply" : "connection closed by the server"));
+    this.#markClosed();
+  };
 
   constructor(socket: net.Socket) {
     this.socket = socket;
@@ -113,6 +145,12 @@ class Connection {
     wake?.();
   }
 
+  #markClosed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const listener of this.#closeListeners.splice(0)) listener();
+  }
+
   /** Ends the conversation with this error (the first one wins) and drops the socket. */
   fail(err: SessionError): void {
     if (!this.#failure) this.#failure = err;
@@ -122,6 +160,15 @@ class Connection {
 
   get failure(): SessionError | null {
     return this.#failure;
+  }
+
+  get closed(): boolean {
+    return this.#closed || this.#failure !== null;
+  }
+
+  onClose(listener: () => void): void {
+    if (this.#closed) listener();
+    else this.#closeListeners.push(listener);
   }
 
   write(data: string): void {
@@ -139,9 +186,19 @@ class Connection {
     }
   }
 
-  /** Nothing buffered: no reply waiting and no partial line (required before a TLS upgrade). */
+  /** Nothing buffered: no reply waiting and no partial line. */
   get idle(): boolean {
     return this.#replies.length === 0 && !this.reader.midReply;
+  }
+
+  /** Closes with FIN once the server has had a moment to answer; destroys only if it lingers. */
+  async end(waitMs: number): Promise<void> {
+    if (this.#closed) return;
+    const closed = new Promise<void>((resolve) => this.onClose(resolve));
+    this.socket.end();
+    const timer = setTimeout(() => this.socket.destroy(), waitMs);
+    await closed;
+    clearTimeout(timer);
   }
 
   /** Moves the conversation onto a TLS socket over the same TCP connection (RFC 3207). */
@@ -165,6 +222,7 @@ class Connection {
       secure.once("secureConnect", () => {
         secure.off("error", onError);
         secure.off("close", onClose);
+        plain.off("close", onClose);
         resolve();
       });
       secure.once("error", onError);
@@ -174,15 +232,25 @@ class Connection {
     });
     this.#attach(secure);
   }
+
+  /** Runs `work` with a deadline: when it passes, the connection fails with a timeout. */
+  async within<T>(deadline: number, what: () => string, work: () => Promise<T>): Promise<T> {
+    const timer = setTimeout(() => this.fail(new SessionError("timeout", `deadline reached during ${what()}`)), Math.max(0, deadline - Date.now()));
+    try {
+      return await work();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
 
-function connect(plan: SessionPlan): Promise<net.Socket> {
+function connect(o: OpenOptions): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: plan.address, port: plan.port, noDelay: true });
-    const limit = Math.max(0, Math.min(plan.connectTimeoutMs, plan.deadline - Date.now()));
+    const socket = net.connect({ host: o.address, port: o.port, noDelay: true });
+    const limit = Math.max(0, Math.min(o.connectTimeoutMs, o.deadline - Date.now()));
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new SessionError(Date.now() >= plan.deadline ? "timeout" : "connect", `no TCP connection within ${limit} ms`));
+      reject(new SessionError(Date.now() >= o.deadline ? "timeout" : "connect", `no TCP connection within ${limit} ms`));
     }, limit);
     socket.once("connect", () => {
       clearTimeout(timer);
@@ -204,162 +272,217 @@ function capabilities(ehlo: SmtpReply): Capabilities {
   return { pipelining: keywords.has("PIPELINING"), startTls: keywords.has("STARTTLS"), smtpUtf8: keywords.has("SMTPUTF8") };
 }
 
-const isPositive = (reply: SmtpReply) => reply.code >= 200 && reply.code < 300;
+export const isPositive = (reply: SmtpReply) => reply.code >= 200 && reply.code < 300;
 // RFC 5321 §4.1.1.1: a server that does not know EHLO answers 500/502 (some say 501 or 504).
 const EHLO_UNKNOWN = new Set([500, 501, 502, 504]);
 
-/** True when an address needs SMTPUTF8 (RFC 6531): any octet outside ASCII. */
-const needsSmtpUtf8 = (address: string) => /[^\x00-\x7f]/.test(address);
-
-export async function runSmtpSession(plan: SessionPlan): Promise<SessionResult> {
+/** Connects and gets a session ready for transactions, or says where and why it could not. */
+export async function openSession(o: OpenOptions): Promise<OpenResult> {
   const started = Date.now();
-  const result: SessionResult = {
-    stage: "connect",
-    tls: false,
-    pipelining: false,
-    rejectedReply: null,
-    rcpt: null,
-    catchAll: null,
-    failure: null,
-    roundTrips: 0,
-    ms: 0,
-  };
+  let stage: SmtpStage = "connect";
+  let roundTrips = 1;
+  let secured = false;
   let conn: Connection | null = null;
-  let deadlineTimer: NodeJS.Timeout | undefined;
-  const finish = (): SessionResult => {
-    clearTimeout(deadlineTimer);
+  const refused = (reply: SmtpReply): OpenResult => {
     conn?.socket.destroy();
-    result.ms = Date.now() - started;
-    return result;
+    return {
+      ok: false,
+      stage,
+      failure: { kind: "rejected", message: `${stage} refused: ${reply.code}` },
+      rejectedReply: reply,
+      tls: secured,
+      roundTrips,
+      ms: Date.now() - started,
+    };
   };
-
   try {
-    result.roundTrips++;
-    const socket = await connect(plan);
-    conn = new Connection(socket);
+    conn = new Connection(await connect(o));
     const c = conn;
-    deadlineTimer = setTimeout(
-      () => c.fail(new SessionError("timeout", `deadline reached during ${result.stage}`)),
-      Math.max(0, plan.deadline - Date.now()),
-    );
+    return await c.within(o.deadline, () => stage, async () => {
+      const exchange = async (command: string | null): Promise<SmtpReply> => {
+        if (command !== null) c.write(`${command}\r\n`);
+        roundTrips++;
+        return c.read();
+      };
+      stage = "greeting";
+      const greeting = await exchange(null);
+      if (greeting.code !== 220) return refused(greeting);
 
-    const exchange = async (command: string | null): Promise<SmtpReply> => {
-      if (command !== null) c.write(`${command}\r\n`);
-      result.roundTrips++;
-      return c.read();
-    };
-    const reject = (reply: SmtpReply): SessionResult => {
-      result.rejectedReply = reply;
-      result.failure = { kind: "rejected", message: `${result.stage} refused: ${reply.code}` };
-      return finish();
-    };
+      stage = "ehlo";
+      let caps = await hello(o.heloName, exchange);
+      if ("code" in caps) return refused(caps);
 
-    result.stage = "greeting";
-    const greeting = await exchange(null);
-    if (greeting.code !== 220) return reject(greeting);
-
-    result.stage = "ehlo";
-    let caps = await hello(plan, exchange);
-    if ("code" in caps) return reject(caps);
-
-    if (caps.startTls && plan.startTls) {
-      result.stage = "starttls";
-      const reply = await exchange("STARTTLS");
-      if (reply.code === 220) {
-        // Bytes sent before the handshake would be read as if they came over TLS (CVE-2011-0411).
-        if (!c.idle) throw new SessionError("protocol", "data after the STARTTLS reply, before the TLS handshake");
-        result.roundTrips++;
-        await c.upgrade(net.isIP(plan.host) ? undefined : plan.host);
-        result.tls = true;
-        result.stage = "ehlo";
-        caps = await hello(plan, exchange);
-        if ("code" in caps) return reject(caps);
+      if (caps.startTls && o.startTls) {
+        stage = "starttls";
+        const reply = await exchange("STARTTLS");
+        if (reply.code === 220) {
+          // Bytes sent before the handshake would be read as if they came over TLS (CVE-2011-0411).
+          if (!c.idle) throw new SessionError("protocol", "data after the STARTTLS reply, before the TLS handshake");
+          roundTrips++;
+          await c.upgrade(net.isIP(o.host) ? undefined : o.host);
+          secured = true;
+          stage = "ehlo";
+          caps = await hello(o.heloName, exchange);
+          if ("code" in caps) return refused(caps);
+        }
+        // Any other answer: carry on in plain text, as opportunistic TLS does.
       }
-      // Any other answer: carry on in plain text, as opportunistic TLS does.
-    }
-    result.pipelining = caps.pipelining;
-
-    const utf8 = needsSmtpUtf8(plan.recipient);
-    if (utf8 && !caps.smtpUtf8) {
-      throw new SessionError("unsupported", "the address needs SMTPUTF8 and the server does not offer it");
-    }
-    const mailFrom = `MAIL FROM:<${plan.mailFrom}>${utf8 ? " SMTPUTF8" : ""}`;
-    const rcpt = `RCPT TO:<${plan.recipient}>`;
-    const catchAll = plan.catchAllRecipient ? `RCPT TO:<${plan.catchAllRecipient}>` : null;
-
-    let rcptSentAt: number;
-    if (caps.pipelining) {
-      // RFC 2920: MAIL and RCPTs in one write, QUIT last in the group; the replies come back in order.
-      result.stage = "mail";
-      rcptSentAt = Date.now();
-      c.write([mailFrom, rcpt, ...(catchAll ? [catchAll] : []), "QUIT", ""].join("\r\n"));
-      result.roundTrips++;
-      const mail = await c.read();
-      if (!isPositive(mail)) return reject(mail);
-      result.stage = "rcpt";
-      result.rcpt = await c.read();
-    } else {
-      result.stage = "mail";
-      const mail = await exchange(mailFrom);
-      if (!isPositive(mail)) return reject(mail);
-      result.stage = "rcpt";
-      rcptSentAt = Date.now();
-      result.rcpt = await exchange(rcpt);
-    }
-
-    // A random address is only worth asking about when the real one was accepted.
-    if (catchAll && isPositive(result.rcpt)) {
-      result.stage = "catch_all";
-      const wait = Math.max(CATCH_ALL_MIN_WAIT_MS, CATCH_ALL_RCPT_FACTOR * (Date.now() - rcptSentAt));
-      result.catchAll = await readCatchAll(c, caps.pipelining ? null : catchAll, wait, () => result.roundTrips++);
-    }
-
-    result.stage = "quit";
-    if (!caps.pipelining && !c.failure) c.write("QUIT\r\n");
-    // The answer is known; the 221 is not worth waiting for.
-    return finish();
+      return { ok: true, session: new SmtpSession(c, o, caps, secured, roundTrips, Date.now() - started) };
+    });
   } catch (err) {
-    const e = err instanceof SessionError ? err : new SessionError("protocol", String(err));
-    // The deadline may have destroyed the socket first; report it as the deadline.
-    const failure = conn?.failure?.kind === "timeout" ? conn.failure : e;
-    result.failure = { kind: failure.kind, message: failure.message };
-    return finish();
+    // A deadline may have destroyed the socket first; report it as the deadline.
+    const failure = conn?.failure?.kind === "timeout" ? toFailure(conn.failure) : toFailure(err);
+    conn?.socket.destroy();
+    return { ok: false, stage, failure, rejectedReply: null, tls: secured, roundTrips, ms: Date.now() - started };
   }
 }
 
 /** EHLO, or HELO when the server does not know EHLO; the capabilities, or the refusing reply. */
-async function hello(
-  plan: SessionPlan,
-  exchange: (command: string) => Promise<SmtpReply>,
-): Promise<Capabilities | SmtpReply> {
-  const ehlo = await exchange(`EHLO ${plan.heloName}`);
+async function hello(heloName: string, exchange: (command: string) => Promise<SmtpReply>): Promise<Capabilities | SmtpReply> {
+  const ehlo = await exchange(`EHLO ${heloName}`);
   if (isPositive(ehlo)) return capabilities(ehlo);
   if (!EHLO_UNKNOWN.has(ehlo.code)) return ehlo;
-  const helo = await exchange(`HELO ${plan.heloName}`);
+  const helo = await exchange(`HELO ${heloName}`);
   return isPositive(helo) ? { pipelining: false, startTls: false, smtpUtf8: false } : helo;
 }
 
-/**
- * The catch-all reply, or null when it does not come in time or the connection ends: the first
- * answer stands either way.
- */
-async function readCatchAll(
-  c: Connection,
-  command: string | null,
-  waitMs: number,
-  countRoundTrip: () => void,
-): Promise<SmtpReply | null> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    if (command) {
-      c.write(`${command}\r\n`);
-      countRoundTrip();
-    }
-    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
-    return await Promise.race([c.read(), late]);
-  } catch {
-    return null;
-  } finally {
-    clearTimeout(timer);
+/** An open session, ready for transactions. Created by openSession. */
+export class SmtpSession {
+  readonly host: string;
+  readonly address: string;
+  readonly tls: boolean;
+  readonly pipelining: boolean;
+  readonly smtpUtf8: boolean;
+  /** Round trips and time spent getting ready (connect to the last EHLO). */
+  readonly setupRoundTrips: number;
+  readonly setupMs: number;
+  readonly openedAt = Date.now();
+  lastUsedAt = Date.now();
+  /** MAIL FROM transactions begun on this session. */
+  transactions = 0;
+  /** Replies of 400 and above to RSET, MAIL and RCPT: what servers count as client errors. */
+  rejections = 0;
+  #conn: Connection;
+  #needsReset = false;
+  #busy = false;
+
+  constructor(conn: Connection, o: OpenOptions, caps: Capabilities, secured: boolean, roundTrips: number, ms: number) {
+    this.#conn = conn;
+    this.host = o.host;
+    this.address = o.address;
+    this.tls = secured;
+    this.pipelining = caps.pipelining;
+    this.smtpUtf8 = caps.smtpUtf8;
+    this.setupRoundTrips = roundTrips;
+    this.setupMs = ms;
   }
+
+  /** The connection has ended or failed; the session can carry nothing more. */
+  get closed(): boolean {
+    return this.#conn.closed;
+  }
+
+  /**
+   * Idle with nothing unexpected from the server: a reply nobody asked for (a "421 timeout" before
+   * the server hangs up) means the session is not safe to use.
+   */
+  get usable(): boolean {
+    return !this.#busy && !this.closed && this.#conn.idle;
+  }
+
+  /** Called once when the connection ends, for whatever reason (an idle session the server closed). */
+  onClose(listener: () => void): void {
+    this.#conn.onClose(listener);
+  }
+
+  async transaction(req: TransactionRequest): Promise<TransactionResult> {
+    const started = Date.now();
+    const result: TransactionResult = { reset: null, mail: null, replies: [], failure: null, roundTrips: 0, ms: 0 };
+    if (this.#busy) throw new Error("SmtpSession.transaction: the session is busy");
+    this.#busy = true;
+    const c = this.#conn;
+    const count = (reply: SmtpReply) => {
+      if (reply.code >= 400) this.rejections++;
+      return reply;
+    };
+    // After a refused RSET or MAIL the server answers each pipelined RCPT with 503 "need MAIL":
+    // those are recorded and counted, but they say nothing about the recipients.
+    const deliver = (index: number, reply: SmtpReply) => {
+      result.replies[index] = count(reply);
+      const begun = (!result.reset || isPositive(result.reset)) && result.mail !== null && isPositive(result.mail);
+      if (begun) req.onReply?.(index, reply);
+    };
+    const mailFrom = `MAIL FROM:<${req.mailFrom}>${req.utf8 ? " SMTPUTF8" : ""}`;
+    const reset = this.#needsReset;
+    this.#needsReset = true;
+    this.transactions++;
+    result.replies = req.recipients.map(() => null);
+    try {
+      await c.within(req.deadline, () => "a transaction", async () => {
+        if (this.pipelining) {
+          // RFC 2920: RSET, MAIL and every RCPT in one write; the replies come back in order.
+          c.write([...(reset ? ["RSET"] : []), mailFrom, ...req.recipients.map((r) => `RCPT TO:<${r}>`), ""].join("\r\n"));
+          result.roundTrips++;
+          if (reset) result.reset = count(await c.read());
+          result.mail = count(await c.read());
+          // After a refused MAIL the server still answers every pipelined RCPT (503): read them all.
+          for (let i = 0; i < req.recipients.length; i++) deliver(i, await c.read());
+          return;
+        }
+        const exchange = async (command: string) => {
+          c.write(`${command}\r\n`);
+          result.roundTrips++;
+          return count(await c.read());
+        };
+        if (reset) {
+          result.reset = await exchange("RSET");
+          if (!isPositive(result.reset)) return;
+        }
+        result.mail = await exchange(mailFrom);
+        if (!isPositive(result.mail)) return;
+        for (let i = 0; i < req.recipients.length; i++) deliver(i, await exchangeRaw(c, `RCPT TO:<${req.recipients[i]}>`, result));
+        const extra = req.followUp?.(result.replies) ?? [];
+        for (const [j, recipient] of extra.entries()) {
+          const index = req.recipients.length + j;
+          result.replies.push(null);
+          deliver(index, await exchangeRaw(c, `RCPT TO:<${recipient}>`, result));
+        }
+      });
+    } catch (err) {
+      result.failure = toFailure(c.failure?.kind === "timeout" ? c.failure : err);
+      c.socket.destroy();
+    } finally {
+      this.#busy = false;
+      this.lastUsedAt = Date.now();
+      result.ms = Date.now() - started;
+    }
+    return result;
+  }
+
+  /** QUIT, a short wait for the 221, then FIN. Never a reset unless the server lingers. */
+  async quit(waitMs = QUIT_WAIT_MS): Promise<void> {
+    const c = this.#conn;
+    if (c.closed) return;
+    this.#busy = true;
+    try {
+      c.write("QUIT\r\n");
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([c.read().catch(() => null), new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+      clearTimeout(timer);
+    } catch {
+      // The server went away first: nothing to be polite to.
+    }
+    await c.end(waitMs);
+  }
+
+  /** Drops the connection at once (shutdown, or a session the scheduler no longer trusts). */
+  destroy(): void {
+    this.#conn.socket.destroy();
+  }
+}
+
+async function exchangeRaw(c: Connection, command: string, result: TransactionResult): Promise<SmtpReply> {
+  c.write(`${command}\r\n`);
+  result.roundTrips++;
+  return c.read();
 }

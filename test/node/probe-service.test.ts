@@ -1,11 +1,21 @@
 /**
- * The probe's HTTP service over real HTTP: signatures, body bounds, validation, the global limit,
- * and a signed request that ends in a real SMTP conversation. Also its configuration rules.
+ * The probe's HTTP service over real HTTP: signatures, body bounds, validation, the admission
+ * bound, the batch endpoint's NDJSON stream, draining on close, and signed requests that end in
+ * real SMTP conversations. Also its configuration rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadProbeConfig, type ProbeConfig } from "../../probe/config.ts";
 import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
-import { PROBE_PATH, ProbeResponse, signProbeRequest, type ProbeRequest } from "../../shared/probe-contract.ts";
+import {
+  PROBE_BATCH_PATH,
+  PROBE_MAX_BATCH_ADDRESSES,
+  PROBE_PATH,
+  ProbeBatchLine,
+  ProbeResponse,
+  signProbeRequest,
+  type ProbeBatchRequest,
+  type ProbeRequest,
+} from "../../shared/probe-contract.ts";
 import { freePortOn, startMailServer, type RunningServer } from "../fixtures/smtp-servers.ts";
 
 const SECRET = "service-test-secret-0123456789";
@@ -35,9 +45,9 @@ const body = (email: string, address = MX, deadline = 3000): ProbeRequest => ({
   deadline_ms: deadline,
 });
 
-async function post(target: RunningProbe, payload: string, headers: Record<string, string> | null = null) {
+async function post(target: RunningProbe, payload: string, headers: Record<string, string> | null = null, path = PROBE_PATH) {
   const signed = headers ?? (await signProbeRequest(SECRET, payload));
-  const res = await fetch(`${target.url}${PROBE_PATH}`, {
+  const res = await fetch(`${target.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...signed },
     body: payload,
@@ -50,7 +60,7 @@ beforeAll(async () => {
   mail = await startMailServer({ host: MX, port, mailboxes: ["ana@svc.test"] });
   slowMail = await startMailServer({ host: SLOW_MX, port, mailboxes: ["ana@svc.test"], delayMs: 300 });
   probe = await startProbeServer(config());
-  busyProbe = await startProbeServer(config({ PROBE_MAX_CONCURRENCY: "1", PROBE_QUEUE_WAIT_MS: "100" }));
+  busyProbe = await startProbeServer(config({ PROBE_MAX_QUEUED: "1" }));
 });
 
 afterAll(async () => {
@@ -109,7 +119,7 @@ describe("POST /v1/probe", () => {
     expect(r).toMatchObject({ status: 413, json: { error: "Request body too large" } });
   });
 
-  it("503 with Retry-After when every slot stays busy past the queue bound", async () => {
+  it("503 with Retry-After when the probe already holds its maximum of checks", async () => {
     const results = await Promise.all(
       Array.from({ length: 3 }, () => post(busyProbe, JSON.stringify(body("ana@svc.test", SLOW_MX)))),
     );
@@ -127,6 +137,77 @@ describe("POST /v1/probe", () => {
     const missing = await fetch(`${probe.url}/nope`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({ error: "Not found" });
+  });
+});
+
+describe("POST /v1/probe/batch", () => {
+  const batchBody = (emails: string[][], deadline = 5000): ProbeBatchRequest => ({
+    deadline_ms: deadline,
+    groups: emails.map((list, i) => ({ mx: [{ host: `mx${i}.svc.test`, preference: 10, addresses: [MX] }], emails: list })),
+  });
+
+  async function postBatch(target: RunningProbe, payload: string) {
+    const signed = await signProbeRequest(SECRET, payload);
+    return fetch(`${target.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...signed }, body: payload });
+  }
+
+  it("streams one NDJSON line per distinct address, each a full ProbeResponse, over shared sessions", async () => {
+    const fresh = await startProbeServer(config());
+    try {
+      const before = { connections: mail.record.connections, mail: mail.record.mailFrom.length };
+      const emails = ["ana@svc.test", "nobody@svc.test", "ghost@svc.test", "ana@svc.test"];
+      const res = await postBatch(fresh, JSON.stringify(batchBody([emails])));
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("application/x-ndjson");
+      const lines = (await res.text()).trim().split("\n").map((l) => ProbeBatchLine.parse(JSON.parse(l)));
+      expect(lines.map((l) => l.email).sort()).toEqual(["ana@svc.test", "ghost@svc.test", "nobody@svc.test"]);
+      const byEmail = Object.fromEntries(lines.map((l) => [l.email, l.result]));
+      expect(byEmail["ana@svc.test"]).toMatchObject({ outcome: "accepted", catch_all: false });
+      expect(byEmail["nobody@svc.test"]).toMatchObject({ outcome: "mailbox_not_found", catch_all: false });
+      // Three addresses, one session, one transaction (their RCPTs and the random one together).
+      expect(mail.record.connections - before.connections).toBe(1);
+      expect(mail.record.mailFrom.length - before.mail).toBe(1);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("401 unsigned, 400 outside the contract (naming the field), 413 over the body bound", async () => {
+    const payload = JSON.stringify(batchBody([["ana@svc.test"]]));
+    expect((await post(probe, payload, {}, PROBE_BATCH_PATH)).status).toBe(401);
+    const tooMany = Array.from({ length: PROBE_MAX_BATCH_ADDRESSES + 1 }, (_, i) => `user${i}@svc.test`);
+    const r = await post(probe, JSON.stringify(batchBody([tooMany.slice(0, 1500), tooMany.slice(1500)])), null, PROBE_BATCH_PATH);
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatch(/^Invalid probe request: groups: at most 2000 addresses/);
+    const injected = await post(probe, JSON.stringify(batchBody([["ana@svc.test\r\nQUIT"]])), null, PROBE_BATCH_PATH);
+    expect(injected.json.error).toMatch(/^Invalid probe request: groups\.0\.emails\.0: /);
+    const big = await post(probe, JSON.stringify({ ...batchBody([["ana@svc.test"]]), pad: "x".repeat(1_100_000) }), null, PROBE_BATCH_PATH);
+    expect(big).toMatchObject({ status: 413, json: { error: "Request body too large" } });
+  });
+
+  it("503 when the batch does not fit under the admission bound", async () => {
+    const r = await post(busyProbe, JSON.stringify(batchBody([["ana@svc.test", "ben@svc.test"]])), null, PROBE_BATCH_PATH);
+    expect(r).toMatchObject({ status: 503, json: { error: "Probe busy" } });
+    expect(r.headers.get("retry-after")).toBe("1");
+  });
+});
+
+describe("stopping", () => {
+  it("close() lets a check in flight finish, refuses new work meanwhile, then QUITs its sessions", async () => {
+    const draining = await startProbeServer(config());
+    const inFlight = post(draining, JSON.stringify(body("ana@svc.test", SLOW_MX, 5000)));
+    await new Promise((r) => setTimeout(r, 100));
+    const closed = draining.close();
+    const late = await fetch(`${draining.url}${PROBE_PATH}`, { method: "POST", body: "{}" }).then(
+      (r) => r.status,
+      () => "refused",
+    );
+    expect([503, "refused"]).toContain(late);
+    const answer = await inFlight;
+    expect(answer.status).toBe(200);
+    expect(answer.json).toMatchObject({ outcome: "accepted" });
+    await closed;
+    expect(draining.service.scheduler.stats()).toMatchObject({ checks_in_flight: 0, sessions_open: 0 });
   });
 });
 
@@ -148,6 +229,9 @@ describe("configuration", () => {
     [{ ...base, PROBE_ALLOW_PRIVATE_TARGETS: "yes" }, /must be true or false/],
     [{ ...base, PROBE_SMTP_PORT: "0" }, /PROBE_SMTP_PORT/],
     [{ ...base, PROBE_MAX_CONCURRENCY: "-1" }, /PROBE_MAX_CONCURRENCY/],
+    [{ ...base, PROBE_MAX_REJECTIONS_PER_SESSION: "0" }, /PROBE_MAX_REJECTIONS_PER_SESSION/],
+    [{ ...base, PROBE_MAX_RCPTS_PER_TRANSACTION: "101" }, /PROBE_MAX_RCPTS_PER_TRANSACTION/],
+    [{ ...base, PROBE_SESSION_IDLE_MS: "x" }, /PROBE_SESSION_IDLE_MS/],
   ])("refuses %j", (env, message) => {
     expect(() => loadProbeConfig(env)).toThrow(message);
   });

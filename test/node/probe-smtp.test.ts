@@ -3,10 +3,10 @@
  * outcomes, catch-all, PIPELINING, STARTTLS, HELO fallback, MX failover, limits and the deadline.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CatchAllCache } from "../../probe/catch-all-cache.ts";
-import { KeyedLimiter } from "../../probe/limits.ts";
 import { runProbe, type ProbeDeps } from "../../probe/probe.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
 import { ProbeResponse, type ProbeRequestParsed } from "../../shared/probe-contract.ts";
+import { testScheduler } from "../fixtures/scheduler.ts";
 import { freePortOn, scriptedDialogue, startMailServer, startRawServer, type RunningServer } from "../fixtures/smtp-servers.ts";
 
 const ip = (n: number) => `127.0.0.${n}`;
@@ -17,19 +17,14 @@ let port = 0;
 const servers: RunningServer[] = [];
 const byName: Record<string, RunningServer> = {};
 
-function deps(overrides: Partial<ProbeDeps["config"]> = {}, perDestination = 4): ProbeDeps {
-  return {
-    config: {
-      heloName: "probe1.verify.example",
-      mailFrom: "verify@probe1.verify.example",
-      smtpPort: port,
-      allowPrivateTargets: true,
-      connectTimeoutMs: 1_000,
-      ...overrides,
-    },
-    perDestination: new KeyedLimiter(perDestination),
-    catchAllCache: new CatchAllCache(60_000, 100),
-  };
+const schedulers: Scheduler[] = [];
+
+/** A fresh scheduler (its own sessions and catch-all knowledge) with the probe's defaults, unless overridden. */
+function deps(overrides: Partial<SchedulerConfig> & { allowPrivateTargets?: boolean } = {}, perDestination = 4): ProbeDeps {
+  const { allowPrivateTargets = true, ...config } = overrides;
+  const scheduler = testScheduler(port, { maxPerDestination: perDestination, ...config });
+  schedulers.push(scheduler);
+  return { config: { allowPrivateTargets }, scheduler };
 }
 
 function request(email: string, hosts: string[], deadlineMs = 4_000): ProbeRequestParsed {
@@ -157,6 +152,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await Promise.all(schedulers.map((s) => s.close()));
   await Promise.all(servers.map((s) => s.close()));
 });
 
@@ -235,12 +231,16 @@ describe("what the server says about the mailbox", () => {
 });
 
 describe("the conversation", () => {
-  it("with PIPELINING, MAIL FROM, both RCPTs and QUIT go out in one write", async () => {
-    const { result } = await probe("ana@old.test", [ip(41)]); // plain text after the TLS retry, PIPELINING offered
+  it("with PIPELINING, MAIL FROM and both RCPTs go out in one write; QUIT comes when the session is closed", async () => {
+    const d = deps();
+    const { result } = await probe("ana@old.test", [ip(41)], d); // plain text after the TLS retry, PIPELINING offered
     expect(result.outcome).toBe("accepted");
     const chunks = byName.badtls!.record.chunks.at(-1)!;
     const group = chunks.find((c) => c.startsWith("MAIL FROM"))!;
-    expect(group).toMatch(/^MAIL FROM:<verify@probe1\.verify\.example>\r\nRCPT TO:<ana@old\.test>\r\nRCPT TO:<[a-z0-9]{16}@old\.test>\r\nQUIT\r\n$/);
+    expect(group).toMatch(/^MAIL FROM:<verify@probe1\.verify\.example>\r\nRCPT TO:<ana@old\.test>\r\nRCPT TO:<[a-z0-9]{16}@old\.test>\r\n$/);
+    expect(chunks).not.toContain("QUIT\r\n");
+    await d.scheduler.close();
+    expect(chunks.at(-1)).toBe("QUIT\r\n");
   });
 
   it("without PIPELINING the commands go one by one: more round trips, and no random RCPT after a rejection", async () => {
@@ -265,20 +265,25 @@ describe("the conversation", () => {
     expect(chunks).toContain("EHLO probe1.verify.example\r\nHELO probe1.verify.example\r\n");
   });
 
-  it("a failed TLS handshake is retried once in plain text on the same address", async () => {
-    const { result } = await probe("ana@badtls.test", [ip(41)]);
+  it("a failed TLS handshake is retried once in plain text on the same address, and remembered", async () => {
+    const d = deps();
+    const before = byName.badtls!.record.connections;
+    const { result } = await probe("ana@badtls.test", [ip(41)], d);
     expect(result).toMatchObject({ outcome: "accepted", tls: false });
-    expect(result.attempts.map((a) => [a.address, a.outcome])).toEqual([
-      [ip(41), "connection_failed"],
-      [ip(41), "accepted"],
-    ]);
-    expect(result.attempts[0]!.error).toMatch(/TLS/);
+    expect(result.attempts.map((a) => [a.address, a.outcome])).toEqual([[ip(41), "accepted"]]);
+    expect(result.attempts[0]!.error).toMatch(/STARTTLS failed.*TLS.*plain text/s);
+    expect(byName.badtls!.record.connections - before).toBe(2);
+    // The next session to this address goes straight to plain text.
+    await d.scheduler.close();
+    await probe("ben@badtls.test", [ip(41)], d);
+    expect(byName.badtls!.record.connections - before).toBe(3);
+    expect(byName.badtls!.record.chunks.at(-1)!.join("")).not.toContain("STARTTLS");
   });
 
   it("a server that requires TLS and fails the handshake ends inconclusive, within the deadline", async () => {
     const { result, ms } = await probe("ana@tlsonly.test", [ip(49)], deps(), 2_000);
     expect(result.outcome).toBe("policy_block");
-    expect(result.attempts.map((a) => a.outcome)).toEqual(["connection_failed", "policy_block"]);
+    expect(result.attempts.map((a) => a.outcome)).toEqual(["policy_block"]);
     expect(result.reply).toMatchObject({ code: 530, enhanced_code: "5.7.0" });
     expect(ms).toBeLessThan(2_000);
   });
@@ -366,13 +371,15 @@ describe("safety and limits", () => {
     expect(byName.plain!.record.connections).toBe(before);
   });
 
-  it("holds at most the per-destination limit of connections to one address", async () => {
+  it("holds at most the per-destination limit of sessions to one address, and shares them", async () => {
     const d = deps({}, 2);
     const slow = byName.slow!;
-    const before = slow.record.connections;
+    const before = { connections: slow.record.connections, mail: slow.record.mailFrom.length };
     const results = await Promise.all(Array.from({ length: 6 }, () => runProbe(request("ana@slow.test", [ip(32)], 10_000), d)));
     expect(results.map((r) => r.outcome)).toEqual(Array(6).fill("accepted"));
-    expect(slow.record.connections - before).toBe(6);
+    expect(slow.record.connections - before.connections).toBeLessThanOrEqual(2);
     expect(slow.record.maxConcurrent).toBeLessThanOrEqual(2);
+    // Checks that waited together went in one transaction: fewer MAIL FROMs than checks.
+    expect(slow.record.mailFrom.length - before.mail).toBeLessThan(6);
   });
 });

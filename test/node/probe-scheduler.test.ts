@@ -1,0 +1,293 @@
+/**
+ * The probe's scheduler against scripted MTAs on loopback (test/fixtures/mta-fixture.ts): warm
+ * sessions and RSET, coalescing, rotation before Postfix's error limits, 452 splitting, 421 in the
+ * middle of a batch, servers that close idle sessions or drop after one transaction, no PIPELINING,
+ * deadlines while queued, fairness between destinations, catch-all per MX host, QUIT with FIN.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runProbe } from "../../probe/probe.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
+import type { ProbeResponse } from "../../shared/probe-contract.ts";
+import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
+import { testScheduler } from "../fixtures/scheduler.ts";
+import { freePortOn } from "../fixtures/smtp-servers.ts";
+
+const ip = (n: number) => `127.0.0.${n}`;
+let port = 0;
+const fixtures: MtaFixture[] = [];
+const schedulers: Scheduler[] = [];
+
+beforeAll(async () => {
+  port = await freePortOn(Array.from({ length: 30 }, (_, i) => ip(100 + i)));
+});
+
+afterAll(async () => {
+  await Promise.all(schedulers.map((s) => s.close()));
+  await Promise.all(fixtures.map((f) => f.close()));
+});
+
+async function mta(n: number, options: Omit<MtaFixtureOptions, "host" | "port">): Promise<MtaFixture> {
+  const f = await startMtaFixture({ host: ip(n), port, ...options });
+  fixtures.push(f);
+  return f;
+}
+
+function scheduler(overrides: Partial<SchedulerConfig> = {}): Scheduler {
+  const s = testScheduler(port, overrides);
+  schedulers.push(s);
+  return s;
+}
+
+/** One check through the MX walk, as the service runs it. */
+function probe(s: Scheduler, email: string, addresses: string[], deadlineMs = 5_000): Promise<ProbeResponse> {
+  const domain = email.slice(email.lastIndexOf("@") + 1);
+  return runProbe(
+    {
+      email,
+      mx: addresses.map((address, i) => ({ host: `mx${i}.${domain}`, preference: 10 * (i + 1), addresses: [address] })),
+      deadline_ms: deadlineMs,
+      catch_all_check: true,
+    },
+    { config: { allowPrivateTargets: true }, scheduler: s },
+  );
+}
+
+const rcpts = (f: MtaFixture, c = 0) => f.connections[c]!.commands.filter((x) => x.startsWith("RCPT")).length;
+const verbs = (f: MtaFixture, c = 0) => f.connections[c]!.commands.map((x) => x.split(/[ :]/, 1)[0]!.toUpperCase());
+
+describe("warm sessions", () => {
+  it("a second check reuses the session: RSET, MAIL and RCPT in one write, one round trip", async () => {
+    const f = await mta(100, { mailboxes: ["ana@warm.test", "ben@warm.test"] });
+    const s = scheduler();
+    const first = await probe(s, "ana@warm.test", [ip(100)]);
+    const second = await probe(s, "ben@warm.test", [ip(100)]);
+    expect(first).toMatchObject({ outcome: "accepted", catch_all: false, catch_all_cached: false });
+    expect(second).toMatchObject({ outcome: "accepted", catch_all: false, catch_all_cached: true });
+    expect(f.connections).toHaveLength(1);
+    expect(first.attempts[0]).toMatchObject({ reused_session: false, round_trips: 4 }); // connect, greeting, EHLO, one group
+    expect(second.attempts[0]).toMatchObject({ reused_session: true, round_trips: 1 });
+    const conn = f.connections[0]!;
+    expect(conn.chunks.at(-1)).toBe("RSET\r\nMAIL FROM:<verify@probe1.verify.example>\r\nRCPT TO:<ben@warm.test>\r\n");
+    expect(verbs(f)).toEqual(["EHLO", "MAIL", "RCPT", "RCPT", "RSET", "MAIL", "RCPT"]);
+  });
+
+  it("QUIT waits for the 221 and closes with FIN, never a reset", async () => {
+    const f = await mta(101, { mailboxes: ["ana@quit.test"] });
+    const s = scheduler();
+    await probe(s, "ana@quit.test", [ip(101)]);
+    await s.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(f.connections[0]).toMatchObject({ quit: true, clientFin: true, clientReset: false, serverClosed: false });
+  });
+
+  it("an idle session is closed with QUIT after PROBE_SESSION_IDLE_MS", async () => {
+    const f = await mta(102, { mailboxes: ["ana@idle.test"] });
+    const s = scheduler({ sessionIdleMs: 100 });
+    await probe(s, "ana@idle.test", [ip(102)]);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(f.connections[0]).toMatchObject({ quit: true, clientFin: true, clientReset: false });
+    expect(s.stats().sessions_open).toBe(0);
+  });
+
+  it("a server that closes idle sessions: the next check opens a fresh one, nothing fails", async () => {
+    const f = await mta(103, { mailboxes: ["ana@short.test", "ben@short.test"], idleTimeoutMs: 100 });
+    const s = scheduler();
+    await probe(s, "ana@short.test", [ip(103)]);
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await probe(s, "ben@short.test", [ip(103)]);
+    expect(second.outcome).toBe("accepted");
+    expect(f.connections).toHaveLength(2);
+    expect(f.connections[0]!.serverClosed).toBe(true);
+  });
+
+  it("a server that drops the connection after the first transaction: retried on a fresh session, then one transaction per session", async () => {
+    const f = await mta(104, { mailboxes: ["a@drop.test", "b@drop.test", "c@drop.test", "d@drop.test"], dropAfterTransactions: 1 });
+    const s = scheduler();
+    const results: ProbeResponse[] = [];
+    for (const local of ["a", "b", "c", "d"]) results.push(await probe(s, `${local}@drop.test`, [ip(104)]));
+    expect(results.map((r) => r.outcome)).toEqual(["accepted", "accepted", "accepted", "accepted"]);
+    // After two sessions died on reuse the address gets one transaction per session, closed with QUIT.
+    const last = f.connections.at(-1)!;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(last).toMatchObject({ transactions: 1, quit: true });
+  });
+
+  it("without PIPELINING: one command per round trip, RSET before the next transaction", async () => {
+    const f = await mta(105, { mailboxes: ["ana@nopipe.test", "ben@nopipe.test"], pipelining: false });
+    const s = scheduler();
+    const first = await probe(s, "ana@nopipe.test", [ip(105)]);
+    const second = await probe(s, "ben@nopipe.test", [ip(105)]);
+    expect([first.outcome, second.outcome]).toEqual(["accepted", "accepted"]);
+    expect(first.pipelining).toBe(false);
+    // connect, greeting, EHLO, MAIL, RCPT, random RCPT; then RSET, MAIL, RCPT on the warm session.
+    expect(first.attempts[0]!.round_trips).toBe(6);
+    expect(second.attempts[0]).toMatchObject({ round_trips: 3, reused_session: true });
+    expect(f.connections[0]!.chunks.every((c) => c.split("\r\n").filter(Boolean).length === 1)).toBe(true);
+  });
+});
+
+describe("coalescing", () => {
+  it("checks that wait together share one transaction and one random address", async () => {
+    const known = Array.from({ length: 6 }, (_, i) => `user${i}@batch.test`);
+    const f = await mta(106, { mailboxes: known, delayMs: 30 });
+    const s = scheduler();
+    const emails = [...known, "nobody1@batch.test", "nobody2@batch.test"];
+    const results = await Promise.all(emails.map((e) => probe(s, e, [ip(106)])));
+    expect(results.map((r) => r.outcome)).toEqual([...known.map(() => "accepted"), "mailbox_not_found", "mailbox_not_found"]);
+    expect(results.every((r) => r.catch_all === false)).toBe(true);
+    expect(f.connections).toHaveLength(1);
+    // Eight addresses and one random one: at most two transactions, one random RCPT in all.
+    expect(f.connections[0]!.transactions).toBeLessThanOrEqual(2);
+    const randoms = f.connections[0]!.commands.filter((c) => /RCPT TO:<[a-z0-9]{16}@batch\.test>/.test(c));
+    expect(randoms).toHaveLength(1);
+  });
+
+  it("a catch-all server brands every accepted address in the batch, with one random RCPT", async () => {
+    const f = await mta(107, { catchAllDomains: ["any.test"], delayMs: 30 });
+    const s = scheduler();
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => probe(s, `p${i}@any.test`, [ip(107)])));
+    expect(results.map((r) => [r.outcome, r.catch_all])).toEqual(Array(5).fill(["accepted", true]));
+    expect(rcpts(f)).toBe(6);
+  });
+});
+
+describe("error limits", () => {
+  const postfix = { softErrorLimit: 10, hardErrorLimit: 20, errorSleepMs: 1_000 };
+
+  it("rotates sessions before Postfix's soft error limit: every verdict right, no slowdown, every session QUIT", async () => {
+    const good = Array.from({ length: 20 }, (_, i) => `user${i}@limits.test`);
+    const f = await mta(108, { mailboxes: good, ...postfix });
+    // One session at a time, so each one would collect every refusal if it were not rotated.
+    const s = scheduler({ maxPerDestination: 1 });
+    const emails = good.flatMap((g, i) => [g, `nobody${i}@limits.test`]);
+    const results = await Promise.all(emails.map((e) => probe(s, e, [ip(108)], 8_000)));
+    expect(results.map((r) => r.outcome)).toEqual(emails.map((e) => (e.startsWith("user") ? "accepted" : "mailbox_not_found")));
+    await s.close();
+    for (const conn of f.connections) {
+      expect(conn.errors).toBeLessThan(postfix.softErrorLimit);
+      expect(conn).toMatchObject({ quit: true, clientReset: false, serverClosed: false });
+    }
+    // 21 refusals (20 unknown users and one random address) need at least three sessions of nine.
+    expect(f.connections.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it("stays right against a server that slows down and disconnects (a probe set to ignore the limits)", async () => {
+    const good = Array.from({ length: 10 }, (_, i) => `user${i}@harsh.test`);
+    const f = await mta(109, { mailboxes: good, softErrorLimit: 10, hardErrorLimit: 20, errorSleepMs: 50 });
+    const s = scheduler({ maxRejectionsPerSession: 100, maxRcptsPerTransaction: 50, maxPerDestination: 1 });
+    const emails = [...Array.from({ length: 30 }, (_, i) => `nobody${i}@harsh.test`), ...good];
+    const results = await Promise.all(emails.map((e) => probe(s, e, [ip(109)], 15_000)));
+    expect(results.map((r) => r.outcome)).toEqual(emails.map((e) => (e.startsWith("user") ? "accepted" : "mailbox_not_found")));
+    expect(f.connections.some((c) => c.serverClosed)).toBe(true);
+  });
+});
+
+describe("pushback", () => {
+  it("452 too many recipients splits the batch instead of failing it", async () => {
+    const good = Array.from({ length: 8 }, (_, i) => `user${i}@split.test`);
+    const f = await mta(110, { mailboxes: good, rcptLimit: 3, delayMs: 20 });
+    const s = scheduler();
+    const results = await Promise.all(good.map((e) => probe(s, e, [ip(110)])));
+    expect(results.map((r) => r.outcome)).toEqual(good.map(() => "accepted"));
+    expect(f.connections.flatMap((c) => c.commands).filter((c) => c.startsWith("RCPT")).length).toBeGreaterThan(good.length);
+  });
+
+  it("a 421 in the middle of a batch: backs off, then answers the rest on a fresh session", async () => {
+    const good = Array.from({ length: 6 }, (_, i) => `user${i}@busy.test`);
+    const f = await mta(111, {
+      mailboxes: good,
+      delayMs: 20,
+      rcptReply: (_a, conn, n) => (conn === f.connections[0] && n === 3 ? "421 4.7.0 mx.busy.test Error: too many connections, try again later" : undefined),
+    });
+    const s = scheduler();
+    const started = Date.now();
+    const results = await Promise.all(good.map((e) => probe(s, e, [ip(111)], 8_000)));
+    expect(results.map((r) => r.outcome)).toEqual(good.map(() => "accepted"));
+    expect(f.connections.length).toBeGreaterThanOrEqual(2);
+    // The second session waited out the back-off (1 s at first).
+    expect(f.connections[1]!.openedAt - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it("a rate-limit 451 4.7.x is retried after a back-off; a greylisting 450 4.7.1 is an answer", async () => {
+    let limited = false;
+    const f = await mta(112, {
+      mailboxes: ["ana@rate.test", "grey@rate.test"],
+      rcptReply: (address) => {
+        if (address === "grey@rate.test") return "450 4.7.1 <grey@rate.test>: Recipient address rejected: Greylisted";
+        if (address === "ana@rate.test" && !limited) {
+          limited = true;
+          return "451 4.7.1 Rate limit exceeded, try again later";
+        }
+        return undefined;
+      },
+    });
+    const s = scheduler();
+    const [ana, grey] = await Promise.all([probe(s, "ana@rate.test", [ip(112)], 6_000), probe(s, "grey@rate.test", [ip(112)], 6_000)]);
+    expect(ana.outcome).toBe("accepted");
+    expect(grey.outcome).toBe("temporary_failure");
+    expect(f.connections.flatMap((c) => c.commands).filter((c) => c.includes("grey@rate.test"))).toHaveLength(1);
+  });
+});
+
+describe("deadlines and fairness", () => {
+  it("a check never waits in the queue past its deadline: it alone answers timeout, on time", async () => {
+    const good = Array.from({ length: 12 }, (_, i) => `user${i}@queue.test`);
+    await mta(113, { mailboxes: good, delayMs: 300 });
+    const s = scheduler({ maxPerDestination: 1, maxRcptsPerTransaction: 2 });
+    const started = Date.now();
+    const results = await Promise.all(good.map((e) => probe(s, e, [ip(113)], 1_500)));
+    const elapsed = Date.now() - started;
+    const outcomes = results.map((r) => r.outcome);
+    expect(outcomes).toContain("accepted");
+    expect(outcomes).toContain("timeout");
+    expect(outcomes.every((o) => o === "accepted" || o === "timeout")).toBe(true);
+    const timeouts = results.filter((r) => r.outcome === "timeout").map((r) => r.attempts[0]!.error);
+    expect(timeouts).toContainEqual(expect.stringMatching(/deadline reached while waiting for a session/));
+    expect(elapsed).toBeLessThan(1_500 + 300);
+  });
+
+  it("one hot destination cannot take the capacity another one needs", async () => {
+    const hotMailboxes = Array.from({ length: 200 }, (_, i) => `user${i}@hot.test`);
+    await mta(114, { mailboxes: hotMailboxes, delayMs: 50 });
+    await mta(115, { mailboxes: ["ana@cold.test"] });
+    const s = scheduler({ maxConcurrency: 3, maxPerDestination: 2 });
+    const hot = Promise.all(hotMailboxes.map((e) => probe(s, e, [ip(114)], 20_000)));
+    await new Promise((r) => setTimeout(r, 100));
+    const cold = await probe(s, "ana@cold.test", [ip(115)], 5_000);
+    expect(cold.outcome).toBe("accepted");
+    expect(s.stats().checks_queued).toBeGreaterThan(0); // the hot destination is still busy
+    expect((await hot).every((r) => r.outcome === "accepted")).toBe(true);
+  });
+});
+
+describe("catch-all", () => {
+  it("is known per domain and MX host: a backup MX that accepts everything does not brand the domain", async () => {
+    await mta(116, { mailboxes: ["ana@split-mx.test"] });
+    await mta(117, { catchAllDomains: ["split-mx.test"] });
+    const s = scheduler();
+    const viaBackup = await probe(s, "ana@split-mx.test", [ip(118), ip(117)]); // 118: nothing listens
+    expect(viaBackup).toMatchObject({ outcome: "accepted", catch_all: true, mx_address: ip(117) });
+    const viaPrimary = await probe(s, "ana@split-mx.test", [ip(116)]);
+    expect(viaPrimary).toMatchObject({ outcome: "accepted", catch_all: false, catch_all_cached: false });
+    expect(s.catchAll.get("split-mx.test", "mx1.split-mx.test")).toBe(true);
+    expect(s.catchAll.get("split-mx.test", "mx0.split-mx.test")).toBe(false);
+  });
+
+  it("a permanent 5xx to the random address, whatever its wording, means not catch-all (OpenSMTPD's 524 5.2.4)", async () => {
+    await mta(119, {
+      mailboxes: ["ana@opensmtpd.test"],
+      rcptReply: (address) => (address === "ana@opensmtpd.test" ? undefined : "524 5.2.4 Mailing list expansion problem"),
+    });
+    const s = scheduler();
+    expect(await probe(s, "ana@opensmtpd.test", [ip(119)])).toMatchObject({ outcome: "accepted", catch_all: false });
+  });
+
+  it("a later answer that contradicts the cache replaces it", async () => {
+    await mta(120, { mailboxes: ["ana@changed.test"] });
+    const s = scheduler();
+    s.catchAll.set("changed.test", "mx0.changed.test", true);
+    const unknown = await probe(s, "nobody@changed.test", [ip(120)]);
+    expect(unknown).toMatchObject({ outcome: "mailbox_not_found", catch_all: false });
+    expect(s.catchAll.get("changed.test", "mx0.changed.test")).toBe(false);
+  });
+});
