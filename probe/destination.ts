@@ -289,21 +289,30 @@ export class Destination {
     if (Date.now() < this.#backoffUntil) return this.#wakeAt(this.#backoffUntil);
     for (const slot of this.#slots) {
       if (this.#queue.length === 0) return;
-      if (slot.session && !slot.busy && !slot.retiring) this.#dispatch(slot);
+      // Out of RCPT tokens: the rate is what limits this destination now, not its sessions.
+      if (slot.session && !slot.busy && !slot.retiring && this.#dispatch(slot) === "rate") return;
     }
     if (this.#queue.length === 0 || Date.now() < this.#backoffUntil) return;
-    // Open as many sessions as the queue can fill, within this destination's limit.
-    const perSession = Math.max(1, Math.min(this.#rcptLimit, this.ctx.config.maxRejectionsPerSession));
-    let want = Math.ceil(this.#queue.length / perSession) - this.#opening;
+    // Open as many sessions as the queue can fill, within this destination's limit. A busy session
+    // is free again one round trip from now, a new one only after several (connect, greeting, EHLO,
+    // STARTTLS): what the open ones will take next is not worth a connection of its own.
+    const config = this.ctx.config;
+    const perSession = Math.max(1, Math.min(this.#rcptLimit, config.maxRejectionsPerSession));
+    let absorbed = 0;
+    for (const slot of this.#slots) {
+      const s = slot.session;
+      if (s && !slot.retiring && !this.#shouldRotate(s)) absorbed += Math.max(0, Math.min(this.#rcptLimit, config.maxRejectionsPerSession - s.rejections));
+    }
+    let want = Math.ceil(Math.max(0, this.#queue.length - absorbed) / perSession) - this.#opening;
     while (want-- > 0 && this.#slots.size < this.#limit) void this.#open();
   }
 
   /** Takes what the session may carry from the queue and sends it as one transaction. */
-  #dispatch(slot: Slot): void {
+  #dispatch(slot: Slot): "sent" | "rate" | "retired" | "nothing" {
     const s = slot.session!;
     if (!s.usable) {
       if (!s.closed) void this.#retire(slot);
-      return;
+      return "retired";
     }
     const config = this.ctx.config;
     // What the server and our politeness allow per transaction, and what this session may still be
@@ -352,16 +361,19 @@ export class Destination {
     }
     if (batch.length === 0) {
       // Nothing fits in what this session may still be refused: a fresh session takes the rest.
-      if (blocked) void this.#retire(slot);
-      return;
+      if (!blocked) return "nothing";
+      void this.#retire(slot);
+      return "retired";
     }
     const wait = this.#bucket.take(batch.length + tests.size);
     if (wait > 0) {
       this.#queue.unshift(...batch);
-      return this.#wakeAt(Date.now() + wait);
+      this.#wakeAt(Date.now() + wait);
+      return "rate";
     }
     for (const t of tests.values()) t.finish = this.ctx.catchAll.begin(t.domain, t.host);
     void this.#transact(slot, batch, [...tests.values()]);
+    return "sent";
   }
 
   async #transact(slot: Slot, batch: Pending[], tests: CatchAllTest[]): Promise<void> {

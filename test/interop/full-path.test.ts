@@ -105,7 +105,7 @@ beforeAll(async () => {
 
   // The probe exactly as it ships: the bundle, run by plain node, configured by its environment.
   const bundle = join(workDir, "probe.mjs");
-  await build({ entryPoints: [join(root, "probe/main.ts")], bundle: true, platform: "node", format: "esm", target: "node20", outfile: bundle, logLevel: "silent" });
+  await build({ entryPoints: [join(root, "probe/main.ts")], bundle: true, platform: "node", format: "esm", target: "node24", outfile: bundle, logLevel: "silent" });
   const probePort = await freePortOn(["127.0.0.1"]);
   await startChild(
     process.execPath,
