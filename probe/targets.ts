@@ -12,8 +12,10 @@ export type TargetCheck = { ok: true; address: string } | { ok: false; reason: s
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
 
 /**
- * Checks one IP literal. IPv4-mapped IPv6 forms (::ffff:10.0.0.1) are judged as the IPv4 address
- * they reach; the address to dial is returned in canonical form.
+ * Checks one IP literal. IPv4-mapped IPv6 forms (::ffff:10.0.0.1) and shorthand IPv4 (127.1,
+ * 0x7f.1, 2130706433) are judged as the IPv4 address they reach; NAT64, 6to4 and Teredo prefixes
+ * are refused whatever they embed (a relay decides where they go, and authoritative MX data never
+ * needs them). The address to dial is returned in canonical form.
  */
 export function checkTarget(literal: string, allowPrivate: boolean): TargetCheck {
   if (!ipaddr.isValid(literal)) return { ok: false, reason: "not an IP address" };
