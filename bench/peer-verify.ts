@@ -22,8 +22,11 @@ export const PEERS = ["email-verify", "@emailcheck/email-validator-js"] as const
 export type Peer = (typeof PEERS)[number];
 
 export type PeerAnswer = { email: string; ms: number; verdict: Truth; answer: string };
-/** cpuSeconds: this process's CPU during the run, the tool's work and the calling loop together. */
-export type PeerRun = { tool: Peer; concurrency: number; wallMs: number; cpuSeconds: number; answers: PeerAnswer[] };
+/**
+ * cpuSeconds: this process's CPU during the run, the tool's work and the calling loop together;
+ * peakRssMiB: its peak resident set size.
+ */
+export type PeerRun = { tool: Peer; concurrency: number; wallMs: number; cpuSeconds: number; peakRssMiB: number; answers: PeerAnswer[] };
 
 /** email-verify 0.2.x: verify(email, options, callback(err, info)). */
 type EmailVerifyModule = {
@@ -92,7 +95,7 @@ async function run(tool: Peer, emails: string[], concurrency: number): Promise<P
     return { email, ...result };
   });
   const cpu = process.cpuUsage(cpuBefore);
-  return { tool, concurrency, wallMs, cpuSeconds: (cpu.user + cpu.system) / 1e6, answers: results };
+  return { tool, concurrency, wallMs, cpuSeconds: (cpu.user + cpu.system) / 1e6, peakRssMiB: process.resourceUsage().maxRSS / 1024, answers: results };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

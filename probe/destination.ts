@@ -86,6 +86,8 @@ export type DestinationContext = {
   catchAll: CatchAllCache;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
   acquireSessionSlot(deadline: number): Promise<(() => void) | null>;
+  /** This destination now has an idle session (one another destination could take the place of), or no longer has one. */
+  idleChanged(destination: Destination, hasIdle: boolean): void;
 };
 
 type Pending = {
@@ -166,6 +168,7 @@ export class Destination {
   #wakeTimer: NodeJS.Timeout | undefined;
   #pumpScheduled = false;
   #closing = false;
+  #hasIdle = false;
   readonly #whenEmpty: (() => void)[] = [];
   lastActivity = Date.now();
 
@@ -380,6 +383,7 @@ export class Destination {
     const s = slot.session!;
     slot.busy = true;
     clearTimeout(slot.idleTimer);
+    this.#noteIdle();
     const firstUse = s.transactions === 0;
     const started = Date.now();
     let lastReplyAt = started;
@@ -526,12 +530,26 @@ export class Destination {
     clearTimeout(slot.idleTimer);
     slot.idleTimer = setTimeout(() => void this.#retire(slot), this.ctx.config.sessionIdleMs);
     slot.idleTimer.unref();
+    this.#noteIdle();
+  }
+
+  /** Tells the scheduler when this destination gains or loses its last idle session. */
+  #noteIdle(): void {
+    const hasIdle = this.sessions.idle > 0;
+    if (hasIdle !== this.#hasIdle) {
+      this.#hasIdle = hasIdle;
+      this.ctx.idleChanged(this, hasIdle);
+    }
   }
 
   async #retire(slot: Slot): Promise<void> {
     if (slot.retiring) return;
     slot.retiring = true;
     clearTimeout(slot.idleTimer);
+    this.#noteIdle();
+    // A session saying goodbye no longer counts against the global limit: another destination may
+    // open one while the 221 is on its way.
+    slot.release();
     await slot.session?.quit();
     this.#remove(slot);
   }
@@ -541,11 +559,21 @@ export class Destination {
     clearTimeout(slot.idleTimer);
     slot.release();
     if (this.#slots.size === 0) for (const resolve of this.#whenEmpty.splice(0)) resolve();
+    this.#noteIdle();
     this.#schedulePump();
   }
 
   async #open(): Promise<void> {
     const slot: Slot = { session: null, busy: true, retiring: false, release: () => {}, idleTimer: undefined, note: null };
+    const once = (release: () => void) => {
+      let done = false;
+      return () => {
+        if (!done) {
+          done = true;
+          release();
+        }
+      };
+    };
     this.#slots.add(slot);
     this.#opening++;
     const deadline = this.#queue.reduce((latest, p) => Math.max(latest, p.req.deadline), 0);
@@ -556,7 +584,7 @@ export class Destination {
       this.#slots.delete(slot);
       return;
     }
-    slot.release = release;
+    slot.release = once(release);
     const c = this.ctx.config;
     const options = { host, address: this.address, port: c.smtpPort, heloName: c.heloName, connectTimeoutMs: c.connectTimeoutMs, deadline };
     let opened: OpenResult = await openSession({ ...options, startTls: Date.now() >= this.#noTlsUntil });

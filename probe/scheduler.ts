@@ -27,6 +27,8 @@ export type SchedulerStats = {
 export class Scheduler {
   readonly catchAll: CatchAllCache;
   readonly #destinations = new Map<string, Destination>();
+  /** Destinations with an idle session, the longest idle first: where a session slot can be freed. */
+  readonly #withIdle = new Set<Destination>();
   readonly #sessions: Limiter;
   readonly #sweep: NodeJS.Timeout;
   #inFlight = 0;
@@ -63,6 +65,10 @@ export class Scheduler {
         config: this.config,
         catchAll: this.catchAll,
         acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline),
+        idleChanged: (d, hasIdle) => {
+          this.#withIdle.delete(d);
+          if (hasIdle) this.#withIdle.add(d);
+        },
       });
       this.#destinations.set(req.address, destination);
     }
@@ -118,7 +124,7 @@ export class Scheduler {
   async #acquireSessionSlot(deadline: number): Promise<(() => void) | null> {
     // An idle session elsewhere gives its slot up to a destination with work waiting.
     if (this.#sessions.active >= this.#sessions.max) {
-      for (const d of this.#destinations.values()) if (d.closeOneIdle()) break;
+      for (const d of this.#withIdle) if (d.closeOneIdle()) break;
     }
     return this.#sessions.acquire(deadline);
   }

@@ -1,0 +1,81 @@
+/**
+ * The probe as the benchmarks run it: as it ships (the esbuild bundle, plain Node, in its own
+ * process so its peak RSS is its own), optionally built from an earlier commit to compare with the
+ * code as it was; signed requests to it; and its peak RSS from /proc.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { build } from "esbuild";
+import { PROBE_PATH, ProbeResponse, signProbeRequest, type ProbeRequest } from "../shared/probe-contract.ts";
+import { freePortOn } from "../test/fixtures/smtp-servers.ts";
+import { root, startChild } from "./child.ts";
+
+export const BENCH_PROBE_SECRET = "bench-probe-secret-0123456789";
+
+/**
+ * Bundles probe/main.ts into `dir`. With `revision`, the probe and shared code of that commit
+ * (git archive), bundled against today's node_modules.
+ */
+export async function buildProbeBundle(dir: string, revision?: string): Promise<string> {
+  let source = root;
+  if (revision) {
+    source = join(dir, `src-${revision}`);
+    await mkdir(source, { recursive: true });
+    execFileSync("sh", ["-c", `git -C "$1" archive "$2" probe shared | tar -x -C "$3"`, "sh", root, revision, source]);
+  }
+  const outfile = join(dir, `probe-${revision ?? "current"}.mjs`);
+  await build({
+    entryPoints: [join(source, "probe/main.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node24",
+    outfile,
+    nodePaths: [join(root, "node_modules")],
+    logLevel: "silent",
+  });
+  return outfile;
+}
+
+export async function startProbeProcess(bundle: string, smtpPort: number, extraEnv: Record<string, string> = {}) {
+  const port = await freePortOn(["127.0.0.1"]);
+  const { child } = await startChild(process.execPath, [bundle], {
+    env: {
+      PORT: String(port),
+      PROBE_LISTEN_HOST: "127.0.0.1",
+      PROBE_SECRET: BENCH_PROBE_SECRET,
+      PROBE_HELO_NAME: "probe1.bench.example",
+      PROBE_SMTP_PORT: String(smtpPort),
+      PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      ...extraEnv,
+    },
+    ready: /probe listening/,
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * One signed check. `response` is the answer parsed through today's contract; `outcome` is read from
+ * the raw JSON, so an earlier probe (whose answer lacks later additive fields) can be measured too.
+ */
+export async function probeOnce(url: string, body: ProbeRequest): Promise<{ status: number; response: ProbeResponse | null; outcome: string | null; ms: number }> {
+  const payload = JSON.stringify(body);
+  const started = performance.now();
+  const res = await fetch(`${url}${PROBE_PATH}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(await signProbeRequest(BENCH_PROBE_SECRET, payload)) },
+    body: payload,
+  });
+  const json = (await res.json()) as { outcome?: string };
+  const ms = performance.now() - started;
+  const parsed = ProbeResponse.safeParse(json);
+  return { status: res.status, response: res.ok && parsed.success ? parsed.data : null, outcome: res.ok ? (json.outcome ?? null) : null, ms };
+}
+
+/** Peak resident set size of a process so far (VmHWM), in MiB. */
+export async function peakRssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
