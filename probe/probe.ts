@@ -9,7 +9,7 @@ import type { ProbeConfig } from "./config.ts";
 import type { CheckOutcome, Scheduler } from "./scheduler.ts";
 import { classifyRcptReply, type RcptClass } from "./smtp/classify.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
-import { checkTarget } from "./targets.ts";
+import { checkTarget } from "../shared/targets.ts";
 
 export type ProbeDeps = {
   config: Pick<ProbeConfig, "allowPrivateTargets">;

@@ -1,10 +1,10 @@
 /**
- * Which addresses the probe may dial (probe/targets.ts): only public unicast. MX records are written
+ * Which addresses the probe may dial and callbacks may reach (shared/targets.ts): only public unicast. MX records are written
  * by whoever owns the domain, so every reserved range, in every spelling an address parser accepts,
  * must be refused unless a test explicitly allows private targets.
  */
 import { describe, expect, it } from "vitest";
-import { checkTarget } from "../../probe/targets.ts";
+import { checkTarget } from "../../shared/targets.ts";
 
 const refusedV4: [string, string][] = [
   ["0.0.0.0", "unspecified (this host)"],

@@ -1,14 +1,15 @@
 /**
- * Which addresses the probe may dial (README "The SMTP probe", "Bounded and safe"). MX records come from DNS that anyone can
- * write, so an attacker's domain could point its MX at 10.0.0.1 or 169.254.169.254 and use the
- * probe to reach our own network. Only public unicast addresses pass, unless
- * PROBE_ALLOW_PRIVATE_TARGETS is set (tests).
+ * Which addresses we connect to on someone else's say-so (README "The SMTP probe", "Bounded and
+ * safe"): the probe's MX addresses and the Worker's job callbacks. MX records and callback URLs are
+ * written by whoever owns the domain, so an attacker could point one at 10.0.0.1 or 169.254.169.254
+ * and use us to reach our own network. Only public unicast addresses pass, unless the caller allows
+ * private targets (PROBE_ALLOW_PRIVATE_TARGETS, CALLBACK_ALLOW_PRIVATE_TARGETS: tests only).
  */
 import ipaddr from "ipaddr.js";
 
 export type TargetCheck = { ok: true; address: string } | { ok: false; reason: string };
 
-/** IPv6 global unicast (RFC 4291 §2.4): anything outside 2000::/3 is not a mail server on the internet. */
+/** IPv6 global unicast (RFC 4291 §2.4): anything outside 2000::/3 is not a host on the internet. */
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
 
 /**
