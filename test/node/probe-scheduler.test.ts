@@ -100,7 +100,7 @@ describe("warm sessions", () => {
     expect(f.connections[0]!.serverClosed).toBe(true);
   });
 
-  it("a server that drops the connection after the first transaction: retried on a fresh session, then one transaction per session", async () => {
+  it("a server that resets the connection after the first transaction: retried on a fresh session, then one transaction per session", async () => {
     const f = await mta(104, { mailboxes: ["a@drop.test", "b@drop.test", "c@drop.test", "d@drop.test"], dropAfterTransactions: 1 });
     const s = scheduler();
     const results: ProbeResponse[] = [];
