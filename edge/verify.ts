@@ -3,11 +3,11 @@
  * the verdict. Every I/O step is bounded in time; no failure here becomes a 500 or a hang.
  */
 import type { EmailVerificationResult, VerificationDetails } from "../shared/api.ts";
-import { parseEmailAddress } from "../shared/email/syntax.ts";
+import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
 import { buildVerificationResult, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
-import type { ProbeOutcome } from "../shared/probe-contract.ts";
+import type { ProbeMxHost, ProbeOutcome } from "../shared/probe-contract.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
 
@@ -56,44 +56,63 @@ function smtpFact(call: ProbeCallResult | null): SmtpFact {
   return { status: SMTP_STATUS[call.response.outcome], catchAll: call.response.catch_all };
 }
 
-export async function verifyEmail(input: string, options: VerifyOptions): Promise<EmailVerificationResult> {
+/** An address after the checks that need no I/O: its final answer (bad syntax), or what the rest needs. */
+export type PreparedAddress =
+  | { ok: false; result: EmailVerificationResult }
+  | { ok: true; parsed: ParsedEmailAddress; disposable: boolean; freeProvider: boolean; roleAccount: boolean; typoSuggestion: string | null };
+
+export function prepareAddress(input: string): PreparedAddress {
   const parsed = parseEmailAddress(input);
   if (!parsed.ok) {
-    return {
-      ...buildVerificationResult({
-        email: parsed.email,
-        syntax: { ok: false, error: parsed.error },
-        disposable: false,
-        freeProvider: false,
-        roleAccount: false,
-        typoSuggestion: null,
-        mx: "not_checked",
-        smtp: { status: "not_checked", catchAll: null },
-      }),
-      details: emptyDetails(null),
-    };
-  }
-
-  const { local, domain } = parsed;
-  const dns = await resolveMailHosts(domain, { dohUrl: options.dohUrl, deadlineMs: DNS_DEADLINE_MS, cache: isolateDnsCache });
-  const dialable = dns.hosts.filter((h) => h.addresses.length > 0);
-  let probe: ProbeCallResult | null = null;
-  if ((dns.status === "mx" || dns.status === "implicit") && dialable.length > 0) {
-    probe = await callProbe(options.probeUrls ?? [], options.probeSecret, {
-      email: `${local}@${domain}`,
-      mx: dialable.slice(0, 10).map((h) => ({ host: h.host, preference: h.preference, addresses: h.addresses.slice(0, 16) })),
-      deadline_ms: options.smtpTimeoutSeconds * 1000,
-      catch_all_check: true,
+    const result = buildVerificationResult({
+      email: parsed.email,
+      syntax: { ok: false, error: parsed.error },
+      disposable: false,
+      freeProvider: false,
+      roleAccount: false,
+      typoSuggestion: null,
+      mx: "not_checked",
+      smtp: { status: "not_checked", catchAll: null },
     });
+    return { ok: false, result: { ...result, details: emptyDetails(null) } };
   }
+  return {
+    ok: true,
+    parsed,
+    disposable: isDisposableDomain(parsed.domain),
+    freeProvider: isFreeProviderDomain(parsed.domain),
+    roleAccount: isRoleAccount(parsed.local),
+    typoSuggestion: suggestTypo(parsed.local, parsed.domain),
+  };
+}
 
+/** MX hosts and their addresses over DoH, within the DNS budget, from this isolate's cache when it can. */
+export function resolveDomain(domain: string, dohUrl: string): Promise<MailHostResolution> {
+  return resolveMailHosts(domain, { dohUrl, deadlineMs: DNS_DEADLINE_MS, cache: isolateDnsCache });
+}
+
+/** What the probe is given to dial: the MX hosts with addresses, or null when DNS left nothing to dial. */
+export function probeHostsFor(dns: MailHostResolution): ProbeMxHost[] | null {
+  if (dns.status !== "mx" && dns.status !== "implicit") return null;
+  const dialable = dns.hosts.filter((h) => h.addresses.length > 0);
+  if (dialable.length === 0) return null;
+  return dialable.slice(0, 10).map((h) => ({ host: h.host, preference: h.preference, addresses: h.addresses.slice(0, 16) }));
+}
+
+/** The result, from what the checks, DNS and the probe (null: not asked) established. */
+export function completeVerification(
+  prepared: Extract<PreparedAddress, { ok: true }>,
+  dns: MailHostResolution,
+  probe: ProbeCallResult | null,
+): EmailVerificationResult {
+  const { parsed } = prepared;
   const result = buildVerificationResult({
     email: parsed.email,
     syntax: { ok: true, quotedLocal: parsed.quotedLocal, nonAsciiLocal: parsed.nonAsciiLocal },
-    disposable: isDisposableDomain(domain),
-    freeProvider: isFreeProviderDomain(domain),
-    roleAccount: isRoleAccount(local),
-    typoSuggestion: suggestTypo(local, domain),
+    disposable: prepared.disposable,
+    freeProvider: prepared.freeProvider,
+    roleAccount: prepared.roleAccount,
+    typoSuggestion: prepared.typoSuggestion,
     mx: MX_FACT[dns.status],
     smtp: smtpFact(probe),
   });
@@ -101,7 +120,7 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
   return {
     ...result,
     details: {
-      domain,
+      domain: parsed.domain,
       mx_hosts: dns.hosts.map((h) => ({ host: h.host, preference: h.preference })),
       implicit_mx: dns.status === "implicit",
       smtp_host: probe?.ok ? probe.response.mx_host : null,
@@ -114,6 +133,23 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
       catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
     },
   };
+}
+
+export async function verifyEmail(input: string, options: VerifyOptions): Promise<EmailVerificationResult> {
+  const prepared = prepareAddress(input);
+  if (!prepared.ok) return prepared.result;
+  const { local, domain } = prepared.parsed;
+  const dns = await resolveDomain(domain, options.dohUrl);
+  const mx = probeHostsFor(dns);
+  const probe = mx
+    ? await callProbe(options.probeUrls ?? [], options.probeSecret, {
+        email: `${local}@${domain}`,
+        mx,
+        deadline_ms: options.smtpTimeoutSeconds * 1000,
+        catch_all_check: true,
+      })
+    : null;
+  return completeVerification(prepared, dns, probe);
 }
 
 function emptyDetails(domain: string | null): VerificationDetails {
