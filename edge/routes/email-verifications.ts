@@ -1,10 +1,9 @@
 /** GET and POST /v1/email_verifications (README section of that name). */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult, ErrorBody } from "../../shared/api.ts";
+import { limitRequestBody } from "../body-limit.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../lib/errors.ts";
 import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
 import { verifyEmail } from "../verify.ts";
 
@@ -69,14 +68,5 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
   };
 
   app.get(PATH, handler);
-  app.post(
-    PATH,
-    bodyLimit({
-      maxSize: MAX_VERIFICATION_BODY_BYTES,
-      onError: () => {
-        throw new ApiError(413, ERROR_MESSAGES.bodyTooLarge);
-      },
-    }),
-    handler,
-  );
+  app.post(PATH, limitRequestBody(MAX_VERIFICATION_BODY_BYTES), handler);
 }

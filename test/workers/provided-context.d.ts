@@ -6,6 +6,8 @@ declare module "vitest" {
     probeUrl: string;
     probeFixtureUrl: string;
     probeSecret: string;
+    /** The Worker served over HTTP as `wrangler dev` serves it. */
+    workerHttpUrl: string;
   }
 }
 export {};
