@@ -6,10 +6,20 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import { ERROR_MESSAGES } from "../shared/api.ts";
 import { requireApiKey } from "./auth.ts";
+import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
+import { describeError, stackOf, writeLog } from "./log.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
+
+/** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+function isCausedBy(error: unknown, kind: abstract new (...args: never[]) => Error): boolean {
+  for (let cause = error; cause instanceof Error; cause = (cause as Error).cause) if (cause instanceof kind) return true;
+  return false;
+}
 
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
@@ -62,8 +72,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
     if (err instanceof HTTPException && err.status < 500) {
       return c.json({ error: err.message || "Bad request" }, err.status);
     }
+    if (isCausedBy(err, DatabaseUnavailableError)) {
+      writeLog("error", { event: "database_unavailable", request_id: c.get("requestId"), error: describeError(err) });
+      return c.json({ error: ERROR_MESSAGES.unavailable }, 503, { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) });
+    }
     // Unexpected: log what helps an operator (never the request's secrets) and say nothing else.
-    console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), error: String(err), stack: err.stack }));
+    writeLog("error", { event: "unexpected_error", request_id: c.get("requestId"), error: describeError(err), stack: stackOf(err) });
     return c.json({ error: ERROR_MESSAGES.internal }, 500);
   });
 

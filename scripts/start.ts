@@ -145,6 +145,7 @@ async function main() {
   startWorker({
     DATABASE_URL: database.url,
     DATABASE_AUTH_TOKEN: database.authToken,
+    DATABASE_TIMEOUT_MS: process.env.DATABASE_TIMEOUT_MS,
     DOH_URL: process.env.DOH_URL,
     PROBE_URL: process.env.PROBE_URL ?? extra.probeUrl,
     PROBE_SECRET: extra.probeSecret ?? process.env.PROBE_SECRET,

@@ -18,6 +18,8 @@ export const ERROR_MESSAGES = {
   smtpTimeoutRange: "smtp_timeout must be an integer between 1 and 60",
   notFound: "Not found",
   internal: "Internal server error",
+  unavailable: "Service temporarily unavailable",
+  rateLimited: "Rate limit exceeded",
   bodyTooLarge: "Request body too large",
   malformedJson: "Malformed JSON body",
 } as const;

@@ -3,9 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { createServer } from "node:net";
 import type { TestProject } from "vitest/node";
 import { startLibsqlServer } from "../../scripts/libsql-server.ts";
 import { applyMigrations, openDatabase } from "../../scripts/lib/database.ts";
+import { startDatabaseProxy } from "../fixtures/database-proxy.ts";
 import { startDohServer } from "../fixtures/doh-server.ts";
 import { startProbeFixture } from "../fixtures/probe-fixture.ts";
 import { startTestMailServers } from "../fixtures/test-mail.ts";
@@ -23,12 +25,15 @@ export const PROBE_SECRET = "test-probe-secret-0123456789";
 // zone's MX hosts, and a probe stand-in that misbehaves on request (hangs, 500s, junk). Besides the
 // copy of the Worker the tests run in their own isolate, the same Worker is served over HTTP the way
 // `wrangler dev` serves it, for behaviour that only shows on a real connection (chunked bodies).
+// For database faults: a proxy in front of the libSQL server that hangs, resets or fails on
+// request, and an address where nothing listens.
 export default async function setup(project: TestProject) {
   const dir = mkdtempSync(join(tmpdir(), "edge-tests-"));
   const db = await startLibsqlServer({ file: join(dir, "test.db") });
   const migrator = openDatabase(db.url);
   await applyMigrations(migrator);
   migrator.$client.close();
+  const faultyDb = await startDatabaseProxy(db.url);
   const doh = await startDohServer({ zone: testZone });
   const mail = await startTestMailServers();
   const probe = await startProbeServer(
@@ -53,6 +58,8 @@ export default async function setup(project: TestProject) {
   await httpWorker.ready;
 
   project.provide("databaseUrl", db.url);
+  project.provide("faultyDatabaseUrl", faultyDb.url);
+  project.provide("refusedDatabaseUrl", `http://127.0.0.1:${await closedPort()}`);
   project.provide("dohUrl", doh.url);
   project.provide("probeUrl", probe.url);
   project.provide("probeFixtureUrl", probeFixture.url);
@@ -65,7 +72,17 @@ export default async function setup(project: TestProject) {
     await probe.close();
     await mail.close();
     await doh.close();
+    await faultyDb.close();
     await db.close();
     rmSync(dir, { recursive: true, force: true });
     };
+}
+
+/** A port nothing listens on: bound once to get a free one, then closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

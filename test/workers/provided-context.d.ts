@@ -2,6 +2,10 @@
 declare module "vitest" {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** test/fixtures/database-proxy.ts in front of databaseUrl; tests switch its mode. */
+    faultyDatabaseUrl: string;
+    /** An address where nothing listens. */
+    refusedDatabaseUrl: string;
     dohUrl: string;
     probeUrl: string;
     probeFixtureUrl: string;
