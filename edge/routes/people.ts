@@ -1,11 +1,11 @@
 /** GET /v1/people (README section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, ErrorBody, PeopleQuery } from "../../shared/api.ts";
-import { chargeCredits, balanceQuery } from "../credits.ts";
+import { balanceQuery, chargeForMatchQuery } from "../credits.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { findPersonQuery, parsePeopleQuery, toContactInfo } from "../people.ts";
+import { findPersonQuery, matchingPersonId, parsePeopleQuery, toContactInfo } from "../people.ts";
 
 const creditHeaders = {
   "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
@@ -57,19 +57,20 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
       throw err;
     }
 
-    // One round trip for the balance and the person: 402 must win over 404.
-    const [balanceRows, personRows] = await db.batch([balanceQuery(db, accountId), findPersonQuery(db, ids)]);
-    const balance = Number(balanceRows[0]?.credit_balance ?? 0);
-    if (balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));
+    // One round trip: one batch (one transaction) charges only when someone matches and the balance
+    // covers the cost, then reads the person and the balance as they are after it.
+    const [chargedRows, personRows, balanceRows] = await db.batch([
+      chargeForMatchQuery(db, accountId, cost, c.get("requestId"), matchingPersonId(ids)),
+      findPersonQuery(db, ids),
+      balanceQuery(db, accountId),
+    ]);
+    const charged = chargedRows[0];
     const person = personRows[0];
-    if (!person) throw new ApiError(404, ERROR_MESSAGES.profileNotFound, chargeHeaders(0, balance));
-
-    const charge = await chargeCredits(db, accountId, cost, c.get("requestId"));
-    if (!charge.charged) {
-      // Another request spent the credits between the read and the charge.
-      const [row] = await balanceQuery(db, accountId);
-      throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, Number(row?.credit_balance ?? 0)));
-    }
-    return c.json(toContactInfo(person), 200, chargeHeaders(cost, charge.balanceAfter));
+    if (charged && person) return c.json(toContactInfo(person), 200, chargeHeaders(cost, Number(charged.balance_after)));
+    // Nothing charged: the balance was short (which is all that stops a charge when someone matched,
+    // and 402 wins over 404), or nobody matched.
+    const balance = Number(balanceRows[0]?.credit_balance ?? 0);
+    if (person || balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));
+    throw new ApiError(404, ERROR_MESSAGES.profileNotFound, chargeHeaders(0, balance));
   });
 }

@@ -34,6 +34,8 @@ export default async function setup(project: TestProject) {
   await applyMigrations(migrator);
   migrator.$client.close();
   const faultyDb = await startDatabaseProxy(db.url);
+  // A second server on the same file, used by nothing but the round-trip counts, so they are exact.
+  const countedDb = await startLibsqlServer({ file: join(dir, "test.db") });
   const doh = await startDohServer({ zone: testZone });
   const mail = await startTestMailServers();
   const probe = await startProbeServer(
@@ -59,6 +61,7 @@ export default async function setup(project: TestProject) {
 
   project.provide("databaseUrl", db.url);
   project.provide("faultyDatabaseUrl", faultyDb.url);
+  project.provide("countedDatabaseUrl", countedDb.url);
   project.provide("refusedDatabaseUrl", `http://127.0.0.1:${await closedPort()}`);
   project.provide("dohUrl", doh.url);
   project.provide("probeUrl", probe.url);
@@ -73,6 +76,7 @@ export default async function setup(project: TestProject) {
     await mail.close();
     await doh.close();
     await faultyDb.close();
+    await countedDb.close();
     await db.close();
     rmSync(dir, { recursive: true, force: true });
     };

@@ -4,6 +4,8 @@ declare module "vitest" {
     databaseUrl: string;
     /** test/fixtures/database-proxy.ts in front of databaseUrl; tests switch its mode. */
     faultyDatabaseUrl: string;
+    /** Another libSQL server on databaseUrl's file, for counting round trips at GET /stats. */
+    countedDatabaseUrl: string;
     /** An address where nothing listens. */
     refusedDatabaseUrl: string;
     dohUrl: string;
