@@ -10,6 +10,7 @@ import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { describeError, stackOf, writeLog } from "./log.ts";
+import { enforceRateLimit } from "./rate-limits.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 
@@ -57,8 +58,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
     c.set("config", loadConfig(c.env));
     await next();
   });
-  app.use("/v1/people", requireApiKey);
-  app.use("/v1/email_verifications", requireApiKey);
+  // Authentication first (401, or 429 for an address with too many failures), then the key's
+  // limit for the family (429), then the route's own checks (400 and after).
+  app.use("/v1/people", requireApiKey, enforceRateLimit("lookup"));
+  app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
 
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);

@@ -5,8 +5,9 @@
 import { z } from "zod";
 import type { AuthenticatedKey } from "./auth.ts";
 import type { Database } from "./db/client.ts";
+import type { RateLimitBindings } from "./rate-limits.ts";
 
-export type Bindings = {
+export type Bindings = RateLimitBindings & {
   DATABASE_URL?: string;
   DATABASE_AUTH_TOKEN?: string;
   DATABASE_TIMEOUT_MS?: string;

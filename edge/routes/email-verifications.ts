@@ -1,21 +1,21 @@
 /** GET and POST /v1/email_verifications (README section of that name). */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult, ErrorBody } from "../../shared/api.ts";
+import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult } from "../../shared/api.ts";
 import { limitRequestBody } from "../body-limit.ts";
 import type { AppEnv } from "../env.ts";
 import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
 import { verifyEmail } from "../verify.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const PATH = "/v1/email_verifications";
 
-const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: ErrorBody } } });
 const responses = {
   200: { description: "Validation completed", content: { "application/json": { schema: EmailVerificationResult } } },
   400: errorResponse(`${ERROR_MESSAGES.emailRequired}; ${ERROR_MESSAGES.smtpTimeoutRange}; ${ERROR_MESSAGES.malformedJson}`),
-  401: errorResponse("Missing or invalid bearer token"),
   413: errorResponse(`Body over ${MAX_VERIFICATION_BODY_BYTES} bytes`),
   415: errorResponse("Body in an unsupported content type"),
+  ...authenticatedErrorResponses,
 };
 const description =
   "Verifies an address: syntax, disposable provider, typo suggestion, MX over DNS-over-HTTPS, a live SMTP " +

@@ -1,20 +1,17 @@
 /** GET /v1/people (README section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { ContactInfo, ERROR_MESSAGES, ErrorBody, PeopleQuery } from "../../shared/api.ts";
+import { ContactInfo, ERROR_MESSAGES, PeopleQuery } from "../../shared/api.ts";
 import { balanceQuery, chargeForMatchQuery } from "../credits.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { findPersonQuery, matchingPersonId, parsePeopleQuery, toContactInfo } from "../people.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const creditHeaders = {
   "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
   "X-Credits-Remaining": { schema: { type: "integer" as const }, description: "Account balance after this request" },
 };
-const json = (schema: typeof ErrorBody | typeof ContactInfo, description: string) => ({
-  content: { "application/json": { schema } },
-  description,
-});
 
 export const peopleRoute = createRoute({
   method: "get",
@@ -26,11 +23,11 @@ export const peopleRoute = createRoute({
   security: [{ bearerAuth: [] }],
   request: { query: PeopleQuery },
   responses: {
-    200: { ...json(ContactInfo, "A profile was found"), headers: creditHeaders },
-    400: { ...json(ErrorBody, ERROR_MESSAGES.peopleParamRequired + ", or an identifier is malformed") },
-    401: json(ErrorBody, "Missing or invalid bearer token"),
-    402: { ...json(ErrorBody, "Insufficient credits"), headers: creditHeaders },
-    404: { ...json(ErrorBody, ERROR_MESSAGES.profileNotFound), headers: creditHeaders },
+    200: { description: "A profile was found", content: { "application/json": { schema: ContactInfo } }, headers: creditHeaders },
+    400: errorResponse(ERROR_MESSAGES.peopleParamRequired + ", or an identifier is malformed", creditHeaders),
+    402: errorResponse("Insufficient credits", creditHeaders),
+    404: errorResponse(ERROR_MESSAGES.profileNotFound, creditHeaders),
+    ...authenticatedErrorResponses,
   },
 });
 

@@ -28,9 +28,18 @@ export { addCredits, revokeApiKey, setAccountStatus };
 
 type CallInit = RequestInit & { token?: string };
 
+/**
+ * Cloudflare sets CF-Connecting-IP on every request; here each test file gets an address of its own
+ * (documentation range), so failed authentications in one file never count against another's.
+ */
+export const clientAddress = () =>
+  `2001:db8:${Array.from(crypto.getRandomValues(new Uint16Array(3)), (n) => n.toString(16)).join(":")}::1`;
+const fileAddress = clientAddress();
+
 function apiRequest(path: string, init: CallInit): Request {
   const headers = new Headers(init.headers);
   if (init.token !== undefined) headers.set("Authorization", `Bearer ${init.token}`);
+  if (!headers.has("CF-Connecting-IP")) headers.set("CF-Connecting-IP", fileAddress);
   return new Request(`http://api.test${path}`, { ...init, headers });
 }
 
