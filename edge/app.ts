@@ -11,6 +11,7 @@ import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { describeError, stackOf, writeLog } from "./log.ts";
 import { enforceRateLimit } from "./rate-limits.ts";
+import { registerAccountRoute } from "./routes/account.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 
@@ -62,9 +63,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // limit for the family (429), then the route's own checks (400 and after).
   app.use("/v1/people", requireApiKey, enforceRateLimit("lookup"));
   app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
+  // Reading the account costs a database read, like a lookup, and counts as one.
+  app.use("/v1/account", requireApiKey, enforceRateLimit("lookup"));
 
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);
+  registerAccountRoute(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 
