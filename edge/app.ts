@@ -3,7 +3,9 @@
  * ./routes and register themselves here.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { matchedRoutes } from "hono/route";
 import { ERROR_MESSAGES } from "../shared/api.ts";
 import { requireApiKey } from "./auth.ts";
 import { DatabaseUnavailableError } from "./db/client.ts";
@@ -23,6 +25,11 @@ function isCausedBy(error: unknown, kind: abstract new (...args: never[]) => Err
   return false;
 }
 
+/** The route pattern that answered (never the raw URL, which carries the query's values), or "unmatched". */
+function routePattern(c: Context<AppEnv>): string {
+  return matchedRoutes(c).findLast((route) => route.method !== "ALL")?.path ?? "unmatched";
+}
+
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     // Schema failures on request parts become a 400 that names the parameter.
@@ -35,11 +42,27 @@ export function createApp(): OpenAPIHono<AppEnv> {
     },
   });
 
+  // Every request: its id, and one access line when it is answered (README "Logs").
   app.use("*", async (c, next) => {
+    const started = Date.now();
     const requestId = crypto.randomUUID();
     c.set("requestId", requestId);
+    c.set("accessLog", {});
     c.header("X-Request-Id", requestId);
     await next();
+    const auth = c.get("auth") as AppEnv["Variables"]["auth"] | undefined;
+    writeLog("info", {
+      event: "request",
+      request_id: requestId,
+      method: c.req.method,
+      route: routePattern(c),
+      status: c.res.status,
+      // workerd's clock moves only across I/O, which is where a request's time goes.
+      duration_ms: Date.now() - started,
+      account_id: auth?.accountId ?? null,
+      key_id: auth?.keyId ?? null,
+      ...c.get("accessLog"),
+    });
   });
 
   app.get("/healthz", (c) => c.json({ ok: true }));

@@ -17,8 +17,12 @@ export type Bindings = RateLimitBindings & {
   LOOKUP_COST?: string;
 };
 
+/** What a route adds to its request's access line (README "Logs"): never a query value, address or number. */
+export type AccessLogFields = Record<string, string | number | boolean | null>;
+
 export type Variables = {
   requestId: string;
+  accessLog: AccessLogFields;
   config: EdgeConfig;
   auth: AuthenticatedKey;
   /** Opened on first use by requestDatabase(); never shared across requests. */

@@ -23,6 +23,8 @@ export type VerifyOptions = {
   probeUrls?: string[];
   probeSecret?: string;
   smtpTimeoutSeconds: number;
+  /** For the log lines the probe call may write. */
+  requestId?: string;
 };
 
 const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
@@ -79,12 +81,17 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
   const dialable = dns.hosts.filter((h) => h.addresses.length > 0);
   let probe: ProbeCallResult | null = null;
   if ((dns.status === "mx" || dns.status === "implicit") && dialable.length > 0) {
-    probe = await callProbe(options.probeUrls ?? [], options.probeSecret, {
-      email: `${local}@${domain}`,
-      mx: dialable.slice(0, 10).map((h) => ({ host: h.host, preference: h.preference, addresses: h.addresses.slice(0, 16) })),
-      deadline_ms: options.smtpTimeoutSeconds * 1000,
-      catch_all_check: true,
-    });
+    probe = await callProbe(
+      options.probeUrls ?? [],
+      options.probeSecret,
+      {
+        email: `${local}@${domain}`,
+        mx: dialable.slice(0, 10).map((h) => ({ host: h.host, preference: h.preference, addresses: h.addresses.slice(0, 16) })),
+        deadline_ms: options.smtpTimeoutSeconds * 1000,
+        catch_all_check: true,
+      },
+      options.requestId,
+    );
   }
 
   const result = buildVerificationResult({

@@ -63,6 +63,16 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
       probeUrls: config.PROBE_URL,
       probeSecret: config.PROBE_SECRET,
       smtpTimeoutSeconds: params.smtpTimeoutSeconds,
+      requestId: c.get("requestId"),
+    });
+    // The verdict and how it was reached, never the address or its domain.
+    Object.assign(c.get("accessLog"), {
+      classification: result.classification,
+      smtp_outcome: result.details?.smtp_outcome ?? null,
+      dns_ms: result.details?.dns_ms ?? null,
+      dns_cached: result.details?.dns_cached ?? null,
+      smtp_ms: result.details?.smtp_ms ?? null,
+      catch_all_cached: result.details?.catch_all_cached ?? null,
     });
     return c.json(result, 200);
   };
