@@ -605,7 +605,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     host: values.host,
     authToken: process.env.LIBSQL_AUTH_TOKEN,
   });
-  process.stderr.write(`libSQL server on ${server.url} (file ${values.file})\n`);
+  // On stdout: whoever started it with --port 0 reads the address from this line.
+  process.stdout.write(`libSQL server on ${server.url} (file ${values.file})\n`);
   const stop = () => void server.close().then(() => process.exit(0));
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

@@ -95,9 +95,11 @@ function startWorker(vars: Record<string, string | undefined>): ChildProcess {
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(envFile, lines.join("\n") + "\n", { mode: 0o600 });
   stoppers.push(() => rmSync(envFile, { force: true }));
-  // Log level info: the Worker's access lines (console.info, README "Logs") reach this terminal,
-  // beside wrangler's own line per request (method, path and status, never the query string).
-  const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", "info", "--env-file", envFile];
+  // Log level info unless WRANGLER_LOG (wrangler's own setting) says otherwise: the Worker's access
+  // lines (console.info, README "Logs") reach this terminal, beside wrangler's own line per request
+  // (method, path and status, never the query string). WRANGLER_LOG=warn keeps only problems.
+  const logLevel = process.env.WRANGLER_LOG || "info";
+  const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", logLevel, "--env-file", envFile];
   const child = spawn(join(root, "node_modules/.bin/wrangler"), args, {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
