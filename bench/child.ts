@@ -54,8 +54,8 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Runs a command to completion; rejects with its stderr when it fails. */
-export function runChild(command: string, args: string[]): Promise<string> {
-  const child = track(spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] }));
+export function runChild(command: string, args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+  const child = track(spawn(command, args, { cwd: root, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] }));
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -1,7 +1,8 @@
 /**
  * The benchmarks that exist as command-line scripts (bench/edge-load.ts, bench/import.ts,
- * bench/edge-checks.ts), run as child processes once per repetition and read back from what they
- * print, so `npm run bench` measures exactly what running them by hand measures.
+ * bench/edge-checks.ts, bench/lookup-path.ts), run as child processes once per repetition (or once,
+ * when the script repeats itself) and read back from what they print, so `npm run bench` measures
+ * exactly what running them by hand measures.
  */
 import { runChild } from "./child.ts";
 import { median, spread } from "./stats.ts";
@@ -97,4 +98,20 @@ export async function runEdgeChecks(opts: { addresses: number; rounds: number; l
   const stages = /by stage[^:]*: (.*)$/m.exec(out)?.[1] ?? "";
   if (!m) throw new Error(`edge-checks.ts printed no figures:\n${out}`);
   return { summary: out.split("\n")[0]!, minUs: Number(m[1]), medianUs: Number(m[2]), maxUs: Number(m[3]), stages };
+}
+
+// ---- The lookup path: bench/lookup-path.ts ----
+
+export type LookupPathOptions = { reps: number; delayMs: number; importRows: number; connections: number };
+
+export const lookupPathArgs = (opts: LookupPathOptions) => [
+  "--reps", String(opts.reps), "--delay-ms", String(opts.delayMs), "--import-rows", String(opts.importRows), "--connections", String(opts.connections),
+];
+
+/** One run (the script repeats each measurement itself); its markdown, without the title line. */
+export async function runLookupPath(opts: LookupPathOptions & { log: (m: string) => void }): Promise<string> {
+  opts.log(`lookup path: ${opts.reps} repetitions, ${opts.importRows}-line imports`);
+  const out = await tsx("bench/lookup-path.ts", lookupPathArgs(opts));
+  if (!/Lookups failed during imports/.test(out)) throw new Error(`lookup-path.ts printed no report:\n${out}`);
+  return out.slice(out.indexOf("\n") + 1).trim();
 }

@@ -4,41 +4,14 @@
  * updating an earlier person through a differently cased login), imports it into a fresh temporary
  * file database through the CLI's code path, then imports it again (every row unchanged).
  */
-import { createWriteStream } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { once } from "node:events";
 import { parseArgs } from "node:util";
 import { DEFAULT_BATCH_SIZE } from "../scripts/admin/people-import-limits.ts";
 import { importPeople, type ImportSummary } from "../scripts/admin/people-import.ts";
 import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
-
-function generatedRow(index: number): object {
-  if (index % 10 === 9) {
-    const earlier = index - 5;
-    return { codehost_login: `CODER-${earlier}`, email_addresses: [`work.${earlier}@example.org`] };
-  }
-  return {
-    profnet_id: 1_000_000 + index,
-    profnet_public_identifier: `person-${index}`,
-    codehost_id: 5_000_000 + index,
-    codehost_login: `coder-${index}`,
-    codehost_username: `Coder ${index}`,
-    socialnet_username: `social_${index}`,
-    email_addresses: [`person${index}@example.com`, `Person${index}@Example.com`, `p.${index}@gmail.com`],
-    phone_numbers: [`+33 6 ${String(10_000_000 + index).slice(-8)}`],
-  };
-}
-
-async function writeGeneratedFile(path: string, rows: number): Promise<void> {
-  const out = createWriteStream(path);
-  for (let index = 0; index < rows; index++) {
-    if (!out.write(`${JSON.stringify(generatedRow(index))}\n`)) await once(out, "drain");
-  }
-  out.end();
-  await once(out, "finish");
-}
+import { writeGeneratedFile } from "./generated-people.ts";
 
 function describe(label: string, summary: ImportSummary): string {
   return (

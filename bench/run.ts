@@ -12,7 +12,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { root } from "./child.ts";
-import { edgeLoadMarkdown, importMarkdown, runEdgeChecks, runEdgeLoad, runImport } from "./cli-benches.ts";
+import { edgeLoadMarkdown, importMarkdown, lookupPathArgs, runEdgeChecks, runEdgeLoad, runImport, runLookupPath } from "./cli-benches.ts";
 import { hotDomainMarkdown, runHotDomain, BEFORE_SCHEDULER, HOT_TOOLS } from "./hot-domain.ts";
 import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
@@ -31,6 +31,7 @@ const plan = quick
       hot: { reps: 1, checks: 200, delayMs: 20 },
       import: { reps: 1, rows: 10_000 },
       checks: { addresses: 500, rounds: 10 },
+      lookupPath: { reps: 1, delayMs: 20, importRows: 5_000, connections: 50 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -39,6 +40,7 @@ const plan = quick
       hot: { reps: 3, checks: 500, delayMs: 20 },
       import: { reps: 3, rows: 100_000 },
       checks: { addresses: 2000, rounds: 30 },
+      lookupPath: { reps: 3, delayMs: 20, importRows: 20_000, connections: 50 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -87,6 +89,7 @@ for (let rep = 1; rep <= plan.probe.reps; rep++) {
 const hot = await runHotDomain({ ...plan.hot, log });
 const imports = await runImport({ ...plan.import, log });
 const checks = await runEdgeChecks({ ...plan.checks, log });
+const lookupPath = await runLookupPath({ ...plan.lookupPath, log });
 
 // ---- The report ----
 
@@ -137,6 +140,7 @@ ${tsxCommand("probe-scale.ts", `--levels ${plan.probe.levels.join(",")} --checks
 ${tsxCommand("hot-domain.ts", `--reps ${plan.hot.reps} --checks ${plan.hot.checks} --delay-ms ${plan.hot.delayMs}`)}
 ${tsxCommand("import.ts", String(plan.import.rows))}   # ${repsText(plan.import.reps)}
 ${tsxCommand("edge-checks.ts", `${plan.checks.addresses} ${plan.checks.rounds}`)}
+${tsxCommand("lookup-path.ts", lookupPathArgs(plan.lookupPath).join(" "))}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -160,9 +164,11 @@ ceiling of this Worker on this machine; each row's ratio is to the \`/healthz\` 
 
 ${edgeLoadMarkdown(edge)}
 
-- \`/v1/people\` hit: the key lookup (cached in the isolate after the first request), one batch reading the balance and the person, and the charge: two
-  round trips to the local libSQL server, which runs in the \`npm start\` process and writes to a file.
-- miss: the same without the charge (a 404 costs nothing); non-2xx counts those 404s.
+- Requests take 500 API keys of one account in turn, as many customers' traffic would (each key is limited per 10 s), and wrangler dev runs at
+  \`WRANGLER_LOG=warn\`, so the figures are the Worker's and not wrangler printing two lines per request to a terminal.
+- \`/v1/people\` hit: the key lookup (cached in the isolate after the first request), then one batch that charges, reads the person and reads the
+  balance: one round trip to the local libSQL server, which runs in the \`npm start\` process and writes to a file.
+- miss: the same batch, charging nothing (a 404 costs nothing); non-2xx counts those 404s.
 - \`/v1/email_verifications\`: the cheap checks and MX over DoH from the local fixture (cached in the isolate after the first request); no probe, so
   every answer is \`risky\` with "No SMTP check was performed".
 
@@ -225,6 +231,12 @@ bench/edge-checks.ts: syntax, disposable / free / role lists, typo suggestion an
 - ${checks.summary}
 - µs per address: min ${checks.minUs}, median ${checks.medianUs}, max ${checks.maxUs} (target under 50)
 - µs per address by stage, one timed round: ${checks.stages.replace(/[{}']/g, "").replace(/: /g, " ").trim()}
+
+## 6. The lookup path: round trips, a slow database, an import alongside
+
+bench/lookup-path.ts: the Worker as \`wrangler dev\` serves it, the libSQL server in its own process, everything on loopback.
+
+${lookupPath}
 `;
 
 /** The hot-domain figures in one sentence per tool. */

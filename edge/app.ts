@@ -3,13 +3,32 @@
  * ./routes and register themselves here.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { matchedRoutes } from "hono/route";
 import { ERROR_MESSAGES } from "../shared/api.ts";
 import { requireApiKey } from "./auth.ts";
+import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
+import { describeError, stackOf, writeLog } from "./log.ts";
+import { enforceRateLimit } from "./rate-limits.ts";
+import { registerAccountRoute } from "./routes/account.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
+
+/** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+function isCausedBy(error: unknown, kind: abstract new (...args: never[]) => Error): boolean {
+  for (let cause = error; cause instanceof Error; cause = (cause as Error).cause) if (cause instanceof kind) return true;
+  return false;
+}
+
+/** The route pattern that answered (never the raw URL, which carries the query's values), or "unmatched". */
+function routePattern(c: Context<AppEnv>): string {
+  return matchedRoutes(c).findLast((route) => route.method !== "ALL")?.path ?? "unmatched";
+}
 
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
@@ -23,11 +42,27 @@ export function createApp(): OpenAPIHono<AppEnv> {
     },
   });
 
+  // Every request: its id, and one access line when it is answered (README "Logs").
   app.use("*", async (c, next) => {
+    const started = Date.now();
     const requestId = crypto.randomUUID();
     c.set("requestId", requestId);
+    c.set("accessLog", {});
     c.header("X-Request-Id", requestId);
     await next();
+    const auth = c.get("auth") as AppEnv["Variables"]["auth"] | undefined;
+    writeLog("info", {
+      event: "request",
+      request_id: requestId,
+      method: c.req.method,
+      route: routePattern(c),
+      status: c.res.status,
+      // workerd's clock moves only across I/O, which is where a request's time goes.
+      duration_ms: Date.now() - started,
+      account_id: auth?.accountId ?? null,
+      key_id: auth?.keyId ?? null,
+      ...c.get("accessLog"),
+    });
   });
 
   app.get("/healthz", (c) => c.json({ ok: true }));
@@ -47,11 +82,16 @@ export function createApp(): OpenAPIHono<AppEnv> {
     c.set("config", loadConfig(c.env));
     await next();
   });
-  app.use("/v1/people", requireApiKey);
-  app.use("/v1/email_verifications", requireApiKey);
+  // Authentication first (401, or 429 for an address with too many failures), then the key's
+  // limit for the family (429), then the route's own checks (400 and after).
+  app.use("/v1/people", requireApiKey, enforceRateLimit("lookup"));
+  app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
+  // Reading the account costs a database read, like a lookup, and counts as one.
+  app.use("/v1/account", requireApiKey, enforceRateLimit("lookup"));
 
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);
+  registerAccountRoute(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 
@@ -62,8 +102,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
     if (err instanceof HTTPException && err.status < 500) {
       return c.json({ error: err.message || "Bad request" }, err.status);
     }
+    if (isCausedBy(err, DatabaseUnavailableError)) {
+      writeLog("error", { event: "database_unavailable", request_id: c.get("requestId"), error: describeError(err) });
+      return c.json({ error: ERROR_MESSAGES.unavailable }, 503, { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) });
+    }
     // Unexpected: log what helps an operator (never the request's secrets) and say nothing else.
-    console.error(JSON.stringify({ level: "error", requestId: c.get("requestId"), error: String(err), stack: err.stack }));
+    writeLog("error", { event: "unexpected_error", request_id: c.get("requestId"), error: describeError(err), stack: stackOf(err) });
     return c.json({ error: ERROR_MESSAGES.internal }, 500);
   });
 

@@ -3,24 +3,20 @@
  * applies it to the balance in the same statement and the CHECK on accounts forbids a negative
  * balance, so concurrent lookups can never overspend.
  */
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "./db/client.ts";
 
-export type ChargeResult = { charged: true; balanceAfter: number } | { charged: false };
-
-export async function chargeCredits(
-  db: Database,
-  accountId: string,
-  cost: number,
-  requestId: string,
-): Promise<ChargeResult> {
-  const rows = await db.all<{ balance_after: number }>(sql`
+/**
+ * The statement that charges `cost` for a lookup only when `personId` (an SQL expression) finds
+ * someone and the balance covers it, returning the balance after; no row means no charge. For use
+ * in a batch with the reads, so that a lookup is one round trip.
+ */
+export function chargeForMatchQuery(db: Database, accountId: string, cost: number, requestId: string, personId: SQL) {
+  return db.all<{ balance_after: number }>(sql`
     insert into credit_ledger (account_id, delta, balance_after, reason, request_id)
     select id, ${-cost}, credit_balance - ${cost}, 'lookup', ${requestId}
-    from accounts where id = ${accountId} and credit_balance >= ${cost}
+    from accounts where id = ${accountId} and credit_balance >= ${cost} and ${personId} is not null
     returning balance_after`);
-  const row = rows[0];
-  return row ? { charged: true, balanceAfter: Number(row.balance_after) } : { charged: false };
 }
 
 /** The statement that reads an account's balance, for use in a batch. */

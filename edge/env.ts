@@ -5,18 +5,24 @@
 import { z } from "zod";
 import type { AuthenticatedKey } from "./auth.ts";
 import type { Database } from "./db/client.ts";
+import type { RateLimitBindings } from "./rate-limits.ts";
 
-export type Bindings = {
+export type Bindings = RateLimitBindings & {
   DATABASE_URL?: string;
   DATABASE_AUTH_TOKEN?: string;
+  DATABASE_TIMEOUT_MS?: string;
   DOH_URL?: string;
   PROBE_URL?: string;
   PROBE_SECRET?: string;
   LOOKUP_COST?: string;
 };
 
+/** What a route adds to its request's access line (README "Logs"): never a query value, address or number. */
+export type AccessLogFields = Record<string, string | number | boolean | null>;
+
 export type Variables = {
   requestId: string;
+  accessLog: AccessLogFields;
   config: EdgeConfig;
   auth: AuthenticatedKey;
   /** Opened on first use by requestDatabase(); never shared across requests. */
@@ -30,6 +36,8 @@ const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === 
 const EdgeConfigSchema = z.object({
   DATABASE_URL: z.string().url({ message: "DATABASE_URL must be a URL (libsql://, https:// or http://)" }),
   DATABASE_AUTH_TOKEN: z.preprocess(emptyToUndefined, z.string().optional()),
+  /** How long one database request may take, answer included, before the request gets 503. */
+  DATABASE_TIMEOUT_MS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(100).max(30_000).default(3_000)),
   DOH_URL: z.preprocess(emptyToUndefined, z.string().url().default("https://cloudflare-dns.com/dns-query")),
   /** One probe URL, or several separated by commas (README "Several probes"). */
   PROBE_URL: z.preprocess(

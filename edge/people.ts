@@ -1,7 +1,7 @@
 /**
  * Contact lookup: identifier parsing and precedence and the ContactInfo shape (README
- * "GET /v1/people"). Precedence and the emails/phones aggregation happen in one SQL statement so a
- * lookup costs one round trip.
+ * "GET /v1/people"). Precedence and the emails/phones aggregation happen in SQL, so that the match,
+ * the charge and the read go to the database together (see routes/people.ts).
  */
 import { sql, type SQL } from "drizzle-orm";
 import { ERROR_MESSAGES, type ContactInfo } from "../shared/api.ts";
@@ -71,9 +71,9 @@ type PersonRow = {
   phones: string;
 };
 
-/** The statement that finds the first matching person in precedence order, for use in a batch. */
-export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
-  // Candidates in precedence order (README "GET /v1/people"); the lowest rank that matches wins.
+/** The id of the first person that matches, in precedence order (README "GET /v1/people"), or null: an SQL expression. */
+export function matchingPersonId(ids: PeopleIdentifiers): SQL {
+  // The lowest rank that matches wins.
   const candidates: SQL[] = [];
   if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
   if (ids.profnetPublicIdentifier !== undefined)
@@ -83,7 +83,11 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
   if (ids.codehostId !== undefined) candidates.push(sql`select id, 3 as rank from people where codehost_id = ${ids.codehostId}`);
   if (ids.codehostLogin !== undefined)
     candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
+  return sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
+}
 
+/** The statement that reads the matching person with emails and phones, for use in a batch. */
+export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
   return db.all<PersonRow>(sql`
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
@@ -92,7 +96,7 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
     from people p
-    where p.id = (select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`);
+    where p.id = ${matchingPersonId(ids)}`);
 }
 
 function domainOf(email: string): string {

@@ -1,7 +1,9 @@
 /**
  * Calls the probe service (README "The SMTP probe") with a signed request and a hard deadline. Any failure —
  * not configured, unreachable, an error status, a malformed answer, a missed deadline — comes back
- * as a reason string, never as a throw: the caller degrades to "no SMTP check performed".
+ * as a reason string, never as a throw: the caller degrades to "no SMTP check performed". A probe
+ * that refuses the request itself (401: PROBE_SECRET differs; 400: a request outside the contract)
+ * is a configuration error: logged, and not failed over, since every probe would say the same.
  */
 import {
   PROBE_PATH,
@@ -10,10 +12,17 @@ import {
   type ProbeRequest,
 } from "../shared/probe-contract.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
+import { writeLog } from "./log.ts";
 
 export type ProbeCallResult =
   | { ok: true; response: ProbeResponse; ms: number }
-  | { ok: false; reason: "not_configured" | "unreachable" | "error_status" | "bad_response" | "deadline"; ms: number };
+  | { ok: false; reason: "not_configured" | "unreachable" | "error_status" | "bad_response" | "deadline"; ms: number; status?: number };
+
+/** What each refusal of the request itself says about our configuration. */
+const CONFIGURATION_ERRORS: Record<number, string> = {
+  401: "The probe refused the request's signature: the Worker's PROBE_SECRET is not the probe's",
+  400: "The probe refused the request as outside its contract: the Worker and the probe run different versions",
+};
 
 /** Time the probe's HTTP answer may take beyond its own deadline (network and JSON). */
 const RESPONSE_GRACE_MS = 750;
@@ -51,13 +60,15 @@ function rendezvousScore(url: string, domain: string): number {
 
 /**
  * Asks the domain's probe; when it cannot be reached or answers an error status (a busy probe
- * says 503), asks the next one with what is left of the deadline. A malformed answer or a missed
- * deadline ends the call: the deadline is the user's, not the fleet's.
+ * says 503), asks the next one with what is left of the deadline. A malformed answer, a missed
+ * deadline or a configuration error (401, 400) ends the call: the deadline is the user's, not the
+ * fleet's, and a refusal of our request would come from every probe alike.
  */
 export async function callProbe(
   probeUrls: readonly string[],
   secret: string | undefined,
   request: ProbeRequest,
+  requestId?: string,
 ): Promise<ProbeCallResult> {
   if (probeUrls.length === 0 || !secret) return { ok: false, reason: "not_configured", ms: 0 };
   const started = Date.now();
@@ -68,6 +79,12 @@ export async function callProbe(
     if (last && left < MIN_FAILOVER_BUDGET_MS) break;
     const result = await callOneProbe(url, secret, { ...request, deadline_ms: left });
     last = { ...result, ms: Date.now() - started };
+    const status = result.ok ? undefined : result.status;
+    const configurationError = status === undefined ? undefined : CONFIGURATION_ERRORS[status];
+    if (configurationError) {
+      writeLog("error", { event: "probe_configuration_error", request_id: requestId ?? null, probe: new URL(url).origin, status, message: configurationError });
+      break;
+    }
     if (result.ok || (result.reason !== "unreachable" && result.reason !== "error_status")) break;
   }
   return last!;
@@ -84,7 +101,7 @@ async function callOneProbe(probeUrl: string, secret: string, request: ProbeRequ
     const res = await fetch(new URL(PROBE_PATH, probeUrl), { method: "POST", headers, body, signal: controller.signal });
     if (!res.ok) {
       await res.body?.cancel();
-      return { ok: false, reason: "error_status", ms: elapsed() };
+      return { ok: false, reason: "error_status", status: res.status, ms: elapsed() };
     }
     const text = await readBodyWithin(res.body, MAX_RESPONSE_BYTES);
     if (text === null) return { ok: false, reason: "bad_response", ms: elapsed() };

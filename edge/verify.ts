@@ -23,6 +23,8 @@ export type VerifyOptions = {
   probeUrls?: string[];
   probeSecret?: string;
   smtpTimeoutSeconds: number;
+  /** For the log lines the probe call may write. */
+  requestId?: string;
 };
 
 const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
@@ -142,12 +144,12 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
   const dns = await resolveDomain(domain, options.dohUrl);
   const mx = probeHostsFor(dns);
   const probe = mx
-    ? await callProbe(options.probeUrls ?? [], options.probeSecret, {
-        email: `${local}@${domain}`,
-        mx,
-        deadline_ms: options.smtpTimeoutSeconds * 1000,
-        catch_all_check: true,
-      })
+    ? await callProbe(
+        options.probeUrls ?? [],
+        options.probeSecret,
+        { email: `${local}@${domain}`, mx, deadline_ms: options.smtpTimeoutSeconds * 1000, catch_all_check: true },
+        options.requestId,
+      )
     : null;
   return completeVerification(prepared, dns, probe);
 }

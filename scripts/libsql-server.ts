@@ -4,6 +4,11 @@
  * local file. It stands in for sqld / `turso dev`, which cannot be installed here; a DATABASE_URL
  * pointing at a real sqld or Turso works unchanged.
  *
+ * Locking behaves like sqld's: writes are serialized (one write transaction at a time, first come
+ * first served, waiting up to LOCK_WAIT_MS), a transaction holds the write lock only while it is
+ * open, and reads never wait (WAL). `GET /stats` counts the Hrana requests served, so tests and
+ * benchmarks can count database round trips.
+ *
  * Usage: npx tsx scripts/libsql-server.ts --file .data/dev.db [--port 8080] [--host 127.0.0.1]
  */
 import Database from "libsql";
@@ -55,62 +60,121 @@ class HranaError extends Error {
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 /** A stream (and any transaction it holds) is dropped after this long without a request. */
 const STREAM_IDLE_MS = 10_000;
-/**
- * Node runs SQLite calls synchronously, so a connection waiting on a lock held by another stream
- * would block the very event loop that must release it. Connections therefore never wait inside
- * SQLite (busy_timeout 0). Instead, a statement that may take a lock waits (asynchronously) while
- * another of this server's connections holds an open transaction; a statement that is still busy
- * (another process holds the lock) is retried until this deadline.
- */
+/** How long a write waits for the write lock before it fails with SQLITE_BUSY (sqld's busy timeout is 5 s too). */
 const LOCK_WAIT_MS = 5_000;
 
-type Stream = { db: Db; sql: Map<number, string>; peers: Set<Db>; timer: NodeJS.Timeout };
+/**
+ * First come, first served ownership of the write lock among this server's connections. SQLite's
+ * own busy handler cannot be used: Node runs SQLite calls synchronously, so a connection waiting
+ * inside SQLite for a lock held by another of this server's connections would block the event loop
+ * that has to release it. Connections therefore never wait inside SQLite (busy_timeout 0); they
+ * queue here, and a lock held by another process is retried with back-off.
+ */
+class WriteLock {
+  private holder: Db | null = null;
+  private readonly waiting: { db: Db; grant: () => void }[] = [];
 
-export type LibsqlServer = { url: string; port: number; close(): Promise<void> };
+  holds(db: Db): boolean {
+    return this.holder === db;
+  }
+
+  async acquire(db: Db, deadline: number): Promise<void> {
+    if (this.holder === db) return;
+    if (this.holder === null) {
+      this.holder = db;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const entry = { db, grant: () => {} };
+    try {
+      await new Promise<void>((resolve, reject) => {
+        entry.grant = resolve;
+        this.waiting.push(entry);
+        timer = setTimeout(() => {
+          this.waiting.splice(this.waiting.indexOf(entry), 1);
+          reject(new HranaError("database is locked", "SQLITE_BUSY"));
+        }, Math.max(0, deadline - Date.now()));
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  release(db: Db): void {
+    if (this.holder !== db) return;
+    const next = this.waiting.shift();
+    this.holder = next?.db ?? null;
+    next?.grant();
+  }
+}
+
+type Stream = {
+  db: Db;
+  sql: Map<number, string>;
+  /** The client's BEGIN [DEFERRED], run once the next statement shows whether the transaction writes. */
+  pendingBegin: boolean;
+  /** The transaction lost its connection to a lock conflict; everything but ROLLBACK fails until it is rolled back. */
+  aborted: boolean;
+};
+type Server = { lock: WriteLock; open(): Db; retire(db: Db): void; lockWaitMs: number };
+type StreamEntry = { stream: Stream; timer: NodeJS.Timeout };
+
+export type LibsqlServer = { url: string; port: number; stats(): LibsqlServerStats; close(): Promise<void> };
+/** `requests`: Hrana HTTP requests served (pipeline and cursor), i.e. the database round trips clients made. */
+export type LibsqlServerStats = { requests: number };
 
 export async function startLibsqlServer(options: {
   file: string;
   host?: string;
   port?: number;
   authToken?: string;
+  /** For tests of lock contention; LOCK_WAIT_MS otherwise. */
+  lockWaitMs?: number;
 }): Promise<LibsqlServer> {
   const host = options.host ?? "127.0.0.1";
   const idle: Db[] = [];
-  const streams = new Map<string, Stream>();
+  const streams = new Map<string, StreamEntry>();
+  const stats: LibsqlServerStats = { requests: 0 };
 
-  const peers = new Set<Db>();
   const open = (): Db => {
     const db = new Database(options.file);
     db.pragma("journal_mode = WAL");
     db.pragma("busy_timeout = 0");
     db.pragma("foreign_keys = ON");
-    peers.add(db);
     return db;
+  };
+  const server: Server = {
+    lock: new WriteLock(),
+    open,
+    // A connection that may hold half-run statements is closed, never reused.
+    retire: (db) => {
+      server.lock.release(db);
+      db.close();
+    },
+    lockWaitMs: options.lockWaitMs ?? LOCK_WAIT_MS,
   };
   const acquire = () => idle.pop() ?? open();
   const release = (db: Db) => {
     if (db.inTransaction) db.exec("ROLLBACK");
+    server.lock.release(db);
     if (idle.length < 8) idle.push(db);
-    else {
-      peers.delete(db);
-      db.close();
-    }
+    else db.close();
   };
   // Create the file and switch it to WAL before the first client arrives.
   release(open());
 
   const dropStream = (baton: string) => {
-    const stream = streams.get(baton);
-    if (!stream) return;
+    const entry = streams.get(baton);
+    if (!entry) return;
     streams.delete(baton);
-    clearTimeout(stream.timer);
-    release(stream.db);
+    clearTimeout(entry.timer);
+    release(entry.stream.db);
   };
-  const keepStream = (stream: Omit<Stream, "timer">): string => {
+  const keepStream = (stream: Stream): string => {
     const baton = randomBytes(18).toString("base64url");
     const timer = setTimeout(() => dropStream(baton), STREAM_IDLE_MS);
     timer.unref();
-    streams.set(baton, { ...stream, timer });
+    streams.set(baton, { stream, timer });
     return baton;
   };
 
@@ -121,7 +185,7 @@ export async function startLibsqlServer(options: {
     return timingSafeEqual(given, expectedAuth);
   };
 
-  const server = createServer((req, res) => {
+  const httpServer = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { message: String(err) });
       else res.destroy();
@@ -132,11 +196,13 @@ export async function startLibsqlServer(options: {
     const path = new URL(req.url ?? "/", "http://x").pathname.replace(/\/+$/, "");
     const version = /^\/(v2|v3)(\/pipeline|\/cursor)?$/.exec(path);
     if (req.method === "GET" && (path === "" || path === "/health")) return sendJson(res, 200, {});
+    if (req.method === "GET" && path === "/stats") return authorized(req) ? sendJson(res, 200, stats) : sendJson(res, 401, { message: "Unauthorized" });
     if (!version) return sendJson(res, 404, { message: "Not found" });
     if (!authorized(req)) return sendJson(res, 401, { message: "Unauthorized" });
     if (req.method === "GET" && !version[2]) return sendJson(res, 200, {});
     if (req.method !== "POST" || !version[2]) return sendJson(res, 405, { message: "Method not allowed" });
     if (version[1] === "v2" && version[2] === "/cursor") return sendJson(res, 404, { message: "Not found" });
+    stats.requests++;
 
     const raw = await readBody(req);
     if (raw === null) {
@@ -151,15 +217,15 @@ export async function startLibsqlServer(options: {
       return sendJson(res, 400, { message: "Malformed JSON" });
     }
 
-    let stream: Omit<Stream, "timer">;
+    let stream: Stream;
     if (body.baton) {
       const existing = streams.get(body.baton);
       if (!existing) return sendJson(res, 400, { message: "Unknown or expired baton" });
       streams.delete(body.baton);
       clearTimeout(existing.timer);
-      stream = existing;
+      stream = existing.stream;
     } else {
-      stream = { db: acquire(), sql: new Map(), peers };
+      stream = { db: acquire(), sql: new Map(), pendingBegin: false, aborted: false };
     }
 
     if (version[2] === "/cursor") {
@@ -167,7 +233,7 @@ export async function startLibsqlServer(options: {
       const baton = keepStream(stream);
       res.writeHead(200, { "content-type": "text/plain" });
       res.write(JSON.stringify({ baton, base_url: null }) + "\n");
-      for (const entry of await runCursor(stream, steps)) res.write(JSON.stringify(entry) + "\n");
+      for (const entry of await runCursor(server, stream, steps)) res.write(JSON.stringify(entry) + "\n");
       res.end();
       return;
     }
@@ -185,7 +251,7 @@ export async function startLibsqlServer(options: {
         continue;
       }
       try {
-        results.push({ type: "ok", response: await runRequest(stream, request) });
+        results.push({ type: "ok", response: await runRequest(server, stream, request) });
       } catch (err) {
         results.push({ type: "error", error: toError(err) });
       }
@@ -197,35 +263,34 @@ export async function startLibsqlServer(options: {
   }
 
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => resolve());
+    httpServer.once("error", reject);
+    httpServer.listen(options.port ?? 0, host, () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
+  const port = (httpServer.address() as AddressInfo).port;
   return {
     url: `http://${host}:${port}`,
     port,
+    stats: () => ({ ...stats }),
     close: async () => {
       for (const baton of [...streams.keys()]) dropStream(baton);
       await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
+        httpServer.close(() => resolve());
+        httpServer.closeAllConnections();
       });
       for (const db of idle.splice(0)) db.close();
     },
   };
 }
 
-async function runRequest(stream: Omit<Stream, "timer">, request: StreamRequest): Promise<unknown> {
+async function runRequest(server: Server, stream: Stream, request: StreamRequest): Promise<unknown> {
   switch (request.type) {
     case "execute":
-      return { type: "execute", result: await executeStmt(stream, request.stmt) };
+      return { type: "execute", result: await executeStmt(server, stream, request.stmt) };
     case "batch":
-      return { type: "batch", result: await runBatch(stream, request.batch.steps) };
-    case "sequence": {
-      const sql = resolveSql(stream, request);
-      await withWriteTurn(stream, sql, () => stream.db.exec(sql));
+      return { type: "batch", result: await runBatch(server, stream, request.batch.steps) };
+    case "sequence":
+      await runSequence(server, stream, resolveSql(stream, request));
       return { type: "sequence" };
-    }
     case "describe": {
       // Minimal: column names and types; parameter names and explain/readonly flags are not inspected.
       const stmt = stream.db.prepare(resolveSql(stream, request));
@@ -239,13 +304,17 @@ async function runRequest(stream: Omit<Stream, "timer">, request: StreamRequest)
       stream.sql.delete(request.sql_id);
       return { type: "close_sql" };
     case "get_autocommit":
-      return { type: "get_autocommit", is_autocommit: !stream.db.inTransaction };
+      return { type: "get_autocommit", is_autocommit: isAutocommit(stream) };
     default:
       throw new HranaError(`Unknown request type ${(request as { type: string }).type}`, "UNKNOWN_REQUEST");
   }
 }
 
-async function runBatch(stream: Omit<Stream, "timer">, steps: BatchStep[]) {
+function isAutocommit(stream: Stream): boolean {
+  return !stream.db.inTransaction && !stream.pendingBegin && !stream.aborted;
+}
+
+async function runBatch(server: Server, stream: Stream, steps: BatchStep[]) {
   const step_results: unknown[] = [];
   const step_errors: unknown[] = [];
   const evaluate = (cond: Condition): boolean => {
@@ -261,7 +330,7 @@ async function runBatch(stream: Omit<Stream, "timer">, steps: BatchStep[]) {
       case "or":
         return cond.conds.some(evaluate);
       case "is_autocommit":
-        return !stream.db.inTransaction;
+        return isAutocommit(stream);
     }
   };
   for (const step of steps) {
@@ -271,7 +340,7 @@ async function runBatch(stream: Omit<Stream, "timer">, steps: BatchStep[]) {
       continue;
     }
     try {
-      step_results.push(await executeStmt(stream, step.stmt));
+      step_results.push(await executeStmt(server, stream, step.stmt));
       step_errors.push(null);
     } catch (err) {
       step_results.push(null);
@@ -282,8 +351,8 @@ async function runBatch(stream: Omit<Stream, "timer">, steps: BatchStep[]) {
 }
 
 /** A batch run for the v3 cursor endpoint: the same semantics, reported as cursor entries. */
-async function runCursor(stream: Omit<Stream, "timer">, steps: BatchStep[]): Promise<unknown[]> {
-  const { step_results, step_errors } = await runBatch(stream, steps);
+async function runCursor(server: Server, stream: Stream, steps: BatchStep[]): Promise<unknown[]> {
+  const { step_results, step_errors } = await runBatch(server, stream, steps);
   const entries: unknown[] = [];
   steps.forEach((_, i) => {
     const result = step_results[i] as { cols: unknown; rows: unknown[]; affected_row_count: number; last_insert_rowid: string | null } | null;
@@ -298,7 +367,7 @@ async function runCursor(stream: Omit<Stream, "timer">, steps: BatchStep[]): Pro
   return entries;
 }
 
-function resolveSql(stream: Omit<Stream, "timer">, ref: { sql?: string; sql_id?: number }): string {
+function resolveSql(stream: Stream, ref: { sql?: string; sql_id?: number }): string {
   if (typeof ref.sql === "string") return ref.sql;
   const stored = ref.sql_id === undefined ? undefined : stream.sql.get(ref.sql_id);
   if (stored === undefined) throw new HranaError("SQL text or a known sql_id is required", "SQL_NOT_FOUND");
@@ -329,14 +398,16 @@ function encodeValue(v: unknown): HranaValue {
   return { type: "text", value: String(v) };
 }
 
-async function executeStmt(stream: Omit<Stream, "timer">, stmt: Stmt) {
+const EMPTY_RESULT = { cols: [], rows: [], affected_row_count: 0, last_insert_rowid: null };
+
+async function executeStmt(server: Server, stream: Stream, stmt: Stmt) {
   const sql = resolveSql(stream, stmt);
   const positional = (stmt.args ?? []).map(decodeValue);
   // The engine matches a plain name against :name, @name and $name alike.
   const named = Object.fromEntries((stmt.named_args ?? []).map((a) => [a.name.replace(/^[:@$]/, ""), decodeValue(a.value)]));
   const params: unknown[] = stmt.named_args?.length ? [...positional, named] : positional;
 
-  return withWriteTurn(stream, sql, () => {
+  return runWithLocking(server, stream, sql, () => {
     const prepared = stream.db.prepare(sql);
     if (prepared.reader) {
       prepared.safeIntegers(true);
@@ -361,24 +432,138 @@ async function executeStmt(stream: Omit<Stream, "timer">, stmt: Stmt) {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+type StatementKind = "begin" | "begin_write" | "commit" | "rollback" | "read" | "write";
 
-/** Runs a statement once no other connection of this server is inside a transaction (see LOCK_WAIT_MS). */
-async function withWriteTurn<T>(stream: Omit<Stream, "timer">, sql: string, run: () => T): Promise<T> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  // Plain reads never take a write lock in WAL mode; anything else might.
-  const mayLock = !/^\s*(select|explain)\b/i.test(sql);
-  const othersInTransaction = () => [...stream.peers].some((db) => db !== stream.db && db.inTransaction);
-  for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
-    if (!mayLock || stream.db.inTransaction || !othersInTransaction() || Date.now() > deadline) {
+/** What a statement does to locking, from its first words (leading comments skipped). */
+function statementKind(sql: string): StatementKind {
+  const words = /^(?:\s|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*(\w+)(?:\s+(\w+))?/.exec(sql);
+  const [first, second] = [words?.[1]?.toLowerCase(), words?.[2]?.toLowerCase()];
+  if (first === "begin") return second === "immediate" || second === "exclusive" ? "begin_write" : "begin";
+  if (first === "commit" || first === "end") return "commit";
+  if (first === "rollback" && second !== "to") return "rollback";
+  // PRAGMAs run as they are: several are no-ops inside a transaction (foreign_keys).
+  if (first === "select" || first === "explain" || first === "values" || first === "pragma") return "read";
+  return "write";
+}
+
+/**
+ * Runs one statement with sqld's locking: a write first takes the write lock (queueing for it),
+ * outside a transaction inside its own BEGIN IMMEDIATE ... COMMIT; a client's BEGIN [DEFERRED] waits
+ * for its first statement to tell whether the transaction will write, so that a write never has to
+ * upgrade a read lock (which fails at once under contention instead of queueing).
+ */
+async function runWithLocking<T>(server: Server, stream: Stream, sql: string, run: () => T): Promise<T | typeof EMPTY_RESULT> {
+  const kind = statementKind(sql);
+  if (stream.aborted) {
+    if (kind !== "rollback") throw new HranaError("The transaction was rolled back after a lock conflict; roll it back", "SQLITE_BUSY");
+    stream.aborted = false;
+    return EMPTY_RESULT;
+  }
+  const inTransaction = stream.db.inTransaction || stream.pendingBegin;
+  switch (kind) {
+    case "begin":
+      if (inTransaction) return guarded(server, stream, run);
+      stream.pendingBegin = true;
+      return EMPTY_RESULT;
+    case "begin_write":
+      if (inTransaction) return guarded(server, stream, run);
+      await beginWrite(server, stream, sql);
+      return EMPTY_RESULT;
+    case "commit":
+    case "rollback": {
+      if (stream.pendingBegin) {
+        stream.pendingBegin = false;
+        return EMPTY_RESULT;
+      }
+      const result = guarded(server, stream, run);
+      if (!stream.db.inTransaction) server.lock.release(stream.db);
+      return result;
+    }
+    case "read":
+      if (stream.pendingBegin) {
+        stream.db.exec("BEGIN DEFERRED");
+        stream.pendingBegin = false;
+      }
+      return guarded(server, stream, run);
+    case "write":
+      if (stream.pendingBegin) {
+        await beginWrite(server, stream, "BEGIN IMMEDIATE");
+        stream.pendingBegin = false;
+        return guarded(server, stream, run);
+      }
+      if (stream.db.inTransaction) {
+        // A transaction that has only read so far takes the lock now and keeps it until it ends.
+        await server.lock.acquire(stream.db, Date.now() + server.lockWaitMs);
+        return guarded(server, stream, run);
+      }
+      await beginWrite(server, stream, "BEGIN IMMEDIATE");
       try {
-        return run();
-      } catch (err) {
-        const busy = ((err as { code?: string }).code ?? "").startsWith("SQLITE_BUSY");
-        if (!busy || stream.db.inTransaction || Date.now() > deadline) throw err;
+        const result = guarded(server, stream, run);
+        stream.db.exec("COMMIT");
+        return result;
+      } finally {
+        if (stream.db.inTransaction) stream.db.exec("ROLLBACK");
+        server.lock.release(stream.db);
+      }
+  }
+}
+
+/** A script of statements (executeMultiple, migrations): run under the write lock, as it may write and may open transactions itself. */
+async function runSequence(server: Server, stream: Stream, sql: string): Promise<void> {
+  if (stream.aborted) throw new HranaError("The transaction was rolled back after a lock conflict; roll it back", "SQLITE_BUSY");
+  if (stream.pendingBegin) {
+    await beginWrite(server, stream, "BEGIN IMMEDIATE");
+    stream.pendingBegin = false;
+  }
+  await server.lock.acquire(stream.db, Date.now() + server.lockWaitMs);
+  try {
+    guarded(server, stream, () => stream.db.exec(sql));
+  } finally {
+    if (!stream.db.inTransaction) server.lock.release(stream.db);
+  }
+}
+
+/** BEGIN IMMEDIATE or EXCLUSIVE: the write lock first, then SQLite's, retried while another process holds it. */
+async function beginWrite(server: Server, stream: Stream, sql: string): Promise<void> {
+  const deadline = Date.now() + server.lockWaitMs;
+  await server.lock.acquire(stream.db, deadline);
+  for (let delay = 1; ; delay = Math.min(delay * 2, 50)) {
+    try {
+      // exec(), never a prepared statement: a prepared statement that fails with SQLITE_BUSY stays
+      // half-run on its connection, and every later COMMIT there fails ("SQL statements in progress").
+      stream.db.exec(sql);
+      return;
+    } catch (err) {
+      if (!isLockConflict(err) || Date.now() + delay > deadline) {
+        server.lock.release(stream.db);
+        throw err;
       }
     }
     await sleep(delay);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function isLockConflict(err: unknown): boolean {
+  return /^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? "");
+}
+
+/**
+ * Runs a statement; when it fails on a lock conflict (another process's lock, or a read snapshot
+ * that went stale), the connection is replaced: the failed statement stays half-run on it (see
+ * beginWrite), so it could never commit again. An open transaction is lost with it.
+ */
+function guarded<T>(server: Server, stream: Stream, run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    if (isLockConflict(err)) {
+      stream.aborted = stream.db.inTransaction;
+      server.retire(stream.db);
+      stream.db = server.open();
+    }
+    throw err;
   }
 }
 
@@ -420,7 +605,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     host: values.host,
     authToken: process.env.LIBSQL_AUTH_TOKEN,
   });
-  process.stderr.write(`libSQL server on ${server.url} (file ${values.file})\n`);
+  // On stdout: whoever started it with --port 0 reads the address from this line.
+  process.stdout.write(`libSQL server on ${server.url} (file ${values.file})\n`);
   const stop = () => void server.close().then(() => process.exit(0));
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

@@ -95,7 +95,11 @@ function startWorker(vars: Record<string, string | undefined>): ChildProcess {
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(envFile, lines.join("\n") + "\n", { mode: 0o600 });
   stoppers.push(() => rmSync(envFile, { force: true }));
-  const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", "warn", "--env-file", envFile];
+  // Log level info unless WRANGLER_LOG (wrangler's own setting) says otherwise: the Worker's access
+  // lines (console.info, README "Logs") reach this terminal, beside wrangler's own line per request
+  // (method, path and status, never the query string). WRANGLER_LOG=warn keeps only problems.
+  const logLevel = process.env.WRANGLER_LOG || "info";
+  const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", logLevel, "--env-file", envFile];
   const child = spawn(join(root, "node_modules/.bin/wrangler"), args, {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
@@ -145,6 +149,7 @@ async function main() {
   startWorker({
     DATABASE_URL: database.url,
     DATABASE_AUTH_TOKEN: database.authToken,
+    DATABASE_TIMEOUT_MS: process.env.DATABASE_TIMEOUT_MS,
     DOH_URL: process.env.DOH_URL,
     PROBE_URL: process.env.PROBE_URL ?? extra.probeUrl,
     PROBE_SECRET: extra.probeSecret ?? process.env.PROBE_SECRET,

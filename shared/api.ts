@@ -18,6 +18,8 @@ export const ERROR_MESSAGES = {
   smtpTimeoutRange: "smtp_timeout must be an integer between 1 and 60",
   notFound: "Not found",
   internal: "Internal server error",
+  unavailable: "Service temporarily unavailable",
+  rateLimited: "Rate limit exceeded",
   bodyTooLarge: "Request body too large",
   malformedJson: "Malformed JSON body",
 } as const;
@@ -118,3 +120,32 @@ export const EmailVerificationQuery = z.object({
   email_address: z.string().optional().openapi({ example: "ana@example.com" }),
   smtp_timeout: z.string().optional().openapi({ description: "Integer seconds 1..60, default 10", example: "10" }),
 });
+
+const RateLimitInfo = z.object({
+  limit: z.number().int().openapi({ description: "Requests allowed per period", example: 100 }),
+  period_seconds: z.number().int().openapi({ example: 10 }),
+  per: z.enum(["key", "client_address"]).openapi({ description: "What is counted: each API key, or each client IP address" }),
+});
+
+const UsagePeriod = z.object({
+  since: z.string().openapi({ description: "Start of the period (UTC), ISO 8601", example: "2026-11-23T00:00:00.000Z" }),
+  lookups_charged: z.number().int().openapi({ description: "GET /v1/people requests that were charged" }),
+  credits_spent: z.number().int(),
+});
+
+export const AccountInfo = z
+  .object({
+    account_id: z.string().openapi({ example: "acc_Jx3bq0V9oWm2Lr8c" }),
+    name: z.string(),
+    status: z.enum(["active", "disabled"]),
+    credit_balance: z.number().int(),
+    rate_limits: z.object({
+      verification: RateLimitInfo,
+      lookup: RateLimitInfo,
+      job_creation: RateLimitInfo,
+      failed_authentication: RateLimitInfo,
+    }),
+    usage: z.object({ today: UsagePeriod, this_month: UsagePeriod }),
+  })
+  .openapi("Account");
+export type AccountInfo = z.infer<typeof AccountInfo>;

@@ -6,25 +6,63 @@ import * as schema from "./schema.ts";
 export type Database = LibSQLDatabase<typeof schema> & { $client: Client };
 
 /**
+ * A database call that failed: no answer within DATABASE_TIMEOUT_MS, a refused connection, an error
+ * status or an error from the database itself. The app answers it with 503 and Retry-After
+ * (README "Errors"), never a hang or a 500. The original error is the cause, for the log.
+ */
+export class DatabaseUnavailableError extends Error {
+  override name = "DatabaseUnavailableError";
+  constructor(cause: unknown) {
+    super("The database call failed", { cause });
+  }
+}
+
+/** The client calls whose failures are database failures; anything else is passed through as it is. */
+const DATABASE_CALLS = new Set<PropertyKey>(["execute", "batch", "executeMultiple", "migrate", "transaction"]);
+
+function reportingFailures(client: Client): Client {
+  return new Proxy(client, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      if (!DATABASE_CALLS.has(property)) return value.bind(target);
+      return async (...args: unknown[]) => {
+        try {
+          return await value.apply(target, args);
+        } catch (error) {
+          throw new DatabaseUnavailableError(error);
+        }
+      };
+    },
+  });
+}
+
+/** Every request to the database gets `timeoutMs` to be answered in full, body included. */
+function fetchWithin(timeoutMs: number): typeof fetch {
+  return (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+}
+
+/**
  * A database handle for one request. It must not be shared across requests: the libSQL client
  * queues statements beyond its concurrency limit (20) and releases them from whichever request
  * finished first, and workerd cannot resume one request from another's I/O, so a shared client
  * hangs under load ("code had hung", seen with 50 connections). Creating one does no I/O.
  */
-export function openRequestDatabase(url: string, authToken: string | undefined): Database {
-  return drizzle(createClient({ url, authToken }), { schema }) as Database;
+export function openRequestDatabase(url: string, authToken: string | undefined, timeoutMs: number): Database {
+  const client = createClient({ url, authToken, fetch: fetchWithin(timeoutMs) });
+  return drizzle(reportingFailures(client), { schema }) as Database;
 }
 
 /** The request's database handle, opened on first use and kept on the context for the rest of it. */
 export function requestDatabase(c: {
-  get(key: "config"): { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string | undefined };
+  get(key: "config"): { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string | undefined; DATABASE_TIMEOUT_MS: number };
   get(key: "db"): Database | undefined;
   set(key: "db", value: Database): void;
 }): Database {
   let db = c.get("db");
   if (!db) {
     const config = c.get("config");
-    db = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN);
+    db = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS);
     c.set("db", db);
   }
   return db;

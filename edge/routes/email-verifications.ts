@@ -1,22 +1,21 @@
 /** GET and POST /v1/email_verifications (README section of that name). */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult, ErrorBody } from "../../shared/api.ts";
+import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult } from "../../shared/api.ts";
+import { limitRequestBody } from "../body-limit.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../lib/errors.ts";
 import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
 import { verifyEmail } from "../verify.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const PATH = "/v1/email_verifications";
 
-const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: ErrorBody } } });
 const responses = {
   200: { description: "Validation completed", content: { "application/json": { schema: EmailVerificationResult } } },
   400: errorResponse(`${ERROR_MESSAGES.emailRequired}; ${ERROR_MESSAGES.smtpTimeoutRange}; ${ERROR_MESSAGES.malformedJson}`),
-  401: errorResponse("Missing or invalid bearer token"),
   413: errorResponse(`Body over ${MAX_VERIFICATION_BODY_BYTES} bytes`),
   415: errorResponse("Body in an unsupported content type"),
+  ...authenticatedErrorResponses,
 };
 const description =
   "Verifies an address: syntax, disposable provider, typo suggestion, MX over DNS-over-HTTPS, a live SMTP " +
@@ -64,19 +63,20 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
       probeUrls: config.PROBE_URL,
       probeSecret: config.PROBE_SECRET,
       smtpTimeoutSeconds: params.smtpTimeoutSeconds,
+      requestId: c.get("requestId"),
+    });
+    // The verdict and how it was reached, never the address or its domain.
+    Object.assign(c.get("accessLog"), {
+      classification: result.classification,
+      smtp_outcome: result.details?.smtp_outcome ?? null,
+      dns_ms: result.details?.dns_ms ?? null,
+      dns_cached: result.details?.dns_cached ?? null,
+      smtp_ms: result.details?.smtp_ms ?? null,
+      catch_all_cached: result.details?.catch_all_cached ?? null,
     });
     return c.json(result, 200);
   };
 
   app.get(PATH, handler);
-  app.post(
-    PATH,
-    bodyLimit({
-      maxSize: MAX_VERIFICATION_BODY_BYTES,
-      onError: () => {
-        throw new ApiError(413, ERROR_MESSAGES.bodyTooLarge);
-      },
-    }),
-    handler,
-  );
+  app.post(PATH, limitRequestBody(MAX_VERIFICATION_BODY_BYTES), handler);
 }

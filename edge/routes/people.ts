@@ -1,20 +1,17 @@
 /** GET /v1/people (README section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { ContactInfo, ERROR_MESSAGES, ErrorBody, PeopleQuery } from "../../shared/api.ts";
-import { chargeCredits, balanceQuery } from "../credits.ts";
+import { ContactInfo, ERROR_MESSAGES, PeopleQuery } from "../../shared/api.ts";
+import { balanceQuery, chargeForMatchQuery } from "../credits.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { findPersonQuery, parsePeopleQuery, toContactInfo } from "../people.ts";
+import { findPersonQuery, matchingPersonId, parsePeopleQuery, toContactInfo } from "../people.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const creditHeaders = {
   "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
   "X-Credits-Remaining": { schema: { type: "integer" as const }, description: "Account balance after this request" },
 };
-const json = (schema: typeof ErrorBody | typeof ContactInfo, description: string) => ({
-  content: { "application/json": { schema } },
-  description,
-});
 
 export const peopleRoute = createRoute({
   method: "get",
@@ -26,11 +23,11 @@ export const peopleRoute = createRoute({
   security: [{ bearerAuth: [] }],
   request: { query: PeopleQuery },
   responses: {
-    200: { ...json(ContactInfo, "A profile was found"), headers: creditHeaders },
-    400: { ...json(ErrorBody, ERROR_MESSAGES.peopleParamRequired + ", or an identifier is malformed") },
-    401: json(ErrorBody, "Missing or invalid bearer token"),
-    402: { ...json(ErrorBody, "Insufficient credits"), headers: creditHeaders },
-    404: { ...json(ErrorBody, ERROR_MESSAGES.profileNotFound), headers: creditHeaders },
+    200: { description: "A profile was found", content: { "application/json": { schema: ContactInfo } }, headers: creditHeaders },
+    400: errorResponse(ERROR_MESSAGES.peopleParamRequired + ", or an identifier is malformed", creditHeaders),
+    402: errorResponse("Insufficient credits", creditHeaders),
+    404: errorResponse(ERROR_MESSAGES.profileNotFound, creditHeaders),
+    ...authenticatedErrorResponses,
   },
 });
 
@@ -57,19 +54,20 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
       throw err;
     }
 
-    // One round trip for the balance and the person: 402 must win over 404.
-    const [balanceRows, personRows] = await db.batch([balanceQuery(db, accountId), findPersonQuery(db, ids)]);
-    const balance = Number(balanceRows[0]?.credit_balance ?? 0);
-    if (balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));
+    // One round trip: one batch (one transaction) charges only when someone matches and the balance
+    // covers the cost, then reads the person and the balance as they are after it.
+    const [chargedRows, personRows, balanceRows] = await db.batch([
+      chargeForMatchQuery(db, accountId, cost, c.get("requestId"), matchingPersonId(ids)),
+      findPersonQuery(db, ids),
+      balanceQuery(db, accountId),
+    ]);
+    const charged = chargedRows[0];
     const person = personRows[0];
-    if (!person) throw new ApiError(404, ERROR_MESSAGES.profileNotFound, chargeHeaders(0, balance));
-
-    const charge = await chargeCredits(db, accountId, cost, c.get("requestId"));
-    if (!charge.charged) {
-      // Another request spent the credits between the read and the charge.
-      const [row] = await balanceQuery(db, accountId);
-      throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, Number(row?.credit_balance ?? 0)));
-    }
-    return c.json(toContactInfo(person), 200, chargeHeaders(cost, charge.balanceAfter));
+    if (charged && person) return c.json(toContactInfo(person), 200, chargeHeaders(cost, Number(charged.balance_after)));
+    // Nothing charged: the balance was short (which is all that stops a charge when someone matched,
+    // and 402 wins over 404), or nobody matched.
+    const balance = Number(balanceRows[0]?.credit_balance ?? 0);
+    if (person || balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));
+    throw new ApiError(404, ERROR_MESSAGES.profileNotFound, chargeHeaders(0, balance));
   });
 }

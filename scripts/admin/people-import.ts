@@ -1,7 +1,9 @@
 /**
- * `people import FILE`: stream the file, validate each line, upsert valid rows in transactions of
+ * `people import FILE`: stream the file, validate each line, upsert valid rows in batches of
  * bounded size, and summarise. A bad line is rejected with its line number and a reason and never
- * stops the import; only a file that cannot be read or a database that stops working does.
+ * stops the import; a batch the database refuses for a passing reason (its lock is busy, the
+ * network failed) is tried again with back-off; only a file that cannot be read or a database that
+ * stays unavailable stops it.
  */
 import type { Client } from "@libsql/client";
 import { stat } from "node:fs/promises";
@@ -41,6 +43,8 @@ export type ImportSummary = {
   rejections_not_listed: number;
   rows_per_second: number;
   elapsed_ms: number;
+  /** Batches written again after a passing failure (a busy lock, the network). */
+  batch_retries: number;
 };
 
 /** Constraint-like failures come from the data of one row; anything else (locks, I/O) is not. */
@@ -54,10 +58,38 @@ function isRowSpecificDatabaseError(error: unknown): boolean {
   return false;
 }
 
+const TRANSIENT_ERROR_CODE = /^(SQLITE_BUSY|SQLITE_LOCKED|SERVER_ERROR|ECONN|ETIMEDOUT|EPIPE|EAI_AGAIN|ENOTFOUND|UND_ERR)/;
+
+/** A failure that may pass: the database's lock is busy, or the request never got an answer. */
+function isTransientDatabaseError(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && TRANSIENT_ERROR_CODE.test(code)) return true;
+  }
+  return false;
+}
+
+/** Waits between tries of a batch the database refused for a passing reason: about 26 s in all. */
+const RETRY_DELAYS_MS = [100, 200, 400, 800, 1_600, 3_200, 5_000, 5_000, 5_000, 5_000];
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** Writes a batch; when one row makes the database refuse it, redoes it row by row to reject just that row. */
-async function writeBatch(client: Client, rows: BatchRow[], source: string): Promise<RowOutcome[]> {
+async function writeBatch(client: Client, rows: BatchRow[], source: string, tally: ImportTally): Promise<RowOutcome[]> {
   try {
-    return await upsertPeopleBatch(client, rows, source);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await upsertPeopleBatch(client, rows, source);
+      } catch (error) {
+        const delay = RETRY_DELAYS_MS[attempt];
+        if (delay === undefined || !isTransientDatabaseError(error)) throw error;
+        tally.batchRetries++;
+        // A statement refused with SQLITE_BUSY can stay half-run on a local file connection and
+        // block every later COMMIT there; fresh connections leave it behind.
+        await client.reconnect();
+        await sleep(delay);
+      }
+    }
   } catch (error) {
     if (!isRowSpecificDatabaseError(error)) throw error;
     const [onlyRow] = rows;
@@ -65,7 +97,7 @@ async function writeBatch(client: Client, rows: BatchRow[], source: string): Pro
       return [{ line: onlyRow.line, outcome: "rejected", reason: `the database rejected the row: ${(error as Error).message}` }];
     }
     const outcomes: RowOutcome[] = [];
-    for (const row of rows) outcomes.push(...(await writeBatch(client, [row], source)));
+    for (const row of rows) outcomes.push(...(await writeBatch(client, [row], source, tally)));
     return outcomes;
   }
 }
@@ -77,6 +109,7 @@ class ImportTally {
   rejected = 0;
   readonly rejections: Rejection[] = [];
   rejectionsNotListed = 0;
+  batchRetries = 0;
 
   /** Takes the outcomes of a run of lines; sorting keeps the rejection list in line order. */
   add(outcomes: RowOutcome[]): void {
@@ -117,7 +150,7 @@ export async function importPeople(client: Client, path: string, options: Import
   const flush = async () => {
     const [firstRow] = batch;
     try {
-      tally.add([...batchRejections, ...(firstRow ? await writeBatch(client, batch, source) : [])]);
+      tally.add([...batchRejections, ...(firstRow ? await writeBatch(client, batch, source, tally) : [])]);
     } catch (error) {
       throw new AdminError(
         `Import stopped at the batch starting on line ${firstRow?.line}: ${(error as Error).message} ` +
@@ -156,5 +189,6 @@ export async function importPeople(client: Client, path: string, options: Import
     rejections_not_listed: tally.rejectionsNotListed,
     rows_per_second: elapsedMs > 0 ? Math.round((rows * 1000) / elapsedMs) : rows,
     elapsed_ms: Math.round(elapsedMs),
+    batch_retries: tally.batchRetries,
   };
 }

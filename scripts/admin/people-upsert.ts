@@ -1,8 +1,14 @@
 /**
- * Upserting one batch of validated import rows in one write transaction, in a fixed number of
- * statements whatever the batch size: load every person any row's identifiers point at, replay the
- * rows in file order against that in-memory state (matching, conflicts, what changed), then write
- * the final state with a handful of set-based statements (each takes its rows as one JSON argument).
+ * Upserting one batch of validated import rows in a fixed number of statements whatever the batch
+ * size: load every person any row's identifiers point at, replay the rows in file order against
+ * that in-memory state (matching, conflicts, what changed), then write the final state with a
+ * handful of set-based statements (each takes its rows as one JSON argument).
+ *
+ * No lock is held across network round trips, so lookups never wait on an import's planning: the
+ * load is a plain read, and the writes go in one batch, which the database runs as one write
+ * transaction within one request. The batch opens with a guard that loads the same people again
+ * and fails the batch when anything the plan relied on changed in between (another writer); the
+ * batch is then planned again from a fresh load.
  *
  * Matching rules:
  * - A row matches a person by any of its identifiers: profnet_id, profnet_public_identifier
@@ -18,7 +24,7 @@
  * - "updated" means a field, email or phone actually changed; otherwise the row is "unchanged",
  *   though last_seen_at still records that this import saw the data.
  */
-import type { Client, InValue, Transaction } from "@libsql/client";
+import type { Client, InStatement } from "@libsql/client";
 import { IDENTIFIER_FIELDS, PERSON_FIELDS, type IdentifierField, type PersonField, type PersonRecord } from "./people-record.ts";
 
 export type BatchRow = { line: number; record: PersonRecord };
@@ -210,6 +216,14 @@ const SELECT_MATCHING_PEOPLE = `
 
 type LoadedPerson = PersonFields & { id: number; emails: [number, string][]; phones: [number, string][] };
 
+/**
+ * The batch's guard: SQLite has no RAISE outside triggers, so it provokes an error on demand with
+ * json_extract() and an invalid path, which is only evaluated when the people it reloads differ
+ * from the snapshot; the path is a marker the error message carries back.
+ */
+const STALE_PLAN_MARKER = "import plan is stale: reload and plan again";
+const GUARD_UNCHANGED = `select json_extract('{}', ?5) where (${SELECT_MATCHING_PEOPLE}) is not ?6`;
+
 const CLEAR_IDENTIFIERS = `
   update people set ${IDENTIFIER_FIELDS.map((field) => `${field} = null`).join(", ")}
   where id in (select value from json_each(?1))`;
@@ -218,23 +232,32 @@ const UPDATE_PEOPLE = `
   from json_each(?2) as u where people.id = u.value ->> 'id'`;
 const INSERT_PEOPLE = `
   insert into people (${PERSON_COLUMNS}, created_at, updated_at)
-  select ${PERSON_FIELDS.map((field) => `value ->> '${field}'`).join(", ")}, ?1, ?1 from json_each(?2)
-  returning id, ${IDENTIFIER_FIELDS.join(", ")}`;
+  select ${PERSON_FIELDS.map((field) => `value ->> '${field}'`).join(", ")}, ?1, ?1 from json_each(?2)`;
+/**
+ * The id of the person an email or phone belongs to: known, or (for a person inserted earlier in the
+ * same batch) found by one of its identifiers, each branch through that identifier's unique index.
+ */
+const OWNER_ID = `coalesce(value ->> 'person_id', case value ->> 'by'
+    when 'profnet_id' then (select id from people where profnet_id = value ->> 'key')
+    when 'profnet_public_identifier' then (select id from people where lower(profnet_public_identifier) = lower(value ->> 'key'))
+    when 'codehost_id' then (select id from people where codehost_id = value ->> 'key')
+    when 'codehost_login' then (select id from people where lower(codehost_login) = lower(value ->> 'key'))
+  end)`;
 const INSERT_EMAILS = `
   insert into person_emails (person_id, email, source, first_seen_at, last_seen_at)
-  select value ->> 'person_id', value ->> 'email', ?1, ?2, ?2 from json_each(?3)`;
+  select ${OWNER_ID}, value ->> 'email', ?1, ?2, ?2 from json_each(?3)`;
 const INSERT_PHONES = `
   insert into person_phones (person_id, phone, source, first_seen_at, last_seen_at)
-  select value ->> 'person_id', value ->> 'phone', ?1, ?2, ?2 from json_each(?3)`;
+  select ${OWNER_ID}, value ->> 'phone', ?1, ?2, ?2 from json_each(?3)`;
 const BUMP_EMAILS = `update person_emails set last_seen_at = ?1 where id in (select value from json_each(?2))`;
 const BUMP_PHONES = `update person_phones set last_seen_at = ?1 where id in (select value from json_each(?2))`;
 
-async function loadMatchingPeople(tx: Transaction, rows: BatchRow[]): Promise<KnownPerson[]> {
-  const valuesOf = (field: IdentifierField) =>
-    JSON.stringify(rows.flatMap(({ record }) => (record[field] === undefined ? [] : [record[field]])));
-  const found = await tx.execute({ sql: SELECT_MATCHING_PEOPLE, args: IDENTIFIER_FIELDS.map(valuesOf) });
-  const loaded = JSON.parse(String(found.rows[0]?.people ?? "[]")) as LoadedPerson[];
-  return loaded.map((person) => {
+/** The people the batch's identifiers point at, as the JSON document the guard compares, and decoded. */
+async function loadMatchingPeople(client: Client, identifierArgs: string[]): Promise<{ snapshot: string; people: KnownPerson[] }> {
+  const found = await client.execute({ sql: SELECT_MATCHING_PEOPLE, args: identifierArgs });
+  const snapshot = String(found.rows[0]?.people ?? "[]");
+  const loaded = JSON.parse(snapshot) as LoadedPerson[];
+  const people = loaded.map((person) => {
     const fields = emptyFields();
     for (const field of PERSON_FIELDS) fields[field] = person[field];
     return {
@@ -247,59 +270,78 @@ async function loadMatchingPeople(tx: Transaction, rows: BatchRow[]): Promise<Kn
       phones: new Map(person.phones.map(([id, phone]) => [phone, { id }])),
     };
   });
+  return { snapshot, people };
 }
 
-async function executeWithJson(tx: Transaction, sql: string, leadingArgs: InValue[], items: unknown[]) {
-  return items.length === 0 ? undefined : tx.execute({ sql, args: [...leadingArgs, JSON.stringify(items)] });
+/** Where a person's new emails and phones point: its id, or for a new person its first identifier. */
+function ownerOf(person: KnownPerson): { person_id: number | null; by?: IdentifierField; key?: string | number } {
+  if (person.id !== null) return { person_id: person.id };
+  const by = IDENTIFIER_FIELDS.find((field) => person.fields[field] !== null)!;
+  return { person_id: null, by, key: person.fields[by]! };
 }
 
-async function writePlan(tx: Transaction, plan: BatchPlan, source: string, now: number): Promise<void> {
+function writeStatements(plan: BatchPlan, source: string, now: number): InStatement[] {
+  const statements: InStatement[] = [];
+  const add = (sql: string, leadingArgs: (string | number)[], items: unknown[]) => {
+    if (items.length > 0) statements.push({ sql, args: [...leadingArgs, JSON.stringify(items)] });
+  };
   const existing = plan.people.filter((person) => person.id !== null);
   const created = plan.people.filter((person) => person.id === null);
 
   // Rows may move an identifier from one person to another (a login renamed, then reused), and the
   // unique indexes are checked row by row inside one UPDATE. Clearing the changed people's
   // identifiers first means every intermediate state is a subset of the (unique) final state.
-  const withNewIdentifiers = existing.filter((person) => person.identifiersChanged).map((person) => person.id);
-  await executeWithJson(tx, CLEAR_IDENTIFIERS, [], withNewIdentifiers);
-  const updated = existing.filter((person) => person.fieldsChanged).map((person) => ({ id: person.id, ...person.fields }));
-  await executeWithJson(tx, UPDATE_PEOPLE, [now], updated);
-
-  const inserted = await executeWithJson(tx, INSERT_PEOPLE, [now], created.map((person) => person.fields));
-  // RETURNING order is unspecified in SQLite, so new ids are matched back by identifier.
-  for (const row of inserted?.rows ?? []) {
-    const field = IDENTIFIER_FIELDS.find((candidate) => row[candidate] !== null);
-    const person = field && plan.personWithIdentity(field, row[field] as string | number);
-    if (!person) throw new Error(`Inserted person ${String(row.id)} does not match the batch`);
-    person.id = Number(row.id);
-  }
-
-  const newEmails = plan.people.flatMap((person) =>
-    [...person.emails.values()].filter((email) => email.id === null).map(({ email }) => ({ person_id: person.id, email })),
+  add(CLEAR_IDENTIFIERS, [], existing.filter((person) => person.identifiersChanged).map((person) => person.id));
+  add(UPDATE_PEOPLE, [now], existing.filter((person) => person.fieldsChanged).map((person) => ({ id: person.id, ...person.fields })));
+  add(INSERT_PEOPLE, [now], created.map((person) => person.fields));
+  add(
+    INSERT_EMAILS,
+    [source, now],
+    plan.people.flatMap((person) =>
+      [...person.emails.values()].filter((email) => email.id === null).map(({ email }) => ({ ...ownerOf(person), email })),
+    ),
   );
-  const newPhones = plan.people.flatMap((person) =>
-    [...person.phones].filter(([, phone]) => phone.id === null).map(([phone]) => ({ person_id: person.id, phone })),
+  add(
+    INSERT_PHONES,
+    [source, now],
+    plan.people.flatMap((person) =>
+      [...person.phones].filter(([, phone]) => phone.id === null).map(([phone]) => ({ ...ownerOf(person), phone })),
+    ),
   );
-  await executeWithJson(tx, INSERT_EMAILS, [source, now], newEmails);
-  await executeWithJson(tx, INSERT_PHONES, [source, now], newPhones);
-  await executeWithJson(tx, BUMP_EMAILS, [now], [...plan.seenEmailIds]);
-  await executeWithJson(tx, BUMP_PHONES, [now], [...plan.seenPhoneIds]);
+  add(BUMP_EMAILS, [now], [...plan.seenEmailIds]);
+  add(BUMP_PHONES, [now], [...plan.seenPhoneIds]);
+  return statements;
 }
 
+/** A batch refused by its guard: another writer changed the people it was planned against. */
+function isStalePlan(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause.message.includes(STALE_PLAN_MARKER)) return true;
+  }
+  return false;
+}
+
+/** Other writers would have to change the same people this many times in a row to stop a batch. */
+const MAX_PLANS = 20;
+
 /**
- * Upserts the rows (in file order) in one write transaction and returns one outcome per row.
- * Throws, with nothing written, when the database rejects the batch.
+ * Upserts the rows (in file order) and returns one outcome per row. Throws, with nothing written,
+ * when the database refuses the batch.
  */
 export async function upsertPeopleBatch(client: Client, rows: BatchRow[], source: string): Promise<RowOutcome[]> {
-  const tx = await client.transaction("write");
-  try {
-    const plan = new BatchPlan(await loadMatchingPeople(tx, rows));
+  const identifierArgs = IDENTIFIER_FIELDS.map((field) =>
+    JSON.stringify(rows.flatMap(({ record }) => (record[field] === undefined ? [] : [record[field]]))),
+  );
+  for (let plans = 1; ; plans++) {
+    const { snapshot, people } = await loadMatchingPeople(client, identifierArgs);
+    const plan = new BatchPlan(people);
     const outcomes = rows.map((row) => plan.apply(row));
-    await writePlan(tx, plan, source, Date.now());
-    await tx.commit();
-    return outcomes;
-  } finally {
-    // Rolls back unless committed.
-    tx.close();
+    const guard = { sql: GUARD_UNCHANGED, args: [...identifierArgs, STALE_PLAN_MARKER, snapshot] };
+    try {
+      await client.batch([guard, ...writeStatements(plan, source, Date.now())], "write");
+      return outcomes;
+    } catch (error) {
+      if (!isStalePlan(error) || plans >= MAX_PLANS) throw error;
+    }
   }
 }

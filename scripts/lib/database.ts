@@ -12,8 +12,14 @@ export const DEFAULT_LOCAL_DATABASE_URL = `file:${LOCAL_DATABASE_FILE}`;
 
 export type NodeDatabase = LibSQLDatabase<typeof schema> & { $client: ReturnType<typeof createClient> };
 
+/**
+ * How long a `file:` connection waits for another process's write lock (npm start's libSQL server
+ * writes the same file) before SQLITE_BUSY; sqld's busy timeout is 5 s too. Remote URLs ignore it.
+ */
+const FILE_BUSY_TIMEOUT_MS = 5_000;
+
 export function openDatabase(url: string, authToken?: string): NodeDatabase {
-  return drizzle(createClient({ url, authToken }), { schema }) as NodeDatabase;
+  return drizzle(createClient({ url, authToken, timeout: FILE_BUSY_TIMEOUT_MS }), { schema }) as NodeDatabase;
 }
 
 export async function applyMigrations(db: NodeDatabase): Promise<void> {

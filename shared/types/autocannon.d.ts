@@ -11,8 +11,17 @@ declare module "autocannon" {
     statusCodeStats: Record<string, { count: number }>;
     duration: number;
   };
+  /** One request of the sequence each connection sends; setupRequest may change it before it goes out. */
+  export type RequestSpec = {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    setupRequest?: (request: RequestSpec & { headers: Record<string, string> }) => RequestSpec;
+  };
   export type Options = {
     url: string;
+    requests?: RequestSpec[];
     connections?: number;
     duration?: number;
     amount?: number;
@@ -21,5 +30,7 @@ declare module "autocannon" {
     body?: string;
   };
   function autocannon(options: Options): Promise<Result>;
+  /** With a callback: an instance that stop() ends early, the result then going to the callback. */
+  function autocannon(options: Options, done: (error: Error | null, result: Result) => void): { stop(): void };
   export default autocannon;
 }

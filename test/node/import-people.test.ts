@@ -2,7 +2,9 @@
  * `people import` against a real libSQL file database: what ends up in people, person_emails and
  * person_phones, which lines are rejected and why, and that importing twice changes nothing.
  */
-import type { Client } from "@libsql/client";
+import { createClient, type Client } from "@libsql/client";
+import { createClient as createWebClient } from "@libsql/client/web";
+import Database from "libsql";
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -15,6 +17,7 @@ import { importPeople } from "../../scripts/admin/people-import.ts";
 import { parsePersonRecord } from "../../scripts/admin/people-record.ts";
 import { upsertPeopleBatch } from "../../scripts/admin/people-upsert.ts";
 import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/lib/database.ts";
+import { startLibsqlServer } from "../../scripts/libsql-server.ts";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/import/${name}`, import.meta.url));
@@ -389,6 +392,64 @@ describe("volume", () => {
     expect(await rowCounts()).toEqual({ people: 10_000, emails: 10_000, phones: 10_000 });
     const { rows: sample } = await client.execute("select p.codehost_login, f.phone from people p join person_phones f on f.person_id = p.id where p.profnet_id = 1234");
     expect({ ...sample[0] }).toEqual({ codehost_login: "user-1233", phone: "+33610001233" });
+  });
+});
+
+describe("beside other writers", () => {
+  it("retries a batch refused while another process held the write lock longer than the busy timeout, and finishes", async () => {
+    // As npm start's libSQL server keeps it, in WAL mode.
+    const other = new Database(join(dir, "test.db"));
+    other.pragma("journal_mode = WAL");
+    other.exec("BEGIN IMMEDIATE");
+    setTimeout(() => {
+      other.exec("COMMIT");
+      other.close();
+    }, 300);
+    const path = await writeLines("locked.jsonl", [{ profnet_id: 1 }, { profnet_id: 2 }]);
+    const impatient = createClient({ url: databaseUrl, timeout: 20 });
+
+    const summary = await importPeople(impatient, path);
+    impatient.close();
+
+    expect(summary).toMatchObject({ inserted: 2, rejected: 0 });
+    expect(summary.batch_retries).toBeGreaterThan(0);
+  });
+
+  it("runs beside another import of the same people and beside lookups, through the libSQL server: nothing lost, nothing refused", async () => {
+    const server = await startLibsqlServer({ file: join(dir, "test.db") });
+    try {
+      const people = 150;
+      const fileFor = (tag: string) =>
+        writeLines(
+          `${tag}.jsonl`,
+          Array.from({ length: people }, (_, i) => ({ profnet_id: i + 1, codehost_login: `Login-${i + 1}`, email_addresses: [`${tag}${i + 1}@example.com`] })),
+        );
+      const [a, b] = await Promise.all([fileFor("a"), fileFor("b")]);
+      const importers = [createClient({ url: server.url }), createClient({ url: server.url })];
+      const reader = createWebClient({ url: server.url });
+      let importing = true;
+      const lookups = (async () => {
+        let n = 0;
+        for (; importing; n++) await reader.execute({ sql: "select id from people where lower(codehost_login) = lower(?)", args: [`login-${(n % people) + 1}`] });
+        return n;
+      })();
+
+      // One row per batch: the two imports interleave as much as they can.
+      const summaries = await Promise.all([importPeople(importers[0]!, a, { batchSize: 1 }), importPeople(importers[1]!, b, { batchSize: 1 })]);
+      importing = false;
+
+      expect(await lookups).toBeGreaterThan(0);
+      for (const summary of summaries) expect(summary).toMatchObject({ rows: people, rejected: 0 });
+      expect(summaries[0]!.inserted + summaries[1]!.inserted).toBe(people);
+      const stored = await storedPeople();
+      expect(stored).toHaveLength(people);
+      for (const person of stored) {
+        expect([...person.emails].sort()).toEqual([`a${person.profnet_id}@example.com`, `b${person.profnet_id}@example.com`]);
+      }
+      for (const c of [...importers, reader]) c.close();
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 /** The local libSQL server, tested against the real clients the Worker and the CLI use. */
 import { createClient as createNodeClient, LibsqlError, type Client } from "@libsql/client";
 import { createClient as createWebClient } from "@libsql/client/web";
+import Database from "libsql";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -146,5 +147,99 @@ describe("server edges", () => {
     const s = await startLibsqlServer({ file: join(dir, "close.db") });
     await s.close();
     await expect(fetch(`${s.url}/v3`)).rejects.toThrow();
+  });
+});
+
+describe("locking, as sqld does it", () => {
+  // A second server on its own file, so these tests own every lock on it.
+  let locking: LibsqlServer;
+  let file: string;
+  beforeAll(async () => {
+    file = join(dir, "locking.db");
+    locking = await startLibsqlServer({ file, lockWaitMs: 300 });
+    const setup = createNodeClient({ url: locking.url });
+    await setup.execute("create table t (id integer primary key, s text)");
+    setup.close();
+  });
+  afterAll(() => locking.close());
+
+  /** Another process's connection holding the write lock, as the admin CLI's file connection does. */
+  function holdWriteLockElsewhere() {
+    const other = new Database(file);
+    other.exec("BEGIN IMMEDIATE");
+    return () => {
+      other.exec("COMMIT");
+      other.close();
+    };
+  }
+
+  it.each(clients.map(([name]) => name))("%s: a write that gave up on a lock held elsewhere leaves the server working", async (name) => {
+    const c = name === "@libsql/client" ? createNodeClient({ url: locking.url }) : createWebClient({ url: locking.url });
+    const release = holdWriteLockElsewhere();
+    const refused = await c.execute("insert into t (s) values ('refused') returning id").catch((e) => e);
+    expect(refused).toMatchObject({ code: expect.stringMatching(/^SQLITE_BUSY/) });
+    release();
+    // Before: the refused statement stayed half-run on its pooled connection, and every COMMIT there failed
+    // with "cannot commit transaction - SQL statements in progress".
+    for (let i = 0; i < 10; i++) {
+      const [inserted] = await c.batch(["insert into t (s) values ('after') returning id", "select count(*) as n from t"], "deferred");
+      expect(inserted!.rows).toHaveLength(1);
+      await c.batch(["select count(*) from t"], "read");
+    }
+    const tx = await c.transaction("write");
+    await tx.execute("insert into t (s) values ('tx')");
+    await tx.commit();
+    c.close();
+  });
+
+  it("a write waits for a lock held elsewhere instead of failing", async () => {
+    const c = createWebClient({ url: locking.url });
+    const release = holdWriteLockElsewhere();
+    const write = c.execute("insert into t (s) values ('waited')");
+    setTimeout(release, 50);
+    await expect(write).resolves.toMatchObject({ rowsAffected: 1 });
+  });
+
+  it("reads are answered while another client's write transaction is open", async () => {
+    const writer = createNodeClient({ url: locking.url });
+    const reader = createWebClient({ url: locking.url });
+    const tx = await writer.transaction("write");
+    await tx.execute("insert into t (s) values ('uncommitted')");
+    const seen = await reader.execute("select count(*) as n from t where s = 'uncommitted'");
+    expect(seen.rows[0]!.n).toBe(0);
+    await tx.commit();
+    expect((await reader.execute("select count(*) as n from t where s = 'uncommitted'")).rows[0]!.n).toBe(1);
+    writer.close();
+  });
+
+  it("serializes concurrent writers (batches, deferred batches that write, transactions) without refusing any", async () => {
+    const before = Number((await createWebClient({ url: locking.url }).execute("select count(*) as n from t")).rows[0]!.n);
+    const writers = Array.from({ length: 40 }, async (_, i) => {
+      const c = i % 2 ? createWebClient({ url: locking.url }) : createNodeClient({ url: locking.url });
+      if (i % 4 === 0) {
+        const tx = await c.transaction("write");
+        await tx.execute({ sql: "insert into t (s) values (?)", args: [`tx${i}`] });
+        await tx.execute("select count(*) from t");
+        await tx.commit();
+      } else {
+        await c.batch([{ sql: "insert into t (s) values (?) returning id", args: [`b${i}`] }, "select count(*) from t"], i % 3 ? "deferred" : "write");
+      }
+      c.close();
+    });
+    const outcomes = await Promise.allSettled(writers);
+    expect(outcomes.filter((o) => o.status === "rejected")).toEqual([]);
+    const after = Number((await createWebClient({ url: locking.url }).execute("select count(*) as n from t")).rows[0]!.n);
+    expect(after - before).toBe(40);
+  });
+
+  it("GET /stats counts one Hrana request per execute and per batch", async () => {
+    const requests = async () => ((await (await fetch(`${locking.url}/stats`)).json()) as { requests: number }).requests;
+    const c = createWebClient({ url: locking.url });
+    const start = await requests();
+    await c.execute("select 1");
+    expect(await requests()).toBe(start + 1);
+    await c.batch(["select 1", "select 2", "select 3"], "deferred");
+    expect(await requests()).toBe(start + 2);
+    expect(locking.stats().requests).toBe(start + 2);
   });
 });

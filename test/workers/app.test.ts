@@ -35,7 +35,8 @@ describe("the app surface", () => {
     expect(people.parameters.map((p: any) => p.name).sort()).toEqual(
       ["codehost_id", "codehost_login", "profnet_id", "profnet_public_identifier"],
     );
-    expect(Object.keys(people.responses).sort()).toEqual(["200", "400", "401", "402", "404"]);
+    expect(Object.keys(people.responses).sort()).toEqual(["200", "400", "401", "402", "404", "429", "503"]);
+    expect(Object.keys(people.responses["429"].headers).sort()).toEqual(["RateLimit-Policy", "Retry-After"]);
     expect(Object.keys(doc.components.schemas.ContactInfo.properties)).toContain("work_email_addresses");
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: "http", scheme: "bearer" });
   });

@@ -1,11 +1,12 @@
-import { beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeEach, describe, expect, inject, it } from "vitest";
 import { EmailVerificationResult } from "../../shared/api.ts";
 import { WARNINGS, ERRORS } from "../../shared/email/verdict.ts";
 import { verifyEmail } from "../../edge/verify.ts";
 import { call, newAccount } from "./helpers.ts";
 
+// A key per test, so that the suite never meets the per-key verification limit (README "Rate limits").
 let token: string;
-beforeAll(async () => {
+beforeEach(async () => {
   token = (await newAccount(0)).token;
 });
 

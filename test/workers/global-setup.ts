@@ -1,9 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { createServer } from "node:net";
 import type { TestProject } from "vitest/node";
 import { startLibsqlServer } from "../../scripts/libsql-server.ts";
 import { applyMigrations, openDatabase } from "../../scripts/lib/database.ts";
+import { startDatabaseProxy } from "../fixtures/database-proxy.ts";
 import { startDohServer } from "../fixtures/doh-server.ts";
 import { startProbeFixture } from "../fixtures/probe-fixture.ts";
 import { startTestMailServers } from "../fixtures/test-mail.ts";
@@ -11,17 +15,27 @@ import { testZone } from "../fixtures/test-zone.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer } from "../../probe/server.ts";
 
+// Loaded by Node itself: the module runner that loads this file would transform wrangler's 15 MB bundle first (about 20 s).
+const { unstable_startWorker } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
+
 export const PROBE_SECRET = "test-probe-secret-0123456789";
 
 // The real servers the Worker talks to over loopback: libSQL (real engine), DoH (RFC 8484 wire
 // format from a zone the tests control), the real probe service with SMTP servers behind the
-// zone's MX hosts, and a probe stand-in that misbehaves on request (hangs, 500s, junk).
+// zone's MX hosts, and a probe stand-in that misbehaves on request (hangs, 500s, junk). Besides the
+// copy of the Worker the tests run in their own isolate, the same Worker is served over HTTP the way
+// `wrangler dev` serves it, for behaviour that only shows on a real connection (chunked bodies).
+// For database faults: a proxy in front of the libSQL server that hangs, resets or fails on
+// request, and an address where nothing listens.
 export default async function setup(project: TestProject) {
   const dir = mkdtempSync(join(tmpdir(), "edge-tests-"));
   const db = await startLibsqlServer({ file: join(dir, "test.db") });
   const migrator = openDatabase(db.url);
   await applyMigrations(migrator);
   migrator.$client.close();
+  const faultyDb = await startDatabaseProxy(db.url);
+  // A second server on the same file, used by nothing but the round-trip counts, so they are exact.
+  const countedDb = await startLibsqlServer({ file: join(dir, "test.db") });
   const doh = await startDohServer({ zone: testZone });
   const mail = await startTestMailServers();
   const probe = await startProbeServer(
@@ -35,19 +49,44 @@ export default async function setup(project: TestProject) {
     }),
   );
   const probeFixture = await startProbeFixture(PROBE_SECRET);
+  const plain = (value: string) => ({ type: "plain_text" as const, value });
+  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  process.env.WRANGLER_SEND_METRICS = "false";
+  const httpWorker = await unstable_startWorker({
+    config: fileURLToPath(new URL("../../wrangler.toml", import.meta.url)),
+    bindings: { DATABASE_URL: plain(db.url), DOH_URL: plain(doh.url), PROBE_URL: plain(probe.url), PROBE_SECRET: plain(PROBE_SECRET) },
+    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
+  });
+  await httpWorker.ready;
 
   project.provide("databaseUrl", db.url);
+  project.provide("faultyDatabaseUrl", faultyDb.url);
+  project.provide("countedDatabaseUrl", countedDb.url);
+  project.provide("refusedDatabaseUrl", `http://127.0.0.1:${await closedPort()}`);
   project.provide("dohUrl", doh.url);
   project.provide("probeUrl", probe.url);
   project.provide("probeFixtureUrl", probeFixture.url);
   project.provide("probeSecret", PROBE_SECRET);
+  project.provide("workerHttpUrl", (await httpWorker.url).href);
 
   return async () => {
+      await httpWorker.dispose();
     await probeFixture.close();
     await probe.close();
     await mail.close();
     await doh.close();
+    await faultyDb.close();
+    await countedDb.close();
     await db.close();
     rmSync(dir, { recursive: true, force: true });
-  };
+    };
+}
+
+/** A port nothing listens on: bound once to get a free one, then closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -2,11 +2,14 @@
  * Seeding and request helpers for route tests. They run inside workerd and reach the same libSQL
  * server as the Worker, through the same admin operations the CLI uses.
  */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { createClient } from "@libsql/client/web";
 import { drizzle } from "drizzle-orm/libsql/web";
 import { addCredits, createAccount, createApiKey, revokeApiKey, setAccountStatus } from "../../edge/db/admin.ts";
 import * as schema from "../../edge/db/schema.ts";
+import type { Bindings } from "../../edge/env.ts";
+import app from "../../edge/index.ts";
 
 const bindings = env as unknown as { DATABASE_URL: string };
 
@@ -23,10 +26,36 @@ export async function newAccount(credits = 100) {
 
 export { addCredits, revokeApiKey, setAccountStatus };
 
-export function call(path: string, init: RequestInit & { token?: string } = {}): Promise<Response> {
+type CallInit = RequestInit & { token?: string };
+
+/**
+ * Cloudflare sets CF-Connecting-IP on every request; here each test file gets an address of its own
+ * (documentation range), so failed authentications in one file never count against another's.
+ */
+export const clientAddress = () =>
+  `2001:db8:${Array.from(crypto.getRandomValues(new Uint16Array(3)), (n) => n.toString(16)).join(":")}::1`;
+const fileAddress = clientAddress();
+
+function apiRequest(path: string, init: CallInit): Request {
   const headers = new Headers(init.headers);
   if (init.token !== undefined) headers.set("Authorization", `Bearer ${init.token}`);
-  return worker.fetch(new Request(`http://api.test${path}`, { ...init, headers }));
+  if (!headers.has("CF-Connecting-IP")) headers.set("CF-Connecting-IP", fileAddress);
+  return new Request(`http://api.test${path}`, { ...init, headers });
+}
+
+export function call(path: string, init: CallInit = {}): Promise<Response> {
+  return worker.fetch(apiRequest(path, init));
+}
+
+/**
+ * The same Worker with some bindings changed for one request (a database behind the fault proxy,
+ * a shorter timeout), run in this isolate as the runtime would run it.
+ */
+export async function callWith(bindings: Partial<Bindings>, path: string, init: CallInit = {}): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await app.fetch(apiRequest(path, init), { ...env, ...bindings }, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
 }
 
 let personSeq = 0;

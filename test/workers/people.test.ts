@@ -1,8 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { ContactInfo } from "../../shared/api.ts";
 import { creditLedger, accounts } from "../../edge/db/schema.ts";
-import { call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import { call, callWith, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 const REQUIRED = "One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required";
 
@@ -226,5 +226,33 @@ describe("GET /v1/people: credits", () => {
     );
     expect(charges).toHaveLength(M);
     expect(charges.map((r) => r.balanceAfter).sort((a, b) => a - b)).toEqual(Array.from({ length: M }, (_, i) => i));
+  });
+});
+
+describe("GET /v1/people: database round trips (README \"Hot path\"), counted at the database", () => {
+  const counted = { DATABASE_URL: inject("countedDatabaseUrl") };
+  const requestsServed = async () => ((await (await fetch(`${counted.DATABASE_URL}/stats`)).json()) as { requests: number }).requests;
+  async function roundTrips(token: string, query: string) {
+    const before = await requestsServed();
+    const res = await callWith(counted, `/v1/people?${query}`, { token });
+    return { res, roundTrips: (await requestsServed()) - before };
+  }
+
+  it("a hit costs two with a cold key and one with a warm key; a miss, a short balance and a bad request one", async () => {
+    const { token } = await newAccount(2);
+    const ids = uniqueIds();
+    await insertPerson({ profnet_id: ids.profnet_id, emails: ["a@example.org"] });
+    const cold = await roundTrips(token, `profnet_id=${ids.profnet_id}`);
+    expect([cold.res.status, cold.roundTrips]).toEqual([200, 2]);
+    const warm = await roundTrips(token, `profnet_id=${ids.profnet_id}`);
+    expect([warm.res.status, warm.roundTrips, warm.res.headers.get("x-credits-remaining")]).toEqual([200, 1, "0"]);
+    const short = await roundTrips(token, `profnet_id=${ids.profnet_id}`);
+    expect([short.res.status, short.roundTrips]).toEqual([402, 1]);
+    const bad = await roundTrips(token, "profnet_id=x");
+    expect([bad.res.status, bad.roundTrips]).toEqual([400, 1]);
+    const funded = await newAccount(2);
+    await roundTrips(funded.token, `profnet_id=${ids.profnet_id}`);
+    const miss = await roundTrips(funded.token, `profnet_id=${uniqueIds().profnet_id}`);
+    expect([miss.res.status, miss.roundTrips, miss.res.headers.get("x-credits-remaining")]).toEqual([404, 1, "1"]);
   });
 });

@@ -2,10 +2,18 @@
 declare module "vitest" {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** test/fixtures/database-proxy.ts in front of databaseUrl; tests switch its mode. */
+    faultyDatabaseUrl: string;
+    /** Another libSQL server on databaseUrl's file, for counting round trips at GET /stats. */
+    countedDatabaseUrl: string;
+    /** An address where nothing listens. */
+    refusedDatabaseUrl: string;
     dohUrl: string;
     probeUrl: string;
     probeFixtureUrl: string;
     probeSecret: string;
+    /** The Worker served over HTTP as `wrangler dev` serves it. */
+    workerHttpUrl: string;
   }
 }
 export {};

@@ -1,0 +1,89 @@
+/**
+ * Rate limits (README "Rate limits"): per API key for each family of operation, and per client
+ * address for failed authentication, counted by the Workers Rate Limiting binding.
+ *
+ * wrangler.toml's [[ratelimits]] (one set per environment) is what is enforced. RATE_LIMITS states
+ * the same numbers so the Worker can tell clients (RateLimit-Policy, GET /v1/account), and
+ * test/node/rate-limits-config.test.ts fails whenever the two disagree: change both together.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { ERROR_MESSAGES } from "../shared/api.ts";
+import type { AppEnv } from "./env.ts";
+import { ApiError } from "./lib/errors.ts";
+import { describeError, writeLog } from "./log.ts";
+
+/** The part of the Rate Limiting binding we use (workerd's RateLimit). */
+export type RateLimiter = { limit(options: { key: string }): Promise<{ success: boolean }> };
+
+export type RateLimitBindings = {
+  VERIFICATION_RATE_LIMITER?: RateLimiter;
+  LOOKUP_RATE_LIMITER?: RateLimiter;
+  JOB_CREATION_RATE_LIMITER?: RateLimiter;
+  FAILED_AUTH_RATE_LIMITER?: RateLimiter;
+};
+
+export type RateLimitPolicy = {
+  binding: keyof RateLimitBindings;
+  /** Requests allowed per period, per key or per client address. */
+  limit: number;
+  /** The binding's period: 10 or 60 seconds. */
+  periodSeconds: 10 | 60;
+};
+
+export type RateLimitFamily = "verification" | "lookup" | "job_creation";
+
+export const RATE_LIMITS = {
+  verification: { binding: "VERIFICATION_RATE_LIMITER", limit: 100, periodSeconds: 10 },
+  lookup: { binding: "LOOKUP_RATE_LIMITER", limit: 100, periodSeconds: 10 },
+  job_creation: { binding: "JOB_CREATION_RATE_LIMITER", limit: 60, periodSeconds: 60 },
+} as const satisfies Record<RateLimitFamily, RateLimitPolicy>;
+
+/** Failed authentications per client address. */
+export const FAILED_AUTHENTICATION_LIMIT = {
+  binding: "FAILED_AUTH_RATE_LIMITER",
+  limit: 60,
+  periodSeconds: 60,
+} as const satisfies RateLimitPolicy;
+
+/** The IETF httpapi RateLimit-Policy header's structured form: `"lookup";q=100;w=10`. */
+function policyHeader(name: string, policy: RateLimitPolicy): string {
+  return `"${name}";q=${policy.limit};w=${policy.periodSeconds}`;
+}
+
+/** The binding only says yes or no, so Retry-After is the whole period: the window has ended by then. */
+export function rateLimited(name: string, policy: RateLimitPolicy): ApiError {
+  return new ApiError(429, ERROR_MESSAGES.rateLimited, {
+    "Retry-After": String(policy.periodSeconds),
+    "RateLimit-Policy": policyHeader(name, policy),
+  });
+}
+
+/**
+ * Counts one request against `key` and says whether it is within the limit. A missing binding is
+ * a deployment mistake (a 500 that names it); a binding that fails lets the request through with a
+ * warning, since refusing everyone would be worse than limiting no one for a while.
+ */
+export async function withinLimit(c: Context<AppEnv>, policy: RateLimitPolicy, key: string): Promise<boolean> {
+  const limiter = c.env[policy.binding];
+  if (!limiter) throw new Error(`The ${policy.binding} binding is missing: declare it in wrangler.toml for this environment`);
+  try {
+    return (await limiter.limit({ key })).success;
+  } catch (error) {
+    writeLog("warn", { event: "rate_limiter_failed", request_id: c.get("requestId"), binding: policy.binding, error: describeError(error) });
+    return true;
+  }
+}
+
+/**
+ * The per-key limit of one family, for a route that is already authenticated (the job routes will
+ * apply enforceRateLimit("job_creation") the same way). Every response of the route states the
+ * policy; beyond it the answer is 429 before any parameter is looked at.
+ */
+export function enforceRateLimit(family: RateLimitFamily): MiddlewareHandler<AppEnv> {
+  const policy = RATE_LIMITS[family];
+  return async (c, next) => {
+    c.header("RateLimit-Policy", policyHeader(family, policy));
+    if (!(await withinLimit(c, policy, c.get("auth").keyId))) throw rateLimited(family, policy);
+    await next();
+  };
+}

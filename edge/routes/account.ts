@@ -1,0 +1,76 @@
+/** GET /v1/account (README section of that name): the calling key's account, its limits and its usage. */
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { sql } from "drizzle-orm";
+import { AccountInfo } from "../../shared/api.ts";
+import { requestDatabase } from "../db/client.ts";
+import type { AppEnv } from "../env.ts";
+import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
+import { authenticatedErrorResponses } from "./responses.ts";
+
+export const accountRoute = createRoute({
+  method: "get",
+  path: "/v1/account",
+  summary: "The calling key's account: balance, rate limits and usage",
+  description:
+    "Usage is read from the credit ledger: lookups charged and credits spent since the start of the day and of the month (UTC). " +
+    "Counts against the key's lookup rate limit.",
+  security: [{ bearerAuth: [] }],
+  responses: {
+    200: { description: "The account", content: { "application/json": { schema: AccountInfo } } },
+    ...authenticatedErrorResponses,
+  },
+});
+
+function describeLimit(policy: RateLimitPolicy, per: "key" | "client_address") {
+  return { limit: policy.limit, period_seconds: policy.periodSeconds, per };
+}
+
+type AccountRow = {
+  id: string;
+  name: string;
+  status: "active" | "disabled";
+  credit_balance: number;
+  lookups_today: number;
+  credits_today: number;
+  lookups_month: number;
+  credits_month: number;
+};
+
+export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(accountRoute, async (c) => {
+    const { accountId } = c.get("auth");
+    const now = new Date();
+    const dayStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+    const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+    // One round trip: the account and one pass over this month's charges (created_at is in ms).
+    const [row] = await requestDatabase(c).all<AccountRow>(sql`
+      select a.id, a.name, a.status, a.credit_balance,
+             u.lookups_today, u.credits_today, u.lookups_month, u.credits_month
+      from accounts a, (
+        select count(*) filter (where created_at >= ${dayStart}) as lookups_today,
+               coalesce(-sum(delta) filter (where created_at >= ${dayStart}), 0) as credits_today,
+               count(*) as lookups_month,
+               coalesce(-sum(delta), 0) as credits_month
+        from credit_ledger where account_id = ${accountId} and reason = 'lookup' and created_at >= ${monthStart}) u
+      where a.id = ${accountId}`);
+    // The key was found through its account moments ago (or up to a minute ago, from the cache).
+    if (!row) throw new Error("The authenticated key's account is missing");
+    const body: AccountInfo = {
+      account_id: row.id,
+      name: row.name,
+      status: row.status,
+      credit_balance: Number(row.credit_balance),
+      rate_limits: {
+        verification: describeLimit(RATE_LIMITS.verification, "key"),
+        lookup: describeLimit(RATE_LIMITS.lookup, "key"),
+        job_creation: describeLimit(RATE_LIMITS.job_creation, "key"),
+        failed_authentication: describeLimit(FAILED_AUTHENTICATION_LIMIT, "client_address"),
+      },
+      usage: {
+        today: { since: new Date(dayStart).toISOString(), lookups_charged: Number(row.lookups_today), credits_spent: Number(row.credits_today) },
+        this_month: { since: new Date(monthStart).toISOString(), lookups_charged: Number(row.lookups_month), credits_spent: Number(row.credits_month) },
+      },
+    };
+    return c.json(body, 200);
+  });
+}

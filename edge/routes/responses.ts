@@ -1,0 +1,19 @@
+/** OpenAPI descriptions of the error answers every authenticated route shares (README "API summary"). */
+import { ErrorBody } from "../../shared/api.ts";
+
+type HeaderDoc = Record<string, { schema: { type: "integer" | "string" }; description: string }>;
+
+export function errorResponse(description: string, headers?: HeaderDoc) {
+  return { description, content: { "application/json": { schema: ErrorBody } }, ...(headers ? { headers } : {}) };
+}
+
+const retryAfter = { schema: { type: "integer" as const }, description: "Seconds to wait before trying again" };
+
+export const authenticatedErrorResponses = {
+  401: errorResponse("Missing or invalid bearer token"),
+  429: errorResponse("Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address", {
+    "Retry-After": retryAfter,
+    "RateLimit-Policy": { schema: { type: "string" }, description: 'The limit that applies, e.g. "lookup";q=100;w=10' },
+  }),
+  503: errorResponse("Service temporarily unavailable: the database did not answer in time", { "Retry-After": retryAfter }),
+};

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { AccountInfo } from "../../shared/api.ts";
+import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
+import { call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+
+async function account(token: string) {
+  const res = await call("/v1/account", { token });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  return AccountInfo.strict().parse(await res.json());
+}
+
+describe("GET /v1/account", () => {
+  it("describes the calling key's account, the limits that apply to it, and no usage yet", async () => {
+    const { token, accountId } = await newAccount(10);
+    const now = new Date();
+    expect(await account(token)).toEqual({
+      account_id: accountId,
+      name: "test account",
+      status: "active",
+      credit_balance: 10,
+      rate_limits: {
+        verification: { limit: RATE_LIMITS.verification.limit, period_seconds: RATE_LIMITS.verification.periodSeconds, per: "key" },
+        lookup: { limit: RATE_LIMITS.lookup.limit, period_seconds: RATE_LIMITS.lookup.periodSeconds, per: "key" },
+        job_creation: { limit: RATE_LIMITS.job_creation.limit, period_seconds: RATE_LIMITS.job_creation.periodSeconds, per: "key" },
+        failed_authentication: { limit: FAILED_AUTHENTICATION_LIMIT.limit, period_seconds: FAILED_AUTHENTICATION_LIMIT.periodSeconds, per: "client_address" },
+      },
+      usage: {
+        today: { since: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString(), lookups_charged: 0, credits_spent: 0 },
+        this_month: { since: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(), lookups_charged: 0, credits_spent: 0 },
+      },
+    });
+  });
+
+  it("counts charged lookups and credits spent from the ledger: today, this month, never grants, misses or last month", async () => {
+    const { token, accountId } = await newAccount(10);
+    const ids = uniqueIds();
+    await insertPerson({ profnet_id: ids.profnet_id });
+    for (const id of [ids.profnet_id, ids.profnet_id, uniqueIds().profnet_id]) await call(`/v1/people?profnet_id=${id}`, { token });
+    // Charges dated earlier this month (unless today is the 1st) and last month, as the ledger would hold them.
+    const now = new Date();
+    const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+    const earlierThisMonth = now.getUTCDate() > 1 ? monthStart + 1 : null;
+    for (const createdAt of [monthStart - 1, ...(earlierThisMonth ? [earlierThisMonth] : [])]) {
+      await db.run(sql`insert into credit_ledger (account_id, delta, balance_after, reason, request_id, created_at)
+        select id, -2, credit_balance - 2, 'lookup', 'earlier', ${createdAt} from accounts where id = ${accountId}`);
+    }
+
+    const info = await account(token);
+    expect(info.credit_balance).toBe(earlierThisMonth ? 4 : 6);
+    expect(info.usage.today).toMatchObject({ lookups_charged: 2, credits_spent: 2 });
+    expect(info.usage.this_month).toMatchObject(earlierThisMonth ? { lookups_charged: 3, credits_spent: 4 } : { lookups_charged: 2, credits_spent: 2 });
+  });
+
+  it("is in the OpenAPI document with the shared error answers", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as any;
+    const route = doc.paths["/v1/account"].get;
+    expect(Object.keys(route.responses).sort()).toEqual(["200", "401", "429", "503"]);
+    expect(route.security).toEqual([{ bearerAuth: [] }]);
+    expect(Object.keys(doc.components.schemas.Account.properties)).toEqual(
+      expect.arrayContaining(["account_id", "name", "status", "credit_balance", "rate_limits", "usage"]),
+    );
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * Rate limits (README "Rate limits"), with the Rate Limiting binding wrangler.toml declares: per key
+ * and family, and per client address for failed authentication, where junk tokens also stop costing
+ * database reads.
+ */
+import { describe, expect, inject, it } from "vitest";
+import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
+import { callWith, clientAddress, db, newAccount } from "./helpers.ts";
+import { createApiKey } from "../../edge/db/admin.ts";
+
+// Many requests per test: they go straight to the app (callWith), as the loopback through the
+// test runner's `exports` slows down with every request it has carried in one test.
+
+/**
+ * Sends `send()` until the first 429, at most 2 x limit + 1 times: the binding's windows are aligned
+ * to the clock, so a run that straddles two windows may need up to twice the limit.
+ */
+async function untilLimited(limit: number, send: () => Promise<Response>) {
+  const seen: Response[] = [];
+  for (let i = 0; i <= 2 * limit; i++) {
+    const res = await send();
+    seen.push(res);
+    if (res.status === 429) break;
+    await res.body?.cancel();
+  }
+  return { seen, limited: seen.at(-1)!, allowedBefore: seen.length - 1 };
+}
+
+async function expect429(res: Response, policy: string, periodSeconds: number) {
+  expect(res.status).toBe(429);
+  expect(res.headers.get("retry-after")).toBe(String(periodSeconds));
+  expect(res.headers.get("ratelimit-policy")).toBe(policy);
+  expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  expect(await res.json()).toEqual({ error: "Rate limit exceeded" });
+}
+
+const families = [
+  { family: "verification", path: "/v1/email_verifications", other: "/v1/people" },
+  { family: "lookup", path: "/v1/people", other: "/v1/email_verifications" },
+] as const;
+
+describe.each(families)("the $family limit, per key", ({ family, path, other }) => {
+  const { limit, periodSeconds } = RATE_LIMITS[family];
+  const policy = `"${family}";q=${limit};w=${periodSeconds}`;
+
+  it(`allows ${limit} requests per ${periodSeconds} s, then 429 before any parameter is checked; the policy is on every response`, async () => {
+    const { token } = await newAccount(5);
+    // No parameters: a 400 when allowed, cheap enough to send many.
+    const { seen, limited, allowedBefore } = await untilLimited(limit, () => callWith({}, path, { token }));
+    expect(allowedBefore).toBeGreaterThanOrEqual(limit);
+    for (const res of seen.slice(0, -1)) {
+      expect(res.status).toBe(400);
+      expect(res.headers.get("ratelimit-policy")).toBe(policy);
+    }
+    await expect429(limited, policy, periodSeconds);
+  });
+
+  it("counts each key apart, and each family apart", async () => {
+    const { token, accountId } = await newAccount(5);
+    await untilLimited(limit, () => callWith({}, path, { token }));
+    const secondKey = await createApiKey(db, accountId);
+    expect((await callWith({}, path, { token: secondKey.token })).status).toBe(400);
+    expect((await callWith({}, other, { token })).status).toBe(400);
+  });
+});
+
+describe("failed authentication, per client address", () => {
+  const { limit, periodSeconds } = FAILED_AUTHENTICATION_LIMIT;
+  const policy = `"failed_authentication";q=${limit};w=${periodSeconds}`;
+  const junkToken = () => `cv_${Array.from(crypto.getRandomValues(new Uint8Array(43)), (b) => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[b % 64]).join("")}`;
+  const counted = { DATABASE_URL: inject("countedDatabaseUrl") };
+  const requestsServed = async () => ((await (await fetch(`${counted.DATABASE_URL}/stats`)).json()) as { requests: number }).requests;
+
+  it("answers 401 up to the limit, then 429 without reading the database, whatever the token", async () => {
+    const address = clientAddress();
+    const headers = { "CF-Connecting-IP": address };
+    const { seen, limited, allowedBefore } = await untilLimited(limit, () => callWith(counted, "/v1/people", { token: junkToken(), headers }));
+    expect(allowedBefore).toBeGreaterThanOrEqual(limit);
+    for (const res of seen.slice(0, -1)) expect(res.status).toBe(401);
+    await expect429(limited, policy, periodSeconds);
+
+    // Blocked: an unknown token and a valid key this isolate has not seen get the same 429, and neither reads the database.
+    const fresh = await newAccount(5);
+    const before = await requestsServed();
+    await expect429(await callWith(counted, "/v1/people", { token: junkToken(), headers }), policy, periodSeconds);
+    await expect429(await callWith(counted, "/v1/people", { token: fresh.token, headers }), policy, periodSeconds);
+    await expect429(await callWith(counted, "/v1/people", { headers }), policy, periodSeconds);
+    expect(await requestsServed()).toBe(before);
+  });
+
+  it("keeps serving a key this isolate already knows from a blocked address, and other addresses", async () => {
+    const address = clientAddress();
+    const { token } = await newAccount(5);
+    expect((await callWith({}, "/v1/email_verifications", { token, headers: { "CF-Connecting-IP": address } })).status).toBe(400);
+    await untilLimited(limit, () => callWith({}, "/v1/email_verifications", { token: junkToken(), headers: { "CF-Connecting-IP": address } }));
+    expect((await callWith({}, "/v1/email_verifications", { token, headers: { "CF-Connecting-IP": address } })).status).toBe(400);
+    expect((await callWith({}, "/v1/email_verifications", { token: junkToken(), headers: { "CF-Connecting-IP": clientAddress() } })).status).toBe(401);
+  });
+
+  it("reads the database once for a junk token repeated (the unknown token is cached)", async () => {
+    const token = junkToken();
+    const headers = { "CF-Connecting-IP": clientAddress() };
+    const before = await requestsServed();
+    for (let i = 0; i < 5; i++) expect((await callWith(counted, "/v1/people", { token, headers })).status).toBe(401);
+    expect((await requestsServed()) - before).toBe(1);
+  });
+});
