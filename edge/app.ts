@@ -15,6 +15,7 @@ import { describeError, stackOf, writeLog } from "./log.ts";
 import { enforceRateLimit } from "./rate-limits.ts";
 import { registerAccountRoute } from "./routes/account.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
+import { JOBS_PATH, registerJobRoutes } from "./routes/jobs.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
@@ -88,10 +89,16 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
   // Reading the account costs a database read, like a lookup, and counts as one.
   app.use("/v1/account", requireApiKey, enforceRateLimit("lookup"));
+  // A job is verification in bulk: creating one counts against both limits, reading one against
+  // the verification limit.
+  // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
+  app.use(JOBS_PATH, requireApiKey, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
+  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("verification"));
 
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
+  registerJobRoutes(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 

@@ -18,14 +18,14 @@ import { readBytesWithin } from "../shared/bounded-body.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 
-export function limitRequestBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+export function limitRequestBody(maxBytes: number, message: string = ERROR_MESSAGES.bodyTooLarge): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const body = c.req.raw.body;
     if (!body) return next();
     const declared = Number(c.req.header("content-length"));
-    if (!c.req.header("transfer-encoding") && declared > maxBytes) throw new ApiError(413, ERROR_MESSAGES.bodyTooLarge);
+    if (!c.req.header("transfer-encoding") && declared > maxBytes) throw new ApiError(413, message);
     const bytes = await readBytesWithin(body, maxBytes, "drain");
-    if (bytes === null) throw new ApiError(413, ERROR_MESSAGES.bodyTooLarge);
+    if (bytes === null) throw new ApiError(413, message);
     // The handlers read the body again (JSON or form), now from memory.
     c.req.raw = new Request(c.req.raw, { body: bytes });
     return next();

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { AuthenticatedKey } from "./auth.ts";
 import type { Database } from "./db/client.ts";
+import type { JobsQueue } from "./jobs/consumer.ts";
 import type { RateLimitBindings } from "./rate-limits.ts";
 
 export type Bindings = RateLimitBindings & {
@@ -15,6 +16,12 @@ export type Bindings = RateLimitBindings & {
   PROBE_URL?: string;
   PROBE_SECRET?: string;
   LOOKUP_COST?: string;
+  /** The queue bulk jobs run on: this Worker is its producer and its consumer (wrangler.toml). */
+  JOBS_QUEUE?: JobsQueue;
+  JOB_MAX_RUNNING?: string;
+  JOB_RETRY_DELAY_SECONDS?: string;
+  JOB_STALL_SECONDS?: string;
+  CALLBACK_ALLOW_PRIVATE_TARGETS?: string;
 };
 
 /** What a route adds to its request's access line (README "Logs"): never a query value, address or number. */
@@ -46,6 +53,17 @@ const EdgeConfigSchema = z.object({
   ),
   PROBE_SECRET: z.preprocess(emptyToUndefined, z.string().min(16).optional()),
   LOOKUP_COST: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(1_000_000).default(1)),
+  /** Jobs an account may have queued or running at once; one more is 429. */
+  JOB_MAX_RUNNING: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(1_000).default(3)),
+  /** How long a job waits before it asks again about an address that got a temporary answer (0: never asks again). */
+  JOB_RETRY_DELAY_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(43_200).default(300)),
+  /** A job with no progress for this long gets its remaining work put back on the queue by the cron. */
+  JOB_STALL_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(86_400).default(120)),
+  /** true (tests only): job callbacks may also go to http URLs and private or loopback addresses. */
+  CALLBACK_ALLOW_PRIVATE_TARGETS: z.preprocess(
+    emptyToUndefined,
+    z.enum(["true", "false"], { message: "CALLBACK_ALLOW_PRIVATE_TARGETS must be true or false" }).default("false").transform((v) => v === "true"),
+  ),
 });
 
 export type EdgeConfig = z.infer<typeof EdgeConfigSchema>;

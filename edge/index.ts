@@ -1,3 +1,43 @@
+/**
+ * The Worker: the HTTP API, and the queue consumer and cron that run bulk verification jobs
+ * (README "Bulk verification jobs").
+ */
 import { createApp } from "./app.ts";
+import { openRequestDatabase } from "./db/client.ts";
+import { loadConfig, type Bindings } from "./env.ts";
+import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/consumer.ts";
+import { describeError, writeLog } from "./log.ts";
 
-export default createApp();
+const app = createApp();
+
+function jobsDeps(env: Bindings): JobsDeps {
+  const config = loadConfig(env);
+  if (!env.JOBS_QUEUE) throw new Error("The JOBS_QUEUE binding is missing: declare the queue in wrangler.toml for this environment");
+  return {
+    db: openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS),
+    queue: env.JOBS_QUEUE,
+    dohUrl: config.DOH_URL,
+    probeUrls: config.PROBE_URL,
+    probeSecret: config.PROBE_SECRET,
+    retryDelaySeconds: config.JOB_RETRY_DELAY_SECONDS,
+    stallMs: config.JOB_STALL_SECONDS * 1000,
+    allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
+  };
+}
+
+export default {
+  fetch: app.fetch,
+  async queue(batch: MessageBatch<unknown>, env: Bindings): Promise<void> {
+    const started = Date.now();
+    await handleJobMessages(batch.messages, jobsDeps(env));
+    writeLog("info", { event: "queue_batch", queue: batch.queue, messages: batch.messages.length, duration_ms: Date.now() - started });
+  },
+  async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {
+    try {
+      const requeued = await requeueStalledWork(jobsDeps(env));
+      if (requeued.chunks + requeued.callbacks > 0) writeLog("info", { event: "stalled_work_requeued", ...requeued });
+    } catch (error) {
+      writeLog("error", { event: "stalled_work_check_failed", error: describeError(error) });
+    }
+  },
+} satisfies ExportedHandler<Bindings>;

@@ -82,7 +82,8 @@ export async function withinLimit(c: Context<AppEnv>, policy: RateLimitPolicy, k
 export function enforceRateLimit(family: RateLimitFamily): MiddlewareHandler<AppEnv> {
   const policy = RATE_LIMITS[family];
   return async (c, next) => {
-    c.header("RateLimit-Policy", policyHeader(family, policy));
+    // A route limited twice (creating a job) states both policies, as a list.
+    c.header("RateLimit-Policy", policyHeader(family, policy), { append: true });
     if (!(await withinLimit(c, policy, c.get("auth").keyId))) throw rateLimited(family, policy);
     await next();
   };

@@ -47,7 +47,7 @@ async function readBody(c: Context<AppEnv>): Promise<RawParams> {
   );
 }
 
-function parseSmtpTimeout(raw: unknown): number {
+export function parseSmtpTimeout(raw: unknown): number {
   if (raw === undefined || raw === null) return DEFAULT_SMTP_TIMEOUT_SECONDS;
   if (typeof raw === "number") {
     if (Number.isInteger(raw) && raw >= 1 && raw <= 60) return raw;

@@ -7,7 +7,7 @@
  */
 import { Presets, SingleBar } from "cli-progress";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setAccountStatus, showAccount } from "../edge/db/admin.ts";
+import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setAccountStatus, showAccount, webhookSecret } from "../edge/db/admin.ts";
 import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
@@ -21,6 +21,9 @@ Commands:
   accounts show ID                          Balance, status, keys and recent ledger of an account
   accounts disable ID                       Refuse the account's keys (401) until it is enabled
   accounts enable ID
+  accounts webhook-secret --account ID [--rotate]
+                                            The secret that signs the account's job callbacks
+                                            (made on first use; --rotate replaces it)
   credits add --account ID --amount N       Grant N credits (take them back with --amount=-N)
   keys create --account ID                  Create an API key; its token is shown only this once
   keys revoke --key ID
@@ -167,6 +170,18 @@ const COMMANDS: Record<string, Command> = {
     async run(db, { args: [id = ""] }) {
       const result = await setAccountStatus(db, id, "active");
       return { json: result, text: `Account ${id} is active` };
+    },
+  },
+  "accounts webhook-secret": {
+    args: [],
+    options: { account: { type: "string" }, rotate: { type: "boolean" } },
+    async run(db, { values }) {
+      const account = requiredOption(values, "account");
+      const { secret } = await webhookSecret(db, account, values.rotate === true);
+      return {
+        json: { secret },
+        text: `Webhook secret of ${account}${values.rotate ? " (new)" : ""}; verify callbacks with it (Standard Webhooks):\n${secret}`,
+      };
     },
   },
   "credits add": {

@@ -154,9 +154,15 @@ async function main() {
     PROBE_URL: process.env.PROBE_URL ?? extra.probeUrl,
     PROBE_SECRET: extra.probeSecret ?? process.env.PROBE_SECRET,
     LOOKUP_COST: process.env.LOOKUP_COST,
+    JOB_MAX_RUNNING: process.env.JOB_MAX_RUNNING,
+    // A local try should not wait five minutes for a greylisted (or, offline, unresolvable) address.
+    JOB_RETRY_DELAY_SECONDS: process.env.JOB_RETRY_DELAY_SECONDS ?? "30",
+    JOB_STALL_SECONDS: process.env.JOB_STALL_SECONDS,
+    CALLBACK_ALLOW_PRIVATE_TARGETS: process.env.CALLBACK_ALLOW_PRIVATE_TARGETS,
   });
   const base = `http://${host}:${edgePort}`;
   await waitForHealth(`${base}/healthz`, 60_000);
+  runCron(base);
   log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   process.stdout.write(
     [
@@ -172,6 +178,17 @@ async function main() {
       "",
     ].join("\n"),
   );
+}
+
+/**
+ * wrangler dev does not fire cron triggers by itself: the Worker's cron (which puts stalled job work
+ * back on the queue, e.g. after this stack was stopped in the middle of a job) is fired here, once
+ * now and then every minute, through the local endpoint wrangler dev provides for it.
+ */
+function runCron(base: string): void {
+  const fire = () => void fetch(`${base}/cdn-cgi/local/scheduled`).then((r) => r.body?.cancel(), (err: unknown) => log(`cron trigger failed: ${String(err)}`));
+  fire();
+  setInterval(fire, 60_000).unref();
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
+import { generateWebhookSecret } from "../jobs/webhook.ts";
 import { generateToken, hashToken, newId } from "../lib/tokens.ts";
 import { accounts, apiKeys, creditLedger } from "./schema.ts";
 import type * as schema from "./schema.ts";
@@ -101,4 +102,20 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
     keys,
     recent_ledger: ledger,
   };
+}
+
+/**
+ * The account's webhook signing secret ("whsec_" + base64), made on first use; with `rotate`, a new
+ * one replaces it (callbacks already queued are signed with the new one when they go out).
+ */
+export async function webhookSecret(db: Db, accountId: string, rotate = false): Promise<{ secret: string }> {
+  const fresh = generateWebhookSecret();
+  // Set only when missing (or rotating): two first uses at once keep one secret, not two.
+  await db
+    .update(accounts)
+    .set({ webhookSecret: fresh })
+    .where(rotate ? eq(accounts.id, accountId) : and(eq(accounts.id, accountId), isNull(accounts.webhookSecret)));
+  const [row] = await db.select({ secret: accounts.webhookSecret }).from(accounts).where(eq(accounts.id, accountId));
+  if (!row?.secret) throw new AdminError(`No account ${accountId}`);
+  return { secret: row.secret };
 }

@@ -4,7 +4,7 @@
  * ledger trigger that drizzle-kit cannot express.
  */
 import { sql } from "drizzle-orm";
-import { check, index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const now = sql`(unixepoch('subsec') * 1000)`;
 
@@ -16,6 +16,8 @@ export const accounts = sqliteTable(
     /** Maintained by the credit_ledger trigger; never written directly (see 0001 migration). */
     creditBalance: integer("credit_balance").notNull().default(0),
     status: text("status", { enum: ["active", "disabled"] }).notNull().default("active"),
+    /** "whsec_" + base64: signs job callbacks (Standard Webhooks). Made on first use; shown by the admin CLI. */
+    webhookSecret: text("webhook_secret"),
     createdAt: integer("created_at").notNull().default(now),
   },
   (t) => [
@@ -111,4 +113,69 @@ export const personPhones = sqliteTable(
     lastSeenAt: integer("last_seen_at").notNull().default(now),
   },
   (t) => [uniqueIndex("person_phones_person_phone_unique").on(t.personId, t.phone)],
+);
+
+/**
+ * Bulk verification jobs. Counters are kept by triggers on the items (see the 0003 migration), so a
+ * line counts once, when it becomes done, whatever retries or redelivered messages happen.
+ */
+export const verificationJobs = sqliteTable(
+  "verification_jobs",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    status: text("status", { enum: ["queued", "running", "completed", "cancelled"] }).notNull().default("queued"),
+    total: integer("total").notNull(),
+    processed: integer("processed").notNull().default(0),
+    validCount: integer("valid_count").notNull().default(0),
+    riskyCount: integer("risky_count").notNull().default(0),
+    invalidCount: integer("invalid_count").notNull().default(0),
+    smtpTimeout: integer("smtp_timeout").notNull(),
+    callbackUrl: text("callback_url"),
+    /** none: no callback_url; pending: to be delivered (next attempt at callback_next_at); delivered; failed: gave up. */
+    callbackState: text("callback_state", { enum: ["none", "pending", "delivered", "failed"] }).notNull().default("none"),
+    callbackAttempts: integer("callback_attempts").notNull().default(0),
+    callbackNextAt: integer("callback_next_at"),
+    callbackLastError: text("callback_last_error"),
+    idempotencyKey: text("idempotency_key"),
+    /** SHA-256 of what the job was asked to do, so a reused Idempotency-Key with another request is told apart. */
+    requestHash: text("request_hash").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+    startedAt: integer("started_at"),
+    completedAt: integer("completed_at"),
+    /** Last progress (or last requeue by the cron): what stalled-work detection looks at. */
+    updatedAt: integer("updated_at").notNull().default(now),
+  },
+  (t) => [
+    uniqueIndex("verification_jobs_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
+    index("verification_jobs_account_status_idx").on(t.accountId, t.status),
+    index("verification_jobs_status_updated_idx").on(t.status, t.updatedAt),
+    check("verification_jobs_status_known", sql`${t.status} in ('queued', 'running', 'completed', 'cancelled')`),
+  ],
+);
+
+/** One row per input line, in input order (`position`). */
+export const verificationJobItems = sqliteTable(
+  "verification_job_items",
+  {
+    jobId: text("job_id")
+      .notNull()
+      .references(() => verificationJobs.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+    /** The line as given. */
+    email: text("email").notNull(),
+    /** The first line with the same address: this one is answered with it, never checked on its own. */
+    duplicateOf: integer("duplicate_of"),
+    /** pending; claimed (a consumer is on it until lease_until); retry (again at retry_at); done. */
+    state: text("state", { enum: ["pending", "claimed", "retry", "done"] }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    leaseUntil: integer("lease_until"),
+    retryAt: integer("retry_at"),
+    classification: text("classification", { enum: ["valid", "risky", "invalid"] }),
+    /** The EmailVerificationResult as JSON, once done (or the first answer, while a retry waits). */
+    result: text("result"),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.position] }), index("verification_job_items_state_idx").on(t.jobId, t.state)],
 );

@@ -28,6 +28,6 @@ export async function hashToken(token: string): Promise<string> {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-export function newId(kind: "acc" | "key"): string {
+export function newId(kind: "acc" | "key" | "job"): string {
   return `${kind}_${base64url(crypto.getRandomValues(new Uint8Array(12)))}`;
 }

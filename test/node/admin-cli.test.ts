@@ -117,6 +117,27 @@ describe("account lifecycle", () => {
   );
 
   it(
+    "accounts webhook-secret shows the same whsec_ secret until --rotate replaces it",
+    async () => {
+      const { json } = await adminJson("accounts", "create", "--name", "Hooks", "--credits", "0");
+      const accountId = String(json.id);
+      const first = await adminJson("accounts", "webhook-secret", "--account", accountId);
+      expect(first.status).toBe(0);
+      expect(Object.keys(first.json)).toEqual(["secret"]);
+      const secret = String(first.json.secret);
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      expect(atob(secret.slice("whsec_".length))).toHaveLength(32);
+      expect((await adminJson("accounts", "webhook-secret", "--account", accountId)).json.secret).toBe(secret);
+      const rotated = await adminJson("accounts", "webhook-secret", "--account", accountId, "--rotate");
+      expect(rotated.json.secret).not.toBe(secret);
+      expect((await adminJson("accounts", "webhook-secret", "--account", accountId)).json.secret).toBe(rotated.json.secret);
+      const missing = await adminJson("accounts", "webhook-secret", "--account", "acc_nope");
+      expect(missing).toMatchObject({ status: 1, json: { error: "No account acc_nope" } });
+    },
+    CLI_TEST_TIMEOUT,
+  );
+
+  it(
     "prints a short human-readable result without --json, the token included only at key creation",
     async () => {
       const created = await admin("accounts", "create", "--name", "Plain", "--credits", "0");

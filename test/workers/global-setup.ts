@@ -11,6 +11,7 @@ import { startDatabaseProxy } from "../fixtures/database-proxy.ts";
 import { startDohServer } from "../fixtures/doh-server.ts";
 import { startProbeFixture } from "../fixtures/probe-fixture.ts";
 import { startTestMailServers } from "../fixtures/test-mail.ts";
+import { startWebhookReceiver } from "../fixtures/webhook-receiver.ts";
 import { testZone } from "../fixtures/test-zone.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer } from "../../probe/server.ts";
@@ -49,6 +50,7 @@ export default async function setup(project: TestProject) {
     }),
   );
   const probeFixture = await startProbeFixture(PROBE_SECRET);
+  const webhooks = await startWebhookReceiver();
   const plain = (value: string) => ({ type: "plain_text" as const, value });
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
@@ -68,9 +70,11 @@ export default async function setup(project: TestProject) {
   project.provide("probeFixtureUrl", probeFixture.url);
   project.provide("probeSecret", PROBE_SECRET);
   project.provide("workerHttpUrl", (await httpWorker.url).href);
+  project.provide("webhookUrl", webhooks.url);
 
   return async () => {
-      await httpWorker.dispose();
+    await httpWorker.dispose();
+    await webhooks.close();
     await probeFixture.close();
     await probe.close();
     await mail.close();
@@ -79,7 +83,7 @@ export default async function setup(project: TestProject) {
     await countedDb.close();
     await db.close();
     rmSync(dir, { recursive: true, force: true });
-    };
+  };
 }
 
 /** A port nothing listens on: bound once to get a free one, then closed. */

@@ -14,6 +14,8 @@ declare module "vitest" {
     probeSecret: string;
     /** The Worker served over HTTP as `wrangler dev` serves it. */
     workerHttpUrl: string;
+    /** test/fixtures/webhook-receiver.ts: receives job callbacks, records them, fails on request. */
+    webhookUrl: string;
   }
 }
 export {};

@@ -1,0 +1,189 @@
+/**
+ * The Worker's queue consumer and cron for bulk jobs (README "Bulk verification jobs", "How a job
+ * runs"). A message names a range of a job's lines or a callback to deliver; the database says what
+ * is left to do. Answers are written as they come, a batch at a time, so a job's results can be read
+ * while it runs and a consumer that dies loses at most the answers of its last unwritten batch, which
+ * the cron then gives to another.
+ */
+import { JobMessage } from "../../shared/jobs.ts";
+import type { Database } from "../db/client.ts";
+import { webhookSecret } from "../db/admin.ts";
+import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
+import { batchDeadlineMs, checkLines } from "./check-lines.ts";
+import {
+  accountWebhookSecret,
+  CHUNK_SIZE,
+  claimLines,
+  jobById,
+  jobJson,
+  recordCallback,
+  stalledWork,
+  writeAnswers,
+  type ClaimedItem,
+  type JobRow,
+  type LineAnswer,
+} from "./store.ts";
+
+/** The parts of a Queues producer binding (workerd's Queue) that jobs use. */
+export type JobsQueue = {
+  send(body: JobMessage, options?: { delaySeconds?: number }): Promise<unknown>;
+  sendBatch(messages: { body: JobMessage; delaySeconds?: number }[]): Promise<unknown>;
+};
+
+/** The parts of a delivered message (workerd's Message) that the consumer uses. */
+export type DeliveredMessage = { readonly body: unknown; ack(): void; retry(options?: { delaySeconds?: number }): void };
+
+export type JobsDeps = {
+  db: Database;
+  queue: JobsQueue;
+  dohUrl: string;
+  probeUrls: string[];
+  probeSecret: string | undefined;
+  retryDelaySeconds: number;
+  /** A job with no progress for this long is stalled (JOB_STALL_SECONDS). */
+  stallMs: number;
+  allowPrivateCallbacks: boolean;
+};
+
+/** Answers are written in batches of this many (one database round trip each). */
+const WRITE_BATCH = 100;
+/** Delay before a message whose work failed (the database or the probe out of reach) is tried again. */
+const RETRY_MESSAGE_SECONDS = 30;
+/** Queue messages per send (the Queues limit for sendBatch is 100). */
+const SEND_BATCH = 100;
+
+/** Puts every range of a job's lines on the queue (at creation; after a retry delay, only some). */
+export async function enqueueChunks(queue: JobsQueue, job: string, ranges: { from: number; to: number }[], delaySeconds = 0): Promise<void> {
+  for (let i = 0; i < ranges.length; i += SEND_BATCH) {
+    await queue.sendBatch(ranges.slice(i, i + SEND_BATCH).map((r) => ({ body: { kind: "chunk" as const, job, ...r }, delaySeconds })));
+  }
+}
+
+export function chunkRanges(total: number): { from: number; to: number }[] {
+  return Array.from({ length: Math.ceil(total / CHUNK_SIZE) }, (_, i) => ({ from: i * CHUNK_SIZE, to: Math.min(total, (i + 1) * CHUNK_SIZE) }));
+}
+
+/** Answers written in batches, in the order they come; returns the job when a write completed it. */
+function answerWriter(db: Database, jobId: string) {
+  let pending: LineAnswer[] = [];
+  let writing = Promise.resolve<JobRow | null>(null);
+  let completed: JobRow | null = null;
+  const retries = new Set<number>();
+  const flush = () => {
+    const slice = pending;
+    pending = [];
+    if (slice.length === 0) return writing;
+    writing = writing.then(async () => {
+      const done = await writeAnswers(db, jobId, slice);
+      completed ??= done;
+      return done;
+    });
+    return writing;
+  };
+  return {
+    retries,
+    async add(a: LineAnswer): Promise<void> {
+      if (a.kind === "retry") retries.add(a.position);
+      pending.push(a);
+      if (pending.length >= WRITE_BATCH) await flush();
+    },
+    async finish(): Promise<JobRow | null> {
+      await flush();
+      return completed;
+    },
+  };
+}
+
+async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; to: number }[]): Promise<void> {
+  let job: JobRow | null = null;
+  const items: ClaimedItem[] = [];
+  for (const range of ranges) {
+    const claimed = await claimLines(deps.db, jobId, range.from, range.to, batchDeadlineMs(60) + 60_000);
+    job = claimed.job;
+    items.push(...claimed.items);
+  }
+  if (!job || items.length === 0) return;
+  const writer = answerWriter(deps.db, jobId);
+  await checkLines(
+    items,
+    { dohUrl: deps.dohUrl, probeUrls: deps.probeUrls, probeSecret: deps.probeSecret, smtpTimeoutSeconds: Number(job.smtp_timeout), retryDelaySeconds: deps.retryDelaySeconds },
+    (a) => writer.add(a),
+  );
+  const completed = await writer.finish();
+  if (writer.retries.size > 0) {
+    // One message per range that holds a retry, once its lines are due again.
+    const retryRanges = new Map<number, { from: number; to: number }>();
+    for (const position of writer.retries) {
+      const chunk = Math.floor(position / CHUNK_SIZE);
+      retryRanges.set(chunk, { from: chunk * CHUNK_SIZE, to: (chunk + 1) * CHUNK_SIZE });
+    }
+    await enqueueChunks(deps.queue, jobId, [...retryRanges.values()], deps.retryDelaySeconds);
+  }
+  if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
+}
+
+async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Promise<void> {
+  const job = await jobById(deps.db, jobId);
+  if (!job || job.callback_state !== "pending" || !job.callback_url) return;
+  const secret = (await accountWebhookSecret(deps.db, job.account_id)) ?? (await webhookSecret(deps.db, job.account_id)).secret;
+  const delivery = await deliverCallback({
+    url: job.callback_url,
+    secret,
+    eventId: `evt_${job.id}_${job.status}`,
+    body: JSON.stringify(jobJson(job)),
+    dohUrl: deps.dohUrl,
+    allowPrivate: deps.allowPrivateCallbacks,
+  });
+  if (delivery.ok) return recordCallback(deps.db, jobId, { delivered: true });
+  const delay = CALLBACK_RETRY_DELAYS_SECONDS[attempt];
+  await recordCallback(deps.db, jobId, { delivered: false, error: delivery.error, nextAt: delay === undefined ? null : Date.now() + delay * 1000 });
+  if (delay !== undefined) await deps.queue.send({ kind: "callback", job: jobId, attempt: attempt + 1 }, { delaySeconds: delay });
+}
+
+/**
+ * One delivery of messages. Chunk messages of the same job are checked together (one probe batch
+ * for all their lines); each message is acknowledged when its work is written, or retried later when
+ * the database or the probe failed it.
+ */
+export async function handleJobMessages(messages: readonly DeliveredMessage[], deps: JobsDeps): Promise<void> {
+  const chunks = new Map<string, DeliveredMessage[]>();
+  const work: Promise<void>[] = [];
+  for (const message of messages) {
+    const parsed = JobMessage.safeParse(message.body);
+    if (!parsed.success) {
+      message.ack(); // not ours to understand; retrying it would not help
+      continue;
+    }
+    const body = parsed.data;
+    if (body.kind === "chunk") chunks.set(body.job, [...(chunks.get(body.job) ?? []), message]);
+    else work.push(settle([message], () => runCallback(deps, body.job, body.attempt)));
+  }
+  for (const [job, jobMessages] of chunks) {
+    const ranges = jobMessages.map((m) => {
+      const body = m.body as Extract<JobMessage, { kind: "chunk" }>;
+      return { from: body.from, to: body.to };
+    });
+    work.push(settle(jobMessages, () => runChunks(deps, job, ranges)));
+  }
+  await Promise.all(work);
+}
+
+async function settle(messages: DeliveredMessage[], run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+    for (const m of messages) m.ack();
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", msg: "job message failed; retried later", error: err instanceof Error ? err.name : "Error" }));
+    for (const m of messages) m.retry({ delaySeconds: RETRY_MESSAGE_SECONDS });
+  }
+}
+
+/** The cron: stalled jobs' remaining lines and callbacks whose time has come go back on the queue. */
+export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ chunks: number; callbacks: number }> {
+  const work = await stalledWork(deps.db, Date.now() - deps.stallMs);
+  const byJob = new Map<string, { from: number; to: number }[]>();
+  for (const c of work.chunks) byJob.set(c.job, [...(byJob.get(c.job) ?? []), { from: c.from, to: c.to }]);
+  for (const [job, ranges] of byJob) await enqueueChunks(deps.queue, job, ranges);
+  for (const c of work.callbacks) await deps.queue.send({ kind: "callback", job: c.job, attempt: c.attempt });
+  return { chunks: work.chunks.length, callbacks: work.callbacks.length };
+}

@@ -1,0 +1,51 @@
+/**
+ * A job's results as CSV (RFC 4180: comma, CRLF, quotes doubled), one row per input line. A cell that
+ * a spreadsheet would run as a formula (starting with =, +, -, @, or a tab or carriage return, per
+ * OWASP's CSV injection advice) gets a leading apostrophe: the list came from someone else, and an
+ * address such as "=HYPERLINK(...)"@example.com must stay text when our user opens the file.
+ */
+import type { EmailVerificationResult } from "../../shared/api.ts";
+
+export const CSV_COLUMNS = [
+  "email",
+  "classification",
+  "valid",
+  "score",
+  "smtp_deliverable",
+  "accepts_any_email",
+  "disposable",
+  "typo_suggestion",
+  "mx_record",
+  "warnings",
+] as const;
+
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+export function csvCell(value: string | number | boolean | null | undefined): string {
+  if (value === null || value === undefined) return "";
+  let text = String(value);
+  if (FORMULA_START.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+export const csvHeader = (): string => `${CSV_COLUMNS.join(",")}\r\n`;
+
+/** A row for an input line; `state` stands in for the classification of a line not checked (yet). */
+export function csvRow(email: string, result: EmailVerificationResult | null, state: "pending" | "cancelled" = "pending"): string {
+  const r = result;
+  const cells = r
+    ? [
+        email,
+        r.classification,
+        r.valid,
+        r.score,
+        r.checks.smtp_deliverable,
+        r.checks.accepts_any_email,
+        r.checks.disposable,
+        r.checks.typo_suggestion,
+        r.checks.mx_record,
+        r.warnings.join("; "),
+      ]
+    : [email, state, null, null, null, null, null, null, null, null];
+  return `${cells.map(csvCell).join(",")}\r\n`;
+}

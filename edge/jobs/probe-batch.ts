@@ -1,0 +1,82 @@
+/**
+ * The Worker's side of POST /v1/probe/batch (README "The SMTP probe"): one signed request, then the
+ * NDJSON answer read line by line as it streams, each line bounded and parsed through the shared
+ * contract before anything looks at it. Nothing throws: a probe that cannot be reached, answers an
+ * error status or breaks off mid-stream leaves the addresses it has not answered for the caller to
+ * retry later.
+ */
+import {
+  PROBE_BATCH_PATH,
+  PROBE_MAX_BATCH_ADDRESSES,
+  ProbeBatchLine,
+  signProbeRequest,
+  type ProbeBatchRequest,
+} from "../../shared/probe-contract.ts";
+
+/** A ProbeResponse line is a few kilobytes at most (64 attempts, 512-character replies). */
+const MAX_LINE_BYTES = 256 * 1024;
+/** Time the answer may take beyond the batch's own deadline (network, the last lines). */
+const RESPONSE_GRACE_MS = 5_000;
+
+export type BatchCallEnd =
+  | { ok: true; lines: number }
+  | { ok: false; reason: "unreachable" | "error_status" | "bad_response" | "deadline"; status: number | null; lines: number };
+
+export async function callProbeBatch(
+  probeUrl: string,
+  secret: string,
+  request: ProbeBatchRequest,
+  onLine: (line: ProbeBatchLine) => void | Promise<void>,
+): Promise<BatchCallEnd> {
+  const body = JSON.stringify(request);
+  const signal = AbortSignal.timeout(request.deadline_ms + RESPONSE_GRACE_MS);
+  let lines = 0;
+  const fail = (reason: Extract<BatchCallEnd, { ok: false }>["reason"], status: number | null = null): BatchCallEnd => ({ ok: false, reason, status, lines });
+  let res: Response;
+  try {
+    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, body)) };
+    res = await fetch(new URL(PROBE_BATCH_PATH, probeUrl), { method: "POST", headers, body, signal });
+  } catch {
+    return fail(signal.aborted ? "deadline" : "unreachable");
+  }
+  if (!res.ok || !res.body) {
+    await res.body?.cancel();
+    return fail("error_status", res.status);
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (value) buffered += value;
+      let nl: number;
+      while ((nl = buffered.indexOf("\n")) !== -1) {
+        const text = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        if (text.trim() === "") continue;
+        const parsed = ProbeBatchLine.safeParse(safeJson(text));
+        if (!parsed.success || ++lines > PROBE_MAX_BATCH_ADDRESSES) {
+          await reader.cancel();
+          return fail("bad_response", res.status);
+        }
+        await onLine(parsed.data);
+      }
+      if (buffered.length > MAX_LINE_BYTES) {
+        await reader.cancel();
+        return fail("bad_response", res.status);
+      }
+      if (done) break;
+    }
+  } catch {
+    return fail(signal.aborted ? "deadline" : "unreachable", res.status);
+  }
+  return buffered.trim() === "" ? { ok: true, lines } : fail("bad_response", res.status);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,253 @@
+/**
+ * Jobs in the database, the source of truth: a queue message only says where to look. Every write
+ * that matters is guarded by the state it expects (a line is claimed only when it is claimable,
+ * answered only when it is not done yet, a job completed only once), so a message delivered twice, a
+ * consumer that dies halfway or a restarted stack can never lose an answer or write one twice.
+ */
+import { sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { EmailVerificationResult } from "../../shared/api.ts";
+import type { VerificationJob } from "../../shared/jobs.ts";
+import type { Database } from "../db/client.ts";
+
+/** Input lines per queue message: a consumer checks at most this many addresses per message. */
+export const CHUNK_SIZE = 200;
+/** Rows per INSERT when a job is created (one JSON argument each). */
+const INSERT_ROWS = 2_000;
+
+type Statement = BatchItem<"sqlite">;
+const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
+
+export type JobRow = {
+  id: string;
+  account_id: string;
+  status: VerificationJob["status"];
+  total: number;
+  processed: number;
+  valid_count: number;
+  risky_count: number;
+  invalid_count: number;
+  smtp_timeout: number;
+  callback_url: string | null;
+  callback_state: "none" | "pending" | "delivered" | "failed";
+  callback_attempts: number;
+  request_hash: string;
+  created_at: number;
+  completed_at: number | null;
+  updated_at: number;
+};
+
+/** A new line: either already answered (it failed the syntax check) or to be checked. */
+export type NewItem = { email: string; duplicateOf: number | null; done: EmailVerificationResult | null };
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+export function jobJson(row: JobRow): VerificationJob {
+  return {
+    id: row.id,
+    status: row.status,
+    created_at: iso(row.created_at)!,
+    completed_at: iso(row.completed_at),
+    total: Number(row.total),
+    processed: Number(row.processed),
+    counts: { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) },
+    smtp_timeout: Number(row.smtp_timeout),
+    results_url: `/v1/email_verification_jobs/${row.id}/results`,
+  };
+}
+
+const JOB_COLUMNS = sql.raw(
+  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at",
+);
+
+export function findJobQuery(db: Database, accountId: string, id: string) {
+  return db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and account_id = ${accountId}`);
+}
+
+export async function findJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {
+  return (await findJobQuery(db, accountId, id))[0] ?? null;
+}
+
+export async function jobById(db: Database, id: string): Promise<JobRow | null> {
+  return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id}`))[0] ?? null;
+}
+
+/** The job an Idempotency-Key already created for this account, and the number of jobs not finished yet, in one round trip. */
+export async function creationContext(db: Database, accountId: string, idempotencyKey: string | null): Promise<{ existing: JobRow | null; unfinished: number }> {
+  const [existing, unfinished] = await db.batch([
+    db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where account_id = ${accountId} and idempotency_key = ${idempotencyKey}`),
+    db.all<{ n: number }>(sql`select count(*) as n from verification_jobs where account_id = ${accountId} and status in ('queued', 'running')`),
+  ]);
+  return { existing: existing[0] ?? null, unfinished: Number(unfinished[0]?.n ?? 0) };
+}
+
+/**
+ * Creates the job and every line in one batch, which the database runs as one transaction: a job
+ * is there whole or not at all. Returns false when the Idempotency-Key was taken meanwhile.
+ */
+export async function insertJob(
+  db: Database,
+  job: { id: string; accountId: string; smtpTimeout: number; callbackUrl: string | null; idempotencyKey: string | null; requestHash: string },
+  items: NewItem[],
+): Promise<boolean> {
+  const now = Date.now();
+  const statements: Statement[] = [
+    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at)
+      values (${job.id}, ${job.accountId}, 'queued', ${items.length}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now})
+      on conflict do nothing`),
+  ];
+  for (let start = 0; start < items.length; start += INSERT_ROWS) {
+    const rows = items.slice(start, start + INSERT_ROWS).map((item, i) => [
+      start + i,
+      item.email,
+      item.duplicateOf,
+      item.done ? "done" : "pending",
+      item.done?.classification ?? null,
+      item.done ? JSON.stringify(item.done) : null,
+    ]);
+    // Only when this batch created the job (an Idempotency-Key race leaves its rows out).
+    statements.push(
+      db.run(sql`insert into verification_job_items (job_id, position, email, duplicate_of, state, classification, result)
+        select ${job.id}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 from json_each(${JSON.stringify(rows)})
+        where (select request_hash from verification_jobs where id = ${job.id}) = ${job.requestHash}`),
+    );
+  }
+  // A list where every line failed the syntax check is finished as soon as it exists.
+  statements.push(completeIfDone(db, job.id, now));
+  const [created] = await batch(db, statements);
+  return Number((created as { rowsAffected?: number }).rowsAffected ?? 0) === 1;
+}
+
+/** Completes the job if every line is done, once (whoever gets there first); returns it when this statement did. */
+function completeIfDone(db: Database, jobId: string, now: number) {
+  return db.all<JobRow>(sql`update verification_jobs set status = 'completed', completed_at = ${now}, updated_at = ${now},
+      callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
+    where id = ${jobId} and status in ('queued', 'running') and processed >= total
+    returning ${JOB_COLUMNS}`);
+}
+
+/** Cancels a job that has not finished; returns the job as it is now (null: no such job). */
+export async function cancelJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {
+  const now = Date.now();
+  const [, rows] = await db.batch([
+    db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${now}, updated_at = ${now}
+      where id = ${id} and account_id = ${accountId} and status in ('queued', 'running')`),
+    findJobQuery(db, accountId, id),
+  ]);
+  return rows[0] ?? null;
+}
+
+export type ResultRow = { position: number; email: string; state: string; result: string | null };
+
+/** Lines from `from` on, in input order (a duplicate carries its own copy of the answer). */
+export function resultRowsQuery(db: Database, jobId: string, from: number, limit: number) {
+  return db.all<ResultRow>(sql`
+    select position, email, state, result from verification_job_items
+    where job_id = ${jobId} and position >= ${from} order by position limit ${limit}`);
+}
+
+/** `retried`: this is the second try of a line whose first answer was temporary; `attempts`: claims so far, this one included. */
+export type ClaimedItem = { position: number; email: string; retried: boolean; attempts: number };
+
+/**
+ * Claims the lines of [from, to) that are due: pending, a retry whose time has come, or a claim whose
+ * lease ran out (its consumer died). Nothing is claimed for a job that is cancelled or finished. The
+ * job becomes running on its first claim.
+ */
+export async function claimLines(db: Database, jobId: string, from: number, to: number, leaseMs: number): Promise<{ job: JobRow | null; items: ClaimedItem[] }> {
+  const now = Date.now();
+  const [, claimed, job] = await db.batch([
+    db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}), updated_at = ${now}
+      where id = ${jobId} and status = 'queued'`),
+    db.all(sql`
+      update verification_job_items set state = 'claimed', lease_until = ${now + leaseMs}, attempts = attempts + 1
+      where job_id = ${jobId} and position >= ${from} and position < ${to} and duplicate_of is null
+        and (state = 'pending' or (state = 'retry' and retry_at <= ${now}) or (state = 'claimed' and lease_until <= ${now}))
+        and (select status from verification_jobs where id = ${jobId}) = 'running'
+      returning position, email, retry_at, attempts`),
+    db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
+  ]);
+  return {
+    job: job[0] ?? null,
+    items: (claimed as { position: number; email: string; retry_at: number | null; attempts: number }[]).map((r) => ({
+      position: Number(r.position),
+      email: String(r.email),
+      retried: r.retry_at !== null,
+      attempts: Number(r.attempts),
+    })),
+  };
+}
+
+export type LineAnswer =
+  | { position: number; kind: "done"; result: EmailVerificationResult }
+  | { position: number; kind: "retry"; result: EmailVerificationResult; retryAt: number }
+  /** Nothing usable (the probe was out of reach): back to pending, for the message's retry. */
+  | { position: number; kind: "release" };
+
+/**
+ * Writes answers (and the duplicates' copies) in one batch, guarded: a line already done is never
+ * written again, and the counters move only through the triggers. Then completes the job when every
+ * line is done, once; returns the job when this call completed it.
+ */
+export async function writeAnswers(db: Database, jobId: string, answers: LineAnswer[]): Promise<JobRow | null> {
+  const now = Date.now();
+  const statements: Statement[] = [];
+  for (const a of answers) {
+    if (a.kind === "release") {
+      statements.push(db.run(sql`update verification_job_items set state = 'pending', lease_until = null
+        where job_id = ${jobId} and position = ${a.position} and state = 'claimed'`));
+      continue;
+    }
+    const json = JSON.stringify(a.result);
+    if (a.kind === "retry") {
+      statements.push(db.run(sql`update verification_job_items set state = 'retry', retry_at = ${a.retryAt}, lease_until = null, result = ${json}
+        where job_id = ${jobId} and position = ${a.position} and state != 'done'`));
+      continue;
+    }
+    statements.push(db.run(sql`update verification_job_items set state = 'done', lease_until = null, classification = ${a.result.classification}, result = ${json}
+      where job_id = ${jobId} and (position = ${a.position} or duplicate_of = ${a.position}) and state != 'done'`));
+  }
+  statements.push(completeIfDone(db, jobId, now));
+  const completed = (await batch(db, statements)).at(-1) as JobRow[];
+  return completed[0] ?? null;
+}
+
+/** Records a callback attempt: delivered, failed for good, or to be tried again at `nextAt`. */
+export async function recordCallback(db: Database, jobId: string, outcome: { delivered: true } | { delivered: false; error: string; nextAt: number | null }): Promise<void> {
+  if (outcome.delivered) {
+    await db.run(sql`update verification_jobs set callback_state = 'delivered', callback_attempts = callback_attempts + 1, callback_next_at = null, callback_last_error = null where id = ${jobId}`);
+    return;
+  }
+  await db.run(sql`update verification_jobs set callback_attempts = callback_attempts + 1, callback_last_error = ${outcome.error.slice(0, 200)},
+      callback_state = ${outcome.nextAt === null ? "failed" : "pending"}, callback_next_at = ${outcome.nextAt}
+    where id = ${jobId} and callback_state = 'pending'`);
+}
+
+/** The account's webhook secret, for signing a callback. */
+export async function accountWebhookSecret(db: Database, accountId: string): Promise<string | null> {
+  const [row] = await db.all<{ webhook_secret: string | null }>(sql`select webhook_secret from accounts where id = ${accountId}`);
+  return row?.webhook_secret ?? null;
+}
+
+/** What the cron requeues: stalled unfinished jobs' due chunks, and callbacks whose time has come. */
+export async function stalledWork(db: Database, stalledBefore: number): Promise<{ chunks: { job: string; from: number; to: number }[]; callbacks: { job: string; attempt: number }[] }> {
+  const now = Date.now();
+  const [chunks, callbacks] = await db.batch([
+    db.all<{ job_id: string; chunk: number }>(sql`
+      select distinct i.job_id, i.position / ${CHUNK_SIZE} as chunk
+      from verification_jobs j join verification_job_items i on i.job_id = j.id
+      where j.status in ('queued', 'running') and j.updated_at < ${stalledBefore} and i.duplicate_of is null
+        and (i.state = 'pending' or (i.state = 'retry' and i.retry_at <= ${now}) or (i.state = 'claimed' and i.lease_until <= ${now}))
+      limit 1000`),
+    db.all<{ id: string; callback_attempts: number }>(sql`
+      select id, callback_attempts from verification_jobs
+      where status = 'completed' and callback_state = 'pending' and callback_next_at < ${stalledBefore} limit 1000`),
+    // Requeued now: not again before another stall period has passed.
+    db.run(sql`update verification_jobs set updated_at = ${now} where status in ('queued', 'running') and updated_at < ${stalledBefore}`),
+    db.run(sql`update verification_jobs set callback_next_at = ${now} where status = 'completed' and callback_state = 'pending' and callback_next_at < ${stalledBefore}`),
+  ]);
+  return {
+    chunks: chunks.map((c) => ({ job: String(c.job_id), from: Number(c.chunk) * CHUNK_SIZE, to: (Number(c.chunk) + 1) * CHUNK_SIZE })),
+    callbacks: callbacks.map((c) => ({ job: String(c.id), attempt: Number(c.callback_attempts) })),
+  };
+}

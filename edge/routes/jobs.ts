@@ -1,0 +1,310 @@
+/**
+ * Bulk verification jobs (README "Bulk verification jobs"): create from JSON or CSV, read the job,
+ * read its results in input order (JSON pages or CSV) while it runs, cancel it. The work itself
+ * runs on the queue (edge/jobs/consumer.ts); the database is the source of truth.
+ */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { z } from "@hono/zod-openapi";
+import type { EmailVerificationResult } from "../../shared/api.ts";
+import { JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
+import { limitRequestBody } from "../body-limit.ts";
+import { requestDatabase } from "../db/client.ts";
+import type { AppEnv } from "../env.ts";
+import { checkCallbackUrl } from "../jobs/callback.ts";
+import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
+import { csvHeader, csvRow } from "../jobs/csv-export.ts";
+import { JOB_ERRORS, MAX_JOB_BODY_BYTES, parseJobBody } from "../jobs/input.ts";
+import { cancelJob, creationContext, findJob, insertJob, jobJson, resultRowsQuery, type JobRow, type NewItem } from "../jobs/store.ts";
+import { ApiError } from "../lib/errors.ts";
+import { newId } from "../lib/tokens.ts";
+import { writeLog, describeError } from "../log.ts";
+import { parseSmtpTimeout } from "../verification-params.ts";
+import { prepareAddress } from "../verify.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+
+export const JOBS_PATH = "/v1/email_verification_jobs";
+const DEFAULT_PAGE = 100;
+const MAX_PAGE = 1_000;
+const CSV_PAGE = 1_000;
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+export const JOB_MESSAGES = {
+  notFound: "No job found",
+  idempotencyConflict: "This Idempotency-Key was already used for a different job",
+  badIdempotencyKey: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
+  badLimit: `limit must be an integer between 1 and ${MAX_PAGE}`,
+  badCursor: "Invalid cursor",
+  tooManyRunning: (max: number) => `Too many jobs running: an account may have ${max} queued or running at once; wait for one to finish or cancel one`,
+} as const;
+
+const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
+const JobIdParam = z.object({ id: z.string().openapi({ example: "job_Qx3m9TtGkZ0lJ2rA" }) });
+
+function registerDocs(app: OpenAPIHono<AppEnv>): void {
+  const jobAnswer = { ...json(VerificationJob, "The job"), headers: { Location: { schema: { type: "string" as const }, description: "The job's URL" } } };
+  app.openAPIRegistry.registerPath({
+    method: "post",
+    path: JOBS_PATH,
+    summary: "Create a bulk verification job",
+    description:
+      "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
+      `At most ${MAX_JOB_BODY_BYTES / 1024 / 1024} MB and 100,000 addresses. An Idempotency-Key header makes a retried create return the first job. ` +
+      "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
+    security: [{ bearerAuth: [] }],
+    request: {
+      query: z.object({ smtp_timeout: z.string().optional(), callback_url: z.string().optional() }),
+      headers: z.object({ "idempotency-key": z.string().optional() }),
+      body: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: z.object({ email_addresses: z.array(z.string()), smtp_timeout: z.number().int().optional(), callback_url: z.string().optional() }),
+          },
+          "text/csv": { schema: z.string().openapi({ description: "A header row with a column named email_address or email (any case), else the first column is used" }) },
+        },
+      },
+    },
+    responses: {
+      202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
+      400: errorResponse("Malformed body, no addresses, a bad smtp_timeout, callback_url or Idempotency-Key"),
+      409: errorResponse(JOB_MESSAGES.idempotencyConflict),
+      413: errorResponse(`${JOB_ERRORS.bodyTooLarge}; or ${JOB_ERRORS.tooManyAddresses}`),
+      415: errorResponse(JOB_ERRORS.unsupported),
+      ...authenticatedErrorResponses,
+      429: errorResponse("Rate limit exceeded, or too many jobs running for the account"),
+    },
+  });
+  app.openAPIRegistry.registerPath({
+    method: "get",
+    path: `${JOBS_PATH}/{id}`,
+    summary: "A bulk verification job: status, progress and counts",
+    security: [{ bearerAuth: [] }],
+    request: { params: JobIdParam },
+    responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
+  });
+  app.openAPIRegistry.registerPath({
+    method: "get",
+    path: `${JOBS_PATH}/{id}/results`,
+    summary: "A job's results in input order, readable while it runs",
+    description:
+      "JSON pages of EmailVerificationResult objects, one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
+      "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead.",
+    security: [{ bearerAuth: [] }],
+    request: {
+      params: JobIdParam,
+      query: z.object({
+        limit: z.string().optional().openapi({ description: `1..${MAX_PAGE}, default ${DEFAULT_PAGE}` }),
+        cursor: z.string().optional(),
+        format: z.enum(["json", "csv"]).optional(),
+      }),
+    },
+    responses: {
+      200: { description: "A page, or the CSV", content: { "application/json": { schema: JobResultsPage }, "text/csv": { schema: z.string() } } },
+      400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}`),
+      404: errorResponse(JOB_MESSAGES.notFound),
+      ...authenticatedErrorResponses,
+    },
+  });
+  app.openAPIRegistry.registerPath({
+    method: "delete",
+    path: `${JOBS_PATH}/{id}`,
+    summary: "Cancel a job: no new checks start; results already in stay readable",
+    security: [{ bearerAuth: [] }],
+    request: { params: JobIdParam },
+    responses: { 200: json(VerificationJob, "The job as it is now"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
+  });
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function idempotencyKey(c: Context<AppEnv>): string | null {
+  const raw = c.req.header("idempotency-key");
+  if (raw === undefined) return null;
+  const key = raw.trim();
+  if (key === "" || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x20-\x7e]+$/.test(key)) throw new ApiError(400, JOB_MESSAGES.badIdempotencyKey);
+  return key;
+}
+
+/** The lines as stored: each checked once per distinct address; a line that fails the syntax check is answered now. */
+function newItems(addresses: string[]): NewItem[] {
+  const first = new Map<string, number>();
+  return addresses.map((email, position) => {
+    const prepared = prepareAddress(email);
+    if (!prepared.ok) return { email, duplicateOf: null, done: prepared.result };
+    const key = `${prepared.parsed.local}@${prepared.parsed.domain}`;
+    const earlier = first.get(key);
+    if (earlier === undefined) first.set(key, position);
+    return { email, duplicateOf: earlier ?? null, done: null };
+  });
+}
+
+function accepted(c: Context<AppEnv>, job: JobRow) {
+  return c.json(jobJson(job), 202, { Location: `${JOBS_PATH}/${job.id}` });
+}
+
+async function create(c: Context<AppEnv>) {
+  const config = c.get("config");
+  const { accountId } = c.get("auth");
+  const text = new TextDecoder().decode(await c.req.arrayBuffer());
+  const request = parseJobBody(c.req.header("content-type") ?? "", text, {
+    smtp_timeout: c.req.query("smtp_timeout"),
+    callback_url: c.req.query("callback_url"),
+  });
+  const smtpTimeout = parseSmtpTimeout(request.smtpTimeout);
+  let callbackUrl: string | null = null;
+  if (request.callbackUrl !== undefined && request.callbackUrl !== null && request.callbackUrl !== "") {
+    const checked = checkCallbackUrl(request.callbackUrl, config.CALLBACK_ALLOW_PRIVATE_TARGETS);
+    if (!checked.ok) throw new ApiError(400, checked.error);
+    callbackUrl = checked.url;
+  }
+  const key = idempotencyKey(c);
+  const requestHash = await sha256Hex(JSON.stringify([request.addresses, smtpTimeout, callbackUrl]));
+  const db = requestDatabase(c);
+
+  const { existing, unfinished } = await creationContext(db, accountId, key);
+  if (existing) {
+    if (existing.request_hash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
+    return accepted(c, existing);
+  }
+  if (unfinished >= config.JOB_MAX_RUNNING) throw new ApiError(429, JOB_MESSAGES.tooManyRunning(config.JOB_MAX_RUNNING), { "Retry-After": "60" });
+
+  const id = newId("job");
+  const items = newItems(request.addresses);
+  const created = await insertJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash }, items);
+  if (!created) {
+    // The same Idempotency-Key won a race a moment ago: that job is the answer.
+    const { existing: winner } = await creationContext(db, accountId, key);
+    if (!winner || winner.request_hash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
+    return accepted(c, winner);
+  }
+  const job = (await findJob(db, accountId, id))!;
+  c.get("accessLog").job_lines = items.length;
+  if (job.status !== "completed") {
+    try {
+      await enqueueChunks(c.env.JOBS_QUEUE!, id, chunkRanges(items.length));
+    } catch (error) {
+      // The job is safe in the database; the cron puts its work on the queue once it looks stalled.
+      writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: id, error: describeError(error) });
+    }
+  }
+  return accepted(c, job);
+}
+
+async function jobOr404(c: Context<AppEnv>): Promise<JobRow> {
+  const job = await findJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id") ?? "");
+  // Another account's job and no job at all look the same.
+  if (!job) throw new ApiError(404, JOB_MESSAGES.notFound);
+  return job;
+}
+
+const encodeCursor = (position: number) => btoa(`p:${position}`).replace(/=+$/, "");
+function decodeCursor(raw: string | undefined): number {
+  if (raw === undefined || raw === "") return 0;
+  let text: string;
+  try {
+    text = atob(raw);
+  } catch {
+    throw new ApiError(400, JOB_MESSAGES.badCursor);
+  }
+  const m = /^p:(\d{1,9})$/.exec(text);
+  if (!m) throw new ApiError(400, JOB_MESSAGES.badCursor);
+  return Number(m[1]);
+}
+
+function pageLimit(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return DEFAULT_PAGE;
+  const value = raw.trim();
+  const n = /^[0-9]{1,4}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= 1 && n <= MAX_PAGE)) throw new ApiError(400, JOB_MESSAGES.badLimit);
+  return n;
+}
+
+/** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked. */
+function lineResult(email: string, stored: string): EmailVerificationResult {
+  return { ...(JSON.parse(stored) as EmailVerificationResult), email: email.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "") };
+}
+
+async function results(c: Context<AppEnv>) {
+  const wantsCsv = c.req.query("format") === "csv" || (c.req.query("format") === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
+  if (!wantsCsv) {
+    // Parameters first: a bad request costs no database read.
+    const limit = pageLimit(c.req.query("limit"));
+    const from = decodeCursor(c.req.query("cursor"));
+    const job = await jobOr404(c);
+    return c.json(await page(c, job, from, limit), 200);
+  }
+  const job = await jobOr404(c);
+  return csvStream(c, job);
+}
+
+async function page(c: Context<AppEnv>, job: JobRow, from: number, limit: number) {
+  const finished = job.status === "completed" || job.status === "cancelled";
+  const out: EmailVerificationResult[] = [];
+  let position = from;
+  let more = true;
+  // Rows are read in slices, since a cancelled job's unchecked lines are passed over.
+  while (out.length < limit && more) {
+    const rows = await resultRowsQuery(requestDatabase(c), job.id, position, limit + 1);
+    more = rows.length > 0;
+    for (const row of rows) {
+      if (row.state !== "done" || row.result === null) {
+        if (!finished) {
+          more = false;
+          break;
+        }
+        position = Number(row.position) + 1;
+        continue;
+      }
+      if (out.length === limit) break;
+      out.push(lineResult(row.email, row.result));
+      position = Number(row.position) + 1;
+    }
+  }
+  const atEnd = position >= Number(job.total);
+  const body: z.infer<typeof JobResultsPage> = {
+    results: out,
+    next_cursor: atEnd && finished ? null : encodeCursor(position),
+    status: job.status,
+    processed: Number(job.processed),
+    total: Number(job.total),
+  };
+  return body;
+}
+
+function csvStream(c: Context<AppEnv>, job: JobRow) {
+  const db = requestDatabase(c);
+  const encoder = new TextEncoder();
+  const notDone = job.status === "cancelled" ? "cancelled" : "pending";
+  let position = 0;
+  let headerSent = false;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!headerSent) {
+        headerSent = true;
+        controller.enqueue(encoder.encode(csvHeader()));
+        return;
+      }
+      const rows = await resultRowsQuery(db, job.id, position, CSV_PAGE);
+      if (rows.length === 0) return controller.close();
+      controller.enqueue(encoder.encode(rows.map((r) => csvRow(r.email, r.state === "done" && r.result ? lineResult(r.email, r.result) : null, notDone)).join("")));
+      position = Number(rows.at(-1)!.position) + 1;
+    },
+  });
+  return c.body(stream, 200, { "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": `attachment; filename="${job.id}.csv"` });
+}
+
+export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
+  registerDocs(app);
+  app.post(JOBS_PATH, limitRequestBody(MAX_JOB_BODY_BYTES, JOB_ERRORS.bodyTooLarge), create);
+  app.get(`${JOBS_PATH}/:id`, async (c) => c.json(jobJson(await jobOr404(c)), 200));
+  app.get(`${JOBS_PATH}/:id/results`, results);
+  app.delete(`${JOBS_PATH}/:id`, async (c) => {
+    const job = await cancelJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id"));
+    if (!job) throw new ApiError(404, JOB_MESSAGES.notFound);
+    return c.json(jobJson(job), 200);
+  });
+}
