@@ -20,7 +20,7 @@ import {
 } from "../shared/probe-contract.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
 import type { ProbeConfig } from "./config.ts";
-import { runProbe, type ProbeDeps } from "./probe.ts";
+import { runBatchProbe, runProbe, type ProbeDeps } from "./probe.ts";
 import { Scheduler } from "./scheduler.ts";
 
 export type ProbeService = ProbeDeps & {
@@ -93,14 +93,16 @@ export function createProbeApp(service: ProbeService): Hono {
     if (!scheduler.admit(checks.size)) return busy(c, "Probe busy");
 
     const encoder = new TextEncoder();
+    const deferAt = batch.queue_ms === undefined ? undefined : started + batch.queue_ms;
     let open = true;
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
         let left = checks.size;
         for (const [email, mx] of checks) {
-          void runProbe({ email, mx, deadline_ms: batch.deadline_ms, catch_all_check: batch.catch_all_check }, service, started)
+          void runBatchProbe({ email, mx, deadline_ms: batch.deadline_ms, catch_all_check: batch.catch_all_check }, service, started, deferAt)
             .then((result) => {
-              if (open) controller.enqueue(encoder.encode(JSON.stringify(ProbeBatchLine.parse({ email, result })) + "\n"));
+              const line = result ? { email, result } : { email, deferred: true as const };
+              if (open) controller.enqueue(encoder.encode(JSON.stringify(ProbeBatchLine.parse(line)) + "\n"));
             })
             .finally(() => {
               scheduler.done(1);

@@ -54,6 +54,13 @@ export type CheckRequest = {
   catchAllCheck: boolean;
   /** Absolute time (ms since the epoch) by which this check answers, whatever happens. */
   deadline: number;
+  /**
+   * For a batch check (absolute time): if it has not been sent by then because the server is still
+   * working through the checks ahead of it (it paces us), it is handed back unasked (`deferred`)
+   * rather than left to time out. A server that answers nothing is not pacing: then the deadline
+   * rules, as for any check.
+   */
+  deferAt?: number;
 };
 
 export type CheckFailure = SessionFailure | { kind: "unsupported"; message: string };
@@ -78,6 +85,8 @@ export type CheckOutcome = {
   ms: number;
   /** How the answer was got, when it is worth saying ("STARTTLS failed; continued in plain text"). */
   note: string | null;
+  /** Not asked: handed back at its deferAt while the server worked through others (see CheckRequest). */
+  deferred: boolean;
 };
 
 /** Callbacks a destination needs from the scheduler that owns it. */
@@ -99,6 +108,7 @@ type Pending = {
   settled: boolean;
   resolve: (outcome: CheckOutcome) => void;
   timer: NodeJS.Timeout;
+  deferTimer: NodeJS.Timeout | undefined;
   /** An answer already in hand (the address accepted) while the catch-all answer is awaited. */
   provisional: CheckOutcome | null;
   /** Where the check is now, for the timeout message. */
@@ -124,9 +134,13 @@ const DEAD_MS = 5_000;
 const NO_TLS_MS = 60 * 60_000;
 /** After sessions die when reused, the address gets one transaction per session for this long. */
 const NO_REUSE_MS = 10 * 60_000;
-/** A refusal that takes longer than this is a tarpit: then one address per transaction for a while. */
+/**
+ * A refusal that comes this much later than the reply before it in the same transaction is a
+ * tarpit (the server delays each unknown user): then one address per transaction for a while. The
+ * first reply of a transaction is never judged: its wait includes the network and a busy server.
+ */
 const SLOW_REPLY_MS = 1_000;
-const SLOW_MODE_MS = 10 * 60_000;
+const SLOW_MODE_MS = 2 * 60_000;
 /** The catch-all answer may hold an accepted address back this long at most (servers tarpit unknown users). */
 const CATCH_ALL_MIN_WAIT_MS = 1_500;
 const CATCH_ALL_RCPT_FACTOR = 3;
@@ -164,6 +178,8 @@ export class Destination {
   #noReuseUntil = 0;
   #staleSessions = 0;
   #slowUntil = 0;
+  /** When this server last answered a RCPT: it is working, however slowly. */
+  #answeredAt = 0;
   #rcptLimit: number;
   #wakeTimer: NodeJS.Timeout | undefined;
   #pumpScheduled = false;
@@ -214,6 +230,7 @@ export class Destination {
         settled: false,
         resolve,
         timer: setTimeout(() => this.#expire(p), Math.max(0, req.deadline - Date.now())),
+        deferTimer: req.deferAt !== undefined && req.deferAt < req.deadline ? setTimeout(() => this.#defer(p), Math.max(0, req.deferAt - Date.now())) : undefined,
         provisional: null,
         waitingFor: "a session to this address",
       };
@@ -254,9 +271,16 @@ export class Destination {
     if (p.settled) return;
     p.settled = true;
     clearTimeout(p.timer);
+    clearTimeout(p.deferTimer);
     const i = this.#queue.indexOf(p);
     if (i >= 0) this.#queue.splice(i, 1);
     p.resolve({ ...outcome, ms: Date.now() - p.submittedAt });
+  }
+
+  /** A batch check still waiting its turn at a server that answered others meanwhile: handed back unasked. */
+  #defer(p: Pending): void {
+    if (p.settled || p.provisional || !p.waitingFor.startsWith("a session") || this.#answeredAt < p.submittedAt) return;
+    this.#settle(p, { ...blankOutcome(), deferred: true });
   }
 
   #expire(p: Pending): void {
@@ -386,7 +410,7 @@ export class Destination {
     this.#noteIdle();
     const firstUse = s.transactions === 0;
     const started = Date.now();
-    let lastReplyAt = started;
+    let lastReplyAt: number | null = null;
     let throttled = false;
     let sawReply = false;
     const requeue: Pending[] = [];
@@ -400,7 +424,11 @@ export class Destination {
     const onReply = (index: number, reply: SmtpReply) => {
       sawReply = true;
       const now = Date.now();
-      if (reply.code >= 400 && now - lastReplyAt > SLOW_REPLY_MS) this.#slowUntil = now + SLOW_MODE_MS;
+      this.#answeredAt = now;
+      if (reply.code >= 400 && lastReplyAt !== null && now - lastReplyAt > SLOW_REPLY_MS) {
+        this.#slowUntil = now + SLOW_MODE_MS;
+        destinationEvent("tarpit", this.address, { reply_ms: now - lastReplyAt });
+      }
       lastReplyAt = now;
       if (!s.pipelining) roundTrips++;
       if (index >= batch.length) {
@@ -469,7 +497,7 @@ export class Destination {
       p.waitingFor = "a session to this address";
       this.#queue.unshift(p);
     }
-    if (throttled) this.#pushedBack();
+    if (throttled) this.#pushedBack(refusal ? `${refusal.code} to ${refusal === result.reset ? "RSET" : "MAIL FROM"}` : result.failure ? "session dropped" : "a throttling or too-many-recipients reply to RCPT");
     else if (!result.failure && !refusal) {
       this.#backoffMs = 0;
       this.#limit = Math.min(this.ctx.config.maxPerDestination, this.#limit + 1);
@@ -520,10 +548,11 @@ export class Destination {
   }
 
   /** The destination pushed back (421, a rate limit, a dropped session): wait, and use fewer sessions. */
-  #pushedBack(): void {
+  #pushedBack(why: string): void {
     this.#backoffMs = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, this.#backoffMs * 2));
     this.#backoffUntil = Date.now() + this.#backoffMs;
     this.#limit = Math.max(1, Math.floor(this.#limit / 2));
+    destinationEvent("backoff", this.address, { why, backoff_ms: this.#backoffMs, sessions: this.#limit });
   }
 
   #idle(slot: Slot): void {
@@ -615,7 +644,7 @@ export class Destination {
     if (failed.failure.kind === "timeout") return; // the waiting checks time out on their own
     if ([...this.#slots].some((s) => s.session)) {
       // Sessions already open here work: this one was turned away (too many connections), so slow down.
-      this.#pushedBack();
+      this.#pushedBack(`another session refused (${failed.failure.message})`);
       return;
     }
     const outcome: CheckOutcome = {
@@ -634,6 +663,14 @@ export class Destination {
   }
 }
 
+/**
+ * An operator's line about a mail server that pushed back: its IP address and what happened, never a
+ * recipient. One JSON object per line, like the rest of the probe's logs.
+ */
+function destinationEvent(event: "backoff" | "tarpit", address: string, fields: Record<string, string | number>): void {
+  console.warn(JSON.stringify({ level: "warn", msg: `destination ${event}`, destination: address, ...fields }));
+}
+
 function blankOutcome(): CheckOutcome {
   return {
     stage: "connect",
@@ -648,5 +685,6 @@ function blankOutcome(): CheckOutcome {
     reusedSession: false,
     ms: 0,
     note: null,
+    deferred: false,
   };
 }

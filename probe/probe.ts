@@ -75,6 +75,18 @@ function failureOutcome(check: CheckOutcome): ProbeOutcome {
 }
 
 export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt = Date.now()): Promise<ProbeResponse> {
+  return (await walkHosts(request, deps, startedAt, undefined))!;
+}
+
+/**
+ * A check of a batch: as runProbe, except that an address still waiting its turn at `deferAt`, at a
+ * server busy answering the ones ahead of it, is handed back unasked (null) for a later batch.
+ */
+export async function runBatchProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, deferAt: number | undefined): Promise<ProbeResponse | null> {
+  return walkHosts(request, deps, startedAt, deferAt);
+}
+
+async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, deferAt: number | undefined): Promise<ProbeResponse | null> {
   const deadline = startedAt + request.deadline_ms - ANSWER_RESERVE_MS;
   const attempts: ProbeAttempt[] = [];
   let decided: { check: CheckOutcome; attempt: ProbeAttempt } | null = null;
@@ -94,7 +106,9 @@ export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, sta
         address: target.address,
         catchAllCheck: request.catch_all_check,
         deadline,
+        ...(deferAt !== undefined ? { deferAt } : {}),
       });
+      if (check.deferred) return null;
       if (check.rcpt) {
         const attempt = toAttempt(host.host, target.address, check, RCPT_OUTCOME[classifyRcptReply(check.rcpt)]);
         attempts.push(attempt);

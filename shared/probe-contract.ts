@@ -133,6 +133,12 @@ export const ProbeBatchRequest = z
   .object({
     /** Budget for every address, from when the probe receives the batch. */
     deadline_ms: z.number().int().min(500).max(120_000),
+    /**
+     * How long an address may wait its turn at a server that paces us (answering the addresses ahead
+     * of it, slowly) before it is handed back unasked, as a `deferred` line: the caller asks again in
+     * a later batch instead of taking a timeout for an answer. Absent: addresses wait until the deadline.
+     */
+    queue_ms: z.number().int().min(0).max(120_000).optional(),
     catch_all_check: z.boolean().default(true),
     groups: z
       .array(z.object({ mx: z.array(ProbeMxHost).min(1).max(10), emails: z.array(ProbeEmail).min(1).max(PROBE_MAX_BATCH_ADDRESSES) }))
@@ -145,7 +151,9 @@ export const ProbeBatchRequest = z
   });
 export type ProbeBatchRequest = z.input<typeof ProbeBatchRequest>;
 
-export const ProbeBatchLine = z.object({ email: z.string(), result: ProbeResponse });
+/** An answer, or `deferred`: not asked within queue_ms because its server was still busy with others. */
+export const ProbeBatchAnswer = z.object({ email: z.string(), result: ProbeResponse });
+export const ProbeBatchLine = z.union([ProbeBatchAnswer, z.object({ email: z.string(), deferred: z.literal(true) })]);
 export type ProbeBatchLine = z.infer<typeof ProbeBatchLine>;
 
 const encoder = new TextEncoder();

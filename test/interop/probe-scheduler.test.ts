@@ -13,7 +13,7 @@ import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
 import {
   PROBE_BATCH_PATH,
   PROBE_PATH,
-  ProbeBatchLine,
+  ProbeBatchAnswer,
   ProbeResponse,
   signProbeRequest,
   type ProbeBatchRequest,
@@ -121,7 +121,7 @@ describe("the scheduler against Postfix 3.7 with its default limits", () => {
     const batch: ProbeBatchRequest = { deadline_ms: 60_000, groups: [{ mx, emails }] };
     const res = await signedPost(PROBE_BATCH_PATH, batch);
     expect(res.status).toBe(200);
-    const lines = (await res.text()).trim().split("\n").map((l) => ProbeBatchLine.parse(JSON.parse(l)));
+    const lines = (await res.text()).trim().split("\n").map((l) => ProbeBatchAnswer.parse(JSON.parse(l)));
     expect(lines).toHaveLength(300);
     const wrong = lines.filter((l) => l.result.outcome !== (l.email.startsWith("user") ? "accepted" : "mailbox_not_found"));
     expect(wrong.map((l) => `${l.email}: ${l.result.outcome}`)).toEqual([]);

@@ -5,7 +5,8 @@
  * deadlines while queued, fairness between destinations, catch-all per MX host, QUIT with FIN.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runProbe } from "../../probe/probe.ts";
+import net from "node:net";
+import { runBatchProbe, runProbe } from "../../probe/probe.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
@@ -50,6 +51,13 @@ function probe(s: Scheduler, email: string, addresses: string[], deadlineMs = 5_
     },
     { config: { allowPrivateTargets: true }, scheduler: s },
   );
+}
+
+/** One check of a batch (POST /v1/probe/batch with queue_ms): null when it was handed back unasked. */
+function batchProbe(s: Scheduler, email: string, addresses: string[], deadlineMs: number, deferAt: number): Promise<ProbeResponse | null> {
+  const domain = email.slice(email.lastIndexOf("@") + 1);
+  const mx = addresses.map((address, i) => ({ host: `mx${i}.${domain}`, preference: 10 * (i + 1), addresses: [address] }));
+  return runBatchProbe({ email, mx, deadline_ms: deadlineMs, catch_all_check: true }, { config: { allowPrivateTargets: true }, scheduler: s }, Date.now(), deferAt);
 }
 
 const rcpts = (f: MtaFixture, c = 0) => f.connections[c]!.commands.filter((x) => x.startsWith("RCPT")).length;
@@ -244,6 +252,36 @@ describe("deadlines and fairness", () => {
     const timeouts = results.filter((r) => r.outcome === "timeout").map((r) => r.attempts[0]!.error);
     expect(timeouts).toContainEqual(expect.stringMatching(/deadline reached while waiting for a session/));
     expect(elapsed).toBeLessThan(1_500 + 300);
+  });
+
+  it("a batch check still waiting its turn at a server that answers others is handed back unasked at queue_ms, not timed out", async () => {
+    const good = Array.from({ length: 12 }, (_, i) => `user${i}@pace.test`);
+    const f = await mta(121, { mailboxes: good, delayMs: 300 });
+    const s = scheduler({ maxPerDestination: 1, maxRcptsPerTransaction: 2 });
+    const started = Date.now();
+    const results = await Promise.all(good.map((e) => batchProbe(s, e, [ip(121)], 5_000, started + 1_000)));
+    const elapsed = Date.now() - started;
+    const answered = results.filter((r) => r !== null);
+    expect(answered.length).toBeGreaterThan(0);
+    expect(answered.every((r) => r.outcome === "accepted")).toBe(true);
+    expect(results.filter((r) => r === null).length).toBeGreaterThan(0);
+    // Those sent before queue_ms were answered; the rest came back then, not at the deadline.
+    expect(elapsed).toBeLessThan(3_000);
+    const asked = f.connections.flatMap((c) => c.commands).filter((c) => c.startsWith("RCPT") && c.includes("@pace.test") && /user\d+@/.test(c));
+    expect(asked.length).toBe(answered.length);
+  });
+
+  it("a server that answers nothing is not pacing: its batch checks are not handed back, they time out", async () => {
+    const silent = net.createServer(() => {}); // takes the connection, never greets
+    await new Promise<void>((resolve) => silent.listen(port, ip(122), resolve));
+    try {
+      const s = scheduler({ connectTimeoutMs: 5_000 });
+      const started = Date.now();
+      const results = await Promise.all(["a@silent.test", "b@silent.test"].map((e) => batchProbe(s, e, [ip(122)], 1_500, started + 300)));
+      expect(results.map((r) => r?.outcome)).toEqual(["timeout", "timeout"]);
+    } finally {
+      silent.close();
+    }
   });
 
   it("one hot destination cannot take the capacity another one needs", async () => {

@@ -10,7 +10,7 @@ import {
   PROBE_BATCH_PATH,
   PROBE_MAX_BATCH_ADDRESSES,
   PROBE_PATH,
-  ProbeBatchLine,
+  ProbeBatchAnswer,
   ProbeResponse,
   signProbeRequest,
   type ProbeBatchRequest,
@@ -159,7 +159,7 @@ describe("POST /v1/probe/batch", () => {
       const res = await postBatch(fresh, JSON.stringify(batchBody([emails])));
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe("application/x-ndjson");
-      const lines = (await res.text()).trim().split("\n").map((l) => ProbeBatchLine.parse(JSON.parse(l)));
+      const lines = (await res.text()).trim().split("\n").map((l) => ProbeBatchAnswer.parse(JSON.parse(l)));
       expect(lines.map((l) => l.email).sort()).toEqual(["ana@svc.test", "ghost@svc.test", "nobody@svc.test"]);
       const byEmail = Object.fromEntries(lines.map((l) => [l.email, l.result]));
       expect(byEmail["ana@svc.test"]).toMatchObject({ outcome: "accepted", catch_all: false });
