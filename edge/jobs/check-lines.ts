@@ -4,6 +4,9 @@
  * by domain, so one warm SMTP session checks many of them. Each answer is handed over as it comes
  * (the caller writes it at once: results are readable while the job runs).
  *
+ * A line the probe hands back unasked (its mail server paces us and was still busy with the lines
+ * ahead of it) is deferred: asked again in the job's next message, at no cost to its attempts.
+ *
  * An answer that is temporary (greylisting, a 421 or a timeout at the mail server, a DNS lookup that
  * failed) is retried once, `retryDelaySeconds` later, before it is reported: greylisting exists to
  * turn away senders that never come back. A line the probe could not be asked about (unreachable,
@@ -29,11 +32,14 @@ export type CheckLinesConfig = {
 export const MAX_PROBE_ATTEMPTS = 5;
 /** Domains resolved at once. */
 const DNS_CONCURRENCY = 16;
-/** What a line may wait at a busy mail server on top of its smtp_timeout (the probe paces each server). */
-const QUEUE_ALLOWANCE_MS = 60_000;
+/**
+ * How long a line may wait its turn at a mail server that paces us (the probe's queue for it) before
+ * the probe hands it back unasked; it is then asked in the job's next message, not timed out.
+ */
+const QUEUE_ALLOWANCE_MS = 30_000;
 const MAX_BATCH_DEADLINE_MS = 120_000;
 
-/** The probe's deadline for a job's batch: the SMTP timeout, plus time to wait its turn. */
+/** The probe's deadline for a job's batch: time to wait its turn, then the SMTP timeout. */
 export const batchDeadlineMs = (smtpTimeoutSeconds: number) => Math.min(MAX_BATCH_DEADLINE_MS, smtpTimeoutSeconds * 1000 + QUEUE_ALLOWANCE_MS);
 
 const TEMPORARY_OUTCOMES = new Set(["temporary_failure", "timeout"]);
@@ -113,11 +119,19 @@ async function askProbe(
     if (!group.emails.includes(email)) group.emails.push(email);
     groups.set(domain, group);
   }
-  const request: ProbeBatchRequest = { deadline_ms: batchDeadlineMs(config.smtpTimeoutSeconds), catch_all_check: true, groups: [...groups.values()] };
+  const request: ProbeBatchRequest = {
+    deadline_ms: batchDeadlineMs(config.smtpTimeoutSeconds),
+    queue_ms: QUEUE_ALLOWANCE_MS,
+    catch_all_check: true,
+    groups: [...groups.values()],
+  };
   const answered = new Set<string>();
-  const end = await callProbeBatch(probeUrl, config.probeSecret!, request, async ({ email, result }) => {
-    answered.add(email);
-    for (const line of byEmail.get(email) ?? []) await settle(line, completeVerification(line.prepared, line.dns, { ok: true, response: result, ms: result.elapsed_ms }));
+  const end = await callProbeBatch(probeUrl, config.probeSecret!, request, async (probeLine) => {
+    answered.add(probeLine.email);
+    for (const line of byEmail.get(probeLine.email) ?? []) {
+      if ("deferred" in probeLine) await answer({ position: line.item.position, kind: "defer" });
+      else await settle(line, completeVerification(line.prepared, line.dns, { ok: true, response: probeLine.result, ms: probeLine.result.elapsed_ms }));
+    }
   });
   for (const [email, emailLines] of byEmail) {
     if (answered.has(email)) continue;

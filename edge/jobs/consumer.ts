@@ -9,7 +9,7 @@ import { JobMessage } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
 import { webhookSecret } from "../db/admin.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
-import { batchDeadlineMs, checkLines } from "./check-lines.ts";
+import { checkLines } from "./check-lines.ts";
 import {
   accountWebhookSecret,
   CHUNK_SIZE,
@@ -17,6 +17,7 @@ import {
   jobById,
   jobJson,
   recordCallback,
+  renewClaims,
   stalledWork,
   writeAnswers,
   type ClaimedItem,
@@ -47,6 +48,12 @@ export type JobsDeps = {
 
 /** Answers are written in batches of this many (one database round trip each). */
 const WRITE_BATCH = 100;
+/**
+ * How long claimed lines are held without a sign of life; the consumer renews the lease of the lines
+ * it still works on every third of it. A consumer that dies (a crash, a stopped stack) lets its lines
+ * go within this time, and the next message or the cron gives them to another.
+ */
+export const CLAIM_LEASE_MS = 30_000;
 /** Delay before a message whose work failed (the database or the probe out of reach) is tried again. */
 const RETRY_MESSAGE_SECONDS = 30;
 /** Queue messages per send (the Queues limit for sendBatch is 100). */
@@ -59,6 +66,12 @@ export async function enqueueChunks(queue: JobsQueue, job: string, ranges: { fro
   }
 }
 
+/** The chunks that hold these positions, one range each. */
+function rangesOf(positions: Iterable<number>): { from: number; to: number }[] {
+  const chunks = new Set([...positions].map((p) => Math.floor(p / CHUNK_SIZE)));
+  return [...chunks].map((c) => ({ from: c * CHUNK_SIZE, to: (c + 1) * CHUNK_SIZE }));
+}
+
 export function chunkRanges(total: number): { from: number; to: number }[] {
   return Array.from({ length: Math.ceil(total / CHUNK_SIZE) }, (_, i) => ({ from: i * CHUNK_SIZE, to: Math.min(total, (i + 1) * CHUNK_SIZE) }));
 }
@@ -69,6 +82,7 @@ function answerWriter(db: Database, jobId: string) {
   let writing = Promise.resolve<JobRow | null>(null);
   let completed: JobRow | null = null;
   const retries = new Set<number>();
+  const deferred = new Set<number>();
   const flush = () => {
     const slice = pending;
     pending = [];
@@ -82,8 +96,10 @@ function answerWriter(db: Database, jobId: string) {
   };
   return {
     retries,
+    deferred,
     async add(a: LineAnswer): Promise<void> {
       if (a.kind === "retry") retries.add(a.position);
+      if (a.kind === "defer") deferred.add(a.position);
       pending.push(a);
       if (pending.length >= WRITE_BATCH) await flush();
     },
@@ -98,27 +114,31 @@ async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; 
   let job: JobRow | null = null;
   const items: ClaimedItem[] = [];
   for (const range of ranges) {
-    const claimed = await claimLines(deps.db, jobId, range.from, range.to, batchDeadlineMs(60) + 60_000);
+    const claimed = await claimLines(deps.db, jobId, range.from, range.to, CLAIM_LEASE_MS);
     job = claimed.job;
     items.push(...claimed.items);
   }
   if (!job || items.length === 0) return;
   const writer = answerWriter(deps.db, jobId);
-  await checkLines(
-    items,
-    { dohUrl: deps.dohUrl, probeUrls: deps.probeUrls, probeSecret: deps.probeSecret, smtpTimeoutSeconds: Number(job.smtp_timeout), retryDelaySeconds: deps.retryDelaySeconds },
-    (a) => writer.add(a),
-  );
-  const completed = await writer.finish();
-  if (writer.retries.size > 0) {
-    // One message per range that holds a retry, once its lines are due again.
-    const retryRanges = new Map<number, { from: number; to: number }>();
-    for (const position of writer.retries) {
-      const chunk = Math.floor(position / CHUNK_SIZE);
-      retryRanges.set(chunk, { from: chunk * CHUNK_SIZE, to: (chunk + 1) * CHUNK_SIZE });
-    }
-    await enqueueChunks(deps.queue, jobId, [...retryRanges.values()], deps.retryDelaySeconds);
+  const open = new Set(items.map((i) => i.position));
+  const renewal = setInterval(() => void renewClaims(deps.db, jobId, [...open], CLAIM_LEASE_MS).catch(() => {}), CLAIM_LEASE_MS / 3);
+  let completed: JobRow | null;
+  try {
+    await checkLines(
+      items,
+      { dohUrl: deps.dohUrl, probeUrls: deps.probeUrls, probeSecret: deps.probeSecret, smtpTimeoutSeconds: Number(job.smtp_timeout), retryDelaySeconds: deps.retryDelaySeconds },
+      (a) => {
+        open.delete(a.position);
+        return writer.add(a);
+      },
+    );
+    completed = await writer.finish();
+  } finally {
+    clearInterval(renewal);
   }
+  // Deferred lines go back on the queue now, retries once they are due again: one message per range each.
+  if (writer.deferred.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.deferred));
+  if (writer.retries.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.retries), deps.retryDelaySeconds);
   if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
 }
 

@@ -178,11 +178,20 @@ export async function claimLines(db: Database, jobId: string, from: number, to: 
   };
 }
 
+/** Extends the lease of lines this consumer holds and has not answered yet: it is still at work on them. */
+export async function renewClaims(db: Database, jobId: string, positions: number[], leaseMs: number): Promise<void> {
+  if (positions.length === 0) return;
+  await db.run(sql`update verification_job_items set lease_until = ${Date.now() + leaseMs}
+    where job_id = ${jobId} and state = 'claimed' and position in (select value from json_each(${JSON.stringify(positions)}))`);
+}
+
 export type LineAnswer =
   | { position: number; kind: "done"; result: EmailVerificationResult }
   | { position: number; kind: "retry"; result: EmailVerificationResult; retryAt: number }
   /** Nothing usable (the probe was out of reach): back to pending, for the message's retry. */
-  | { position: number; kind: "release" };
+  | { position: number; kind: "release" }
+  /** Not asked yet (its mail server was busy with the lines ahead of it): back to pending, this claim not counted. */
+  | { position: number; kind: "defer" };
 
 /**
  * Writes answers (and the duplicates' copies) in one batch, guarded: a line already done is never
@@ -193,8 +202,9 @@ export async function writeAnswers(db: Database, jobId: string, answers: LineAns
   const now = Date.now();
   const statements: Statement[] = [];
   for (const a of answers) {
-    if (a.kind === "release") {
-      statements.push(db.run(sql`update verification_job_items set state = 'pending', lease_until = null
+    if (a.kind === "release" || a.kind === "defer") {
+      const attempts = a.kind === "defer" ? sql`attempts - 1` : sql`attempts`;
+      statements.push(db.run(sql`update verification_job_items set state = 'pending', lease_until = null, attempts = max(0, ${attempts})
         where job_id = ${jobId} and position = ${a.position} and state = 'claimed'`));
       continue;
     }
@@ -229,12 +239,16 @@ export async function accountWebhookSecret(db: Database, accountId: string): Pro
   return row?.webhook_secret ?? null;
 }
 
-/** What the cron requeues: stalled unfinished jobs' due chunks, and callbacks whose time has come. */
+/**
+ * What the cron requeues: stalled unfinished jobs' due chunks, and callbacks whose time has come.
+ * The chunk size is written into the statement, not bound: a bound number reaches SQLite as a REAL,
+ * and the division would then give each line its own "chunk".
+ */
 export async function stalledWork(db: Database, stalledBefore: number): Promise<{ chunks: { job: string; from: number; to: number }[]; callbacks: { job: string; attempt: number }[] }> {
   const now = Date.now();
   const [chunks, callbacks] = await db.batch([
     db.all<{ job_id: string; chunk: number }>(sql`
-      select distinct i.job_id, i.position / ${CHUNK_SIZE} as chunk
+      select distinct i.job_id, i.position / ${sql.raw(String(CHUNK_SIZE))} as chunk
       from verification_jobs j join verification_job_items i on i.job_id = j.id
       where j.status in ('queued', 'running') and j.updated_at < ${stalledBefore} and i.duplicate_of is null
         and (i.state = 'pending' or (i.state = 'retry' and i.retry_at <= ${now}) or (i.state = 'claimed' and i.lease_until <= ${now}))

@@ -13,6 +13,7 @@ import { WARNINGS } from "../../shared/email/verdict.ts";
 import { JobResultsPage, VerificationJob, type JobMessage } from "../../shared/jobs.ts";
 import { webhookSecret } from "../../edge/db/admin.ts";
 import worker from "../../edge/index.ts";
+import { claimLines, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import { call, callWith, db, newAccount } from "./helpers.ts";
 
@@ -361,6 +362,40 @@ describe("how a job runs", () => {
     await db.run(sql`update verification_job_items set lease_until = ${Date.now() - 1} where job_id = ${id}`);
     await deliver([{ kind: "chunk", job: id, from: 0, to: 1 }]);
     expect(await getJob(token, id)).toMatchObject({ status: "completed", processed: 1, counts: { valid: 1 } });
+  });
+
+  it("a line handed back unasked (its server was busy) is pending again, and that claim does not count against its attempts", async () => {
+    const { accountId } = await newAccount(0);
+    const id = await queuedJob(accountId, ["ana@ok.test", "ben@ok.test"]);
+    const first = await claimLines(db, id, 0, 2, 30_000);
+    expect(first.items.map((i) => i.attempts)).toEqual([1, 1]);
+    await writeAnswers(db, id, [
+      { position: 0, kind: "defer" },
+      { position: 1, kind: "release" },
+    ]);
+    const rows = await db.all<{ state: string; attempts: number; lease_until: number | null }>(sql`
+      select state, attempts, lease_until from verification_job_items where job_id = ${id} order by position`);
+    expect(rows.map((r) => [r.state, Number(r.attempts), r.lease_until])).toEqual([
+      ["pending", 0, null],
+      ["pending", 1, null],
+    ]);
+    expect((await claimLines(db, id, 0, 2, 30_000)).items.map((i) => i.attempts)).toEqual([1, 2]);
+  });
+
+  it("the cron requeues a stalled job by chunks: one message per chunk that has lines due, none for a chunk without", async () => {
+    const { accountId } = await newAccount(0);
+    const id = await queuedJob(accountId, [], Date.now() - 20 * 60_000);
+    const rows = Array.from({ length: 450 }, (_, i) => [i, `user${i}@ok.test`, ...(i >= 200 && i < 400 ? ["done", "valid"] : ["pending", null])]);
+    await db.run(sql`insert into verification_job_items (job_id, position, email, state, classification)
+      select ${id}, value ->> 0, value ->> 1, value ->> 2, value ->> 3 from json_each(${JSON.stringify(rows)})`);
+    await db.run(sql`update verification_jobs set total = 450, status = 'running' where id = ${id}`);
+    const work = await stalledWork(db, Date.now() - 60_000);
+    expect(work.chunks.filter((c) => c.job === id).sort((a, b) => a.from - b.from)).toEqual([
+      { job: id, from: 0, to: 200 },
+      { job: id, from: 400, to: 600 },
+    ]);
+    // Requeued now: not again before another stall period has passed.
+    expect((await stalledWork(db, Date.now() - 60_000)).chunks.filter((c) => c.job === id)).toEqual([]);
   });
 
   it("the cron puts a stalled job's work back on the queue, and the job completes", async () => {
