@@ -93,7 +93,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // the verification limit.
   // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
   app.use(JOBS_PATH, requireApiKey, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
-  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("verification"));
+  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("job_reads"));
 
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);

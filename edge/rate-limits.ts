@@ -19,6 +19,7 @@ export type RateLimitBindings = {
   VERIFICATION_RATE_LIMITER?: RateLimiter;
   LOOKUP_RATE_LIMITER?: RateLimiter;
   JOB_CREATION_RATE_LIMITER?: RateLimiter;
+  JOB_READ_RATE_LIMITER?: RateLimiter;
   FAILED_AUTH_RATE_LIMITER?: RateLimiter;
 };
 
@@ -30,12 +31,14 @@ export type RateLimitPolicy = {
   periodSeconds: 10 | 60;
 };
 
-export type RateLimitFamily = "verification" | "lookup" | "job_creation";
+export type RateLimitFamily = "verification" | "lookup" | "job_creation" | "job_reads";
 
 export const RATE_LIMITS = {
   verification: { binding: "VERIFICATION_RATE_LIMITER", limit: 100, periodSeconds: 10 },
   lookup: { binding: "LOOKUP_RATE_LIMITER", limit: 100, periodSeconds: 10 },
   job_creation: { binding: "JOB_CREATION_RATE_LIMITER", limit: 60, periodSeconds: 60 },
+  /** A job's status and results: polling and paging, database reads only (no SMTP), so apart from verification. */
+  job_reads: { binding: "JOB_READ_RATE_LIMITER", limit: 120, periodSeconds: 10 },
 } as const satisfies Record<RateLimitFamily, RateLimitPolicy>;
 
 /** Failed authentications per client address. */

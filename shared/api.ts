@@ -143,6 +143,7 @@ export const AccountInfo = z
       verification: RateLimitInfo,
       lookup: RateLimitInfo,
       job_creation: RateLimitInfo,
+      job_reads: RateLimitInfo,
       failed_authentication: RateLimitInfo,
     }),
     usage: z.object({ today: UsagePeriod, this_month: UsagePeriod }),

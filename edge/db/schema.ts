@@ -177,5 +177,10 @@ export const verificationJobItems = sqliteTable(
     /** The EmailVerificationResult as JSON, once done (or the first answer, while a retry waits). */
     result: text("result"),
   },
-  (t) => [primaryKey({ columns: [t.jobId, t.position] }), index("verification_job_items_state_idx").on(t.jobId, t.state)],
+  (t) => [
+    primaryKey({ columns: [t.jobId, t.position] }),
+    index("verification_job_items_state_idx").on(t.jobId, t.state),
+    // An answer is copied to the line's duplicates: found by this index, not by reading the whole job.
+    index("verification_job_items_duplicate_idx").on(t.jobId, t.duplicateOf).where(sql`${t.duplicateOf} is not null`),
+  ],
 );

@@ -64,6 +64,7 @@ export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
         verification: describeLimit(RATE_LIMITS.verification, "key"),
         lookup: describeLimit(RATE_LIMITS.lookup, "key"),
         job_creation: describeLimit(RATE_LIMITS.job_creation, "key"),
+        job_reads: describeLimit(RATE_LIMITS.job_reads, "key"),
         failed_authentication: describeLimit(FAILED_AUTHENTICATION_LIMIT, "client_address"),
       },
       usage: {

@@ -12,6 +12,7 @@ import { EmailVerificationResult, ERROR_MESSAGES } from "../../shared/api.ts";
 import { WARNINGS } from "../../shared/email/verdict.ts";
 import { JobResultsPage, VerificationJob, type JobMessage } from "../../shared/jobs.ts";
 import { webhookSecret } from "../../edge/db/admin.ts";
+import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
 import { claimLines, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
@@ -208,6 +209,28 @@ describe("creating a job", () => {
     const bad = await postJson(token, body, { "Idempotency-Key": "x".repeat(256) });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: JOB_MESSAGES.badIdempotencyKey });
+  });
+
+  it("reading jobs has its own per-key limit (job_reads): polling a job does not spend the verification budget", async () => {
+    const { token } = await newAccount(0);
+    const { limit, periodSeconds } = RATE_LIMITS.job_reads;
+    const policy = `"job_reads";q=${limit};w=${periodSeconds}`;
+    let res: Response | undefined;
+    let allowed = 0;
+    for (let i = 0; i < limit * 3; i++) {
+      res = await call(`${PATH}/job_unknown`, { token });
+      if (res.status === 429) break;
+      expect(res.status).toBe(404);
+      expect(res.headers.get("ratelimit-policy")).toBe(policy);
+      await res.body?.cancel();
+      allowed++;
+    }
+    expect(allowed).toBeGreaterThanOrEqual(limit);
+    expect(res!.status).toBe(429);
+    expect(res!.headers.get("retry-after")).toBe(String(periodSeconds));
+    expect(res!.headers.get("ratelimit-policy")).toBe(policy);
+    const verification = await call(`/v1/email_verifications?email_address=ana@ok.test`, { token });
+    expect(verification.status).toBe(200);
   });
 
   it("429 when the account already has JOB_MAX_RUNNING jobs queued or running", async () => {
