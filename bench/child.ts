@@ -45,6 +45,22 @@ export function startChild(command: string, args: string[], options: { env?: Nod
   });
 }
 
+/** The counters of a fixture process that prints one JSON line of them on SIGUSR2. */
+export function childCounters<T>(child: ChildProcess): Promise<T> {
+  const line = new Promise<string>((resolve) => {
+    const onData = (d: Buffer) => {
+      const text = d.toString();
+      if (text.includes("{")) {
+        child.stdout!.off("data", onData);
+        resolve(text.slice(text.indexOf("{")).split("\n")[0]!);
+      }
+    };
+    child.stdout!.on("data", onData);
+  });
+  child.kill("SIGUSR2");
+  return line.then((text) => JSON.parse(text) as T);
+}
+
 /** SIGTERM, then wait for the exit. */
 export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { ProbeRequest } from "../shared/probe-contract.ts";
-import { root, startChild, stopChild } from "./child.ts";
+import { childCounters, root, startChild, stopChild } from "./child.ts";
 import { startUdpDnsServer } from "./dns-udp-server.ts";
 import type { Peer } from "./peer-verify.ts";
 import { ensurePeers, runPeerTool } from "./peers-run.ts";
@@ -73,20 +73,7 @@ async function startFixture(delayMs: number) {
 }
 
 /** The fixture's counters: it prints one JSON line on SIGUSR2. */
-async function serverCounters(fixture: Awaited<ReturnType<typeof startFixture>>): Promise<HotRun["server"]> {
-  const line = new Promise<string>((resolve) => {
-    const onData = (d: Buffer) => {
-      const text = d.toString();
-      if (text.includes("{")) {
-        fixture.child.stdout!.off("data", onData);
-        resolve(text.slice(text.indexOf("{")).split("\n")[0]!);
-      }
-    };
-    fixture.child.stdout!.on("data", onData);
-  });
-  fixture.child.kill("SIGUSR2");
-  return JSON.parse(await line) as HotRun["server"];
-}
+const serverCounters = (fixture: Awaited<ReturnType<typeof startFixture>>) => childCounters<HotRun["server"]>(fixture.child);
 
 async function runProbe(bundle: string, list: string[], env: Record<string, string> = {}): Promise<{ wallMs: number; verdicts: Verdict[]; timeouts: number; peakRssMiB: number }> {
   const probe = await startProbeProcess(bundle, 25, env);

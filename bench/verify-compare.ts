@@ -26,7 +26,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { DEFAULT_LOCAL_DATABASE_URL, openDatabase } from "../scripts/lib/database.ts";
-import { cpuSeconds, processTree, runChild, startChild, stopChild } from "./child.ts";
+import { JobResultsPage, VerificationJob } from "../shared/jobs.ts";
+import { childCounters, cpuSeconds, processTree, runChild, startChild, stopChild } from "./child.ts";
 import type { Peer, PeerAnswer } from "./peer-verify.ts";
 import { ensurePeers, NODE22, runPeerTool, withFixtureResolver } from "./peers-run.ts";
 import { timedPool } from "./pool.ts";
@@ -49,7 +50,12 @@ export type ToolRun = {
   /** CPU seconds during the pass by the tool's processes, by part; and by the fixture process. */
   cpu: Record<string, number>;
   fixturesCpu: number;
+  /** What the SMTP servers saw during the pass. */
+  smtp: SmtpCounters;
+  /** Single verifications with `concurrency` in flight, or the list as one bulk job (retries after `retryDelaySeconds`, 0: none). */
+  mode: { kind: "calls" } | { kind: "job"; retryDelaySeconds: number };
 };
+type SmtpCounters = { connections: number; mail_from: number; rcpt_to: number };
 export type VerifyComparison = {
   runs: ToolRun[];
   list: VerificationList;
@@ -69,11 +75,18 @@ const PROBE_PORT = 8796;
 const BENCH_KEYS = 50;
 /** The most a single verification may take before the harness records it as unanswered. */
 const ANSWER_LIMIT_MS = 120_000;
+/** The most a bulk job of the list may take before the benchmark gives up on it. */
+const JOB_LIMIT_MS = 600_000;
+/** The delay before temporary answers are asked again, for the job pass that retries them. */
+export const JOB_RETRY_BENCH_SECONDS = 10;
 
-/** This API over the list: a fresh `npm start`, N requests in flight, then stop it. */
-async function runOurs(dohUrl: string, emails: string[], concurrency: number): Promise<Pass> {
-  // The stack's configuration is the default but for the two settings the fixtures need.
-  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_)/.test(k)).map((k) => [k, undefined]));
+/**
+ * A fresh `npm start` (default configuration but for the settings the fixtures need, and `env`),
+ * an account with BENCH_KEYS keys, `run` with them, then the CPU each part of the stack used during
+ * `run`, and stop it.
+ */
+async function withOurStack<T extends { wallMs: number }>(dohUrl: string, env: Record<string, string>, run: (tokens: string[]) => Promise<T>): Promise<T & { cpu: Record<string, number> }> {
+  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
   const { child } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     env: {
       ...inherited,
@@ -82,6 +95,7 @@ async function runOurs(dohUrl: string, emails: string[], concurrency: number): P
       PROBE_PORT: String(PROBE_PORT),
       DOH_URL: dohUrl,
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      ...env,
     },
     ready: /Demo key:\s+\S+\s/,
   });
@@ -93,21 +107,64 @@ async function runOurs(dohUrl: string, emails: string[], concurrency: number): P
     const tokens: string[] = [];
     for (let i = 0; i < BENCH_KEYS; i++) tokens.push((await createApiKey(db, account.id)).token);
     db.$client.close();
-    let sent = 0;
     const tree = processTree(child.pid!);
     const cpuBefore = new Map(tree.map((p) => [p.pid, cpuSeconds(p.pid)]));
     const clientBefore = process.cpuUsage();
-    const { wallMs, results: answers } = await timedPool(emails, concurrency, async (email) => ({ email, ...(await verifyOnce(email, tokens[sent++ % BENCH_KEYS]!)) }));
+    const result = await run(tokens);
     const client = process.cpuUsage(clientBefore);
     const cpu: Record<string, number> = { client: (client.user + client.system) / 1e6, "npm start process (probe, libSQL)": 0, workerd: 0, "wrangler (Node) and its helpers": 0 };
     for (const p of tree) {
       const part = p.pid === child.pid ? "npm start process (probe, libSQL)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node) and its helpers";
       cpu[part]! += cpuSeconds(p.pid) - cpuBefore.get(p.pid)!;
     }
-    return { wallMs, answers, cpu };
+    return { ...result, cpu };
   } finally {
     await stopChild(child);
   }
+}
+
+/** This API over the list: N single verifications in flight. */
+function runOurs(dohUrl: string, emails: string[], concurrency: number): Promise<Pass> {
+  return withOurStack(dohUrl, {}, async (tokens) => {
+    let sent = 0;
+    const { wallMs, results: answers } = await timedPool(emails, concurrency, async (email) => ({ email, ...(await verifyOnce(email, tokens[sent++ % BENCH_KEYS]!)) }));
+    return { wallMs, answers };
+  });
+}
+
+/**
+ * This API over the list as one bulk job: POST, poll the job every 50 ms until it is completed, then
+ * read the results (not timed). `retryDelaySeconds` 0 answers temporary results at once, as a single
+ * verification does; above 0 they are asked again after that delay (README "Bulk verification jobs").
+ */
+function runOursJob(dohUrl: string, emails: string[], retryDelaySeconds: number): Promise<Pass> {
+  return withOurStack(dohUrl, { JOB_RETRY_DELAY_SECONDS: String(retryDelaySeconds) }, async (tokens) => {
+    const api = `http://127.0.0.1:${EDGE_PORT}/v1/email_verification_jobs`;
+    // Polling every 50 ms is faster than one key's job_reads limit allows: the account's keys in turn.
+    let polls = 0;
+    const headers = () => ({ authorization: `Bearer ${tokens[polls++ % tokens.length]!}` });
+    const started = performance.now();
+    const created = await fetch(api, { method: "POST", headers: { ...headers(), "content-type": "application/json" }, body: JSON.stringify({ email_addresses: emails }) });
+    if (created.status !== 202) throw new Error(`job creation answered ${created.status}: ${await created.text()}`);
+    const { id } = VerificationJob.parse(await created.json());
+    for (;;) {
+      const job = VerificationJob.parse(await (await fetch(`${api}/${id}`, { headers: headers() })).json());
+      if (job.status === "completed") break;
+      if (performance.now() - started > JOB_LIMIT_MS) throw new Error(`the job did not complete within ${JOB_LIMIT_MS / 1000} s (${job.processed}/${job.total})`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const wallMs = performance.now() - started;
+    const answers: PeerAnswer[] = [];
+    for (let cursor = ""; ; ) {
+      const page = JobResultsPage.parse(await (await fetch(`${api}/${id}/results?limit=1000${cursor}`, { headers: headers() })).json());
+      for (const r of page.results) {
+        answers.push({ email: r.email, ms: 0, verdict: OUR_VERDICT[r.classification] ?? "unknown", answer: `${r.classification} smtp_outcome=${r.details?.smtp_outcome ?? null}` });
+      }
+      if (page.next_cursor === null) break;
+      cursor = `&cursor=${page.next_cursor}`;
+    }
+    return { wallMs, answers };
+  });
 }
 
 /** Our classification mapped to the three verdicts: valid, invalid, risky. */
@@ -173,14 +230,27 @@ export async function runVerifyComparison(opts: {
     for (let rep = 1; rep <= opts.reps; rep++) {
       // Rotate the order so no tool always runs first (or last) on a machine that drifts.
       const order = TOOLS.map((_, i) => TOOLS[(i + rep - 1) % TOOLS.length]!);
+      const measured = async (tool: Tool, count: number, concurrency: number, mode: ToolRun["mode"], pass: () => Promise<Pass>) => {
+        const fixturesBefore = cpuSeconds(fixtures.child.pid!);
+        const smtpBefore = await childCounters<SmtpCounters>(fixtures.child);
+        const r = await pass();
+        const smtpAfter = await childCounters<SmtpCounters>(fixtures.child);
+        const smtp = { connections: smtpAfter.connections - smtpBefore.connections, mail_from: smtpAfter.mail_from - smtpBefore.mail_from, rcpt_to: smtpAfter.rcpt_to - smtpBefore.rcpt_to };
+        runs.push({ tool, rep, concurrency, count, ...r, fixturesCpu: cpuSeconds(fixtures.child.pid!) - fixturesBefore, smtp, mode });
+      };
       for (const [i, pass] of passes.entries()) {
         for (const tool of order) {
           log(`verification: ${tool}, ${pass.emails.length} addresses, ${pass.concurrency} in flight, repetition ${rep}/${opts.reps}`);
-          const fixturesBefore = cpuSeconds(fixtures.child.pid!);
-          const r =
-            tool === OURS ? await runOurs(dohUrl, pass.emails, pass.concurrency) : await runPeer(tool, listFiles[i]!, resolvConf, pass.concurrency);
-          runs.push({ tool, rep, concurrency: pass.concurrency, count: pass.emails.length, ...r, fixturesCpu: cpuSeconds(fixtures.child.pid!) - fixturesBefore });
+          await measured(tool, pass.emails.length, pass.concurrency, { kind: "calls" }, () =>
+            tool === OURS ? runOurs(dohUrl, pass.emails, pass.concurrency) : runPeer(tool, listFiles[i]!, resolvConf, pass.concurrency),
+          );
         }
+      }
+      // The same list as one bulk job: temporary answers reported at once, like the loops above; once
+      // (first repetition), with them asked again after a delay, as a job does by default.
+      for (const retryDelaySeconds of rep === 1 ? [0, JOB_RETRY_BENCH_SECONDS] : [0]) {
+        log(`verification: ${OURS}, ${emails.length} addresses as one bulk job, retry delay ${retryDelaySeconds} s, repetition ${rep}/${opts.reps}`);
+        await measured(OURS, emails.length, 0, { kind: "job", retryDelaySeconds }, () => runOursJob(dohUrl, emails, retryDelaySeconds));
       }
     }
     return { runs, list, concurrency: opts.concurrency, sequentialCount: opts.sequentialCount, delayMs: opts.delayMs, reps: opts.reps, seed: opts.seed, versions };
@@ -266,7 +336,7 @@ export function verifyMethodMarkdown(r: VerifyComparison): string {
 export function verifyComparisonMarkdown(r: VerifyComparison): string {
   const total = r.list.addresses.length;
   const pct = (n: number) => `${((100 * n) / total).toFixed(1)} %`;
-  const full = (tool: Tool) => r.runs.filter((x) => x.tool === tool && x.count === total);
+  const full = (tool: Tool) => r.runs.filter((x) => x.tool === tool && x.count === total && x.mode.kind === "calls");
   const sequential = (tool: Tool) => r.runs.filter((x) => x.tool === tool && x.concurrency === 1 && x.count === r.sequentialCount);
   const first = (tool: Tool) => full(tool)[0]!;
   const scored = new Map(TOOLS.map((tool) => [tool, score(r.list, first(tool).answers)]));
@@ -355,6 +425,48 @@ export function verifyComparisonMarkdown(r: VerifyComparison): string {
   return lines.join("\n");
 }
 
+/** The list as one bulk job, next to the same list as single verifications in the same run. */
+export function jobComparisonMarkdown(r: VerifyComparison): string {
+  const total = r.list.addresses.length;
+  const pct = (n: number) => `${((100 * n) / total).toFixed(1)} %`;
+  const live = r.list.domains.filter((d) => d.kind !== "nxdomain" && d.kind !== "dead_mx").length;
+  const jobRuns = (delay: number) => r.runs.filter((x) => x.mode.kind === "job" && x.mode.retryDelaySeconds === delay);
+  const calls = (tool: Tool) => r.runs.filter((x) => x.tool === tool && x.count === total && x.mode.kind === "calls");
+  const repsLabel = (n: number) => (n > 1 ? `${n} runs, min / median / max` : "1 run");
+  const lines = [
+    `**The whole list as one bulk job**: \`POST /v1/email_verification_jobs\` with the ${total} addresses as JSON, timed until \`GET\` on the job (every 50 ms) says \`completed\`; ` +
+      `a fresh \`npm start\` per pass, as for the loops above. Reading the results afterwards is not timed. SMTP figures are what the fixture servers saw during the pass ` +
+      `(${r.list.domains.length} domains in the list, ${live} with a live mail server).`,
+    "",
+    "| Pass | Wall time, s | Addresses/s (median) | SMTP connections (median) | Transactions: MAIL FROM (median) | RCPT TO (median) | Correct verdicts (first run) |",
+    "|---|---|---|---|---|---|---|",
+  ];
+  const row = (label: string, runs: ToolRun[]) => {
+    if (runs.length === 0) return;
+    const s = score(r.list, runs[0]!.answers);
+    lines.push(
+      `| ${label} (${repsLabel(runs.length)}) | ${spread(runs.map((x) => x.wallMs / 1000), 2)} | ${median(runs.map((x) => total / (x.wallMs / 1000))).toFixed(0)} | ` +
+        `${median(runs.map((x) => x.smtp.connections))} | ${median(runs.map((x) => x.smtp.mail_from))} | ${median(runs.map((x) => x.smtp.rcpt_to))} | ${s.correct} (${pct(s.correct)}) |`,
+    );
+  };
+  row(`${OURS}: one job, temporary answers reported at once (\`JOB_RETRY_DELAY_SECONDS=0\`)`, jobRuns(0));
+  row(`${OURS}: one job, temporary answers asked again after ${JOB_RETRY_BENCH_SECONDS} s`, jobRuns(JOB_RETRY_BENCH_SECONDS));
+  for (const tool of TOOLS) row(`${tool}: single calls, ${r.concurrency} in flight`, calls(tool));
+  const job = jobRuns(0);
+  const peers = TOOLS.filter((t) => t !== OURS).map((t) => ({ tool: t, wall: median(calls(t).map((x) => x.wallMs)) }));
+  const fastest = peers.reduce((a, b) => (b.wall < a.wall ? b : a));
+  if (job.length > 0) {
+    const jobWall = median(job.map((x) => x.wallMs));
+    const connections = median(job.map((x) => x.smtp.connections));
+    lines.push(
+      "",
+      `The job took ${(jobWall / fastest.wall).toFixed(2)}× the wall time of the fastest npm tool's ${r.concurrency}-in-flight loop (${fastest.tool}, median ${(fastest.wall / 1000).toFixed(2)} s; goal: at most 0.5×), ` +
+        `with ${connections} SMTP connections for ${r.list.domains.length} domains (goal: fewer than domains × 3 = ${r.list.domains.length * 3}).`,
+    );
+  }
+  return lines.join("\n");
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
     options: {
@@ -374,4 +486,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     log: (m) => process.stderr.write(`${m}\n`),
   });
   console.log(verifyComparisonMarkdown(result));
+  console.log(`\n${jobComparisonMarkdown(result)}`);
 }

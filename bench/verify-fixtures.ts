@@ -4,7 +4,8 @@
  *   node --import tsx bench/verify-fixtures.ts --seed 5 --delay-ms 20
  * serves the list's zone over DoH (for the Worker) and over classic UDP DNS on 127.0.53.53:53 (for
  * tools that use the system resolver), and runs one SMTP server per live MX on 127.0.1.N:25, the
- * port every verifier dials by default. Prints one JSON line {"doh_url": ...} when ready; SIGTERM stops it.
+ * port every verifier dials by default. Prints one JSON line {"doh_url": ...} when ready; on SIGUSR2,
+ * one line of counters over every SMTP server ({"connections", "mail_from", "rcpt_to"}); SIGTERM stops it.
  */
 import { parseArgs } from "node:util";
 import { startDohServer } from "../test/fixtures/doh-server.ts";
@@ -36,6 +37,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const list = buildVerificationList(Number(values.seed));
   const delayMs = Number(values["delay-ms"]);
   const closers: (() => Promise<void>)[] = [];
+  const servers: RunningServer[] = [];
+  // What every SMTP server saw so far, summed, as one JSON line: the benchmark counts each pass's share.
+  process.on("SIGUSR2", () => {
+    const sum = (f: (s: RunningServer) => number) => servers.reduce((n, s) => n + f(s), 0);
+    const counters = { connections: sum((s) => s.record.connections), mail_from: sum((s) => s.record.mailFrom.length), rcpt_to: sum((s) => s.record.rcptTo.length) };
+    process.stdout.write(`${JSON.stringify(counters)}\n`);
+  });
   try {
     const doh = await startDohServer({ zone: list.zone });
     closers.push(() => doh.close());
@@ -44,6 +52,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     for (const domain of list.domains) {
       if (domain.kind === "nxdomain" || domain.kind === "dead_mx") continue;
       const server = await mailServerFor(domain, delayMs);
+      servers.push(server);
       closers.push(() => server.close());
     }
     process.stdout.write(`${JSON.stringify({ doh_url: doh.url })}\n`);
