@@ -89,8 +89,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
   // Reading the account costs a database read, like a lookup, and counts as one.
   app.use("/v1/account", requireApiKey, enforceRateLimit("lookup"));
-  // A job is verification in bulk: creating one counts against both limits, reading one against
-  // the verification limit.
+  // A job is verification in bulk: creating one counts against job_creation and verification;
+  // reading or cancelling one against job_reads, so polling spends neither.
   // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
   app.use(JOBS_PATH, requireApiKey, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
   for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("job_reads"));

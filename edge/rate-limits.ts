@@ -78,9 +78,9 @@ export async function withinLimit(c: Context<AppEnv>, policy: RateLimitPolicy, k
 }
 
 /**
- * The per-key limit of one family, for a route that is already authenticated (the job routes will
- * apply enforceRateLimit("job_creation") the same way). Every response of the route states the
- * policy; beyond it the answer is 429 before any parameter is looked at.
+ * The per-key limit of one family, for a route that is already authenticated (a route may apply
+ * several, as job creation does). Every response of the route states the policy; beyond it the
+ * answer is 429 before any parameter is looked at.
  */
 export function enforceRateLimit(family: RateLimitFamily): MiddlewareHandler<AppEnv> {
   const policy = RATE_LIMITS[family];

@@ -31,7 +31,7 @@ export function checkCallbackUrl(raw: unknown, allowPrivate: boolean): CallbackU
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (checkTargetLike(host)) {
     const target = checkTarget(host, allowPrivate);
-    if (!target.ok) return { ok: false, error: `callback_url must point at a public address, not a ${target.reason}` };
+    if (!target.ok) return { ok: false, error: `callback_url must point at a public address, not ${host} (${target.reason})` };
   } else if (!allowPrivate && (PRIVATE_NAMES.test(host) || !host.includes("."))) {
     return { ok: false, error: "callback_url must point at a public host name" };
   }

@@ -10,8 +10,8 @@
  * An answer that is temporary (greylisting, a 421 or a timeout at the mail server, a DNS lookup that
  * failed) is retried once, `retryDelaySeconds` later, before it is reported: greylisting exists to
  * turn away senders that never come back. A line the probe could not be asked about (unreachable,
- * an error status) goes back to pending for the message's retry, a few times, and is then answered
- * "no SMTP check", as a single verification would be.
+ * an error status) goes back to pending and onto the queue after a pause, a few times, and is then
+ * answered "no SMTP check", as a single verification would be.
  */
 import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../mx/resolve.ts";
@@ -89,7 +89,7 @@ export async function checkLines(items: ClaimedItem[], config: CheckLinesConfig,
       await settle(line, completeVerification(line.prepared, line.dns, line.mx ? { ok: false, reason: "not_configured", ms: 0 } : null));
       continue;
     }
-    const probe = probeOrder(config.probeUrls, line.prepared.parsed.domain)[0]!;
+    const probe = probeFor(config.probeUrls, line);
     toProbe.set(probe, [...(toProbe.get(probe) ?? []), line]);
   }
 
@@ -100,6 +100,19 @@ export async function checkLines(items: ClaimedItem[], config: CheckLinesConfig,
       }
     }),
   );
+}
+
+/**
+ * The domain's probe in the rendezvous ranking (README "Several probes"), moving one place down the
+ * ranking for each earlier claim that ended without an answer: a probe that cannot be reached (or is
+ * busy) hands its lines to the next one at their next claim, as a single verification fails over at
+ * once. The second try of a temporary answer stays where the first went: greylisting remembers the
+ * sending address, and only the same probe's retry gets through.
+ */
+function probeFor(probeUrls: string[], line: Line): string {
+  const order = probeOrder(probeUrls, line.prepared.parsed.domain);
+  const unanswered = Math.max(0, line.item.attempts - 1 - (line.item.retried ? 1 : 0));
+  return order[unanswered % order.length]!;
 }
 
 async function askProbe(

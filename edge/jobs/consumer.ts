@@ -10,6 +10,7 @@ import type { Database } from "../db/client.ts";
 import { webhookSecret } from "../db/admin.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
 import { checkLines } from "./check-lines.ts";
+import { describeError, writeLog } from "../log.ts";
 import {
   accountWebhookSecret,
   CHUNK_SIZE,
@@ -93,6 +94,7 @@ function answerWriter(db: Database, jobId: string) {
   const pending: LineAnswer[] = [];
   const retries = new Set<number>();
   const deferred = new Set<number>();
+  const released = new Set<number>();
   let inFlight: Promise<void> | null = null;
   let failure: unknown = null;
   let completed: JobRow | null = null;
@@ -117,10 +119,12 @@ function answerWriter(db: Database, jobId: string) {
   return {
     retries,
     deferred,
+    released,
     async add(a: LineAnswer): Promise<void> {
       if (failure !== null) throw failure;
       if (a.kind === "retry") retries.add(a.position);
       if (a.kind === "defer") deferred.add(a.position);
+      if (a.kind === "release") released.add(a.position);
       pending.push(a);
       if (pending.length >= MAX_PENDING) await drain();
       else if (pending.length >= WRITE_BATCH) void drain();
@@ -162,8 +166,10 @@ async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; 
   } finally {
     clearInterval(renewal);
   }
-  // Deferred lines go back on the queue now, retries once they are due again: one message per range each.
+  // Deferred lines go back on the queue now, lines the probe could not be asked about after a pause,
+  // retries once they are due again: one message per range each.
   if (writer.deferred.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.deferred));
+  if (writer.released.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.released), RETRY_MESSAGE_SECONDS);
   if (writer.retries.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.retries), deps.retryDelaySeconds);
   if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
 }
@@ -202,24 +208,24 @@ export async function handleJobMessages(messages: readonly DeliveredMessage[], d
     }
     const body = parsed.data;
     if (body.kind === "chunk") chunks.set(body.job, [...(chunks.get(body.job) ?? []), message]);
-    else work.push(settle([message], () => runCallback(deps, body.job, body.attempt)));
+    else work.push(settle([message], body.job, () => runCallback(deps, body.job, body.attempt)));
   }
   for (const [job, jobMessages] of chunks) {
     const ranges = jobMessages.map((m) => {
       const body = m.body as Extract<JobMessage, { kind: "chunk" }>;
       return { from: body.from, to: body.to };
     });
-    work.push(settle(jobMessages, () => runChunks(deps, job, ranges)));
+    work.push(settle(jobMessages, job, () => runChunks(deps, job, ranges)));
   }
   await Promise.all(work);
 }
 
-async function settle(messages: DeliveredMessage[], run: () => Promise<void>): Promise<void> {
+async function settle(messages: DeliveredMessage[], jobId: string, run: () => Promise<void>): Promise<void> {
   try {
     await run();
     for (const m of messages) m.ack();
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", msg: "job message failed; retried later", error: err instanceof Error ? err.name : "Error" }));
+    writeLog("error", { event: "job_message_failed", job_id: jobId, messages: messages.length, retry_in_s: RETRY_MESSAGE_SECONDS, error: describeError(err) });
     for (const m of messages) m.retry({ delaySeconds: RETRY_MESSAGE_SECONDS });
   }
 }

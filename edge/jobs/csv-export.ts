@@ -28,11 +28,15 @@ export function csvCell(value: string | number | boolean | null | undefined): st
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
+/** The address as results show it: the input line without the whitespace around it. */
+export const lineEmail = (line: string): string => line.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "");
+
 export const csvHeader = (): string => `${CSV_COLUMNS.join(",")}\r\n`;
 
 /** A row for an input line; `state` stands in for the classification of a line not checked (yet). */
-export function csvRow(email: string, result: EmailVerificationResult | null, state: "pending" | "cancelled" = "pending"): string {
+export function csvRow(line: string, result: EmailVerificationResult | null, state: "pending" | "cancelled" = "pending"): string {
   const r = result;
+  const email = lineEmail(line);
   const cells = r
     ? [
         email,

@@ -126,15 +126,20 @@ function completeIfDone(db: Database, jobId: string, now: number) {
     returning ${JOB_COLUMNS}`);
 }
 
-/** Cancels a job that has not finished; returns the job as it is now (null: no such job). */
-export async function cancelJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {
+/**
+ * Cancels a job that has not finished (its callback, if it has a URL, is then due); returns the job
+ * as it is now (null: no such job) and whether this call cancelled it.
+ */
+export async function cancelJob(db: Database, accountId: string, id: string): Promise<{ job: JobRow; cancelled: boolean } | null> {
   const now = Date.now();
-  const [, rows] = await db.batch([
-    db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${now}, updated_at = ${now}
+  const [update, rows] = await db.batch([
+    db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${now}, updated_at = ${now},
+        callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
       where id = ${id} and account_id = ${accountId} and status in ('queued', 'running')`),
     findJobQuery(db, accountId, id),
   ]);
-  return rows[0] ?? null;
+  const job = rows[0];
+  return job ? { job, cancelled: Number((update as { rowsAffected?: number }).rowsAffected ?? 0) === 1 } : null;
 }
 
 export type ResultRow = { position: number; email: string; state: string; result: string | null };
@@ -265,10 +270,10 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
       limit 1000`),
     db.all<{ id: string; callback_attempts: number }>(sql`
       select id, callback_attempts from verification_jobs
-      where status = 'completed' and callback_state = 'pending' and callback_next_at < ${stalledBefore} limit 1000`),
+      where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} limit 1000`),
     // Requeued now: not again before another stall period has passed.
     db.run(sql`update verification_jobs set updated_at = ${now} where status in ('queued', 'running') and updated_at < ${stalledBefore}`),
-    db.run(sql`update verification_jobs set callback_next_at = ${now} where status = 'completed' and callback_state = 'pending' and callback_next_at < ${stalledBefore}`),
+    db.run(sql`update verification_jobs set callback_next_at = ${now} where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore}`),
   ]);
   return {
     chunks: chunks.map((c) => ({ job: String(c.job_id), from: Number(c.chunk) * CHUNK_SIZE, to: (Number(c.chunk) + 1) * CHUNK_SIZE })),

@@ -13,7 +13,7 @@ import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { checkCallbackUrl } from "../jobs/callback.ts";
 import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
-import { csvHeader, csvRow } from "../jobs/csv-export.ts";
+import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { JOB_ERRORS, MAX_JOB_BODY_BYTES, parseJobBody } from "../jobs/input.ts";
 import { cancelJob, creationContext, findJob, insertJob, jobJson, resultRowsQuery, type JobRow, type NewItem } from "../jobs/store.ts";
 import { ApiError } from "../lib/errors.ts";
@@ -183,13 +183,13 @@ async function create(c: Context<AppEnv>) {
   }
   const job = (await findJob(db, accountId, id))!;
   c.get("accessLog").job_lines = items.length;
-  if (job.status !== "completed") {
-    try {
-      await enqueueChunks(c.env.JOBS_QUEUE!, id, chunkRanges(items.length));
-    } catch (error) {
-      // The job is safe in the database; the cron puts its work on the queue once it looks stalled.
-      writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: id, error: describeError(error) });
-    }
+  try {
+    // A list that failed the syntax check line by line is complete already: only its callback is left.
+    if (job.status !== "completed") await enqueueChunks(c.env.JOBS_QUEUE!, id, chunkRanges(items.length));
+    else if (job.callback_state === "pending") await c.env.JOBS_QUEUE!.send({ kind: "callback", job: id, attempt: 0 });
+  } catch (error) {
+    // The job is safe in the database; the cron puts its work on the queue once it looks stalled.
+    writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: id, error: describeError(error) });
   }
   return accepted(c, job);
 }
@@ -225,7 +225,7 @@ function pageLimit(raw: string | undefined): number {
 
 /** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked. */
 function lineResult(email: string, stored: string): EmailVerificationResult {
-  return { ...(JSON.parse(stored) as EmailVerificationResult), email: email.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "") };
+  return { ...(JSON.parse(stored) as EmailVerificationResult), email: lineEmail(email) };
 }
 
 async function results(c: Context<AppEnv>) {
@@ -303,8 +303,15 @@ export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
   app.get(`${JOBS_PATH}/:id`, async (c) => c.json(jobJson(await jobOr404(c)), 200));
   app.get(`${JOBS_PATH}/:id/results`, results);
   app.delete(`${JOBS_PATH}/:id`, async (c) => {
-    const job = await cancelJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id"));
-    if (!job) throw new ApiError(404, JOB_MESSAGES.notFound);
+    const outcome = await cancelJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id"));
+    if (!outcome) throw new ApiError(404, JOB_MESSAGES.notFound);
+    const { job, cancelled } = outcome;
+    if (cancelled && job.callback_state === "pending") {
+      // Its callback says it ended; should the queue refuse the message, the cron sends it.
+      await c.env.JOBS_QUEUE!.send({ kind: "callback", job: job.id, attempt: 0 }).catch((error: unknown) =>
+        writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: job.id, error: describeError(error) }),
+      );
+    }
     return c.json(jobJson(job), 200);
   });
 }

@@ -14,8 +14,11 @@ import { JobResultsPage, VerificationJob, type JobMessage } from "../../shared/j
 import { webhookSecret } from "../../edge/db/admin.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
+import { probeOrder } from "../../edge/probe-client.ts";
 import { claimLines, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
+import type { Bindings } from "../../edge/env.ts";
+import type { JobsQueue } from "../../edge/jobs/consumer.ts";
 import { call, callWith, db, newAccount } from "./helpers.ts";
 
 const PATH = "/v1/email_verification_jobs";
@@ -66,13 +69,13 @@ async function allResults(token: string, id: string, limit = 1000) {
 }
 
 /** Hands messages to the Worker's queue handler directly, as a redelivery would; returns what it acked or retried. */
-async function deliver(messages: JobMessage[]) {
+async function deliver(messages: JobMessage[], bindings: Partial<Bindings> = {}) {
   const batch = createMessageBatch<JobMessage>(
     QUEUE,
     messages.map((body, i) => ({ id: `test-${Date.now()}-${i}`, timestamp: new Date(), attempts: 2, body })),
   );
   const ctx = createExecutionContext();
-  await worker.queue(batch as MessageBatch<unknown>, env as never);
+  await worker.queue(batch as MessageBatch<unknown>, { ...env, ...bindings } as never);
   return getQueueResult(batch, ctx);
 }
 
@@ -405,6 +408,33 @@ describe("how a job runs", () => {
     expect((await claimLines(db, id, 0, 2, 30_000)).items.map((i) => i.attempts)).toEqual([1, 2]);
   });
 
+  it("lines a probe could not be asked about (nothing listens) go back on the queue after a pause, and then to the next probe", async () => {
+    const { token, accountId } = await newAccount(0);
+    const id = await queuedJob(accountId, ["ana@ok.test", "nobody@ok.test"]);
+    // A dead probe that the rendezvous ranking puts first for ok.test, the live one second.
+    const live = inject("probeUrl");
+    const dead = [9, 1, 7, 13, 17, 19].map((port) => `http://127.0.0.1:${port}`).find((url) => probeOrder([url, live], "ok.test")[0] === url)!;
+    const probes = { PROBE_URL: `${dead},${live}` };
+    // The real queue, watched: what the consumer sends is recorded, then sent on as usual.
+    const sent: { body: JobMessage; delaySeconds?: number }[] = [];
+    const queue = (env as unknown as Bindings).JOBS_QUEUE!;
+    const watched: JobsQueue = {
+      send: (body, options) => (sent.push({ body, ...options }), queue.send(body, options)),
+      sendBatch: (messages) => (sent.push(...messages), queue.sendBatch(messages)),
+    };
+    const first = await deliver([{ kind: "chunk", job: id, from: 0, to: 2 }], { ...probes, JOBS_QUEUE: watched });
+    expect(first.explicitAcks).toHaveLength(1);
+    const rows = await db.all<{ state: string; attempts: number }>(sql`select state, attempts from verification_job_items where job_id = ${id} order by position`);
+    expect(rows.map((r) => [r.state, Number(r.attempts)])).toEqual([
+      ["pending", 1],
+      ["pending", 1],
+    ]);
+    expect(sent).toEqual([{ body: { kind: "chunk", job: id, from: 0, to: 200 }, delaySeconds: 30 }]);
+    // That message, delivered: the lines' second claim goes to the next probe, which answers.
+    await deliver([{ kind: "chunk", job: id, from: 0, to: 200 }], probes);
+    expect(await getJob(token, id)).toMatchObject({ status: "completed", counts: { valid: 1, invalid: 1 } });
+  });
+
   it("the cron requeues a stalled job by chunks: one message per chunk that has lines due, none for a chunk without", async () => {
     const { accountId } = await newAccount(0);
     const id = await queuedJob(accountId, [], Date.now() - 20 * 60_000);
@@ -464,6 +494,40 @@ describe("callbacks", () => {
     const { secret } = await webhookSecret(db, accountId);
     expect(await verifySignature(secret, d!)).toBe(true);
     expect(await verifySignature("whsec_" + btoa("another secret, 32 bytes long!!!"), d!)).toBe(false);
+  });
+
+  async function received(url: string, count = 1) {
+    let got: Awaited<ReturnType<typeof deliveries>> = [];
+    for (let i = 0; i < 50 && got.length < count; i++) {
+      got = await deliveries(url);
+      if (got.length < count) await new Promise((r) => setTimeout(r, 100));
+    }
+    return got;
+  }
+
+  it("a job complete at creation (every line fails the syntax check) sends its callback at once, not a cron period later", async () => {
+    const { token } = await newAccount(0);
+    const url = hook();
+    const job = await created(await postJson(token, { email_addresses: ["not an address", "@"], callback_url: url }));
+    expect(job).toMatchObject({ status: "completed", processed: 2, counts: { invalid: 2 } });
+    const [d] = await received(url);
+    expect(d?.headers["webhook-id"]).toBe(`evt_${job.id}_completed`);
+    expect(JSON.parse(d!.body)).toEqual(job);
+  });
+
+  it("cancelling a job ends it too: its callback carries the cancelled job, once", async () => {
+    const { token, accountId } = await newAccount(0);
+    const url = hook();
+    const id = await queuedJob(accountId, ["ana@ok.test", "ben@ok.test"]);
+    await db.run(sql`update verification_jobs set callback_url = ${url} where id = ${id}`);
+    const cancelled = VerificationJob.strict().parse(await (await call(`${PATH}/${id}`, { method: "DELETE", token })).json());
+    expect(cancelled.status).toBe("cancelled");
+    await call(`${PATH}/${id}`, { method: "DELETE", token }); // again: already cancelled, nothing more to send
+    const got = await received(url);
+    expect(got.map((d) => d.headers["webhook-id"])).toEqual([`evt_${id}_cancelled`]);
+    expect(JSON.parse(got[0]!.body)).toEqual(cancelled);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await deliveries(url)).toHaveLength(1);
   });
 
   it("a failed delivery is retried with back-off, with the same webhook-id, until it is taken; then no more", async () => {
