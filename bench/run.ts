@@ -17,7 +17,8 @@ import { hotDomainMarkdown, runHotDomain, BEFORE_SCHEDULER, HOT_TOOLS } from "./
 import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
 import { median } from "./stats.ts";
-import { OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
+import { jobsScaleMarkdown, runJobsScale } from "./jobs-scale.ts";
+import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
@@ -32,6 +33,7 @@ const plan = quick
       import: { reps: 1, rows: 10_000 },
       checks: { addresses: 500, rounds: 10 },
       lookupPath: { reps: 1, delayMs: 20, importRows: 5_000, connections: 50 },
+      jobs: { addresses: 10_000, domains: 200, delayMs: 5, seed: 7 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -41,6 +43,7 @@ const plan = quick
       import: { reps: 3, rows: 100_000 },
       checks: { addresses: 2000, rounds: 30 },
       lookupPath: { reps: 3, delayMs: 20, importRows: 20_000, connections: 50 },
+      jobs: { addresses: 100_000, domains: 1_000, delayMs: 5, seed: 7 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -90,6 +93,7 @@ const hot = await runHotDomain({ ...plan.hot, log });
 const imports = await runImport({ ...plan.import, log });
 const checks = await runEdgeChecks({ ...plan.checks, log });
 const lookupPath = await runLookupPath({ ...plan.lookupPath, log });
+const jobsScale = await runJobsScale({ ...plan.jobs, log });
 
 // ---- The report ----
 
@@ -141,6 +145,7 @@ ${tsxCommand("hot-domain.ts", `--reps ${plan.hot.reps} --checks ${plan.hot.check
 ${tsxCommand("import.ts", String(plan.import.rows))}   # ${repsText(plan.import.reps)}
 ${tsxCommand("edge-checks.ts", `${plan.checks.addresses} ${plan.checks.rounds}`)}
 ${tsxCommand("lookup-path.ts", lookupPathArgs(plan.lookupPath).join(" "))}
+${tsxCommand("jobs-scale.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -154,6 +159,8 @@ for both npm tools keeps their rows comparable.
 - Verification of ${verify.list.addresses.length} addresses, ${verify.concurrency} in flight (median wall time; correct verdicts): this API ${wall(OURS)} s, ${correct(OURS)} correct; \`email-verify\` ${wall("email-verify")} s, ${correct("email-verify")} correct; \`@emailcheck/email-validator-js\` ${wall("@emailcheck/email-validator-js")} s, ${correct("@emailcheck/email-validator-js")} correct.
 - Probe scale (median): ${plan.probe.levels.map((l) => `${l} in flight: ${probeAt(l)}`).join("; ")}.
 - A hot domain, ${hot.checks} checks in flight at one MX address with Postfix's error limits (medians): ${hotHeadline()}.
+- The same ${verify.list.addresses.length} addresses as one bulk job (median): ${jobHeadline()}.
+- A bulk job of ${jobsScale.addresses.toLocaleString("en")} addresses over ${jobsScale.domains.toLocaleString("en")} domains: ${(jobsScale.wallMs / 1000).toFixed(1)} s from upload to \`completed\` (${Math.round(jobsScale.addresses / (jobsScale.wallMs / 1000))} addresses/s), ${jobsScale.csv.right.toLocaleString("en")} verdicts right, ${jobsScale.database.done === jobsScale.addresses && jobsScale.database.counted === jobsScale.addresses ? "every line answered exactly once" : "**not every line answered exactly once**"}, ${jobsScale.smtp.connections.toLocaleString("en")} SMTP connections.
 - Import: ${median(imports.map((r) => r.importRowsPerSecond)).toFixed(0)} rows/s into an empty database, ${median(imports.map((r) => r.reimportRowsPerSecond)).toFixed(0)} rows/s re-importing the same ${plan.import.rows.toLocaleString("en")} rows.
 
 ## 1. Edge overhead
@@ -177,6 +184,10 @@ ${edgeLoadMarkdown(edge)}
 ${verifyMethodMarkdown(verify)}
 
 ${verifyComparisonMarkdown(verify)}
+
+### 2a. The list as one bulk job
+
+${jobComparisonMarkdown(verify)}
 
 Notes:
 
@@ -237,7 +248,23 @@ bench/edge-checks.ts: syntax, disposable / free / role lists, typo suggestion an
 bench/lookup-path.ts: the Worker as \`wrangler dev\` serves it, the libSQL server in its own process, everything on loopback.
 
 ${lookupPath}
+
+## 7. A bulk job at list-cleaning size
+
+bench/jobs-scale.ts, one run: the whole local stack as \`npm start\` runs it (the Worker and its queue under \`wrangler dev\`, the probe, libSQL) against
+test/fixtures/mta-fixture.ts on port 25 answering on every 127.x.y.z, each domain's MX its own address (so its own destination for the probe), and
+test/fixtures/doh-server.ts for DNS. The job is polled once a second; then the results are downloaded as CSV and checked line by line, and the
+database is asked whether every line became done exactly once. Peak memory is each process's VmHWM.
+
+${jobsScaleMarkdown(jobsScale)}
 `;
+
+/** The bulk-job pass of section 2 in one sentence. */
+function jobHeadline(): string {
+  const runs = verify.runs.filter((r) => r.mode.kind === "job" && r.mode.retryDelaySeconds === 0);
+  if (runs.length === 0) return "not run";
+  return `${(median(runs.map((r) => r.wallMs)) / 1000).toFixed(2)} s, ${median(runs.map((r) => r.smtp.connections))} SMTP connections for ${verify.list.domains.length} domains`;
+}
 
 /** The hot-domain figures in one sentence per tool. */
 function hotHeadline(): string {

@@ -413,8 +413,11 @@ describe("how a job runs", () => {
     const id = await queuedJob(accountId, ["ana@ok.test", "nobody@ok.test"]);
     // A dead probe that the rendezvous ranking puts first for ok.test, the live one second.
     const live = inject("probeUrl");
-    const dead = [9, 1, 7, 13, 17, 19].map((port) => `http://127.0.0.1:${port}`).find((url) => probeOrder([url, live], "ok.test")[0] === url)!;
-    const probes = { PROBE_URL: `${dead},${live}` };
+    // (The live probe's port changes from run to run, and with it the ranking: one of 254 candidates comes first but for a 2^-254 chance.)
+    const candidates = Array.from({ length: 254 }, (_, i) => `http://127.0.0.${i + 1}:9`);
+    const dead = candidates.find((url) => probeOrder([url, live], "ok.test")[0] === url);
+    expect(dead).toBeDefined();
+    const probes = { PROBE_URL: `${dead!},${live}` };
     // The real queue, watched: what the consumer sends is recorded, then sent on as usual.
     const sent: { body: JobMessage; delaySeconds?: number }[] = [];
     const queue = (env as unknown as Bindings).JOBS_QUEUE!;
