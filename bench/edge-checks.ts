@@ -9,7 +9,7 @@ import disposableDomains from "disposable-email-domains-js/dist/dict/disposable_
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { parseEmailAddress } from "../shared/email/syntax.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
-import { buildVerificationResult, type MxFact, type SmtpFact, type VerificationFacts } from "../shared/email/verdict.ts";
+import { buildVerificationResult, syntaxFailureFacts, type MxFact, type SmtpFact, type VerificationFacts } from "../shared/email/verdict.ts";
 import { seededRandom } from "./stats.ts";
 
 const addressCount = Number(process.argv[2] ?? 2000);
@@ -79,16 +79,7 @@ function checkAddress(input: string, network: { mx: MxFact; smtp: SmtpFact }): u
   const parsed = parseEmailAddress(input);
   lap("syntax");
   if (!parsed.ok) {
-    const facts: VerificationFacts = {
-      email: parsed.email,
-      syntax: { ok: false, error: parsed.error },
-      disposable: false,
-      freeProvider: false,
-      roleAccount: false,
-      typoSuggestion: null,
-      mx: "not_checked",
-      smtp: { status: "not_checked", catchAll: null },
-    };
+    const facts = syntaxFailureFacts(parsed.email, parsed.error);
     const result = buildVerificationResult(facts);
     lap("verdict");
     return result;

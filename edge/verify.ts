@@ -6,7 +6,7 @@ import type { EmailVerificationResult, VerificationDetails } from "../shared/api
 import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
-import { buildVerificationResult, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
+import { buildVerificationResult, syntaxFailureFacts, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
 import type { ProbeMxHost, ProbeOutcome } from "../shared/probe-contract.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
@@ -66,16 +66,7 @@ export type PreparedAddress =
 export function prepareAddress(input: string): PreparedAddress {
   const parsed = parseEmailAddress(input);
   if (!parsed.ok) {
-    const result = buildVerificationResult({
-      email: parsed.email,
-      syntax: { ok: false, error: parsed.error },
-      disposable: false,
-      freeProvider: false,
-      roleAccount: false,
-      typoSuggestion: null,
-      mx: "not_checked",
-      smtp: { status: "not_checked", catchAll: null },
-    });
+    const result = buildVerificationResult(syntaxFailureFacts(parsed.email, parsed.error));
     return { ok: false, result: { ...result, details: emptyDetails(null) } };
   }
   return {

@@ -68,6 +68,20 @@ export type VerificationFacts = {
   smtp: SmtpFact;
 };
 
+/** The facts of an address that failed the syntax check: nothing else is looked at. */
+export function syntaxFailureFacts(email: string, error: string): VerificationFacts {
+  return {
+    email,
+    syntax: { ok: false, error },
+    disposable: false,
+    freeProvider: false,
+    roleAccount: false,
+    typoSuggestion: null,
+    mx: "not_checked",
+    smtp: { status: "not_checked", catchAll: null },
+  };
+}
+
 export const WARNING_PENALTY = 5;
 export const MAX_WARNING_PENALTY = 25;
 
