@@ -9,6 +9,7 @@ import { JobMessage } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
 import { webhookSecret } from "../db/admin.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
+import { answerWriter } from "./answer-writer.ts";
 import { checkLines } from "./check-lines.ts";
 import { describeError, writeLog } from "../log.ts";
 import {
@@ -23,7 +24,6 @@ import {
   writeAnswers,
   type ClaimedItem,
   type JobRow,
-  type LineAnswer,
 } from "./store.ts";
 
 /** The parts of a Queues producer binding (workerd's Queue) that jobs use. */
@@ -47,14 +47,6 @@ export type JobsDeps = {
   allowPrivateCallbacks: boolean;
 };
 
-/** A write of answers starts once this many wait (one database round trip each write). */
-const WRITE_BATCH = 100;
-/** The most answers in one write (two statements each). */
-const MAX_WRITE = 500;
-/** Beyond this many answers not yet written, checking waits for the database. */
-const MAX_PENDING = 2_000;
-/** Answers wait at most this long for others to share their write. */
-const FLUSH_AFTER_MS = 1_000;
 /**
  * How long claimed lines are held without a sign of life; the consumer renews the lease of the lines
  * it still works on every third of it. A consumer that dies (a crash, a stopped stack) lets its lines
@@ -83,63 +75,6 @@ export function chunkRanges(total: number): { from: number; to: number }[] {
   return Array.from({ length: Math.ceil(total / CHUNK_SIZE) }, (_, i) => ({ from: i * CHUNK_SIZE, to: Math.min(total, (i + 1) * CHUNK_SIZE) }));
 }
 
-/**
- * Answers written as they come, without holding up the checks: a write starts once WRITE_BATCH are
- * waiting (or FLUSH_AFTER_MS after the first, so a slow job's results still show up), and takes
- * everything that came in while the one before it was in flight, up to MAX_WRITE. Only when the
- * database falls MAX_PENDING behind does an answer wait for it. A failed write fails the rest
- * (finish() throws), so the message is retried and nothing is acknowledged that was not written.
- */
-function answerWriter(db: Database, jobId: string) {
-  const pending: LineAnswer[] = [];
-  const retries = new Set<number>();
-  const deferred = new Set<number>();
-  const released = new Set<number>();
-  let inFlight: Promise<void> | null = null;
-  let failure: unknown = null;
-  let completed: JobRow | null = null;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const drain = (): Promise<void> => {
-    clearTimeout(timer);
-    timer = undefined;
-    inFlight ??= (async () => {
-      try {
-        while (pending.length > 0 && failure === null) {
-          const done = await writeAnswers(db, jobId, pending.splice(0, MAX_WRITE));
-          completed ??= done;
-        }
-      } catch (err) {
-        failure ??= err;
-      } finally {
-        inFlight = null;
-      }
-    })();
-    return inFlight;
-  };
-  return {
-    retries,
-    deferred,
-    released,
-    async add(a: LineAnswer): Promise<void> {
-      if (failure !== null) throw failure;
-      if (a.kind === "retry") retries.add(a.position);
-      if (a.kind === "defer") deferred.add(a.position);
-      if (a.kind === "release") released.add(a.position);
-      pending.push(a);
-      if (pending.length >= MAX_PENDING) await drain();
-      else if (pending.length >= WRITE_BATCH) void drain();
-      else timer ??= setTimeout(() => void drain(), FLUSH_AFTER_MS);
-    },
-    /** Writes what is left; the job, when one of the writes completed it. */
-    async finish(): Promise<JobRow | null> {
-      while ((inFlight !== null || pending.length > 0) && failure === null) await drain();
-      clearTimeout(timer);
-      if (failure !== null) throw failure;
-      return completed;
-    },
-  };
-}
-
 async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; to: number }[]): Promise<void> {
   let job: JobRow | null = null;
   const items: ClaimedItem[] = [];
@@ -149,7 +84,7 @@ async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; 
     items.push(...claimed.items);
   }
   if (!job || items.length === 0) return;
-  const writer = answerWriter(deps.db, jobId);
+  const writer = answerWriter((answers) => writeAnswers(deps.db, jobId, answers));
   const open = new Set(items.map((i) => i.position));
   const renewal = setInterval(() => void renewClaims(deps.db, jobId, [...open], CLAIM_LEASE_MS).catch(() => {}), CLAIM_LEASE_MS / 3);
   let completed: JobRow | null;
