@@ -6,7 +6,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
 
 export const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -120,4 +124,29 @@ export function processTree(pid: number): { pid: number; command: string }[] {
     }
     return { pid: p, command };
   });
+}
+
+/**
+ * A libSQL server (scripts/libsql-server.ts, a process of its own) on a new, migrated file in a
+ * temporary folder: a benchmark's `npm start` gets it as DATABASE_URL, so it starts from an empty
+ * database whatever a developer's `.data/` holds (a job left unfinished there would otherwise be
+ * requeued by the stack's cron and run ahead of the benchmark's own).
+ */
+export async function startFreshDatabase(): Promise<{ url: string; child: ChildProcess; close(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), "bench-db-"));
+  const { child, stdout } = await startChild(process.execPath, ["--import", "tsx", join(root, "scripts/libsql-server.ts"), "--file", join(dir, "bench.db"), "--port", "0"], {
+    ready: /libSQL server on (\S+)/,
+  });
+  const url = /libSQL server on (\S+)/.exec(stdout)![1]!;
+  const db = openDatabase(url);
+  await applyMigrations(db);
+  db.$client.close();
+  return {
+    url,
+    child,
+    close: async () => {
+      await stopChild(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -6,13 +6,14 @@
  * Requests rotate over --keys API keys of one account, as many customers' traffic would: each key
  * is limited per 10 s (README "Rate limits"), and one key alone would mostly measure 429s.
  *
- *   npx tsx bench/edge-load.ts [--duration 10] [--connections 50] [--keys 500] [--edge-port 8797] [--libsql-port 8091]
+ *   npx tsx bench/edge-load.ts [--duration 10] [--connections 50] [--keys 500] [--edge-port 8797]
  */
 import autocannon from "autocannon";
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
-import { DEFAULT_LOCAL_DATABASE_URL, openDatabase } from "../scripts/lib/database.ts";
+import { openDatabase } from "../scripts/lib/database.ts";
+import { startFreshDatabase } from "./child.ts";
 import { startDohServer } from "../test/fixtures/doh-server.ts";
 import { testZone } from "../test/fixtures/test-zone.ts";
 
@@ -22,7 +23,6 @@ const { values } = parseArgs({
     connections: { type: "string", default: "50" },
     keys: { type: "string", default: "500" },
     "edge-port": { type: "string", default: "8797" },
-    "libsql-port": { type: "string", default: "8091" },
   },
 });
 const duration = Number(values.duration);
@@ -32,16 +32,18 @@ const edgePort = Number(values["edge-port"]);
 const base = `http://127.0.0.1:${edgePort}`;
 
 const doh = await startDohServer({ zone: testZone });
+const database = await startFreshDatabase();
 const stack = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
   // WRANGLER_LOG=warn: the Worker's own cost, not wrangler printing two lines per request to a terminal
   // (in production Workers Logs collects the access lines outside the request). Override it to measure that too.
-  env: { WRANGLER_LOG: "warn", ...process.env, EDGE_PORT: String(edgePort), LIBSQL_PORT: values["libsql-port"], DOH_URL: doh.url, PROBE_URL: "" },
+  env: { WRANGLER_LOG: "warn", ...process.env, EDGE_PORT: String(edgePort), DATABASE_URL: database.url, DOH_URL: doh.url, PROBE_URL: "" },
   stdio: ["ignore", "pipe", "inherit"],
 });
 const stop = async () => {
   stack.kill("SIGTERM");
   await new Promise((r) => stack.once("exit", r));
   await doh.close();
+  await database.close();
 };
 
 try {
@@ -55,7 +57,7 @@ try {
   });
 
   // Enough credits for every hit the run can make; the demo account's 1,000 would run out.
-  const db = openDatabase(DEFAULT_LOCAL_DATABASE_URL);
+  const db = openDatabase(database.url);
   const account = await createAccount(db, "bench", 100_000_000);
   const tokens: string[] = [];
   for (let i = 0; i < keyCount; i++) tokens.push((await createApiKey(db, account.id)).token);

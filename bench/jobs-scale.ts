@@ -20,13 +20,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
-import { DEFAULT_LOCAL_DATABASE_URL, openDatabase } from "../scripts/lib/database.ts";
+import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
-import { childCounters, processTree, root, startChild, stopChild } from "./child.ts";
+import { childCounters, processTree, root, startChild, startFreshDatabase, stopChild } from "./child.ts";
 
 const EDGE_PORT = 8797;
-const LIBSQL_PORT = 8091;
 const PROBE_PORT = 8796;
 const POLL_MS = 1_000;
 /** The most the job may take before the benchmark gives up on it. */
@@ -101,12 +100,13 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
   const doh = await startChild(process.execPath, ["--import", "tsx", join(root, "test/fixtures/doh-server.ts"), "--zone", zoneFile, "--port", "0"], { ready: /listening on \S+/ });
   const dohUrl = /listening on (\S+)/.exec(doh.stdout)![1]!;
   const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
+  const database = await startFreshDatabase();
   const { child: stack } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-    env: { ...inherited, EDGE_PORT: String(EDGE_PORT), LIBSQL_PORT: String(LIBSQL_PORT), PROBE_PORT: String(PROBE_PORT), DOH_URL: dohUrl, PROBE_ALLOW_PRIVATE_TARGETS: "true", WRANGLER_LOG: "warn" },
+    env: { ...inherited, DATABASE_URL: database.url, EDGE_PORT: String(EDGE_PORT), PROBE_PORT: String(PROBE_PORT), DOH_URL: dohUrl, PROBE_ALLOW_PRIVATE_TARGETS: "true", WRANGLER_LOG: "warn" },
     ready: /Demo key:\s+\S+\s/,
   });
   try {
-    const db = openDatabase(DEFAULT_LOCAL_DATABASE_URL);
+    const db = openDatabase(database.url);
     const account = await createAccount(db, "bench jobs at scale", 0);
     const token = (await createApiKey(db, account.id)).token;
     const api = `http://127.0.0.1:${EDGE_PORT}/v1/email_verification_jobs`;
@@ -134,9 +134,10 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
 
     const peakRssMiB: Record<string, number> = {};
     for (const p of processTree(stack.pid!)) {
-      const part = p.pid === stack.pid ? "npm start process (probe, libSQL server)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node)";
+      const part = p.pid === stack.pid ? "npm start process (probe)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node)";
       peakRssMiB[part] = Math.max(peakRssMiB[part] ?? 0, await peakRss(p.pid));
     }
+    peakRssMiB["libSQL server"] = await peakRss(database.child.pid!);
     peakRssMiB["mail server fixture"] = await peakRss(mta.child.pid!);
     peakRssMiB["DoH fixture"] = await peakRss(doh.child.pid!);
     const smtp = await childCounters<JobsScaleResult["smtp"]>(mta.child);
@@ -177,6 +178,7 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
     };
   } finally {
     await stopChild(stack);
+    await database.close();
     await Promise.all([stopChild(mta.child), stopChild(doh.child)]);
     await rm(dir, { recursive: true, force: true });
   }

@@ -174,7 +174,7 @@ ${edgeLoadMarkdown(edge)}
 - Requests take 500 API keys of one account in turn, as many customers' traffic would (each key is limited per 10 s), and wrangler dev runs at
   \`WRANGLER_LOG=warn\`, so the figures are the Worker's and not wrangler printing two lines per request to a terminal.
 - \`/v1/people\` hit: the key lookup (cached in the isolate after the first request), then one batch that charges, reads the person and reads the
-  balance: one round trip to the local libSQL server, which runs in the \`npm start\` process and writes to a file.
+  balance: one round trip to a local libSQL server (scripts/libsql-server.ts in a process of its own, on a fresh file per run).
 - miss: the same batch, charging nothing (a 404 costs nothing); non-2xx counts those 404s.
 - \`/v1/email_verifications\`: the cheap checks and MX over DoH from the local fixture (cached in the isolate after the first request); no probe, so
   every answer is \`risky\` with "No SMTP check was performed".
@@ -193,7 +193,7 @@ Notes:
 
 - With ${verify.concurrency} in flight the npm tools' wall time is about what the fixture's latency allows (${verify.list.addresses.length} / ${verify.concurrency} × ~170 ms),
   using little CPU. This API's pass is bound by CPU instead (${oursCpu}): the Worker in workerd under \`wrangler dev\`, wrangler's own Node
-  process, the probe and libSQL (the \`npm start\` process) and the client share this machine's ${os.availableParallelism()} cores with the fixture servers. In a
+  process, the probe (the \`npm start\` process), a libSQL server and the client share this machine's ${os.availableParallelism()} cores with the fixture servers. In a
   deployment the Worker runs on Cloudflare and the probe on its own VM, so neither \`wrangler dev\` nor the Worker's CPU is spent on the
   caller's machine; the split is in "Where this API's CPU went".
 - This API does more per address: a TLS handshake when the server offers STARTTLS (every fixture does; the npm tools never use TLS on port 25),

@@ -25,9 +25,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
-import { DEFAULT_LOCAL_DATABASE_URL, openDatabase } from "../scripts/lib/database.ts";
+import { openDatabase } from "../scripts/lib/database.ts";
 import { JobResultsPage, VerificationJob } from "../shared/jobs.ts";
-import { childCounters, cpuSeconds, processTree, runChild, startChild, stopChild } from "./child.ts";
+import { childCounters, cpuSeconds, processTree, runChild, startChild, startFreshDatabase, stopChild } from "./child.ts";
 import type { Peer, PeerAnswer } from "./peer-verify.ts";
 import { ensurePeers, NODE22, runPeerTool, withFixtureResolver } from "./peers-run.ts";
 import { timedPool } from "./pool.ts";
@@ -69,7 +69,6 @@ export type VerifyComparison = {
 type Pass = { wallMs: number; answers: PeerAnswer[]; cpu: Record<string, number> };
 
 const EDGE_PORT = 8797;
-const LIBSQL_PORT = 8091;
 const PROBE_PORT = 8796;
 /** API keys the requests rotate over, so none of them reaches its rate limit. */
 const BENCH_KEYS = 50;
@@ -87,11 +86,12 @@ export const JOB_RETRY_BENCH_SECONDS = 10;
  */
 async function withOurStack<T extends { wallMs: number }>(dohUrl: string, env: Record<string, string>, run: (tokens: string[]) => Promise<T>): Promise<T & { cpu: Record<string, number> }> {
   const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
+  const database = await startFreshDatabase();
   const { child } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     env: {
       ...inherited,
+      DATABASE_URL: database.url,
       EDGE_PORT: String(EDGE_PORT),
-      LIBSQL_PORT: String(LIBSQL_PORT),
       PROBE_PORT: String(PROBE_PORT),
       DOH_URL: dohUrl,
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
@@ -102,24 +102,26 @@ async function withOurStack<T extends { wallMs: number }>(dohUrl: string, env: R
   try {
     // The Worker limits each key to 100 verifications per 10 s (README "Rate limits"); a list-cleaning
     // customer at this pace spreads it over keys, or uses a bulk job. Here: keys in turn.
-    const db = openDatabase(DEFAULT_LOCAL_DATABASE_URL);
+    const db = openDatabase(database.url);
     const account = await createAccount(db, "bench verification", 0);
     const tokens: string[] = [];
     for (let i = 0; i < BENCH_KEYS; i++) tokens.push((await createApiKey(db, account.id)).token);
     db.$client.close();
-    const tree = processTree(child.pid!);
+    const tree = [...processTree(child.pid!), { pid: database.child.pid!, command: "libsql-server" }];
     const cpuBefore = new Map(tree.map((p) => [p.pid, cpuSeconds(p.pid)]));
     const clientBefore = process.cpuUsage();
     const result = await run(tokens);
     const client = process.cpuUsage(clientBefore);
-    const cpu: Record<string, number> = { client: (client.user + client.system) / 1e6, "npm start process (probe, libSQL)": 0, workerd: 0, "wrangler (Node) and its helpers": 0 };
+    const cpu: Record<string, number> = { client: (client.user + client.system) / 1e6, "npm start process (probe)": 0, "libSQL server": 0, workerd: 0, "wrangler (Node) and its helpers": 0 };
     for (const p of tree) {
-      const part = p.pid === child.pid ? "npm start process (probe, libSQL)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node) and its helpers";
+      const part =
+        p.pid === child.pid ? "npm start process (probe)" : p.pid === database.child.pid ? "libSQL server" : p.command.includes("workerd") ? "workerd" : "wrangler (Node) and its helpers";
       cpu[part]! += cpuSeconds(p.pid) - cpuBefore.get(p.pid)!;
     }
     return { ...result, cpu };
   } finally {
     await stopChild(child);
+    await database.close();
   }
 }
 
@@ -317,7 +319,7 @@ export function verifyMethodMarkdown(r: VerifyComparison): string {
     "",
     "| Tool | Settings changed from its defaults | Why |",
     "|---|---|---|",
-    `| ${OURS} | \`DOH_URL\` = the fixture; \`PROBE_ALLOW_PRIVATE_TARGETS=true\`; \`EDGE_PORT=${EDGE_PORT}\`, \`LIBSQL_PORT=${LIBSQL_PORT}\`, \`PROBE_PORT=${PROBE_PORT}\` | The fixture zone; the MX addresses are loopback addresses, which the probe refuses to dial by default; ports apart from a developer's own \`npm start\`. Everything else (smtp_timeout 10 s, catch-all check, probe limits) is default. |`,
+    `| ${OURS} | \`DOH_URL\` = the fixture; \`PROBE_ALLOW_PRIVATE_TARGETS=true\`; \`EDGE_PORT=${EDGE_PORT}\`, \`PROBE_PORT=${PROBE_PORT}\`; \`DATABASE_URL\` = a libSQL server on a fresh file | The fixture zone; the MX addresses are loopback addresses, which the probe refuses to dial by default; ports and a database apart from a developer's own \`npm start\`. Everything else (smtp_timeout 10 s, catch-all check, probe limits) is default. |`,
     "| `email-verify` | none: port 25, no timeout, sender `name@example.org`, EHLO `mail.example.org` | - |",
     "| `@emailcheck/email-validator-js` | `verifySmtp: true` | Off by default; without it the tool checks no mailbox at all. Everything else default: `timeout` 4000 ms, ports 25 -> 587 -> 465, in-memory cache. |",
     "",
