@@ -12,7 +12,7 @@
  * the probe after 30 s come back unasked and go into the job's next message.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,6 +41,8 @@ let stack: ChildProcess | undefined;
 let workDir = "";
 let token = "";
 let api = "";
+/** The settings file `npm start` writes for its Worker (it holds the run's PROBE_SECRET); a killed stack cannot remove its own. */
+let stackEnvFile = "";
 /** The stacks' last lines of output (wrangler at info: one line per request and per queue delivery), shown when the test fails. */
 const output: string[] = [];
 const OUTPUT_LINES = 300;
@@ -85,6 +87,7 @@ async function startStack(): Promise<void> {
     child.once("exit", (code) => reject(new Error(`npm start exited (${code}) before it was ready:\n${startup.slice(-3000)}`)));
   });
   api = `http://127.0.0.1:${edgePort}`;
+  stackEnvFile = join(root, ".data", `worker-${edgePort}.env`);
 }
 
 /** The process and all its descendants (wrangler dev runs in a process group of its own). */
@@ -129,6 +132,7 @@ async function killStack(): Promise<void> {
     }
   };
   for (const pid of tree) while (alive(pid)) await new Promise((r) => setTimeout(r, 20));
+  rmSync(stackEnvFile, { force: true });
 }
 
 const auth = () => ({ authorization: `Bearer ${token}` });
