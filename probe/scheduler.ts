@@ -68,6 +68,10 @@ export class Scheduler {
         idleChanged: (d, hasIdle) => {
           this.#withIdle.delete(d);
           if (hasIdle) this.#withIdle.add(d);
+          // Checks elsewhere wait for a session slot: this idle session gives its slot up rather than
+          // at the end of its idle time (they would wait that long, or past their deadline). Once the
+          // destination has had its turn: a session is idle for a moment before its first transaction.
+          if (hasIdle && this.#sessions.waiting > 0) setImmediate(() => this.#handOverIdle(d));
         },
       });
       this.#destinations.set(req.address, destination);
@@ -127,6 +131,10 @@ export class Scheduler {
       for (const d of this.#withIdle) if (d.closeOneIdle()) break;
     }
     return this.#sessions.acquire(deadline);
+  }
+
+  #handOverIdle(d: Destination): void {
+    if (this.#sessions.waiting > 0 && this.#withIdle.has(d) && d.queued === 0) d.closeOneIdle();
   }
 
   #forget(): void {

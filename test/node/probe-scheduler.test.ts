@@ -284,6 +284,17 @@ describe("deadlines and fairness", () => {
     }
   });
 
+  it("with every session slot taken, a session that goes idle hands its slot to a check waiting elsewhere at once", async () => {
+    // Four destinations, two session slots, sessions kept 5 s when idle: the last two checks must
+    // not wait out the first two sessions' idle time (they would time out at their 2 s deadline).
+    for (const n of [130, 131, 132, 133]) await mta(n, { mailboxes: [`ana@d${n}.test`] });
+    const s = scheduler({ maxConcurrency: 2, sessionIdleMs: 5_000 });
+    const started = Date.now();
+    const answers = await Promise.all([130, 131, 132, 133].map((n) => probe(s, `ana@d${n}.test`, [ip(n)], 2_000)));
+    expect(answers.map((a) => a.outcome)).toEqual(["accepted", "accepted", "accepted", "accepted"]);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
   it("one hot destination cannot take the capacity another one needs", async () => {
     const hotMailboxes = Array.from({ length: 200 }, (_, i) => `user${i}@hot.test`);
     await mta(114, { mailboxes: hotMailboxes, delayMs: 50 });
