@@ -18,6 +18,7 @@ import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
 import { median } from "./stats.ts";
 import { jobsScaleMarkdown, runJobsScale } from "./jobs-scale.ts";
+import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
@@ -94,6 +95,7 @@ const imports = await runImport({ ...plan.import, log });
 const checks = await runEdgeChecks({ ...plan.checks, log });
 const lookupPath = await runLookupPath({ ...plan.lookupPath, log });
 const jobsScale = await runJobsScale({ ...plan.jobs, log });
+const jobUpload = await runJobUpload({ log });
 
 // ---- The report ----
 
@@ -146,6 +148,7 @@ ${tsxCommand("import.ts", String(plan.import.rows))}   # ${repsText(plan.import.
 ${tsxCommand("edge-checks.ts", `${plan.checks.addresses} ${plan.checks.rounds}`)}
 ${tsxCommand("lookup-path.ts", lookupPathArgs(plan.lookupPath).join(" "))}
 ${tsxCommand("jobs-scale.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
+${tsxCommand("job-upload.ts", "")}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -257,6 +260,16 @@ test/fixtures/doh-server.ts for DNS. The job is polled once a second; then the r
 database is asked whether every line became done exactly once. Peak memory is each process's VmHWM.
 
 ${jobsScaleMarkdown(jobsScale)}
+
+## 8. A job's upload at the body limit
+
+bench/job-upload.ts: POST /v1/email_verification_jobs's body parser (edge/jobs/input.ts, bundled by esbuild) in a fresh Node process per row,
+reading a 10 MiB body (the limit) from a file. "Peak memory added" is the rise of the process's peak resident set (VmHWM) across the parse:
+what a Worker isolate, which Cloudflare stops past 128 MB, would have to hold at once. The parser before issue 20 built every CSV row first
+(308 MiB for the first row's file, measured with \`--impl\` on commit 9ac4584's input.ts); a CSV file is now parsed as a stream down to its
+address cell and stops at the row limit.
+
+${jobUploadMarkdown(jobUpload)}
 `;
 
 /** The bulk-job pass of section 2 in one sentence. */

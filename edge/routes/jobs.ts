@@ -14,7 +14,7 @@ import type { AppEnv } from "../env.ts";
 import { checkCallbackUrl } from "../jobs/callback.ts";
 import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
-import { JOB_ERRORS, MAX_JOB_BODY_BYTES, parseJobBody } from "../jobs/input.ts";
+import { JOB_ERRORS, MAX_JOB_ADDRESSES, MAX_JOB_BODY_BYTES, MAX_JOB_LINE_BYTES, parseJobBody } from "../jobs/input.ts";
 import { cancelJob, creationContext, findJob, insertJob, jobJson, resultRowsQuery, type JobRow, type NewItem } from "../jobs/store.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
@@ -49,7 +49,8 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     summary: "Create a bulk verification job",
     description:
       "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
-      `At most ${MAX_JOB_BODY_BYTES / 1024 / 1024} MB and 100,000 addresses. An Idempotency-Key header makes a retried create return the first job. ` +
+      `At most ${MAX_JOB_BODY_BYTES / 1024 / 1024} MB and ${MAX_JOB_ADDRESSES.toLocaleString("en")} addresses, each at most ${MAX_JOB_LINE_BYTES} bytes of UTF-8. ` +
+      "An Idempotency-Key header makes a retried create return the first job. " +
       "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
     security: [{ bearerAuth: [] }],
     request: {
@@ -67,7 +68,7 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     },
     responses: {
       202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-      400: errorResponse("Malformed body, no addresses, a bad smtp_timeout, callback_url or Idempotency-Key"),
+      400: errorResponse(`Malformed body, no addresses, an address over ${MAX_JOB_LINE_BYTES} bytes, a bad smtp_timeout, callback_url or Idempotency-Key`),
       409: errorResponse(JOB_MESSAGES.idempotencyConflict),
       413: errorResponse(`${JOB_ERRORS.bodyTooLarge}; or ${JOB_ERRORS.tooManyAddresses}`),
       415: errorResponse(JOB_ERRORS.unsupported),
@@ -149,8 +150,7 @@ function accepted(c: Context<AppEnv>, job: JobRow) {
 async function create(c: Context<AppEnv>) {
   const config = c.get("config");
   const { accountId } = c.get("auth");
-  const text = new TextDecoder().decode(await c.req.arrayBuffer());
-  const request = parseJobBody(c.req.header("content-type") ?? "", text, {
+  const request = await parseJobBody(c.req.header("content-type") ?? "", new Uint8Array(await c.req.arrayBuffer()), {
     smtp_timeout: c.req.query("smtp_timeout"),
     callback_url: c.req.query("callback_url"),
   });
