@@ -182,5 +182,7 @@ export const verificationJobItems = sqliteTable(
     index("verification_job_items_state_idx").on(t.jobId, t.state),
     // An answer is copied to the line's duplicates: found by this index, not by reading the whole job.
     index("verification_job_items_duplicate_idx").on(t.jobId, t.duplicateOf).where(sql`${t.duplicateOf} is not null`),
+    // A finished job's results page reads its answered lines by position, whatever lies between them.
+    index("verification_job_items_done_idx").on(t.jobId, t.position).where(sql`${t.state} = 'done'`),
   ],
 );

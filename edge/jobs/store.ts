@@ -151,6 +151,13 @@ export function resultRowsQuery(db: Database, jobId: string, from: number, limit
     where job_id = ${jobId} and position >= ${from} order by position limit ${limit}`);
 }
 
+/** Answered lines only, from `from` on, by the done index: a cancelled job's unchecked lines cost nothing to pass over. */
+export function doneRowsQuery(db: Database, jobId: string, from: number, limit: number) {
+  return db.all<ResultRow>(sql`
+    select position, email, state, result from verification_job_items indexed by verification_job_items_done_idx
+    where job_id = ${jobId} and state = 'done' and position >= ${from} order by position limit ${limit}`);
+}
+
 /** `retried`: this is the second try of a line whose first answer was temporary; `attempts`: claims so far, this one included. */
 export type ClaimedItem = { position: number; email: string; retried: boolean; attempts: number };
 

@@ -15,7 +15,7 @@ import { checkCallbackUrl } from "../jobs/callback.ts";
 import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { JOB_ERRORS, MAX_JOB_ADDRESSES, MAX_JOB_BODY_BYTES, MAX_JOB_LINE_BYTES, parseJobBody } from "../jobs/input.ts";
-import { cancelJob, creationContext, findJob, insertJob, jobJson, resultRowsQuery, type JobRow, type NewItem } from "../jobs/store.ts";
+import { cancelJob, creationContext, doneRowsQuery, findJob, insertJob, jobJson, resultRowsQuery, type JobRow, type NewItem } from "../jobs/store.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
@@ -241,33 +241,31 @@ async function results(c: Context<AppEnv>) {
   return csvStream(c, job);
 }
 
+/**
+ * One page in one database read, whatever the job's state: a finished job's page is its next
+ * answered lines (by the done index); a running job's page is the lines from the cursor on, up to
+ * the first one not answered yet, where the next page resumes.
+ */
 async function page(c: Context<AppEnv>, job: JobRow, from: number, limit: number) {
   const finished = job.status === "completed" || job.status === "cancelled";
+  const db = requestDatabase(c);
+  // One row past the page says whether another page follows.
+  const rows = finished ? await doneRowsQuery(db, job.id, from, limit + 1) : await resultRowsQuery(db, job.id, from, limit);
   const out: EmailVerificationResult[] = [];
-  let position = from;
-  let more = true;
-  // Rows are read in slices, since a cancelled job's unchecked lines are passed over.
-  while (out.length < limit && more) {
-    const rows = await resultRowsQuery(requestDatabase(c), job.id, position, limit + 1);
-    more = rows.length > 0;
-    for (const row of rows) {
-      if (row.state !== "done" || row.result === null) {
-        if (!finished) {
-          more = false;
-          break;
-        }
-        position = Number(row.position) + 1;
-        continue;
-      }
-      if (out.length === limit) break;
-      out.push(lineResult(row.email, row.result));
-      position = Number(row.position) + 1;
+  let next: number | null = from;
+  for (const row of rows) {
+    if (out.length === limit || row.state !== "done" || row.result === null) {
+      next = Number(row.position);
+      break;
     }
+    out.push(lineResult(row.email, row.result));
+    next = Number(row.position) + 1;
   }
-  const atEnd = position >= Number(job.total);
+  // A finished job with no row past the page has no next page.
+  if (finished && rows.length <= limit) next = null;
   const body: z.infer<typeof JobResultsPage> = {
     results: out,
-    next_cursor: atEnd && finished ? null : encodeCursor(position),
+    next_cursor: next === null ? null : encodeCursor(next),
     status: job.status,
     processed: Number(job.processed),
     total: Number(job.total),
