@@ -3,6 +3,7 @@
  * process so its peak RSS is its own), optionally built from an earlier commit to compare with the
  * code as it was; signed requests to it; and its peak RSS from /proc.
  */
+import { randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -11,7 +12,8 @@ import { PROBE_PATH, ProbeResponse, signProbeRequest, type ProbeRequest } from "
 import { freePortOn } from "../test/fixtures/smtp-servers.ts";
 import { root, startChild } from "./child.ts";
 
-export const BENCH_PROBE_SECRET = "bench-probe-secret-0123456789";
+/** A fresh secret per run, as `npm start` makes one. */
+export const BENCH_PROBE_SECRET = randomBytes(32).toString("base64url");
 
 /**
  * Bundles probe/main.ts into `dir`. With `revision`, the probe and shared code of that commit
@@ -64,7 +66,7 @@ export async function probeOnce(url: string, body: ProbeRequest): Promise<{ stat
   const started = performance.now();
   const res = await fetch(`${url}${PROBE_PATH}`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...(await signProbeRequest(BENCH_PROBE_SECRET, payload)) },
+    headers: { "content-type": "application/json", ...(await signProbeRequest(BENCH_PROBE_SECRET, { method: "POST", path: PROBE_PATH, body: payload })) },
     body: payload,
   });
   const json = (await res.json()) as { outcome?: string };

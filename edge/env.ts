@@ -3,6 +3,7 @@
  * wrangler.toml [vars], `wrangler secret put`, or `wrangler dev --var` (npm start).
  */
 import { z } from "zod";
+import { probeSecretProblem } from "../shared/probe-contract.ts";
 import type { AuthenticatedKey } from "./auth.ts";
 import type { Database } from "./db/client.ts";
 import type { JobsQueue } from "./jobs/consumer.ts";
@@ -40,6 +41,19 @@ export type AppEnv = { Bindings: Bindings; Variables: Variables };
 
 const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
 
+/**
+ * The probe's requests carry addresses and its answers verdicts: https, except over loopback, where
+ * nothing leaves the machine (tests, `npm start`).
+ */
+function probeUrlIsSafe(raw: string): boolean {
+  if (!URL.canParse(raw)) return true; // not a URL at all: the .url() check says so
+  const url = new URL(raw);
+  if (url.protocol === "https:") return true;
+  if (url.protocol !== "http:") return false;
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
 const EdgeConfigSchema = z.object({
   DATABASE_URL: z.string().url({ message: "DATABASE_URL must be a URL (libsql://, https:// or http://)" }),
   DATABASE_AUTH_TOKEN: z.preprocess(emptyToUndefined, z.string().optional()),
@@ -49,9 +63,25 @@ const EdgeConfigSchema = z.object({
   /** One probe URL, or several separated by commas (README "Several probes"). */
   PROBE_URL: z.preprocess(
     (v) => (typeof v === "string" ? v.split(",").map((u) => u.trim()).filter((u) => u !== "") : []),
-    z.array(z.string().url({ message: "PROBE_URL must be a URL or a comma-separated list of URLs" })).max(32),
+    z
+      .array(
+        z
+          .string()
+          .url({ message: "PROBE_URL must be a URL or a comma-separated list of URLs" })
+          .refine(probeUrlIsSafe, { message: "PROBE_URL must be https (http only to a loopback address, for tests and npm start)" }),
+      )
+      .max(32),
   ),
-  PROBE_SECRET: z.preprocess(emptyToUndefined, z.string().min(16).optional()),
+  PROBE_SECRET: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .superRefine((secret, ctx) => {
+        const problem = probeSecretProblem(secret);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      })
+      .optional(),
+  ),
   LOOKUP_COST: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(1_000_000).default(1)),
   /** Jobs an account may have queued or running at once; one more is 429. */
   JOB_MAX_RUNNING: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(1_000).default(3)),

@@ -97,7 +97,7 @@ async function callOneProbe(probeUrl: string, secret: string, request: ProbeRequ
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), request.deadline_ms + RESPONSE_GRACE_MS);
   try {
-    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, body)) };
+    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { method: "POST", path: PROBE_PATH, body })) };
     const res = await fetch(new URL(PROBE_PATH, probeUrl), { method: "POST", headers, body, signal: controller.signal });
     if (!res.ok) {
       await res.body?.cancel();

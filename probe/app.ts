@@ -6,9 +6,11 @@
  */
 import { Hono, type Context } from "hono";
 import {
+  checkProbeHeaders,
   PROBE_BATCH_PATH,
   PROBE_MAX_BATCH_BODY_BYTES,
   PROBE_MAX_BODY_BYTES,
+  PROBE_NONCE_HEADER,
   PROBE_PATH,
   PROBE_SIGNATURE_HEADER,
   PROBE_TIMESTAMP_HEADER,
@@ -19,29 +21,49 @@ import {
   verifyProbeSignature,
 } from "../shared/probe-contract.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
+import { monotonicNow } from "./clock.ts";
 import type { ProbeConfig } from "./config.ts";
 import { runBatchProbe, runProbe, type ProbeDeps } from "./probe.ts";
+import { ReplayGuard } from "./replay-guard.ts";
 import { Scheduler } from "./scheduler.ts";
 
 export type ProbeService = ProbeDeps & {
   config: ProbeConfig;
   /** Set on SIGTERM: new requests are answered 503 while the ones in flight finish. */
   draining: boolean;
+  /** The nonces of requests accepted within the signature window. */
+  replays: ReplayGuard;
 };
 
 export function createProbeService(config: ProbeConfig): ProbeService {
-  return { config, scheduler: new Scheduler(config, config.catchAllTtlMs), draining: false };
+  return { config, scheduler: new Scheduler(config, config.catchAllTtlMs), draining: false, replays: new ReplayGuard() };
 }
 
 const busy = (c: Context, why: string) => c.json({ error: why }, 503, { "Retry-After": "1" });
 
-/** The signed body as text, or the error response to send instead. */
+const unauthorized = (c: Context) => c.json({ error: "Unauthorized" }, 401);
+
+/**
+ * The signed body as text, or the error response to send instead. Headers first: a request whose
+ * timestamp is stale or whose signature headers are missing is refused before a byte of its body is
+ * read. Then the body, bounded; then the MAC over method, path, timestamp, nonce and body; then the
+ * nonce, which must not have been seen within the window.
+ */
 async function signedBody(c: Context, service: ProbeService, limit: number): Promise<string | Response> {
+  const headers = checkProbeHeaders({
+    timestamp: c.req.header(PROBE_TIMESTAMP_HEADER),
+    nonce: c.req.header(PROBE_NONCE_HEADER),
+    signature: c.req.header(PROBE_SIGNATURE_HEADER),
+  });
+  if (!headers) return unauthorized(c);
   const declared = Number(c.req.header("content-length") ?? "0");
   const body = declared > limit ? null : await readBodyWithin(c.req.raw.body, limit);
   if (body === null) return c.json({ error: "Request body too large" }, 413);
-  const signed = await verifyProbeSignature(service.config.secret, body, c.req.header(PROBE_TIMESTAMP_HEADER), c.req.header(PROBE_SIGNATURE_HEADER));
-  if (!signed) return c.json({ error: "Unauthorized" }, 401);
+  const signed = await verifyProbeSignature(service.config.secret, { method: c.req.method, path: c.req.path, body }, headers);
+  if (!signed) return unauthorized(c);
+  const nonce = service.replays.admit(headers.nonce, headers.timestampSeconds);
+  if (nonce === "replayed") return unauthorized(c);
+  if (nonce === "full") return busy(c, "Probe busy");
   return body;
 }
 
@@ -66,7 +88,7 @@ export function createProbeApp(service: ProbeService): Hono {
   app.get("/healthz", (c) => c.json({ ok: !service.draining, draining: service.draining, ...scheduler.stats() }));
 
   app.post(PROBE_PATH, async (c) => {
-    const started = Date.now();
+    const started = monotonicNow();
     const body = await signedBody(c, service, PROBE_MAX_BODY_BYTES);
     if (typeof body !== "string") return body;
     const request = parseBody(c, body, ProbeRequest);
@@ -81,7 +103,7 @@ export function createProbeApp(service: ProbeService): Hono {
   });
 
   app.post(PROBE_BATCH_PATH, async (c) => {
-    const started = Date.now();
+    const started = monotonicNow();
     const body = await signedBody(c, service, PROBE_MAX_BATCH_BODY_BYTES);
     if (typeof body !== "string") return body;
     const batch = parseBody(c, body, ProbeBatchRequest);
@@ -100,9 +122,16 @@ export function createProbeApp(service: ProbeService): Hono {
         let left = checks.size;
         for (const [email, mx] of checks) {
           void runBatchProbe({ email, mx, deadline_ms: batch.deadline_ms, catch_all_check: batch.catch_all_check }, service, started, deferAt)
-            .then((result) => {
-              const line = result ? { email, result } : { email, deferred: true as const };
-              if (open) controller.enqueue(encoder.encode(JSON.stringify(ProbeBatchLine.parse(line)) + "\n"));
+            .then((result): ProbeBatchLine => (result ? ProbeBatchLine.parse({ email, result }) : { email, deferred: true }))
+            .catch((error: unknown): ProbeBatchLine => {
+              // One check that throws must not take the others (or the process) with it: it goes
+              // back to the caller unasked, to be asked again. The address stays out of the log.
+              const message = (error instanceof Error ? error.message : String(error)).slice(0, 200).replace(/[^\s<>"']+@[^\s<>"']+/g, "[address]");
+              console.error(JSON.stringify({ level: "error", msg: "batch check failed", error: error instanceof Error ? error.name : "Error", message }));
+              return { email, deferred: true };
+            })
+            .then((line) => {
+              if (open) controller.enqueue(encoder.encode(JSON.stringify(line) + "\n"));
             })
             .finally(() => {
               scheduler.done(1);

@@ -8,6 +8,7 @@
  * sending a random address of their own. The cache is per probe process: in a fleet each probe
  * learns on its own (the Worker sends each domain to the same probe, so that is rare).
  */
+import { monotonicNow } from "./clock.ts";
 type Key = string;
 const keyOf = (domain: string, host: string): Key => `${domain.toLowerCase()} ${host.toLowerCase()}`;
 
@@ -20,7 +21,7 @@ export class CatchAllCache {
     readonly maxEntries: number,
   ) {}
 
-  get(domain: string, host: string, now = Date.now()): boolean | null {
+  get(domain: string, host: string, now = monotonicNow()): boolean | null {
     const key = keyOf(domain, host);
     const hit = this.#entries.get(key);
     if (!hit) return null;
@@ -32,7 +33,7 @@ export class CatchAllCache {
   }
 
   /** Records an answer; a later answer that contradicts an earlier one replaces it. */
-  set(domain: string, host: string, catchAll: boolean, now = Date.now()): void {
+  set(domain: string, host: string, catchAll: boolean, now = monotonicNow()): void {
     const key = keyOf(domain, host);
     this.#entries.delete(key);
     // Map keeps insertion order, so the first key is the oldest entry.

@@ -3,6 +3,7 @@
  * setting stops the process with a message naming it.
  */
 import { z } from "zod";
+import { probeSecretProblem } from "../shared/probe-contract.ts";
 
 const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
@@ -16,7 +17,10 @@ const ProbeConfigSchema = z
     PORT: int(0, 65535, 8788),
     /** Where the HTTP service listens; 0.0.0.0 in a container, 127.0.0.1 under `npm start`. */
     PROBE_LISTEN_HOST: z.preprocess(emptyToUndefined, z.string().default("0.0.0.0")),
-    PROBE_SECRET: z.string({ message: "PROBE_SECRET is required" }).min(16, "PROBE_SECRET must be at least 16 characters"),
+    PROBE_SECRET: z.string({ message: "PROBE_SECRET is required" }).superRefine((secret, ctx) => {
+      const problem = probeSecretProblem(secret);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
     /**
      * The name we give after EHLO. It must be ours and match the reverse DNS of the probe's IP:
      * there is no default, because any default would be someone else's name.

@@ -25,6 +25,7 @@ import { TokenBucket } from "./limits.ts";
 import { classifyRcptReply, isThrottling } from "./smtp/classify.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 import { isPositive, openSession, type OpenResult, type SessionFailure, type SmtpSession, type SmtpStage } from "./smtp/session.ts";
+import { monotonicNow } from "./clock.ts";
 
 export type SchedulerConfig = Pick<
   ProbeConfig,
@@ -186,7 +187,7 @@ export class Destination {
   #closing = false;
   #hasIdle = false;
   readonly #whenEmpty: (() => void)[] = [];
-  lastActivity = Date.now();
+  lastActivity = monotonicNow();
 
   constructor(
     readonly address: string,
@@ -219,22 +220,22 @@ export class Destination {
   }
 
   check(req: CheckRequest): Promise<CheckOutcome> {
-    this.lastActivity = Date.now();
+    this.lastActivity = monotonicNow();
     return new Promise<CheckOutcome>((resolve) => {
       const p: Pending = {
         req,
         domain: req.recipient.slice(req.recipient.lastIndexOf("@") + 1).toLowerCase(),
         utf8: needsSmtpUtf8(req.recipient),
-        submittedAt: Date.now(),
+        submittedAt: monotonicNow(),
         retries: 0,
         settled: false,
         resolve,
-        timer: setTimeout(() => this.#expire(p), Math.max(0, req.deadline - Date.now())),
-        deferTimer: req.deferAt !== undefined && req.deferAt < req.deadline ? setTimeout(() => this.#defer(p), Math.max(0, req.deferAt - Date.now())) : undefined,
+        timer: setTimeout(() => this.#expire(p), Math.max(0, req.deadline - monotonicNow())),
+        deferTimer: req.deferAt !== undefined && req.deferAt < req.deadline ? setTimeout(() => this.#defer(p), Math.max(0, req.deferAt - monotonicNow())) : undefined,
         provisional: null,
         waitingFor: "a session to this address",
       };
-      const now = Date.now();
+      const now = monotonicNow();
       if (this.#deadOutcome && now < this.#deadUntil) {
         const failure = this.#deadOutcome.failure;
         return this.#settle(p, {
@@ -274,7 +275,7 @@ export class Destination {
     clearTimeout(p.deferTimer);
     const i = this.#queue.indexOf(p);
     if (i >= 0) this.#queue.splice(i, 1);
-    p.resolve({ ...outcome, ms: Date.now() - p.submittedAt });
+    p.resolve({ ...outcome, ms: monotonicNow() - p.submittedAt });
   }
 
   /** A batch check still waiting its turn at a server that answered others meanwhile: handed back unasked. */
@@ -307,19 +308,19 @@ export class Destination {
     this.#wakeTimer = setTimeout(() => {
       this.#wakeTimer = undefined;
       this.#pump();
-    }, Math.max(1, at - Date.now()));
+    }, Math.max(1, at - monotonicNow()));
   }
 
   #pump(): void {
     if (this.#queue.length === 0) return;
-    this.lastActivity = Date.now();
-    if (Date.now() < this.#backoffUntil) return this.#wakeAt(this.#backoffUntil);
+    this.lastActivity = monotonicNow();
+    if (monotonicNow() < this.#backoffUntil) return this.#wakeAt(this.#backoffUntil);
     for (const slot of this.#slots) {
       if (this.#queue.length === 0) return;
       // Out of RCPT tokens: the rate is what limits this destination now, not its sessions.
       if (slot.session && !slot.busy && !slot.retiring && this.#dispatch(slot) === "rate") return;
     }
-    if (this.#queue.length === 0 || Date.now() < this.#backoffUntil) return;
+    if (this.#queue.length === 0 || monotonicNow() < this.#backoffUntil) return;
     // Open as many sessions as the queue can fill, within this destination's limit. A busy session
     // is free again one round trip from now, a new one only after several (connect, greeting, EHLO,
     // STARTTLS): what the open ones will take next is not worth a connection of its own.
@@ -346,7 +347,7 @@ export class Destination {
     // refused before servers start punishing it. Behind a tarpit every refusal costs seconds: one
     // address (and its catch-all test) at a time.
     let perTransaction = Math.min(config.maxRcptsPerTransaction, this.#rcptLimit, this.#bucket.capacity);
-    if (Date.now() < this.#slowUntil) perTransaction = Math.min(perTransaction, 2);
+    if (monotonicNow() < this.#slowUntil) perTransaction = Math.min(perTransaction, 2);
     const budget = Math.min(perTransaction, config.maxRejectionsPerSession - s.rejections);
     const batch: Pending[] = [];
     const tests = new Map<string, CatchAllTest>();
@@ -395,7 +396,7 @@ export class Destination {
     const wait = this.#bucket.take(batch.length + tests.size);
     if (wait > 0) {
       this.#queue.unshift(...batch);
-      this.#wakeAt(Date.now() + wait);
+      this.#wakeAt(monotonicNow() + wait);
       return "rate";
     }
     for (const t of tests.values()) t.finish = this.ctx.catchAll.begin(t.domain, t.host);
@@ -409,7 +410,7 @@ export class Destination {
     clearTimeout(slot.idleTimer);
     this.#noteIdle();
     const firstUse = s.transactions === 0;
-    const started = Date.now();
+    const started = monotonicNow();
     let lastReplyAt: number | null = null;
     let throttled = false;
     let sawReply = false;
@@ -423,7 +424,7 @@ export class Destination {
 
     const onReply = (index: number, reply: SmtpReply) => {
       sawReply = true;
-      const now = Date.now();
+      const now = monotonicNow();
       this.#answeredAt = now;
       if (reply.code >= 400 && lastReplyAt !== null && now - lastReplyAt > SLOW_REPLY_MS) {
         this.#slowUntil = now + SLOW_MODE_MS;
@@ -481,7 +482,7 @@ export class Destination {
       const stale = !firstUse && !sawReply && result.reset === null && result.mail === null && result.failure.kind === "closed";
       if (stale) {
         // The server had closed the idle session, or closes after each transaction: not a refusal.
-        if (++this.#staleSessions >= 2) this.#noReuseUntil = Date.now() + NO_REUSE_MS;
+        if (++this.#staleSessions >= 2) this.#noReuseUntil = monotonicNow() + NO_REUSE_MS;
         for (const p of unanswered) this.#queue.unshift(p);
       } else if (result.failure.kind === "closed") {
         throttled = true;
@@ -541,8 +542,8 @@ export class Destination {
     return (
       s.transactions >= c.sessionMaxTransactions ||
       s.rejections >= c.maxRejectionsPerSession ||
-      Date.now() - s.openedAt >= c.sessionMaxAgeMs ||
-      Date.now() < this.#noReuseUntil ||
+      monotonicNow() - s.openedAt >= c.sessionMaxAgeMs ||
+      monotonicNow() < this.#noReuseUntil ||
       this.#closing
     );
   }
@@ -550,7 +551,7 @@ export class Destination {
   /** The destination pushed back (421, a rate limit, a dropped session): wait, and use fewer sessions. */
   #pushedBack(why: string): void {
     this.#backoffMs = Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, this.#backoffMs * 2));
-    this.#backoffUntil = Date.now() + this.#backoffMs;
+    this.#backoffUntil = monotonicNow() + this.#backoffMs;
     this.#limit = Math.max(1, Math.floor(this.#limit / 2));
     destinationEvent("backoff", this.address, { why, backoff_ms: this.#backoffMs, sessions: this.#limit });
   }
@@ -607,7 +608,7 @@ export class Destination {
     this.#opening++;
     const deadline = this.#queue.reduce((latest, p) => Math.max(latest, p.req.deadline), 0);
     const host = this.#queue[0]?.req.host ?? this.address;
-    const release = deadline > Date.now() ? await this.ctx.acquireSessionSlot(deadline) : null;
+    const release = deadline > monotonicNow() ? await this.ctx.acquireSessionSlot(deadline) : null;
     if (!release) {
       this.#opening--;
       this.#slots.delete(slot);
@@ -616,17 +617,17 @@ export class Destination {
     slot.release = once(release);
     const c = this.ctx.config;
     const options = { host, address: this.address, port: c.smtpPort, heloName: c.heloName, connectTimeoutMs: c.connectTimeoutMs, deadline };
-    let opened: OpenResult = await openSession({ ...options, startTls: Date.now() >= this.#noTlsUntil });
-    if (!opened.ok && opened.failure.kind === "tls" && Date.now() < deadline) {
+    let opened: OpenResult = await openSession({ ...options, startTls: monotonicNow() >= this.#noTlsUntil });
+    if (!opened.ok && opened.failure.kind === "tls" && monotonicNow() < deadline) {
       // As MTAs do with opportunistic TLS: a broken handshake is retried in plain text, and remembered.
-      this.#noTlsUntil = Date.now() + NO_TLS_MS;
+      this.#noTlsUntil = monotonicNow() + NO_TLS_MS;
       this.#noTlsNote = `STARTTLS failed (${opened.failure.message}); continued in plain text`;
       opened = await openSession({ ...options, startTls: false });
     }
     this.#opening--;
     if (opened.ok) {
       slot.session = opened.session;
-      slot.note = Date.now() < this.#noTlsUntil ? this.#noTlsNote : null;
+      slot.note = monotonicNow() < this.#noTlsUntil ? this.#noTlsNote : null;
       slot.busy = false;
       opened.session.onClose(() => {
         if (!slot.busy && !slot.retiring) this.#remove(slot);
@@ -654,11 +655,11 @@ export class Destination {
       failure: failed.failure,
       tls: failed.tls,
       roundTrips: failed.roundTrips,
-      note: Date.now() < this.#noTlsUntil ? this.#noTlsNote : null,
+      note: monotonicNow() < this.#noTlsUntil ? this.#noTlsNote : null,
     };
     // Every check waiting here moves on to its next MX address now, and so will new ones for a moment.
     this.#deadOutcome = outcome;
-    this.#deadUntil = Date.now() + DEAD_MS;
+    this.#deadUntil = monotonicNow() + DEAD_MS;
     for (const p of [...this.#queue]) this.#settle(p, outcome);
   }
 }

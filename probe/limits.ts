@@ -3,6 +3,7 @@
  * together: a probe VM has one IP and a finite number of sockets) and a token bucket (RCPT commands
  * per second to one destination address: big providers throttle an IP that asks too fast).
  */
+import { monotonicNow } from "./clock.ts";
 
 type Waiter = { resolve: (release: (() => void) | null) => void; timer: NodeJS.Timeout };
 
@@ -27,7 +28,7 @@ export class Limiter {
       this.#active++;
       return Promise.resolve(this.#releaser());
     }
-    const wait = deadline - Date.now();
+    const wait = deadline - monotonicNow();
     if (wait <= 0) return Promise.resolve(null);
     return new Promise((resolve) => {
       const waiter: Waiter = {
@@ -65,7 +66,7 @@ export class TokenBucket {
   constructor(
     readonly ratePerSecond: number,
     readonly capacity: number,
-    now = Date.now(),
+    now = monotonicNow(),
   ) {
     this.#tokens = capacity;
     this.#at = now;
@@ -80,7 +81,7 @@ export class TokenBucket {
    * Takes `n` tokens (at most `capacity`) and returns 0, or takes nothing and returns how many
    * milliseconds to wait until `n` are there.
    */
-  take(n: number, now = Date.now()): number {
+  take(n: number, now = monotonicNow()): number {
     this.#refill(now);
     const want = Math.min(n, this.capacity);
     if (this.#tokens >= want) {

@@ -6,6 +6,13 @@
 import { loadProbeConfig, ProbeConfigError } from "./config.ts";
 import { startProbeServer } from "./server.ts";
 
+// A promise nobody awaited that fails is one check's bug, not a reason to drop every check in
+// flight: log it and keep serving. An uncaught exception is different (Node's state may be
+// broken): the default, log and exit, stands, and the container's restart policy brings it back.
+process.on("unhandledRejection", (reason) => {
+  console.error(JSON.stringify({ level: "error", msg: "unhandled rejection", error: reason instanceof Error ? reason.name : typeof reason }));
+});
+
 try {
   const config = loadProbeConfig(process.env);
   const probe = await startProbeServer(config);

@@ -10,6 +10,7 @@ import type { CheckOutcome, Scheduler } from "./scheduler.ts";
 import { classifyRcptReply, type RcptClass } from "./smtp/classify.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 import { checkTarget } from "../shared/targets.ts";
+import { monotonicNow } from "./clock.ts";
 
 export type ProbeDeps = {
   config: Pick<ProbeConfig, "allowPrivateTargets">;
@@ -74,7 +75,7 @@ function failureOutcome(check: CheckOutcome): ProbeOutcome {
   }
 }
 
-export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt = Date.now()): Promise<ProbeResponse> {
+export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt = monotonicNow()): Promise<ProbeResponse> {
   return (await walkHosts(request, deps, startedAt, undefined))!;
 }
 
@@ -94,7 +95,7 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
 
   walk: for (const host of hosts) {
     for (const literal of host.addresses) {
-      if (Date.now() >= deadline) break walk;
+      if (monotonicNow() >= deadline) break walk;
       const target = checkTarget(literal, deps.config.allowPrivateTargets);
       if (!target.ok) {
         attempts.push(skippedAttempt(host.host, literal, "refused_target", `refused to dial a ${target.reason}`));
@@ -139,7 +140,7 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
     tls: decided ? decided.check.tls : null,
     pipelining: decided ? decided.check.pipelining : null,
     attempts: attempts.slice(0, 64),
-    elapsed_ms: Math.max(0, Date.now() - startedAt),
+    elapsed_ms: Math.max(0, monotonicNow() - startedAt),
   };
 }
 

@@ -8,6 +8,7 @@
 import { CatchAllCache } from "./catch-all-cache.ts";
 import { Destination, type CheckOutcome, type CheckRequest, type SchedulerConfig } from "./destination.ts";
 import { Limiter } from "./limits.ts";
+import { monotonicNow } from "./clock.ts";
 
 export type { CheckOutcome, CheckRequest, SchedulerConfig } from "./destination.ts";
 
@@ -138,7 +139,7 @@ export class Scheduler {
   }
 
   #forget(): void {
-    const now = Date.now();
+    const now = monotonicNow();
     for (const [address, d] of this.#destinations) {
       if (d.empty && now - d.lastActivity > FORGET_AFTER_MS) this.#destinations.delete(address);
     }

@@ -9,6 +9,7 @@ import { z } from "zod";
 export const PROBE_PATH = "/v1/probe";
 export const PROBE_SIGNATURE_HEADER = "x-probe-signature";
 export const PROBE_TIMESTAMP_HEADER = "x-probe-timestamp";
+export const PROBE_NONCE_HEADER = "x-probe-nonce";
 /** Signatures older (or further in the future) than this are refused (README "The SMTP probe"). */
 export const PROBE_MAX_SKEW_SECONDS = 300;
 /** Request bodies above this are refused before parsing. */
@@ -165,8 +166,8 @@ async function hmacKey(secret: string, usage: "sign" | "verify"): Promise<HmacKe
   return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
 }
 
-function toHex(buf: ArrayBuffer): string {
-  return Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
+function toHex(buf: ArrayBuffer | Uint8Array): string {
+  return Array.from(buf instanceof Uint8Array ? buf : new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function fromHex(hex: string): Uint8Array | null {
@@ -176,37 +177,90 @@ function fromHex(hex: string): Uint8Array | null {
   return out;
 }
 
-/** HMAC-SHA256 over `${timestamp}.${body}`; returns the headers to send. */
+/** 16 random bytes, hex: unique per request, so the probe can refuse a request it has seen. */
+const NONCE = /^[0-9a-f]{32}$/;
+
+/**
+ * What is signed (v2): the method, the path, the timestamp, the nonce and the body's SHA-256, one
+ * per line. A captured request cannot be sent to another path or with another method, and, since
+ * the probe remembers nonces for the skew window, not twice.
+ */
+async function canonical(method: string, path: string, timestamp: string, nonce: string, body: string): Promise<Uint8Array> {
+  const bodyHash = toHex(await crypto.subtle.digest("SHA-256", encoder.encode(body)));
+  return encoder.encode(`v2\n${method.toUpperCase()}\n${path}\n${timestamp}\n${nonce}\n${bodyHash}`);
+}
+
+/** The headers that sign one request to the probe. */
 export async function signProbeRequest(
   secret: string,
-  body: string,
+  request: { method: string; path: string; body: string },
   nowSeconds = Math.floor(Date.now() / 1000),
+  nonce = toHex(crypto.getRandomValues(new Uint8Array(16))),
 ): Promise<Record<string, string>> {
   const key = await hmacKey(secret, "sign");
-  const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(`${nowSeconds}.${body}`));
+  const timestamp = String(nowSeconds);
+  const mac = await crypto.subtle.sign("HMAC", key, await canonical(request.method, request.path, timestamp, nonce, request.body));
   return {
-    [PROBE_TIMESTAMP_HEADER]: String(nowSeconds),
-    [PROBE_SIGNATURE_HEADER]: `v1=${toHex(mac)}`,
+    [PROBE_TIMESTAMP_HEADER]: timestamp,
+    [PROBE_NONCE_HEADER]: nonce,
+    [PROBE_SIGNATURE_HEADER]: `v2=${toHex(mac)}`,
   };
 }
 
+export type ProbeSignatureHeaders = { timestamp: string | null | undefined; nonce: string | null | undefined; signature: string | null | undefined };
+/** Headers that passed the checks made before the body is read. */
+export type CheckedProbeHeaders = { timestamp: string; timestampSeconds: number; nonce: string; mac: Uint8Array };
+
 /**
- * Checks a signature in constant time (WebCrypto's verify compares the MAC itself).
- * Returns false for a missing, malformed, stale or wrong signature.
+ * The checks that need no body: every header present and well formed, the timestamp within the
+ * skew window. The probe makes them before it reads a byte of the body. Null: refuse.
+ */
+export function checkProbeHeaders(headers: ProbeSignatureHeaders, nowSeconds = Math.floor(Date.now() / 1000)): CheckedProbeHeaders | null {
+  const { timestamp, nonce, signature } = headers;
+  if (!timestamp || !nonce || !signature || !/^\d{1,12}$/.test(timestamp) || !NONCE.test(nonce)) return null;
+  const ts = Number(timestamp);
+  if (Math.abs(nowSeconds - ts) > PROBE_MAX_SKEW_SECONDS) return null;
+  if (!signature.startsWith("v2=")) return null;
+  const mac = fromHex(signature.slice(3));
+  return mac ? { timestamp, timestampSeconds: ts, nonce, mac } : null;
+}
+
+/**
+ * Checks a signature in constant time (WebCrypto's verify compares the MAC itself) over the method,
+ * path, timestamp, nonce and body. Returns false for a missing, malformed, stale or wrong signature.
+ * Whether the nonce was seen before is the receiver's to remember (probe/replay-guard.ts).
  */
 export async function verifyProbeSignature(
   secret: string,
-  body: string,
-  timestampHeader: string | null | undefined,
-  signatureHeader: string | null | undefined,
+  request: { method: string; path: string; body: string },
+  headers: ProbeSignatureHeaders | CheckedProbeHeaders,
   nowSeconds = Math.floor(Date.now() / 1000),
 ): Promise<boolean> {
-  if (!timestampHeader || !signatureHeader || !/^\d{1,12}$/.test(timestampHeader)) return false;
-  const ts = Number(timestampHeader);
-  if (Math.abs(nowSeconds - ts) > PROBE_MAX_SKEW_SECONDS) return false;
-  if (!signatureHeader.startsWith("v1=")) return false;
-  const mac = fromHex(signatureHeader.slice(3));
-  if (!mac) return false;
+  const checked = "mac" in headers ? headers : checkProbeHeaders(headers, nowSeconds);
+  if (!checked) return false;
   const key = await hmacKey(secret, "verify");
-  return crypto.subtle.verify("HMAC", key, mac, encoder.encode(`${timestampHeader}.${body}`));
+  return crypto.subtle.verify("HMAC", key, checked.mac, await canonical(request.method, request.path, checked.timestamp, checked.nonce, request.body));
+}
+
+/**
+ * Why a PROBE_SECRET is too weak to sign with, or null. It must hold at least 32 random bytes, as
+ * `openssl rand -base64 32` (44 characters), `openssl rand -hex 32` (64) or Node's
+ * `randomBytes(32).toString("base64url")` (43) give: at least 43 characters, not a repetition of a
+ * shorter string, and about 160 bits by the spread of its characters (a Shannon estimate: a random
+ * hex string of 64 characters scores about 245, base64 of 32 bytes about 215; "a" repeated scores 0).
+ */
+export function probeSecretProblem(secret: string): string | null {
+  const how = "make one with `openssl rand -base64 32`";
+  if (secret.length < 43) return `PROBE_SECRET must hold at least 32 random bytes (43 or more characters): ${how}`;
+  for (let period = 1; period <= secret.length / 2; period++) {
+    if (secret.length % period === 0 && secret.slice(0, period).repeat(secret.length / period) === secret) {
+      return `PROBE_SECRET repeats a shorter string, so it is not random: ${how}`;
+    }
+  }
+  const counts = new Map<string, number>();
+  for (const ch of secret) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+  let bits = 0;
+  for (const n of counts.values()) bits -= n * Math.log2(n / secret.length);
+  if (bits < 160) return `PROBE_SECRET is too regular to be random: ${how}`;
+  return null;
 }

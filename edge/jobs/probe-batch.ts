@@ -34,7 +34,7 @@ export async function callProbeBatch(
   const fail = (reason: Extract<BatchCallEnd, { ok: false }>["reason"], status: number | null = null): BatchCallEnd => ({ ok: false, reason, status, lines });
   let res: Response;
   try {
-    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, body)) };
+    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { method: "POST", path: PROBE_BATCH_PATH, body })) };
     res = await fetch(new URL(PROBE_BATCH_PATH, probeUrl), { method: "POST", headers, body, signal });
   } catch {
     return fail(signal.aborted ? "deadline" : "unreachable");

@@ -13,6 +13,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { ReplyReader, SmtpProtocolError, type SmtpReply } from "./reply.ts";
+import { monotonicNow } from "../clock.ts";
 
 export type SmtpStage = "connect" | "greeting" | "ehlo" | "starttls" | "mail" | "rcpt" | "catch_all" | "quit";
 
@@ -235,7 +236,7 @@ class Connection {
 
   /** Runs `work` with a deadline: when it passes, the connection fails with a timeout. */
   async within<T>(deadline: number, what: () => string, work: () => Promise<T>): Promise<T> {
-    const timer = setTimeout(() => this.fail(new SessionError("timeout", `deadline reached during ${what()}`)), Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(() => this.fail(new SessionError("timeout", `deadline reached during ${what()}`)), Math.max(0, deadline - monotonicNow()));
     try {
       return await work();
     } finally {
@@ -247,10 +248,10 @@ class Connection {
 function connect(o: OpenOptions): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: o.address, port: o.port, noDelay: true });
-    const limit = Math.max(0, Math.min(o.connectTimeoutMs, o.deadline - Date.now()));
+    const limit = Math.max(0, Math.min(o.connectTimeoutMs, o.deadline - monotonicNow()));
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new SessionError(Date.now() >= o.deadline ? "timeout" : "connect", `no TCP connection within ${limit} ms`));
+      reject(new SessionError(monotonicNow() >= o.deadline ? "timeout" : "connect", `no TCP connection within ${limit} ms`));
     }, limit);
     socket.once("connect", () => {
       clearTimeout(timer);
@@ -278,7 +279,7 @@ const EHLO_UNKNOWN = new Set([500, 501, 502, 504]);
 
 /** Connects and gets a session ready for transactions, or says where and why it could not. */
 export async function openSession(o: OpenOptions): Promise<OpenResult> {
-  const started = Date.now();
+  const started = monotonicNow();
   let stage: SmtpStage = "connect";
   let roundTrips = 1;
   let secured = false;
@@ -292,7 +293,7 @@ export async function openSession(o: OpenOptions): Promise<OpenResult> {
       rejectedReply: reply,
       tls: secured,
       roundTrips,
-      ms: Date.now() - started,
+      ms: monotonicNow() - started,
     };
   };
   try {
@@ -327,13 +328,13 @@ export async function openSession(o: OpenOptions): Promise<OpenResult> {
         }
         // Any other answer: carry on in plain text, as opportunistic TLS does.
       }
-      return { ok: true, session: new SmtpSession(c, o, caps, secured, roundTrips, Date.now() - started) };
+      return { ok: true, session: new SmtpSession(c, o, caps, secured, roundTrips, monotonicNow() - started) };
     });
   } catch (err) {
     // A deadline may have destroyed the socket first; report it as the deadline.
     const failure = conn?.failure?.kind === "timeout" ? toFailure(conn.failure) : toFailure(err);
     conn?.socket.destroy();
-    return { ok: false, stage, failure, rejectedReply: null, tls: secured, roundTrips, ms: Date.now() - started };
+    return { ok: false, stage, failure, rejectedReply: null, tls: secured, roundTrips, ms: monotonicNow() - started };
   }
 }
 
@@ -356,8 +357,8 @@ export class SmtpSession {
   /** Round trips and time spent getting ready (connect to the last EHLO). */
   readonly setupRoundTrips: number;
   readonly setupMs: number;
-  readonly openedAt = Date.now();
-  lastUsedAt = Date.now();
+  readonly openedAt = monotonicNow();
+  lastUsedAt = monotonicNow();
   /** MAIL FROM transactions begun on this session. */
   transactions = 0;
   /** Replies of 400 and above to RSET, MAIL and RCPT: what servers count as client errors. */
@@ -396,7 +397,7 @@ export class SmtpSession {
   }
 
   async transaction(req: TransactionRequest): Promise<TransactionResult> {
-    const started = Date.now();
+    const started = monotonicNow();
     const result: TransactionResult = { reset: null, mail: null, replies: [], failure: null, roundTrips: 0, ms: 0 };
     if (this.#busy) throw new Error("SmtpSession.transaction: the session is busy");
     this.#busy = true;
@@ -453,8 +454,8 @@ export class SmtpSession {
       c.socket.destroy();
     } finally {
       this.#busy = false;
-      this.lastUsedAt = Date.now();
-      result.ms = Date.now() - started;
+      this.lastUsedAt = monotonicNow();
+      result.ms = monotonicNow() - started;
     }
     return result;
   }

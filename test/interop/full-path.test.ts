@@ -4,6 +4,7 @@
  * makes, as a separate process, as it runs in its container), and the probe talks SMTP to a real
  * Postfix. The assertions are on the public API's answer.
  */
+import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -24,7 +25,7 @@ import { startPostfix, type RunningPostfix } from "./servers/postfix.ts";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const MX = "127.0.0.2";
 const NOTHING_LISTENS = "127.0.0.9";
-const SECRET = "interop-probe-secret-0123456789";
+const SECRET = TEST_PROBE_SECRET;
 
 const zone: InteropZone = {
   "known.test": { MX: [{ preference: 10, exchange: "mx.known.test" }] },

@@ -6,6 +6,7 @@
  * saw is read from its own log: one "disconnect from" line per session, with its command counts
  * ("mail=3 rcpt=5/7 rset=2 quit=1 commands=...").
  */
+import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadProbeConfig } from "../../probe/config.ts";
@@ -23,7 +24,7 @@ import { preflight } from "./preflight.ts";
 import { startPostfix, type RunningPostfix } from "./servers/postfix.ts";
 
 const MX = "127.0.0.4";
-const SECRET = "interop-scheduler-secret-0123456789";
+const SECRET = TEST_PROBE_SECRET;
 const KNOWN = Array.from({ length: 150 }, (_, i) => `user${i}@bulk.test`);
 const mx = [{ host: "mx.bulk.test", preference: 10, addresses: [MX] }];
 
@@ -55,7 +56,7 @@ afterAll(async () => {
 
 async function signedPost(path: string, body: unknown): Promise<Response> {
   const text = JSON.stringify(body);
-  return fetch(`${probe!.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...(await signProbeRequest(SECRET, text)) }, body: text });
+  return fetch(`${probe!.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...(await signProbeRequest(SECRET, { method: "POST", path, body: text })) }, body: text });
 }
 
 async function check(email: string): Promise<ProbeResponse> {

@@ -1,4 +1,5 @@
 /** The Worker's configuration (README "Configuration"): defaults, the probe list, and loud failures. */
+import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../edge/env.ts";
 
@@ -16,7 +17,7 @@ describe("loadConfig", () => {
   });
 
   it("takes one probe URL or a comma-separated list, ignoring blanks", () => {
-    const secret = "s".repeat(32);
+    const secret = TEST_PROBE_SECRET;
     expect(loadConfig({ ...base, PROBE_URL: "https://p1.example.net", PROBE_SECRET: secret }).PROBE_URL).toEqual(["https://p1.example.net"]);
     expect(loadConfig({ ...base, PROBE_URL: " https://p1.example.net, https://p2.example.net ,", PROBE_SECRET: secret }).PROBE_URL).toEqual([
       "https://p1.example.net",
@@ -27,8 +28,14 @@ describe("loadConfig", () => {
 
   it.each([
     [{ DATABASE_URL: "not a url" }, /DATABASE_URL must be a URL/],
-    [{ ...base, PROBE_URL: "https://p1.example.net,nope", PROBE_SECRET: "s".repeat(32) }, /PROBE_URL must be a URL or a comma-separated list/],
+    [{ ...base, PROBE_URL: "https://p1.example.net,nope", PROBE_SECRET: TEST_PROBE_SECRET }, /PROBE_URL must be a URL or a comma-separated list/],
     [{ ...base, PROBE_URL: "https://p1.example.net" }, /PROBE_SECRET is required when PROBE_URL is set/],
+    [{ ...base, PROBE_URL: "http://probe1.example.net:8788", PROBE_SECRET: TEST_PROBE_SECRET }, /PROBE_URL must be https \(http only to a loopback address/],
+    [{ ...base, PROBE_URL: "http://10.0.0.5:8788", PROBE_SECRET: TEST_PROBE_SECRET }, /PROBE_URL must be https/],
+    [{ ...base, PROBE_URL: "https://p1.example.net", PROBE_SECRET: "aaaaaaaaaaaaaaaa" }, /PROBE_SECRET must hold at least 32 random bytes/],
+    [{ ...base, PROBE_URL: "https://p1.example.net", PROBE_SECRET: "a".repeat(64) }, /PROBE_SECRET repeats a shorter string/],
+    [{ ...base, PROBE_URL: "https://p1.example.net", PROBE_SECRET: "password".repeat(8) }, /PROBE_SECRET repeats a shorter string/],
+    [{ ...base, PROBE_URL: "https://p1.example.net", PROBE_SECRET: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab" }, /PROBE_SECRET is too regular/],
     [{ ...base, LOOKUP_COST: "-1" }, /LOOKUP_COST/],
     [{ ...base, DATABASE_TIMEOUT_MS: "0" }, /DATABASE_TIMEOUT_MS/],
     [{ ...base, DATABASE_TIMEOUT_MS: "3 s" }, /DATABASE_TIMEOUT_MS/],

@@ -3,7 +3,8 @@
  * bound, the batch endpoint's NDJSON stream, draining on close, and signed requests that end in
  * real SMTP conversations. Also its configuration rules.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadProbeConfig, type ProbeConfig } from "../../probe/config.ts";
 import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
 import {
@@ -17,8 +18,9 @@ import {
   type ProbeRequest,
 } from "../../shared/probe-contract.ts";
 import { freePortOn, startMailServer, type RunningServer } from "../fixtures/smtp-servers.ts";
+import { OTHER_PROBE_SECRET, TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 
-const SECRET = "service-test-secret-0123456789";
+const SECRET = TEST_PROBE_SECRET;
 const MX = "127.0.0.60";
 const SLOW_MX = "127.0.0.61";
 
@@ -46,7 +48,7 @@ const body = (email: string, address = MX, deadline = 3000): ProbeRequest => ({
 });
 
 async function post(target: RunningProbe, payload: string, headers: Record<string, string> | null = null, path = PROBE_PATH) {
-  const signed = headers ?? (await signProbeRequest(SECRET, payload));
+  const signed = headers ?? (await signProbeRequest(SECRET, { method: "POST", path, body: payload }));
   const res = await fetch(`${target.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...signed },
@@ -75,13 +77,15 @@ describe("POST /v1/probe", () => {
     expect(mail.record.mailFrom.at(-1)!.address).toBe("verify@probe1.verify.example");
   });
 
-  it("401 without a signature, with another secret, a stale timestamp, or a changed body", async () => {
+  it("401 without a signature, with another secret, a stale timestamp, an old v1 signature, or a changed body", async () => {
     const payload = JSON.stringify(body("ana@svc.test"));
-    const other = await signProbeRequest("another-secret-0123456789", payload);
-    const stale = await signProbeRequest(SECRET, payload, Math.floor(Date.now() / 1000) - 360);
-    const future = await signProbeRequest(SECRET, payload, Math.floor(Date.now() / 1000) + 360);
-    const good = await signProbeRequest(SECRET, payload);
-    for (const headers of [{}, other, stale, future, { ...good, "x-probe-signature": "v1=" + "0".repeat(64) }]) {
+    const request = { method: "POST", path: PROBE_PATH, body: payload };
+    const other = await signProbeRequest(OTHER_PROBE_SECRET, request);
+    const stale = await signProbeRequest(SECRET, request, Math.floor(Date.now() / 1000) - 360);
+    const future = await signProbeRequest(SECRET, request, Math.floor(Date.now() / 1000) + 360);
+    const good = await signProbeRequest(SECRET, request);
+    const noNonce = Object.fromEntries(Object.entries(await signProbeRequest(SECRET, request)).filter(([k]) => k !== "x-probe-nonce"));
+    for (const headers of [{}, other, stale, future, noNonce, { ...good, "x-probe-signature": "v1=" + "0".repeat(64) }]) {
       const r = await post(probe, payload, headers);
       expect(r.status, JSON.stringify(headers)).toBe(401);
       expect(r.json).toEqual({ error: "Unauthorized" });
@@ -140,6 +144,109 @@ describe("POST /v1/probe", () => {
   });
 });
 
+describe("signed requests cannot be replayed, redirected or pushed in unchecked", () => {
+  const payload = () => JSON.stringify(body("ana@svc.test"));
+
+  it("a captured request is taken once: sent again within the window it is 401", async () => {
+    const text = payload();
+    const headers = await signProbeRequest(SECRET, { method: "POST", path: PROBE_PATH, body: text });
+    expect((await post(probe, text, headers)).status).toBe(200);
+    const again = await post(probe, text, headers);
+    expect(again).toMatchObject({ status: 401, json: { error: "Unauthorized" } });
+  });
+
+  it("the path and the method are signed: a request signed for one path or method is 401 on another", async () => {
+    const batch = JSON.stringify({ deadline_ms: 3000, groups: [{ mx: body("ana@svc.test").mx, emails: ["ana@svc.test"] }] });
+    const forSingle = await signProbeRequest(SECRET, { method: "POST", path: PROBE_PATH, body: batch });
+    const res = await fetch(`${probe.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...forSingle }, body: batch });
+    expect(res.status).toBe(401);
+    await res.body?.cancel();
+    const text = payload();
+    const forPut = await signProbeRequest(SECRET, { method: "PUT", path: PROBE_PATH, body: text });
+    expect((await post(probe, text, forPut)).status).toBe(401);
+  });
+
+  it("a stale timestamp is refused from the headers alone, before the body arrives", async () => {
+    const url = new URL(probe.url);
+    const stale = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: "" }, Math.floor(Date.now() / 1000) - 3600);
+    // Headers for a 1,000,000-byte body (under the batch limit), then only 1,000 bytes of it: the
+    // answer can only come now if the server did not wait to read the rest.
+    const head = [
+      `POST ${PROBE_BATCH_PATH} HTTP/1.1`,
+      `Host: ${url.host}`,
+      "Content-Type: application/json",
+      "Content-Length: 1000000",
+      ...Object.entries(stale).map(([k, v]) => `${k}: ${v}`),
+      "",
+      "",
+    ].join("\r\n");
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => socket.write(head + "x".repeat(1000)));
+      let got = "";
+      socket.on("data", (d) => {
+        got += d.toString("latin1");
+        if (got.includes("\r\n\r\n")) {
+          socket.destroy();
+          resolve(got);
+        }
+      });
+      socket.on("error", reject);
+    });
+    expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+  });
+});
+
+describe("one bad check never takes the probe down", () => {
+  const batch = (emails: string[], address = MX) =>
+    JSON.stringify({ deadline_ms: 5000, groups: [{ mx: [{ host: "mx.svc.test", preference: 10, addresses: [address] }], emails }] });
+  async function postBatch(target: RunningProbe, text: string) {
+    const headers = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: text });
+    const res = await fetch(`${target.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: text });
+    expect(res.status).toBe(200);
+    return (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  it("a check that throws is handed back deferred; the others in its batch are answered, and so is the next request", async () => {
+    const fresh = await startProbeServer(config());
+    try {
+      const check = fresh.service.scheduler.check.bind(fresh.service.scheduler);
+      // A fault injected into the real scheduler for one address: stands for any bug in one check.
+      fresh.service.scheduler.check = (req) => (req.recipient === "boom@svc.test" ? Promise.reject(new Error("injected fault")) : check(req));
+      const lines = await postBatch(fresh, batch(["ana@svc.test", "boom@svc.test"]));
+      expect(lines.find((l) => l.email === "boom@svc.test")).toEqual({ email: "boom@svc.test", deferred: true });
+      expect(ProbeBatchAnswer.parse(lines.find((l) => l.email === "ana@svc.test")).result.outcome).toBe("accepted");
+      const next = await postBatch(fresh, batch(["ana@svc.test"]));
+      expect(ProbeBatchAnswer.parse(next[0]).result.outcome).toBe("accepted");
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("a wall clock stepped back an hour mid-check gives no negative duration and no crash", async () => {
+    const fresh = await startProbeServer(config());
+    const realNow = Date.now.bind(Date);
+    try {
+      const text = batch(["ana@svc.test"], SLOW_MX);
+      const headers = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: text });
+      const pending = fetch(`${fresh.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: text });
+      // The slow server answers each command 300 ms later: the step lands inside the conversation.
+      await new Promise((r) => setTimeout(r, 150));
+      vi.spyOn(Date, "now").mockImplementation(() => realNow() - 3_600_000);
+      const res = await pending;
+      const [line] = (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as unknown);
+      const answer = ProbeBatchAnswer.parse(line);
+      expect(answer.result.outcome).toBe("accepted");
+      expect(answer.result.attempts.every((a) => a.ms >= 0)).toBe(true);
+      vi.restoreAllMocks();
+      const next = await postBatch(fresh, batch(["ana@svc.test"]));
+      expect(ProbeBatchAnswer.parse(next[0]).result.outcome).toBe("accepted");
+    } finally {
+      vi.restoreAllMocks();
+      await fresh.close();
+    }
+  });
+});
+
 describe("POST /v1/probe/batch", () => {
   const batchBody = (emails: string[][], deadline = 5000): ProbeBatchRequest => ({
     deadline_ms: deadline,
@@ -147,7 +254,7 @@ describe("POST /v1/probe/batch", () => {
   });
 
   async function postBatch(target: RunningProbe, payload: string) {
-    const signed = await signProbeRequest(SECRET, payload);
+    const signed = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: payload });
     return fetch(`${target.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...signed }, body: payload });
   }
 
@@ -221,7 +328,11 @@ describe("configuration", () => {
 
   it.each([
     [{ PROBE_HELO_NAME: "probe1.verify.example" }, /PROBE_SECRET is required/],
-    [{ PROBE_SECRET: "short", PROBE_HELO_NAME: "probe1.verify.example" }, /PROBE_SECRET must be at least 16/],
+    [{ PROBE_SECRET: "short", PROBE_HELO_NAME: "probe1.verify.example" }, /PROBE_SECRET must hold at least 32 random bytes/],
+    [{ PROBE_SECRET: "a".repeat(16), PROBE_HELO_NAME: "probe1.verify.example" }, /PROBE_SECRET must hold at least 32 random bytes/],
+    [{ PROBE_SECRET: "a".repeat(64), PROBE_HELO_NAME: "probe1.verify.example" }, /PROBE_SECRET repeats a shorter string/],
+    [{ PROBE_SECRET: "0123456789".repeat(5), PROBE_HELO_NAME: "probe1.verify.example" }, /PROBE_SECRET repeats a shorter string/],
+    [{ PROBE_SECRET: `${"ab".repeat(30)}xyz`, PROBE_HELO_NAME: "probe1.verify.example" }, /PROBE_SECRET is too regular/],
     [{ PROBE_SECRET: SECRET }, /PROBE_HELO_NAME is required/],
     [{ ...base, PROBE_HELO_NAME: "localhost" }, /fully qualified/],
     [{ ...base, PROBE_HELO_NAME: "192.0.2.1" }, /fully qualified/],

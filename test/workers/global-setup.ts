@@ -13,13 +13,14 @@ import { startProbeFixture } from "../fixtures/probe-fixture.ts";
 import { startTestMailServers } from "../fixtures/test-mail.ts";
 import { startWebhookReceiver } from "../fixtures/webhook-receiver.ts";
 import { testZone } from "../fixtures/test-zone.ts";
+import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer } from "../../probe/server.ts";
 
 // Loaded by Node itself: the module runner that loads this file would transform wrangler's 15 MB bundle first (about 20 s).
 const { unstable_startWorker } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
 
-export const PROBE_SECRET = "test-probe-secret-0123456789";
+export const PROBE_SECRET = TEST_PROBE_SECRET;
 
 // The real servers the Worker talks to over loopback: libSQL (real engine), DoH (RFC 8484 wire
 // format from a zone the tests control), the real probe service with SMTP servers behind the

@@ -3,6 +3,7 @@
  * failures, and never a token, a looked-up value, an email address or a phone number. The console
  * of this isolate is where the Worker writes them; the test reads what it wrote.
  */
+import { OTHER_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { afterEach, beforeEach, describe, expect, inject, it, vi, type MockInstance } from "vitest";
 import { probeOrder } from "../../edge/probe-client.ts";
 import { verifyEmail } from "../../edge/verify.ts";
@@ -117,7 +118,7 @@ it("a probe that refuses our signature is logged as a configuration error and no
   const result = await verifyEmail(`ana@${domain}`, {
     dohUrl: inject("dohUrl"),
     probeUrls: [realProbe, deadProbe],
-    probeSecret: "not-the-probe-secret-0123456789",
+    probeSecret: OTHER_PROBE_SECRET,
     smtpTimeoutSeconds: 5,
     requestId: "req-under-test",
   });
