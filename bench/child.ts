@@ -5,6 +5,7 @@
  * from /proc, for the reports.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -130,19 +131,23 @@ export function processTree(pid: number): { pid: number; command: string }[] {
  * A libSQL server (scripts/libsql-server.ts, a process of its own) on a new, migrated file in a
  * temporary folder: a benchmark's `npm start` gets it as DATABASE_URL, so it starts from an empty
  * database whatever a developer's `.data/` holds (a job left unfinished there would otherwise be
- * requeued by the stack's cron and run ahead of the benchmark's own).
+ * requeued by the stack's cron and run ahead of the benchmark's own). `authToken` goes with it, as
+ * DATABASE_AUTH_TOKEN.
  */
-export async function startFreshDatabase(): Promise<{ url: string; child: ChildProcess; close(): Promise<void> }> {
+export async function startFreshDatabase(): Promise<{ url: string; authToken: string; child: ChildProcess; close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "bench-db-"));
+  const authToken = randomBytes(32).toString("base64url");
   const { child, stdout } = await startChild(process.execPath, ["--import", "tsx", join(root, "scripts/libsql-server.ts"), "--file", join(dir, "bench.db"), "--port", "0"], {
+    env: { LIBSQL_AUTH_TOKEN: authToken },
     ready: /libSQL server on (\S+)/,
   });
   const url = /libSQL server on (\S+)/.exec(stdout)![1]!;
-  const db = openDatabase(url);
+  const db = openDatabase(url, authToken);
   await applyMigrations(db);
   db.$client.close();
   return {
     url,
+    authToken,
     child,
     close: async () => {
       await stopChild(child);

@@ -36,7 +36,7 @@ const database = await startFreshDatabase();
 const stack = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
   // WRANGLER_LOG=warn: the Worker's own cost, not wrangler printing two lines per request to a terminal
   // (in production Workers Logs collects the access lines outside the request). Override it to measure that too.
-  env: { WRANGLER_LOG: "warn", ...process.env, EDGE_PORT: String(edgePort), DATABASE_URL: database.url, DOH_URL: doh.url, PROBE_URL: "" },
+  env: { WRANGLER_LOG: "warn", ...process.env, EDGE_PORT: String(edgePort), DATABASE_URL: database.url, DATABASE_AUTH_TOKEN: database.authToken, DOH_URL: doh.url, PROBE_URL: "" },
   stdio: ["ignore", "pipe", "inherit"],
 });
 const stop = async () => {
@@ -57,7 +57,7 @@ try {
   });
 
   // Enough credits for every hit the run can make; the demo account's 1,000 would run out.
-  const db = openDatabase(database.url);
+  const db = openDatabase(database.url, database.authToken);
   const account = await createAccount(db, "bench", 100_000_000);
   const tokens: string[] = [];
   for (let i = 0; i < keyCount; i++) tokens.push((await createApiKey(db, account.id)).token);

@@ -102,11 +102,11 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
   const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
   const database = await startFreshDatabase();
   const { child: stack } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-    env: { ...inherited, DATABASE_URL: database.url, EDGE_PORT: String(EDGE_PORT), PROBE_PORT: String(PROBE_PORT), DOH_URL: dohUrl, PROBE_ALLOW_PRIVATE_TARGETS: "true", WRANGLER_LOG: "warn" },
+    env: { ...inherited, DATABASE_URL: database.url, DATABASE_AUTH_TOKEN: database.authToken, EDGE_PORT: String(EDGE_PORT), PROBE_PORT: String(PROBE_PORT), DOH_URL: dohUrl, PROBE_ALLOW_PRIVATE_TARGETS: "true", WRANGLER_LOG: "warn" },
     ready: /Demo key:\s+\S+\s/,
   });
   try {
-    const db = openDatabase(database.url);
+    const db = openDatabase(database.url, database.authToken);
     const account = await createAccount(db, "bench jobs at scale", 0);
     const token = (await createApiKey(db, account.id)).token;
     const api = `http://127.0.0.1:${EDGE_PORT}/v1/email_verification_jobs`;

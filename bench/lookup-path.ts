@@ -11,6 +11,7 @@
  *   npx tsx bench/lookup-path.ts [--reps 3] [--delay-ms 20] [--import-rows 20000] [--connections 50]
  */
 import autocannon, { type Result } from "autocannon";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -48,7 +49,9 @@ process.env.WRANGLER_SEND_METRICS = "false";
 
 const dir = await mkdtemp(join(tmpdir(), "bench-lookup-path-"));
 const databaseFile = join(dir, "bench.db");
+const databaseAuthToken = randomBytes(32).toString("base64url");
 const server = await startChild(process.execPath, ["--import", "tsx", "scripts/libsql-server.ts", "--file", databaseFile, "--port", "0"], {
+  env: { LIBSQL_AUTH_TOKEN: databaseAuthToken },
   ready: /libSQL server on (\S+)/,
 });
 const databaseUrl = /libSQL server on (\S+)/.exec(server.stdout)![1]!;
@@ -58,14 +61,14 @@ async function startWorker(url: string) {
   const plain = (value: string) => ({ type: "plain_text" as const, value });
   const worker = await unstable_startWorker({
     config: join(root, "wrangler.toml"),
-    bindings: { DATABASE_URL: plain(url), PROBE_URL: plain("") },
+    bindings: { DATABASE_URL: plain(url), DATABASE_AUTH_TOKEN: plain(databaseAuthToken), PROBE_URL: plain("") },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
   });
   await worker.ready;
   return { base: (await worker.url).href.replace(/\/$/, ""), dispose: () => worker.dispose() };
 }
 
-const requestsServed = async () => ((await (await fetch(`${databaseUrl}/stats`)).json()) as { requests: number }).requests;
+const requestsServed = async () => ((await (await fetch(`${databaseUrl}/stats`, { headers: { authorization: `Bearer ${databaseAuthToken}` } })).json()) as { requests: number }).requests;
 
 async function get(base: string, path: string, token: string): Promise<number> {
   const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
@@ -74,7 +77,7 @@ async function get(base: string, path: string, token: string): Promise<number> {
 }
 
 try {
-  const db = openDatabase(databaseUrl);
+  const db = openDatabase(databaseUrl, databaseAuthToken);
   await applyMigrations(db);
   await seedSamplePeople(db);
   const account = await createAccount(db, "bench", 100_000_000);
@@ -147,7 +150,7 @@ try {
       });
       const importDatabase = mode === "straight to the file" ? `file:${databaseFile}` : databaseUrl;
       const out = await runChild(process.execPath, ["--import", "tsx", "scripts/admin.ts", "people", "import", file, "--json"], {
-        env: { DATABASE_URL: importDatabase },
+        env: { DATABASE_URL: importDatabase, DATABASE_AUTH_TOKEN: databaseAuthToken },
       });
       load.stop();
       imports.push({ mode, load: await finished, summary: JSON.parse(out) as ImportRun["summary"] });

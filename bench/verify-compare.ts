@@ -91,6 +91,7 @@ async function withOurStack<T extends { wallMs: number }>(dohUrl: string, env: R
     env: {
       ...inherited,
       DATABASE_URL: database.url,
+      DATABASE_AUTH_TOKEN: database.authToken,
       EDGE_PORT: String(EDGE_PORT),
       PROBE_PORT: String(PROBE_PORT),
       DOH_URL: dohUrl,
@@ -102,7 +103,7 @@ async function withOurStack<T extends { wallMs: number }>(dohUrl: string, env: R
   try {
     // The Worker limits each key to 100 verifications per 10 s (README "Rate limits"); a list-cleaning
     // customer at this pace spreads it over keys, or uses a bulk job. Here: keys in turn.
-    const db = openDatabase(database.url);
+    const db = openDatabase(database.url, database.authToken);
     const account = await createAccount(db, "bench verification", 0);
     const tokens: string[] = [];
     for (let i = 0; i < BENCH_KEYS; i++) tokens.push((await createApiKey(db, account.id)).token);

@@ -40,7 +40,9 @@ Every command takes:
 
 Environment:
   DATABASE_URL, DATABASE_AUTH_TOKEN   the database (default: the local file that \`npm start\`
-                                      serves, .data/dev.db, created and migrated on first use)
+                                      serves, .data/dev.db, created and migrated on first use;
+                                      for the libSQL server \`npm start\` runs, the token is read
+                                      from .data/libsql-<port>.token)
 
 Exit status: 0 success, 1 failure (unknown account or key, rejected lines with --strict, ...),
 2 usage error.`;
@@ -302,7 +304,9 @@ async function main(argv: string[]): Promise<number> {
 
   let db: NodeDatabase | undefined;
   try {
-    db = (await openAdminDatabase()).db;
+    const opened = await openAdminDatabase();
+    for (const line of opened.narrowed) process.stderr.write(`admin: narrowed to owner-only access: ${line}\n`);
+    db = opened.db;
     const result = await invocation.command.run(db, invocation.input);
     process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
     return result.exitStatus ?? 0;

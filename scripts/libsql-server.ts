@@ -9,7 +9,14 @@
  * open, and reads never wait (WAL). `GET /stats` counts the Hrana requests served, so tests and
  * benchmarks can count database round trips.
  *
- * Usage: npx tsx scripts/libsql-server.ts --file .data/dev.db [--port 8080] [--host 127.0.0.1]
+ * Every request needs `Authorization: Bearer <token>` (a random token per run unless one is given)
+ * and a Host naming this server on a loopback name, and a POST needs `Content-Type: application/json`:
+ * otherwise any local user, or a web page (a cross-site text/plain POST, or DNS rebinding), could run
+ * SQL on the file.
+ *
+ * Usage: LIBSQL_AUTH_TOKEN=... npx tsx scripts/libsql-server.ts --file .data/dev.db [--port 8080] [--host 127.0.0.1]
+ * (without LIBSQL_AUTH_TOKEN it makes a token and prints it; a token never goes on the command line,
+ * which every user on the machine can read).
  */
 import Database from "libsql";
 import { randomBytes, timingSafeEqual, createHash } from "node:crypto";
@@ -17,6 +24,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+import { z } from "zod";
 
 type Db = InstanceType<typeof Database>;
 type HranaValue =
@@ -119,7 +127,8 @@ type Stream = {
 type Server = { lock: WriteLock; open(): Db; retire(db: Db): void; lockWaitMs: number };
 type StreamEntry = { stream: Stream; timer: NodeJS.Timeout };
 
-export type LibsqlServer = { url: string; port: number; stats(): LibsqlServerStats; close(): Promise<void> };
+/** `authToken`: the bearer token every request needs (the one given, or one made for this run). */
+export type LibsqlServer = { url: string; port: number; authToken: string; stats(): LibsqlServerStats; close(): Promise<void> };
 /** `requests`: Hrana HTTP requests served (pipeline and cursor), i.e. the database round trips clients made. */
 export type LibsqlServerStats = { requests: number };
 
@@ -127,6 +136,7 @@ export async function startLibsqlServer(options: {
   file: string;
   host?: string;
   port?: number;
+  /** Made at random (32 bytes) when not given; the returned server carries it. */
   authToken?: string;
   /** For tests of lock contention; LOCK_WAIT_MS otherwise. */
   lockWaitMs?: number;
@@ -178,27 +188,34 @@ export async function startLibsqlServer(options: {
     return baton;
   };
 
-  const expectedAuth = options.authToken ? createHash("sha256").update(`Bearer ${options.authToken}`).digest() : null;
+  const authToken = options.authToken || randomBytes(32).toString("base64url");
+  const expectedAuth = createHash("sha256").update(`Bearer ${authToken}`).digest();
   const authorized = (req: IncomingMessage) => {
-    if (!expectedAuth) return true;
     const given = createHash("sha256").update(req.headers.authorization ?? "").digest();
     return timingSafeEqual(given, expectedAuth);
   };
+  // Filled in once the port is known.
+  let allowedHosts = new Set<string>();
 
   const httpServer = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { message: String(err) });
+      logInternalError(err);
+      if (!res.headersSent) sendJson(res, 500, { message: "Internal server error" });
       else res.destroy();
     });
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
+    // A DNS-rebound page reaches this port under its own host name: only this server's own names pass.
+    if (!allowedHosts.has(req.headers.host?.toLowerCase() ?? "")) return refuse(res, 421, "The Host header must name this server on loopback");
+    if (!authorized(req)) return refuse(res, 401, "Unauthorized");
+    // A web page can POST text/plain across sites without asking; application/json it cannot.
+    if (req.method === "POST" && !isJson(req.headers["content-type"])) return refuse(res, 415, "Content-Type must be application/json");
     const path = new URL(req.url ?? "/", "http://x").pathname.replace(/\/+$/, "");
     const version = /^\/(v2|v3)(\/pipeline|\/cursor)?$/.exec(path);
     if (req.method === "GET" && (path === "" || path === "/health")) return sendJson(res, 200, {});
-    if (req.method === "GET" && path === "/stats") return authorized(req) ? sendJson(res, 200, stats) : sendJson(res, 401, { message: "Unauthorized" });
+    if (req.method === "GET" && path === "/stats") return sendJson(res, 200, stats);
     if (!version) return sendJson(res, 404, { message: "Not found" });
-    if (!authorized(req)) return sendJson(res, 401, { message: "Unauthorized" });
     if (req.method === "GET" && !version[2]) return sendJson(res, 200, {});
     if (req.method !== "POST" || !version[2]) return sendJson(res, 405, { message: "Method not allowed" });
     if (version[1] === "v2" && version[2] === "/cursor") return sendJson(res, 404, { message: "Not found" });
@@ -210,12 +227,15 @@ export async function startLibsqlServer(options: {
       res.setHeader("connection", "close");
       return sendJson(res, 413, { message: "Request body too large" });
     }
-    let body: { baton?: string | null; requests?: StreamRequest[]; batch?: { steps: BatchStep[] } };
+    let json: unknown;
     try {
-      body = JSON.parse(raw);
+      json = JSON.parse(raw);
     } catch {
       return sendJson(res, 400, { message: "Malformed JSON" });
     }
+    const parsed = (version[2] === "/cursor" ? CursorBody : PipelineBody).safeParse(json);
+    if (!parsed.success) return sendJson(res, 400, { message: `Malformed request: ${z.prettifyError(parsed.error)}` });
+    const body = parsed.data as { baton?: string | null; requests?: StreamRequest[]; batch?: { steps: BatchStep[] } };
 
     let stream: Stream;
     if (body.baton) {
@@ -267,9 +287,11 @@ export async function startLibsqlServer(options: {
     httpServer.listen(options.port ?? 0, host, () => resolve());
   });
   const port = (httpServer.address() as AddressInfo).port;
+  allowedHosts = new Set(["127.0.0.1", "localhost", "[::1]", host.includes(":") ? `[${host}]` : host].map((name) => `${name}:${port}`));
   return {
     url: `http://${host}:${port}`,
     port,
+    authToken,
     stats: () => ({ ...stats }),
     close: async () => {
       for (const baton of [...streams.keys()]) dropStream(baton);
@@ -379,6 +401,8 @@ function decodeValue(v: HranaValue): unknown {
     case "null":
       return null;
     case "integer":
+      // BigInt's own error would quote the value, and the value is the client's data.
+      if (!/^-?\d+$/.test(String(v.value))) throw new HranaError("An integer value must be a decimal string", "INVALID_ARGUMENT");
       return BigInt(v.value);
     case "float":
       return Number(v.value);
@@ -567,10 +591,36 @@ function guarded<T>(server: Server, stream: Stream, run: () => T): T {
   }
 }
 
+/**
+ * A statement's error as Hrana reports it: the engine's message and SQLite code, which clients show
+ * (constraint and syntax errors). Anything else is this server failing, logged here, not told.
+ */
 function toError(err: unknown): { message: string; code: string } {
   if (err instanceof HranaError) return { message: err.message, code: err.code };
-  const e = err as { message?: string; code?: string };
-  return { message: e.message ?? String(err), code: e.code ?? "SQLITE_ERROR" };
+  const e = err as { message?: unknown; code?: unknown };
+  if (typeof e.code === "string" && e.code.startsWith("SQLITE_") && typeof e.message === "string") return { message: e.message, code: e.code };
+  logInternalError(err);
+  return { message: "Internal server error", code: "INTERNAL_ERROR" };
+}
+
+function logInternalError(err: unknown) {
+  const e = err instanceof Error ? err : new Error(String(err));
+  console.error(JSON.stringify({ level: "error", service: "libsql-server", error: e.name, message: e.message.slice(0, 200) }));
+}
+
+/** The outer shape of the two POST bodies; each request and step inside is checked as it runs. */
+const Baton = z.string().nullish();
+const PipelineBody = z.object({ baton: Baton, requests: z.array(z.looseObject({ type: z.string() })).optional() });
+const CursorBody = z.object({ baton: Baton, batch: z.object({ steps: z.array(z.looseObject({ stmt: z.looseObject({}) })) }).optional() });
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType?.split(";")[0]?.trim().toLowerCase() === "application/json";
+}
+
+/** An answer before the body is read: the body is never parsed, and the connection closes after it. */
+function refuse(res: ServerResponse, status: number, message: string) {
+  res.setHeader("connection", "close");
+  sendJson(res, status, { message });
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown) {
@@ -596,17 +646,14 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     options: { file: { type: "string" }, port: { type: "string", default: "8080" }, host: { type: "string", default: "127.0.0.1" } },
   });
   if (!values.file) {
-    process.stderr.write("usage: tsx scripts/libsql-server.ts --file PATH [--port 8080] [--host 127.0.0.1]\n");
+    process.stderr.write("usage: [LIBSQL_AUTH_TOKEN=...] tsx scripts/libsql-server.ts --file PATH [--port 8080] [--host 127.0.0.1]\n");
     process.exit(2);
   }
-  const server = await startLibsqlServer({
-    file: values.file,
-    port: Number(values.port),
-    host: values.host,
-    authToken: process.env.LIBSQL_AUTH_TOKEN,
-  });
+  const given = process.env.LIBSQL_AUTH_TOKEN || undefined;
+  const server = await startLibsqlServer({ file: values.file, port: Number(values.port), host: values.host, authToken: given });
   // On stdout: whoever started it with --port 0 reads the address from this line.
   process.stdout.write(`libSQL server on ${server.url} (file ${values.file})\n`);
+  if (!given) process.stdout.write(`auth token (made for this run): ${server.authToken}\n`);
   const stop = () => void server.close().then(() => process.exit(0));
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

@@ -1,6 +1,7 @@
 /**
  * `npm start`: the whole stack on loopback with no accounts and no internet.
- *   1. a libSQL HTTP server on a file in .data/ (unless DATABASE_URL points elsewhere),
+ *   1. a libSQL HTTP server on a file in .data/ (unless DATABASE_URL points elsewhere), with a token
+ *      made for this run, which the Worker gets and .data/libsql-<port>.token keeps for the admin CLI,
  *   2. migrations, and a demo account, key and sample profiles seeded once,
  *   3. the SMTP probe on 127.0.0.1:8788 with a secret generated for this run,
  *   4. the Worker under `wrangler dev` on 127.0.0.1:8787,
@@ -9,19 +10,20 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { accounts } from "../edge/db/schema.ts";
 import { loadProbeConfig } from "../probe/config.ts";
 import { startProbeServer } from "../probe/server.ts";
 import { startLibsqlServer } from "./libsql-server.ts";
-import { applyMigrations, LOCAL_DATABASE_FILE, openDatabase } from "./lib/database.ts";
+import { applyMigrations, LOCAL_DATA_DIR, LOCAL_DATABASE_FILE, localServerTokenFile, openDatabase } from "./lib/database.ts";
+import { ensurePrivateDatabaseFile, ensurePrivateDir, writePrivateFile } from "./lib/private-files.ts";
 import { seedSamplePeople } from "./lib/samples.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const dataDir = dirname(LOCAL_DATABASE_FILE);
+const dataDir = LOCAL_DATA_DIR;
 const demoKeyFile = join(dataDir, "demo-key.json");
 const host = "127.0.0.1";
 const edgePort = Number(process.env.EDGE_PORT ?? 8787);
@@ -58,11 +60,18 @@ async function startDatabase(): Promise<{ url: string; authToken?: string; ident
     log(`using DATABASE_URL ${new URL(process.env.DATABASE_URL).origin}`);
     return { url: process.env.DATABASE_URL, authToken: process.env.DATABASE_AUTH_TOKEN, identity: process.env.DATABASE_URL };
   }
-  mkdirSync(dataDir, { recursive: true });
+  reportNarrowed(ensurePrivateDatabaseFile(LOCAL_DATABASE_FILE));
   const server = await startLibsqlServer({ file: LOCAL_DATABASE_FILE, host, port: libsqlPort });
   stoppers.push(() => server.close());
-  log(`libSQL server on ${server.url} (file ${LOCAL_DATABASE_FILE})`);
-  return { url: server.url, identity: `file:${LOCAL_DATABASE_FILE}` };
+  const tokenFile = localServerTokenFile(server.port);
+  writePrivateFile(tokenFile, `${server.authToken}\n`);
+  stoppers.push(() => rmSync(tokenFile, { force: true }));
+  log(`libSQL server on ${server.url} (file ${LOCAL_DATABASE_FILE}; its token, made for this run, is in ${tokenFile})`);
+  return { url: server.url, authToken: server.authToken, identity: `file:${LOCAL_DATABASE_FILE}` };
+}
+
+function reportNarrowed(narrowed: string[]): void {
+  for (const line of narrowed) log(`narrowed to owner-only access (it holds the database and this run's secrets): ${line}`);
 }
 
 /** Seeds the demo account once; its token is kept in .data/ (git-ignored) so every start can print it. */
@@ -78,8 +87,7 @@ async function ensureDemo(url: string, authToken: string | undefined, identity: 
     const account = await createAccount(db, "demo", 1000);
     const key = await createApiKey(db, account.id);
     await seedSamplePeople(db);
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(demoKeyFile, JSON.stringify({ token: key.token, account: account.id, database: identity }), { mode: 0o600 });
+    writePrivateFile(demoKeyFile, JSON.stringify({ token: key.token, account: account.id, database: identity }));
     log(`seeded demo account ${account.id} with 1000 credits and sample profiles`);
     return key.token;
   } finally {
@@ -92,8 +100,7 @@ function startWorker(vars: Record<string, string | undefined>): ChildProcess {
   // on the machine (ps), and PROBE_SECRET and DATABASE_AUTH_TOKEN are secrets.
   const envFile = join(dataDir, `worker-${edgePort}.env`);
   const lines = Object.entries(vars).flatMap(([name, value]) => (value ? [`${name}=${JSON.stringify(value)}`] : []));
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(envFile, lines.join("\n") + "\n", { mode: 0o600 });
+  writePrivateFile(envFile, lines.join("\n") + "\n");
   stoppers.push(() => rmSync(envFile, { force: true }));
   // Log level info unless WRANGLER_LOG (wrangler's own setting) says otherwise: the Worker's access
   // lines (console.info, README "Logs") reach this terminal, beside wrangler's own line per request
@@ -143,6 +150,7 @@ async function waitForHealth(url: string, timeoutMs: number): Promise<void> {
 
 async function main() {
   const started = Date.now();
+  reportNarrowed(ensurePrivateDir(dataDir));
   const database = await startDatabase();
   const token = await ensureDemo(database.url, database.authToken, database.identity);
   const extra = await startExtras();

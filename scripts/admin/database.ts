@@ -1,14 +1,31 @@
 /** The database the admin CLI works on: DATABASE_URL, or the local file `npm start` serves. */
-import { mkdir } from "node:fs/promises";
-import { dirname } from "node:path";
-import { applyMigrations, DEFAULT_LOCAL_DATABASE_URL, LOCAL_DATABASE_FILE, openDatabase, type NodeDatabase } from "../lib/database.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { applyMigrations, LOCAL_DATA_DIR, localServerTokenFile, openDatabase, type NodeDatabase } from "../lib/database.ts";
+import { ensurePrivateDatabaseFile, ensurePrivateDir } from "../lib/private-files.ts";
 
-export async function openAdminDatabase(env: NodeJS.ProcessEnv = process.env): Promise<{ db: NodeDatabase; url: string }> {
-  const url = env.DATABASE_URL?.trim() || DEFAULT_LOCAL_DATABASE_URL;
-  if (url !== DEFAULT_LOCAL_DATABASE_URL) return { db: openDatabase(url, env.DATABASE_AUTH_TOKEN || undefined), url };
+/**
+ * `narrowed`: the local folder and files whose permissions were wider than their owner's alone and
+ * have been narrowed (an older version created them with the umask's mode).
+ */
+export async function openAdminDatabase(env: NodeJS.ProcessEnv = process.env, dataDir = LOCAL_DATA_DIR): Promise<{ db: NodeDatabase; url: string; narrowed: string[] }> {
+  const localUrl = `file:${join(dataDir, "dev.db")}`;
+  const url = env.DATABASE_URL?.trim() || localUrl;
+  if (url !== localUrl) return { db: openDatabase(url, env.DATABASE_AUTH_TOKEN || localServerToken(url, dataDir)), url, narrowed: [] };
   // So the CLI works before `npm start` ever ran. Other databases are migrated by whoever owns them.
-  await mkdir(dirname(LOCAL_DATABASE_FILE), { recursive: true });
+  const narrowed = [...ensurePrivateDir(dataDir), ...ensurePrivateDatabaseFile(url.slice("file:".length))];
   const db = openDatabase(url);
   await applyMigrations(db);
-  return { db, url };
+  return { db, url, narrowed };
+}
+
+/** The token `npm start` left for the libSQL server it runs, when `url` is that server (loopback, plain HTTP). */
+function localServerToken(url: string, dataDir: string): string | undefined {
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (parsed?.protocol !== "http:" || !["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname)) return undefined;
+  try {
+    return readFileSync(localServerTokenFile(parsed.port || 80, dataDir), "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -2,13 +2,23 @@
 import { createClient } from "@libsql/client";
 import { drizzle, type LibSQLDatabase } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as schema from "../../edge/db/schema.ts";
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL("../../edge/db/migrations", import.meta.url));
+/** Where `npm start` keeps the local database, the demo key and the run's secrets (git-ignored, 0700). */
+export const LOCAL_DATA_DIR = fileURLToPath(new URL("../../.data", import.meta.url));
 /** The file `npm start` serves; the admin CLI opens it directly when DATABASE_URL is not set. */
-export const LOCAL_DATABASE_FILE = fileURLToPath(new URL("../../.data/dev.db", import.meta.url));
-export const DEFAULT_LOCAL_DATABASE_URL = `file:${LOCAL_DATABASE_FILE}`;
+export const LOCAL_DATABASE_FILE = join(LOCAL_DATA_DIR, "dev.db");
+
+/**
+ * The file (0600) in which `npm start` leaves the token of the libSQL server it runs on `port`, for
+ * the admin CLI and other local tools; removed when `npm start` stops.
+ */
+export function localServerTokenFile(port: string | number, dataDir = LOCAL_DATA_DIR): string {
+  return join(dataDir, `libsql-${port}.token`);
+}
 
 export type NodeDatabase = LibSQLDatabase<typeof schema> & { $client: ReturnType<typeof createClient> };
 

@@ -6,7 +6,7 @@
  */
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -98,7 +98,7 @@ beforeAll(async () => {
     startDohStack(zone),
     startLibsqlServer({ file: join(workDir, "interop.db") }),
   ]);
-  const db = openDatabase(database.url);
+  const db = openDatabase(database.url, database.authToken);
   await applyMigrations(db);
   const account = await createAccount(db, "interop", 0);
   token = (await createApiKey(db, account.id)).token;
@@ -124,9 +124,11 @@ beforeAll(async () => {
   );
 
   const edgePort = await freePortOn(["127.0.0.1"]);
-  const vars = { DATABASE_URL: database.url, DOH_URL: doh.url, PROBE_URL: `http://127.0.0.1:${probePort}`, PROBE_SECRET: SECRET };
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(edgePort), "--log-level", "warn", "--persist-to", join(workDir, "wrangler")];
-  for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);
+  const vars = { DATABASE_URL: database.url, DATABASE_AUTH_TOKEN: database.authToken, DOH_URL: doh.url, PROBE_URL: `http://127.0.0.1:${probePort}`, PROBE_SECRET: SECRET };
+  // In a file, as npm start passes them: a --var would put the database token on a command line every user can read (ps).
+  const envFile = join(workDir, "worker.env");
+  await writeFile(envFile, Object.entries(vars).map(([name, value]) => `${name}=${JSON.stringify(value)}\n`).join(""), { mode: 0o600 });
+  const args = ["dev", "--ip", "127.0.0.1", "--port", String(edgePort), "--log-level", "warn", "--persist-to", join(workDir, "wrangler"), "--env-file", envFile];
   const wrangler = spawn(join(root, "node_modules/.bin/wrangler"), args, {
     cwd: root,
     env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },

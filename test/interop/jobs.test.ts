@@ -48,8 +48,9 @@ const output: string[] = [];
 const OUTPUT_LINES = 300;
 const outputTail = () => output.join("").split("\n").slice(-OUTPUT_LINES).join("\n");
 
-async function startDatabase(port?: number): Promise<LibsqlServer> {
-  return startLibsqlServer({ file: join(workDir, "jobs.db"), ...(port ? { port } : {}) });
+/** Restarted on the same port with the same token, as sqld keeps its own across a restart. */
+async function startDatabase(restart?: { port: number; authToken: string }): Promise<LibsqlServer> {
+  return startLibsqlServer({ file: join(workDir, "jobs.db"), ...restart });
 }
 
 /** `npm start`'s script with the test's database and resolver; resolves once the Worker answers. */
@@ -63,6 +64,7 @@ async function startStack(): Promise<void> {
     env: {
       ...process.env,
       DATABASE_URL: database!.url,
+      DATABASE_AUTH_TOKEN: database!.authToken,
       DOH_URL: doh!.url,
       EDGE_PORT: String(edgePort),
       PROBE_PORT: String(probePort),
@@ -165,7 +167,7 @@ beforeAll(async () => {
     startDohStack({ [DOMAIN]: { MX: [{ preference: 10, exchange: `mx.${DOMAIN}` }] }, [`mx.${DOMAIN}`]: { A: [MX] } }),
     startDatabase(),
   ]);
-  const db = openDatabase(database.url);
+  const db = openDatabase(database.url, database.authToken);
   await applyMigrations(db);
   const account = await createAccount(db, "interop jobs", 0);
   token = (await createApiKey(db, account.id)).token;
@@ -199,9 +201,9 @@ describe("a bulk job through the whole stack, against Postfix", () => {
     expect(before.processed).toBeGreaterThan(0);
     expect(before.processed).toBeLessThan(EMAILS.length);
     await killStack();
-    const port = Number(new URL(database!.url).port);
+    const restart = { port: database!.port, authToken: database!.authToken };
     await database!.close();
-    database = await startDatabase(port);
+    database = await startDatabase(restart);
     await startStack();
 
     // The stack fires its cron at start and every minute; fire it more often here, to save the wait.
@@ -232,7 +234,7 @@ describe("a bulk job through the whole stack, against Postfix", () => {
     expect(wrong.map((r) => `${r.email}: ${r.classification} ${r.details?.smtp_outcome}`)).toEqual([]);
 
     // Each line became done once: the counters, moved only by that transition, add up to the lines.
-    const db = openDatabase(database!.url);
+    const db = openDatabase(database!.url, database!.authToken);
     const [row] = (await db.$client.execute({ sql: "select count(*) as n, sum(state = 'done') as done from verification_job_items where job_id = ?", args: [id] })).rows;
     db.$client.close();
     expect(row).toMatchObject({ n: 1000, done: 1000 });

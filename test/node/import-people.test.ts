@@ -425,8 +425,9 @@ describe("beside other writers", () => {
           Array.from({ length: people }, (_, i) => ({ profnet_id: i + 1, codehost_login: `Login-${i + 1}`, email_addresses: [`${tag}${i + 1}@example.com`] })),
         );
       const [a, b] = await Promise.all([fileFor("a"), fileFor("b")]);
-      const importers = [createClient({ url: server.url }), createClient({ url: server.url })];
-      const reader = createWebClient({ url: server.url });
+      const connect = { url: server.url, authToken: server.authToken };
+      const importers = [createClient(connect), createClient(connect)];
+      const reader = createWebClient(connect);
       let importing = true;
       const lookups = (async () => {
         let n = 0;

@@ -32,12 +32,12 @@ export const PROBE_SECRET = TEST_PROBE_SECRET;
 export default async function setup(project: TestProject) {
   const dir = mkdtempSync(join(tmpdir(), "edge-tests-"));
   const db = await startLibsqlServer({ file: join(dir, "test.db") });
-  const migrator = openDatabase(db.url);
+  const migrator = openDatabase(db.url, db.authToken);
   await applyMigrations(migrator);
   migrator.$client.close();
   const faultyDb = await startDatabaseProxy(db.url);
   // A second server on the same file, used by nothing but the round-trip counts, so they are exact.
-  const countedDb = await startLibsqlServer({ file: join(dir, "test.db") });
+  const countedDb = await startLibsqlServer({ file: join(dir, "test.db"), authToken: db.authToken });
   const doh = await startDohServer({ zone: testZone });
   const mail = await startTestMailServers();
   const probe = await startProbeServer(
@@ -57,12 +57,19 @@ export default async function setup(project: TestProject) {
   process.env.WRANGLER_SEND_METRICS = "false";
   const httpWorker = await unstable_startWorker({
     config: fileURLToPath(new URL("../../wrangler.toml", import.meta.url)),
-    bindings: { DATABASE_URL: plain(db.url), DOH_URL: plain(doh.url), PROBE_URL: plain(probe.url), PROBE_SECRET: plain(PROBE_SECRET) },
+    bindings: {
+      DATABASE_URL: plain(db.url),
+      DATABASE_AUTH_TOKEN: plain(db.authToken),
+      DOH_URL: plain(doh.url),
+      PROBE_URL: plain(probe.url),
+      PROBE_SECRET: plain(PROBE_SECRET),
+    },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
   });
   await httpWorker.ready;
 
   project.provide("databaseUrl", db.url);
+  project.provide("databaseAuthToken", db.authToken);
   project.provide("faultyDatabaseUrl", faultyDb.url);
   project.provide("countedDatabaseUrl", countedDb.url);
   project.provide("refusedDatabaseUrl", `http://127.0.0.1:${await closedPort()}`);

@@ -11,12 +11,18 @@ import * as schema from "../../edge/db/schema.ts";
 import type { Bindings } from "../../edge/env.ts";
 import app from "../../edge/index.ts";
 
-const bindings = env as unknown as { DATABASE_URL: string };
+const bindings = env as unknown as { DATABASE_URL: string; DATABASE_AUTH_TOKEN: string };
 
 // The Worker's own default export, running in this isolate (vitest-pool-workers `main`).
 const worker = (exports as unknown as { default: { fetch(request: Request): Promise<Response> } }).default;
 
-export const db = drizzle(createClient({ url: bindings.DATABASE_URL }), { schema });
+export const db = drizzle(createClient({ url: bindings.DATABASE_URL, authToken: bindings.DATABASE_AUTH_TOKEN }), { schema });
+
+/** The Hrana requests the libSQL server at `url` has served (its GET /stats, which needs the run's database token). */
+export async function databaseRequestsServed(url: string): Promise<number> {
+  const res = await fetch(`${url}/stats`, { headers: { authorization: `Bearer ${bindings.DATABASE_AUTH_TOKEN}` } });
+  return ((await res.json()) as { requests: number }).requests;
+}
 
 export async function newAccount(credits = 100) {
   const account = await createAccount(db, "test account", credits);

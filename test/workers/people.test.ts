@@ -2,7 +2,7 @@ import { describe, expect, inject, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { ContactInfo } from "../../shared/api.ts";
 import { creditLedger, accounts } from "../../edge/db/schema.ts";
-import { call, callWith, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import { call, callWith, databaseRequestsServed, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 const REQUIRED = "One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required";
 
@@ -231,7 +231,7 @@ describe("GET /v1/people: credits", () => {
 
 describe("GET /v1/people: database round trips (README \"Hot path\"), counted at the database", () => {
   const counted = { DATABASE_URL: inject("countedDatabaseUrl") };
-  const requestsServed = async () => ((await (await fetch(`${counted.DATABASE_URL}/stats`)).json()) as { requests: number }).requests;
+  const requestsServed = () => databaseRequestsServed(counted.DATABASE_URL);
   async function roundTrips(token: string, query: string) {
     const before = await requestsServed();
     const res = await callWith(counted, `/v1/people?${query}`, { token });

@@ -2,9 +2,11 @@
 declare module "vitest" {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** The token of databaseUrl's server (made per run); countedDatabaseUrl's server takes the same one. */
+    databaseAuthToken: string;
     /** test/fixtures/database-proxy.ts in front of databaseUrl; tests switch its mode. */
     faultyDatabaseUrl: string;
-    /** Another libSQL server on databaseUrl's file, for counting round trips at GET /stats. */
+    /** Another libSQL server on databaseUrl's file (same token), for counting round trips at GET /stats. */
     countedDatabaseUrl: string;
     /** An address where nothing listens. */
     refusedDatabaseUrl: string;

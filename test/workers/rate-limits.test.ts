@@ -5,7 +5,7 @@
  */
 import { describe, expect, inject, it } from "vitest";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
-import { callWith, clientAddress, db, newAccount } from "./helpers.ts";
+import { callWith, clientAddress, databaseRequestsServed, db, newAccount } from "./helpers.ts";
 import { createApiKey } from "../../edge/db/admin.ts";
 
 // Many requests per test: they go straight to the app (callWith), as the loopback through the
@@ -69,7 +69,7 @@ describe("failed authentication, per client address", () => {
   const policy = `"failed_authentication";q=${limit};w=${periodSeconds}`;
   const junkToken = () => `cv_${Array.from(crypto.getRandomValues(new Uint8Array(43)), (b) => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[b % 64]).join("")}`;
   const counted = { DATABASE_URL: inject("countedDatabaseUrl") };
-  const requestsServed = async () => ((await (await fetch(`${counted.DATABASE_URL}/stats`)).json()) as { requests: number }).requests;
+  const requestsServed = () => databaseRequestsServed(counted.DATABASE_URL);
 
   it("answers 401 up to the limit, then 429 without reading the database, whatever the token", async () => {
     const address = clientAddress();

@@ -14,6 +14,7 @@ export default defineProject({
       miniflare: {
         bindings: {
           DATABASE_URL: inject("databaseUrl"),
+          DATABASE_AUTH_TOKEN: inject("databaseAuthToken"),
           DOH_URL: inject("dohUrl"),
           PROBE_URL: inject("probeUrl"),
           PROBE_SECRET: inject("probeSecret"),
