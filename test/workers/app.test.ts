@@ -40,4 +40,18 @@ describe("the app surface", () => {
     expect(Object.keys(doc.components.schemas.ContactInfo.properties)).toContain("work_email_addresses");
     expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: "http", scheme: "bearer" });
   });
+
+  it("GET /v1/openapi.json is built once and served as cacheable bytes: the same ETag each time, 304 when it matches", async () => {
+    const first = await call("/v1/openapi.json");
+    const second = await call("/v1/openapi.json");
+    expect(first.headers.get("cache-control")).toBe("public, max-age=300");
+    expect(first.headers.get("content-type")).toMatch(/^application\/json/);
+    const etag = first.headers.get("etag");
+    expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
+    expect(second.headers.get("etag")).toBe(etag);
+    expect(await second.text()).toBe(await first.text());
+    const unchanged = await call("/v1/openapi.json", { headers: { "if-none-match": etag! } });
+    expect(unchanged.status).toBe(304);
+    expect(await unchanged.text()).toBe("");
+  });
 });
