@@ -5,14 +5,19 @@
  * Each isolate caches answers: a known key->account for up to KNOWN_KEY_TTL_MS (so a revoked key or a
  * disabled account stops working within that time), and an unknown token hash for
  * UNKNOWN_TOKEN_TTL_MS, so repeating a junk token costs no database read. Failed authentications
- * are limited per client address (README "Rate limits"): once an address is over the limit, its
- * requests get 429 without a database read until the period ends, unless their key is already
- * known to this isolate. A blocked address gets the same 429 for an unknown token as for a valid
- * key that is not cached, so the 429 says nothing about whether a token exists.
+ * are limited per client (README "Rate limits"): an IPv4 address, or an IPv6 /64, the block one
+ * subscriber gets. Once a client is over the limit, its requests get 429 without a database read
+ * until the period ends, with two exceptions that keep real keys behind the same NAT working: a
+ * token this isolate saw succeed within RECENTLY_VALID_TTL_MS is looked up (and renewed) as usual,
+ * and one lookup per BLOCKED_LOOKUP_INTERVAL_MS per blocked client goes through for a token never
+ * seen, so a real key gets in within seconds while junk costs at most that trickle. A blocked client
+ * gets the same 429 for an unknown token as for a valid key that does not get a lookup, so the 429
+ * says nothing about whether a token exists.
  */
 import { and, eq, isNull } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import ipaddr from "ipaddr.js";
 import { ERROR_MESSAGES } from "../shared/api.ts";
 import { requestDatabase } from "./db/client.ts";
 import { accounts, apiKeys } from "./db/schema.ts";
@@ -26,17 +31,37 @@ export type AuthenticatedKey = { keyId: string; accountId: string };
 
 export const KNOWN_KEY_TTL_MS = 60_000;
 export const UNKNOWN_TOKEN_TTL_MS = 30_000;
+/** How long a token that succeeded still earns a lookup from a blocked client. */
+export const RECENTLY_VALID_TTL_MS = 3_600_000;
+/** While a client is blocked, one lookup of a token never seen per this interval, per isolate. */
+export const BLOCKED_LOOKUP_INTERVAL_MS = 1_000;
 const CACHE_MAX_ENTRIES = 10_000;
 // Apart, so that junk tokens can never push known keys out.
 const knownKeys = new IsolateCache<string, AuthenticatedKey>(CACHE_MAX_ENTRIES);
+const recentlyValid = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
 const unknownTokens = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
-const blockedAddresses = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
+const blockedClients = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
+const blockedLookups = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
 
 /**
  * Cloudflare sets CF-Connecting-IP on every request from the internet (and `wrangler dev` on every
  * local one). Requests without it (another Worker calling through a service binding) share one bucket.
  */
 export const NO_CLIENT_ADDRESS = "no-client-address";
+
+/**
+ * The bucket failed authentications are counted in: an IPv4 address as it is; an IPv6 address by
+ * its /64, since one subscriber gets a whole /64 and could otherwise take a fresh bucket per request;
+ * an IPv4-mapped IPv6 address as the IPv4 address it carries.
+ */
+export function clientBucket(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === "ipv4") return parsed.toString();
+  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...parts, 0, 0, 0, 0]).toString()}/64`;
+}
 
 export function unauthorized(): ApiError {
   return new ApiError(401, ERROR_MESSAGES.unauthorized, { "WWW-Authenticate": "Bearer" });
@@ -68,22 +93,32 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
     return next();
   }
 
-  const address = c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS;
-  if (blockedAddresses.get(address)) throw rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
-
-  if (tokenHash !== null && !unknownTokens.get(tokenHash)) {
+  const client = clientBucket(c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS);
+  const blocked = blockedClients.get(client) === true;
+  const lookUp = tokenHash !== null && !unknownTokens.get(tokenHash) && (!blocked || recentlyValid.get(tokenHash) === true || takeBlockedLookup(client));
+  if (lookUp) {
     const found = await findKey(c, tokenHash);
     if (found) {
+      // Renewed on every lookup that succeeds, so a key in use never ages out of either cache.
       knownKeys.set(tokenHash, found, KNOWN_KEY_TTL_MS);
+      recentlyValid.set(tokenHash, true, RECENTLY_VALID_TTL_MS);
       c.set("auth", found);
       return next();
     }
     unknownTokens.set(tokenHash, true, UNKNOWN_TOKEN_TTL_MS);
   }
+  if (blocked) throw rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
 
-  if (!(await withinLimit(c, FAILED_AUTHENTICATION_LIMIT, address))) {
-    blockedAddresses.set(address, true, FAILED_AUTHENTICATION_LIMIT.periodSeconds * 1000);
+  if (!(await withinLimit(c, FAILED_AUTHENTICATION_LIMIT, client))) {
+    blockedClients.set(client, true, FAILED_AUTHENTICATION_LIMIT.periodSeconds * 1000);
     throw rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
   }
   throw unauthorized();
 });
+
+/** Whether a blocked client's trickle has a lookup left now (one per BLOCKED_LOOKUP_INTERVAL_MS); takes it. */
+function takeBlockedLookup(client: string): boolean {
+  if (blockedLookups.get(client)) return false;
+  blockedLookups.set(client, true, BLOCKED_LOOKUP_INTERVAL_MS);
+  return true;
+}

@@ -7,11 +7,11 @@ import { sql } from "drizzle-orm";
 import { inject } from "vitest";
 import { describe, expect, it } from "vitest";
 import { JobResultsPage } from "../../shared/jobs.ts";
-import { callWith, db, newAccount } from "./helpers.ts";
+import { callWith, databaseRequestsServed, db, newAccount } from "./helpers.ts";
 
 const PATH = "/v1/email_verification_jobs";
 const counted = { DATABASE_URL: inject("countedDatabaseUrl") };
-const requestsServed = async () => ((await (await fetch(`${counted.DATABASE_URL}/stats`)).json()) as { requests: number }).requests;
+const requestsServed = () => databaseRequestsServed(counted.DATABASE_URL);
 
 async function page(token: string, id: string, query: string) {
   const before = await requestsServed();

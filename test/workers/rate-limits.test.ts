@@ -3,7 +3,8 @@
  * and family, and per client address for failed authentication, where junk tokens also stop costing
  * database reads.
  */
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
+import { BLOCKED_LOOKUP_INTERVAL_MS, KNOWN_KEY_TTL_MS } from "../../edge/auth.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
 import { callWith, clientAddress, databaseRequestsServed, db, newAccount } from "./helpers.ts";
 import { createApiKey } from "../../edge/db/admin.ts";
@@ -79,13 +80,53 @@ describe("failed authentication, per client address", () => {
     for (const res of seen.slice(0, -1)) expect(res.status).toBe(401);
     await expect429(limited, policy, periodSeconds);
 
-    // Blocked: an unknown token and a valid key this isolate has not seen get the same 429, and neither reads the database.
+    // Blocked: one token never seen is looked up per BLOCKED_LOOKUP_INTERVAL_MS; within it, an
+    // unknown token and a valid key this isolate has not seen get the same 429 and no read.
     const fresh = await newAccount(5);
     const before = await requestsServed();
     await expect429(await callWith(counted, "/v1/people", { token: junkToken(), headers }), policy, periodSeconds);
+    expect(await requestsServed()).toBe(before + 1);
+    for (let i = 0; i < 20; i++) await expect429(await callWith(counted, "/v1/people", { token: junkToken(), headers }), policy, periodSeconds);
     await expect429(await callWith(counted, "/v1/people", { token: fresh.token, headers }), policy, periodSeconds);
     await expect429(await callWith(counted, "/v1/people", { headers }), policy, periodSeconds);
-    expect(await requestsServed()).toBe(before);
+    expect(await requestsServed()).toBe(before + 1);
+  });
+
+  it("behind a NAT sending junk, a valid key never seen still gets in, at the blocked client's next lookup", async () => {
+    const headers = { "CF-Connecting-IP": clientAddress() };
+    await untilLimited(limit, () => callWith({}, "/v1/email_verifications", { token: junkToken(), headers }));
+    const { token } = await newAccount(5);
+    await new Promise((r) => setTimeout(r, BLOCKED_LOOKUP_INTERVAL_MS + 100));
+    // 400: authenticated, then the missing email_address.
+    expect((await callWith({}, "/v1/email_verifications", { token, headers })).status).toBe(400);
+    expect((await callWith({}, "/v1/email_verifications", { token: junkToken(), headers })).status).toBe(429);
+    expect((await callWith({}, "/v1/email_verifications", { token, headers })).status).toBe(400);
+  });
+
+  it("a key that worked keeps working from a blocked client after its cache entry has expired (it is renewed by its lookup)", async () => {
+    const headers = { "CF-Connecting-IP": clientAddress() };
+    const { token } = await newAccount(5);
+    expect((await callWith({}, "/v1/email_verifications", { token, headers })).status).toBe(400);
+    await untilLimited(limit, () => callWith({}, "/v1/email_verifications", { token: junkToken(), headers }));
+    // Spend the trickle, so only "recently valid" can let the key through.
+    await callWith({}, "/v1/email_verifications", { token: junkToken(), headers });
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + KNOWN_KEY_TTL_MS + 1_000);
+      expect((await callWith({}, "/v1/email_verifications", { token, headers })).status).toBe(400);
+      expect((await callWith({}, "/v1/email_verifications", { token: junkToken(), headers })).status).toBe(429);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("IPv6 clients are counted by /64: a new address per request inside one /64 still reaches the limit", async () => {
+    const prefix = clientAddress().split("::")[0]!.split(":").slice(0, 4).join(":");
+    const random16 = () => (crypto.getRandomValues(new Uint16Array(1))[0]!).toString(16);
+    const { limited } = await untilLimited(limit, () =>
+      callWith({}, "/v1/people", { token: junkToken(), headers: { "CF-Connecting-IP": `${prefix}:${random16()}:${random16()}:${random16()}:${random16()}` } }),
+    );
+    await expect429(limited, policy, periodSeconds);
   });
 
   it("keeps serving a key this isolate already knows from a blocked address, and other addresses", async () => {
