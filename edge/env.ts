@@ -23,6 +23,8 @@ export type Bindings = RateLimitBindings & {
   JOB_RETRY_DELAY_SECONDS?: string;
   JOB_STALL_SECONDS?: string;
   CALLBACK_ALLOW_PRIVATE_TARGETS?: string;
+  /** Seals the accounts' webhook secrets at rest (README "Callbacks"): base64 of 32 random bytes. */
+  WEBHOOK_SECRET_KEY?: string;
 };
 
 /** What a route adds to its request's access line (README "Logs"): never a query value, address or number. */
@@ -89,6 +91,14 @@ const EdgeConfigSchema = z.object({
   JOB_RETRY_DELAY_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(43_200).default(300)),
   /** A job with no progress for this long gets its remaining work put back on the queue by the cron. */
   JOB_STALL_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(86_400).default(120)),
+  /** Seals the accounts' webhook secrets at rest; without it no callback can be signed (each attempt fails, logged). */
+  WEBHOOK_SECRET_KEY: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{43}=$/, "WEBHOOK_SECRET_KEY must be 32 bytes in base64 (make one with `openssl rand -base64 32`)")
+      .optional(),
+  ),
   /** true (tests only): job callbacks may also go to http URLs and private or loopback addresses. */
   CALLBACK_ALLOW_PRIVATE_TARGETS: z.preprocess(
     emptyToUndefined,

@@ -22,6 +22,7 @@ function jobsDeps(env: Bindings): JobsDeps {
     retryDelaySeconds: config.JOB_RETRY_DELAY_SECONDS,
     stallMs: config.JOB_STALL_SECONDS * 1000,
     allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
+    webhookSecretKey: config.WEBHOOK_SECRET_KEY,
   };
 }
 

@@ -11,7 +11,7 @@ import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setA
 import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
-import { applyMigrations, type NodeDatabase } from "./lib/database.ts";
+import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -179,7 +179,7 @@ const COMMANDS: Record<string, Command> = {
     options: { account: { type: "string" }, rotate: { type: "boolean" } },
     async run(db, { values }) {
       const account = requiredOption(values, "account");
-      const { secret } = await webhookSecret(db, account, values.rotate === true);
+      const { secret } = await webhookSecret(db, account, webhookSecretKey(), values.rotate === true);
       return {
         json: { secret },
         text: `Webhook secret of ${account}${values.rotate ? " (new)" : ""}; verify callbacks with it (Standard Webhooks):\n${secret}`,

@@ -18,7 +18,7 @@ import { accounts } from "../edge/db/schema.ts";
 import { loadProbeConfig } from "../probe/config.ts";
 import { startProbeServer } from "../probe/server.ts";
 import { startLibsqlServer } from "./libsql-server.ts";
-import { applyMigrations, LOCAL_DATA_DIR, LOCAL_DATABASE_FILE, localServerTokenFile, openDatabase } from "./lib/database.ts";
+import { applyMigrations, LOCAL_DATA_DIR, LOCAL_DATABASE_FILE, localServerTokenFile, localWebhookSecretKeyFile, openDatabase, webhookSecretKey } from "./lib/database.ts";
 import { ensurePrivateDatabaseFile, ensurePrivateDir, writePrivateFile } from "./lib/private-files.ts";
 import { seedSamplePeople } from "./lib/samples.ts";
 
@@ -148,6 +148,18 @@ async function waitForHealth(url: string, timeoutMs: number): Promise<void> {
   throw new Error(`the Worker did not answer ${url} within ${timeoutMs} ms`);
 }
 
+/**
+ * WEBHOOK_SECRET_KEY: the environment's, else the one kept in .data/ beside the database whose
+ * webhook secrets it seals, made on the first run (a new key would leave them unreadable).
+ */
+function ensureWebhookSecretKey(): string {
+  const existing = webhookSecretKey(process.env, dataDir);
+  if (existing) return existing;
+  const key = randomBytes(32).toString("base64");
+  writePrivateFile(localWebhookSecretKeyFile(dataDir), `${key}\n`);
+  return key;
+}
+
 async function main() {
   const started = Date.now();
   reportNarrowed(ensurePrivateDir(dataDir));
@@ -167,6 +179,7 @@ async function main() {
     JOB_RETRY_DELAY_SECONDS: process.env.JOB_RETRY_DELAY_SECONDS ?? "30",
     JOB_STALL_SECONDS: process.env.JOB_STALL_SECONDS,
     CALLBACK_ALLOW_PRIVATE_TARGETS: process.env.CALLBACK_ALLOW_PRIVATE_TARGETS,
+    WEBHOOK_SECRET_KEY: ensureWebhookSecretKey(),
   });
   const base = `http://${host}:${edgePort}`;
   await waitForHealth(`${base}/healthz`, 60_000);

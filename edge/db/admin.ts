@@ -4,7 +4,7 @@
  */
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
-import { generateWebhookSecret } from "../jobs/webhook.ts";
+import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "../jobs/webhook.ts";
 import { generateToken, hashToken, newId } from "../lib/tokens.ts";
 import { accounts, apiKeys, creditLedger } from "./schema.ts";
 import type * as schema from "./schema.ts";
@@ -106,16 +106,27 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
 
 /**
  * The account's webhook signing secret ("whsec_" + base64), made on first use; with `rotate`, a new
- * one replaces it (callbacks already queued are signed with the new one when they go out).
+ * one replaces it (callbacks already queued are signed with the new one when they go out). Stored
+ * sealed under WEBHOOK_SECRET_KEY (`keyBase64`); one stored plain before sealing existed is sealed
+ * now, in place.
  */
-export async function webhookSecret(db: Db, accountId: string, rotate = false): Promise<{ secret: string }> {
+export async function webhookSecret(db: Db, accountId: string, keyBase64: string | undefined, rotate = false): Promise<{ secret: string }> {
   const fresh = generateWebhookSecret();
+  const sealed = await sealWebhookSecret(fresh, accountId, keyBase64);
   // Set only when missing (or rotating): two first uses at once keep one secret, not two.
   await db
     .update(accounts)
-    .set({ webhookSecret: fresh })
+    .set({ webhookSecret: sealed })
     .where(rotate ? eq(accounts.id, accountId) : and(eq(accounts.id, accountId), isNull(accounts.webhookSecret)));
-  const [row] = await db.select({ secret: accounts.webhookSecret }).from(accounts).where(eq(accounts.id, accountId));
-  if (!row?.secret) throw new AdminError(`No account ${accountId}`);
-  return { secret: row.secret };
+  const [row] = await db.select({ stored: accounts.webhookSecret }).from(accounts).where(eq(accounts.id, accountId));
+  if (!row?.stored) throw new AdminError(`No account ${accountId}`);
+  const secret = await openWebhookSecret(row.stored, accountId, keyBase64);
+  if (!isSealed(row.stored)) {
+    // Guarded by the old value: a rotation meanwhile wins.
+    await db
+      .update(accounts)
+      .set({ webhookSecret: await sealWebhookSecret(secret, accountId, keyBase64) })
+      .where(and(eq(accounts.id, accountId), eq(accounts.webhookSecret, row.stored)));
+  }
+  return { secret };
 }

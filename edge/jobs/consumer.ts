@@ -9,11 +9,12 @@ import { JobMessage } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
 import { webhookSecret } from "../db/admin.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
+import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
 import { answerWriter } from "./answer-writer.ts";
 import { checkLines } from "./check-lines.ts";
 import { describeError, writeLog } from "../log.ts";
 import {
-  accountWebhookSecret,
+  callbackAccount,
   CHUNK_SIZE,
   claimLines,
   jobById,
@@ -45,6 +46,8 @@ export type JobsDeps = {
   /** A job with no progress for this long is stalled (JOB_STALL_SECONDS). */
   stallMs: number;
   allowPrivateCallbacks: boolean;
+  /** WEBHOOK_SECRET_KEY: opens the accounts' sealed webhook secrets. */
+  webhookSecretKey: string | undefined;
 };
 
 /**
@@ -112,7 +115,22 @@ async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; 
 async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Promise<void> {
   const job = await jobById(deps.db, jobId);
   if (!job || job.callback_state !== "pending" || !job.callback_url) return;
-  const secret = (await accountWebhookSecret(deps.db, job.account_id)) ?? (await webhookSecret(deps.db, job.account_id)).secret;
+  const account = await callbackAccount(deps.db, job.account_id);
+  // A disabled account's callback waits, pending and not counted as an attempt; the cron sends it
+  // once the account is enabled again.
+  if (!account?.active) return;
+  let secret: string;
+  try {
+    secret =
+      account.storedSecret !== null && isSealed(account.storedSecret)
+        ? await openWebhookSecret(account.storedSecret, job.account_id, deps.webhookSecretKey)
+        : (await webhookSecret(deps.db, job.account_id, deps.webhookSecretKey)).secret;
+  } catch (error) {
+    if (!(error instanceof WebhookKeyError)) throw error;
+    // A configuration error: logged, and the attempt fails like any other, to be retried.
+    writeLog("error", { event: "webhook_secret_unavailable", job_id: jobId, error: describeError(error) });
+    return failCallback(deps, jobId, attempt, "callback not signed: WEBHOOK_SECRET_KEY is missing or wrong");
+  }
   const delivery = await deliverCallback({
     url: job.callback_url,
     secret,
@@ -122,8 +140,13 @@ async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Prom
     allowPrivate: deps.allowPrivateCallbacks,
   });
   if (delivery.ok) return recordCallback(deps.db, jobId, { delivered: true });
+  return failCallback(deps, jobId, attempt, delivery.error);
+}
+
+/** A failed attempt: recorded, and tried again on the schedule, or given up after the last. */
+async function failCallback(deps: JobsDeps, jobId: string, attempt: number, error: string): Promise<void> {
   const delay = CALLBACK_RETRY_DELAYS_SECONDS[attempt];
-  await recordCallback(deps.db, jobId, { delivered: false, error: delivery.error, nextAt: delay === undefined ? null : Date.now() + delay * 1000 });
+  await recordCallback(deps.db, jobId, { delivered: false, error, nextAt: delay === undefined ? null : Date.now() + delay * 1000 });
   if (delay !== undefined) await deps.queue.send({ kind: "callback", job: jobId, attempt: attempt + 1 }, { delaySeconds: delay });
 }
 

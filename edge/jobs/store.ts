@@ -158,6 +158,12 @@ export function doneRowsQuery(db: Database, jobId: string, from: number, limit: 
     where job_id = ${jobId} and state = 'done' and position >= ${from} order by position limit ${limit}`);
 }
 
+/**
+ * "This job's account is active", for statements on verification_jobs: a disabled account's jobs
+ * claim nothing and its callbacks wait, and the cron leaves both alone until it is enabled again.
+ */
+const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts where status = 'active')");
+
 /** `retried`: this is the second try of a line whose first answer was temporary; `attempts`: claims so far, this one included. */
 export type ClaimedItem = { position: number; email: string; retried: boolean; attempts: number };
 
@@ -170,12 +176,13 @@ export async function claimLines(db: Database, jobId: string, from: number, to: 
   const now = Date.now();
   const [, claimed, job] = await db.batch([
     db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}), updated_at = ${now}
-      where id = ${jobId} and status = 'queued'`),
+      where id = ${jobId} and status = 'queued' and ${ACCOUNT_ACTIVE}`),
     db.all(sql`
       update verification_job_items set state = 'claimed', lease_until = ${now + leaseMs}, attempts = attempts + 1
       where job_id = ${jobId} and position >= ${from} and position < ${to} and duplicate_of is null
         and (state = 'pending' or (state = 'retry' and retry_at <= ${now}) or (state = 'claimed' and lease_until <= ${now}))
         and (select status from verification_jobs where id = ${jobId}) = 'running'
+        and (select a.status from verification_jobs j join accounts a on a.id = j.account_id where j.id = ${jobId}) = 'active'
       returning position, email, retry_at, attempts`),
     db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
   ]);
@@ -255,10 +262,10 @@ export async function recordCallback(db: Database, jobId: string, outcome: { del
     where id = ${jobId} and callback_state = 'pending'`);
 }
 
-/** The account's webhook secret, for signing a callback. */
-export async function accountWebhookSecret(db: Database, accountId: string): Promise<string | null> {
-  const [row] = await db.all<{ webhook_secret: string | null }>(sql`select webhook_secret from accounts where id = ${accountId}`);
-  return row?.webhook_secret ?? null;
+/** What a callback needs of its account: whether it is active, and its stored (sealed) webhook secret. */
+export async function callbackAccount(db: Database, accountId: string): Promise<{ active: boolean; storedSecret: string | null } | null> {
+  const [row] = await db.all<{ status: string; webhook_secret: string | null }>(sql`select status, webhook_secret from accounts where id = ${accountId}`);
+  return row ? { active: row.status === "active", storedSecret: row.webhook_secret } : null;
 }
 
 /**
@@ -273,14 +280,16 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
       select distinct i.job_id, i.position / ${sql.raw(String(CHUNK_SIZE))} as chunk
       from verification_jobs j join verification_job_items i on i.job_id = j.id
       where j.status in ('queued', 'running') and j.updated_at < ${stalledBefore} and i.duplicate_of is null
+        and j.account_id in (select id from accounts where status = 'active')
         and (i.state = 'pending' or (i.state = 'retry' and i.retry_at <= ${now}) or (i.state = 'claimed' and i.lease_until <= ${now}))
       limit 1000`),
     db.all<{ id: string; callback_attempts: number }>(sql`
       select id, callback_attempts from verification_jobs
-      where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} limit 1000`),
+      where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE} limit 1000`),
     // Requeued now: not again before another stall period has passed.
-    db.run(sql`update verification_jobs set updated_at = ${now} where status in ('queued', 'running') and updated_at < ${stalledBefore}`),
-    db.run(sql`update verification_jobs set callback_next_at = ${now} where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore}`),
+    db.run(sql`update verification_jobs set updated_at = ${now} where status in ('queued', 'running') and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}`),
+    db.run(sql`update verification_jobs set callback_next_at = ${now}
+      where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}`),
   ]);
   return {
     chunks: chunks.map((c) => ({ job: String(c.job_id), from: Number(c.chunk) * CHUNK_SIZE, to: (Number(c.chunk) + 1) * CHUNK_SIZE })),

@@ -1,4 +1,5 @@
 /** Node-side access to the database for the CLI, `npm start` and tests. */
+import { readFileSync } from "node:fs";
 import { createClient } from "@libsql/client";
 import { drizzle, type LibSQLDatabase } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
@@ -16,6 +17,24 @@ export const LOCAL_DATABASE_FILE = join(LOCAL_DATA_DIR, "dev.db");
  * The file (0600) in which `npm start` leaves the token of the libSQL server it runs on `port`, for
  * the admin CLI and other local tools; removed when `npm start` stops.
  */
+/**
+ * The local WEBHOOK_SECRET_KEY (README "Callbacks"): made by `npm start` on its first run and kept
+ * with the local database it seals secrets in, read by the admin CLI when the environment has none.
+ */
+export function localWebhookSecretKeyFile(dataDir = LOCAL_DATA_DIR): string {
+  return join(dataDir, "webhook-secret-key");
+}
+
+/** WEBHOOK_SECRET_KEY from the environment, else the local one, else undefined. */
+export function webhookSecretKey(env: NodeJS.ProcessEnv = process.env, dataDir = LOCAL_DATA_DIR): string | undefined {
+  if (env.WEBHOOK_SECRET_KEY?.trim()) return env.WEBHOOK_SECRET_KEY.trim();
+  try {
+    return readFileSync(localWebhookSecretKeyFile(dataDir), "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function localServerTokenFile(port: string | number, dataDir = LOCAL_DATA_DIR): string {
   return join(dataDir, `libsql-${port}.token`);
 }

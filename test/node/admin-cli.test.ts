@@ -10,7 +10,9 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashToken } from "../../edge/lib/tokens.ts";
+import { sql } from "drizzle-orm";
 import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/lib/database.ts";
+import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const TOKEN_PATTERN = /^cv_[A-Za-z0-9_-]{43}$/;
@@ -39,7 +41,7 @@ async function admin(...args: string[]): Promise<Run> {
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
       cwd: repoRoot,
-      env: { ...process.env, DATABASE_URL: databaseUrl },
+      env: { ...process.env, DATABASE_URL: databaseUrl, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY },
     });
     return { status: 0, stdout, stderr };
   } catch (error) {
@@ -131,6 +133,10 @@ describe("account lifecycle", () => {
       const rotated = await adminJson("accounts", "webhook-secret", "--account", accountId, "--rotate");
       expect(rotated.json.secret).not.toBe(secret);
       expect((await adminJson("accounts", "webhook-secret", "--account", accountId)).json.secret).toBe(rotated.json.secret);
+      // Stored sealed, never as the secret itself.
+      const [stored] = await db.all<{ webhook_secret: string }>(sql`select webhook_secret from accounts where id = ${accountId}`);
+      expect(stored!.webhook_secret).toMatch(/^v1\./);
+      expect(stored!.webhook_secret).not.toContain(String(rotated.json.secret).slice("whsec_".length));
       const missing = await adminJson("accounts", "webhook-secret", "--account", "acc_nope");
       expect(missing).toMatchObject({ status: 1, json: { error: "No account acc_nope" } });
     },

@@ -19,7 +19,7 @@ import { claimLines, stalledWork, writeAnswers } from "../../edge/jobs/store.ts"
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings } from "../../edge/env.ts";
 import type { JobsQueue } from "../../edge/jobs/consumer.ts";
-import { call, callWith, db, newAccount } from "./helpers.ts";
+import { call, callWith, db, newAccount, setAccountStatus } from "./helpers.ts";
 
 const PATH = "/v1/email_verification_jobs";
 const QUEUE = "verification-jobs-dev";
@@ -494,7 +494,10 @@ describe("callbacks", () => {
     expect(d!.headers["content-type"]).toBe("application/json");
     expect(d!.headers["webhook-id"]).toBe(`evt_${job.id}_completed`);
     expect(Math.abs(Number(d!.headers["webhook-timestamp"]) - Date.now() / 1000)).toBeLessThan(60);
-    const { secret } = await webhookSecret(db, accountId);
+    const { secret } = await webhookSecret(db, accountId, (env as unknown as Bindings).WEBHOOK_SECRET_KEY);
+    // The database holds it sealed, never in the clear.
+    const [stored] = await db.all<{ webhook_secret: string }>(sql`select webhook_secret from accounts where id = ${accountId}`);
+    expect(stored!.webhook_secret).toMatch(/^v1\./);
     expect(await verifySignature(secret, d!)).toBe(true);
     expect(await verifySignature("whsec_" + btoa("another secret, 32 bytes long!!!"), d!)).toBe(false);
   });
@@ -569,6 +572,48 @@ describe("callbacks", () => {
     const [row] = await db.all<{ callback_state: string; callback_last_error: string }>(sql`select callback_state, callback_last_error from verification_jobs where id = ${id}`);
     expect(row).toEqual({ callback_state: "failed", callback_last_error: "redirects are not followed" });
     expect((await deliveries(url)).map((d) => d.answered)).toEqual([307]);
+  });
+
+  it("a disabled account's job claims nothing, its callback waits, the cron leaves both alone; enabled again, both go on", async () => {
+    const { accountId } = await newAccount(0);
+    const url = hook();
+    const id = await queuedJob(accountId, ["ana@ok.test", "nobody@ok.test"], Date.now() - 20 * 60_000);
+    await db.run(sql`update verification_jobs set callback_url = ${url} where id = ${id}`);
+    await setAccountStatus(db, accountId, "disabled");
+    const jobRow = async () =>
+      (await db.all<{ status: string; processed: number; callback_state: string; callback_attempts: number }>(
+        sql`select status, processed, callback_state, callback_attempts from verification_jobs where id = ${id}`,
+      ))[0]!;
+
+    await deliver([{ kind: "chunk", job: id, from: 0, to: 2 }]);
+    expect(await jobRow()).toMatchObject({ status: "queued", processed: 0 });
+    expect((await stalledWork(db, Date.now() - 60_000)).chunks.filter((c) => c.job === id)).toEqual([]);
+
+    // Its callback, once the job has ended: not delivered, not counted, not requeued.
+    await db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${Date.now()}, callback_state = 'pending', callback_next_at = ${Date.now() - 20 * 60_000} where id = ${id}`);
+    await deliver([{ kind: "callback", job: id, attempt: 0 }]);
+    expect(await jobRow()).toMatchObject({ callback_state: "pending", callback_attempts: 0 });
+    expect(await deliveries(url)).toEqual([]);
+    expect((await stalledWork(db, Date.now() - 60_000)).callbacks.filter((c) => c.job === id)).toEqual([]);
+
+    await setAccountStatus(db, accountId, "active");
+    expect((await stalledWork(db, Date.now() - 60_000)).callbacks.filter((c) => c.job === id)).toEqual([{ job: id, attempt: 0 }]);
+    await deliver([{ kind: "callback", job: id, attempt: 0 }]);
+    expect(await received(url)).toHaveLength(1);
+    expect(await jobRow()).toMatchObject({ callback_state: "delivered", callback_attempts: 1 });
+  });
+
+  it("enabled again, a disabled account's job is requeued by the cron and completes", async () => {
+    const { token, accountId } = await newAccount(0);
+    const id = await queuedJob(accountId, ["ana@ok.test"], Date.now() - 20 * 60_000);
+    await setAccountStatus(db, accountId, "disabled");
+    expect((await stalledWork(db, Date.now() - 60_000)).chunks.filter((c) => c.job === id)).toEqual([]);
+    await setAccountStatus(db, accountId, "active");
+    const work = await stalledWork(db, Date.now() - 60_000);
+    const ranges = work.chunks.filter((c) => c.job === id);
+    expect(ranges).toEqual([{ job: id, from: 0, to: 200 }]);
+    await deliver([{ kind: "chunk", job: id, from: 0, to: 200 }]);
+    expect(await waitFor(token, id)).toMatchObject({ status: "completed", counts: { valid: 1 } });
   });
 });
 

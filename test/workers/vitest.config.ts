@@ -1,6 +1,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { fileURLToPath } from "node:url";
 import { defineProject } from "vitest/config";
+import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -22,6 +23,7 @@ export default defineProject({
           // Callbacks go to the receiver on loopback; a temporary answer is asked about again after 1 s.
           CALLBACK_ALLOW_PRIVATE_TARGETS: "true",
           JOB_RETRY_DELAY_SECONDS: "1",
+          WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
         },
       },
     })),
