@@ -20,6 +20,7 @@ export type Bindings = RateLimitBindings & {
   /** The queue bulk jobs run on: this Worker is its producer and its consumer (wrangler.toml). */
   JOBS_QUEUE?: JobsQueue;
   JOB_MAX_RUNNING?: string;
+  JOB_MAX_LINES_PER_DAY?: string;
   JOB_RETRY_DELAY_SECONDS?: string;
   JOB_STALL_SECONDS?: string;
   CALLBACK_ALLOW_PRIVATE_TARGETS?: string;
@@ -87,6 +88,8 @@ const EdgeConfigSchema = z.object({
   LOOKUP_COST: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(1_000_000).default(1)),
   /** Jobs an account may have queued or running at once; one more is 429. */
   JOB_MAX_RUNNING: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(1_000).default(3)),
+  /** Lines an account may submit in jobs per rolling 24 hours, cancelled and all-invalid jobs included; past it, 429. */
+  JOB_MAX_LINES_PER_DAY: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(1_000_000_000).default(1_000_000)),
   /** How long a job waits before it asks again about an address that got a temporary answer (0: never asks again). */
   JOB_RETRY_DELAY_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(43_200).default(300)),
   /** A job with no progress for this long gets its remaining work put back on the queue by the cron. */

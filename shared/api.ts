@@ -147,6 +147,14 @@ export const AccountInfo = z
       failed_authentication: RateLimitInfo,
     }),
     usage: z.object({ today: UsagePeriod, this_month: UsagePeriod }),
+    jobs: z
+      .object({
+        max_running: z.number().int().openapi({ description: "Jobs that may be queued or running at once (JOB_MAX_RUNNING)" }),
+        running: z.number().int().openapi({ description: "Jobs queued or running now" }),
+        max_lines_per_24h: z.number().int().openapi({ description: "Lines that may be submitted in jobs per rolling 24 hours (JOB_MAX_LINES_PER_DAY)" }),
+        lines_last_24h: z.number().int().openapi({ description: "Lines submitted in the last 24 hours, cancelled and all-invalid jobs included" }),
+      })
+      .openapi({ description: "Bulk verification jobs: the account's limits and where it stands" }),
   })
   .openapi("Account");
 export type AccountInfo = z.infer<typeof AccountInfo>;

@@ -147,9 +147,17 @@ export const verificationJobs = sqliteTable(
     completedAt: integer("completed_at"),
     /** Last progress (or last requeue by the cron): what stalled-work detection looks at. */
     updatedAt: integer("updated_at").notNull().default(now),
+    /**
+     * 1 while its lines are still being written, a few thousand per transaction (so a large create
+     * never holds the write lock in one piece): no read, claim or cron sees the job until it is 0.
+     * A create that died half way leaves it 1; the cron deletes such a job.
+     */
+    writing: integer("writing").notNull().default(0),
   },
   (t) => [
     uniqueIndex("verification_jobs_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
+    // The daily line quota sums an account's jobs created in the last 24 hours.
+    index("verification_jobs_account_created_idx").on(t.accountId, t.createdAt),
     index("verification_jobs_account_status_idx").on(t.accountId, t.status),
     index("verification_jobs_status_updated_idx").on(t.status, t.updatedAt),
     check("verification_jobs_status_known", sql`${t.status} in ('queued', 'running', 'completed', 'cancelled')`),

@@ -17,6 +17,7 @@ import {
   callbackAccount,
   CHUNK_SIZE,
   claimLines,
+  deleteAbandonedJobs,
   jobById,
   jobJson,
   recordCallback,
@@ -188,12 +189,16 @@ async function settle(messages: DeliveredMessage[], jobId: string, run: () => Pr
   }
 }
 
-/** The cron: stalled jobs' remaining lines and callbacks whose time has come go back on the queue. */
-export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ chunks: number; callbacks: number }> {
+/**
+ * The cron: stalled jobs' remaining lines and callbacks whose time has come go back on the queue,
+ * and creates that died half way are cleaned up, a bounded slice per run.
+ */
+export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ chunks: number; callbacks: number; abandoned_jobs_deleted: number }> {
+  const abandoned = await deleteAbandonedJobs(deps.db);
   const work = await stalledWork(deps.db, Date.now() - deps.stallMs);
   const byJob = new Map<string, { from: number; to: number }[]>();
   for (const c of work.chunks) byJob.set(c.job, [...(byJob.get(c.job) ?? []), { from: c.from, to: c.to }]);
   for (const [job, ranges] of byJob) await enqueueChunks(deps.queue, job, ranges);
   for (const c of work.callbacks) await deps.queue.send({ kind: "callback", job: c.job, attempt: c.attempt });
-  return { chunks: work.chunks.length, callbacks: work.callbacks.length };
+  return { chunks: work.chunks.length, callbacks: work.callbacks.length, abandoned_jobs_deleted: abandoned };
 }

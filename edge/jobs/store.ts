@@ -13,7 +13,17 @@ import type { Database } from "../db/client.ts";
 /** Input lines per queue message: a consumer checks at most this many addresses per message. */
 export const CHUNK_SIZE = 200;
 /** Rows per INSERT when a job is created (one JSON argument each). */
-const INSERT_ROWS = 2_000;
+const INSERT_ROWS = 2_500;
+/**
+ * Lines written per transaction while a job is created: each holds the database's write lock for
+ * tens of milliseconds, so lookups' charges get in between (a 100,000-line job in one transaction
+ * held it for about a second, and ten at once pushed lookups past their timeout).
+ */
+export const LINES_PER_TRANSACTION = 5_000;
+/** A job still being written after this long was abandoned by a create that died; the cron deletes it. */
+export const ABANDONED_CREATE_MS = 10 * 60_000;
+/** The window of the daily line quota (JOB_MAX_LINES_PER_DAY). */
+export const LINE_QUOTA_WINDOW_MS = 24 * 3_600_000;
 
 type Statement = BatchItem<"sqlite">;
 const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
@@ -60,8 +70,9 @@ const JOB_COLUMNS = sql.raw(
   "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at",
 );
 
+/** A job as its account sees it: one still being written does not exist yet. */
 export function findJobQuery(db: Database, accountId: string, id: string) {
-  return db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and account_id = ${accountId}`);
+  return db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
 }
 
 export async function findJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {
@@ -69,60 +80,114 @@ export async function findJob(db: Database, accountId: string, id: string): Prom
 }
 
 export async function jobById(db: Database, id: string): Promise<JobRow | null> {
-  return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id}`))[0] ?? null;
+  return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and writing = 0`))[0] ?? null;
 }
 
-/** The job an Idempotency-Key already created for this account, and the number of jobs not finished yet, in one round trip. */
-export async function creationContext(db: Database, accountId: string, idempotencyKey: string | null): Promise<{ existing: JobRow | null; unfinished: number }> {
-  const [existing, unfinished] = await db.batch([
-    db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where account_id = ${accountId} and idempotency_key = ${idempotencyKey}`),
-    db.all<{ n: number }>(sql`select count(*) as n from verification_jobs where account_id = ${accountId} and status in ('queued', 'running')`),
+export type NewJob = { id: string; accountId: string; smtpTimeout: number; callbackUrl: string | null; idempotencyKey: string | null; requestHash: string; total: number };
+export type JobLimits = { maxRunning: number; maxLinesPerDay: number };
+
+export type StartedJob =
+  | { kind: "started" }
+  /** The Idempotency-Key was used before: its job (finished writing), or null while it is still being written. */
+  | { kind: "existing"; job: JobRow | null; requestHash: string }
+  | { kind: "too_many_running" }
+  | { kind: "daily_quota"; used: number; retryAfterSeconds: number };
+
+/**
+ * Starts a job: its row, written only if the account is under both limits, decided inside the
+ * INSERT itself so that creates racing each other cannot all pass (the database runs one write at a
+ * time); JOB_MAX_RUNNING counts jobs queued, running or still being written, and the daily quota
+ * every line submitted in the last 24 hours, whatever became of its job (cancelled, or invalid
+ * throughout). The same round trip reads what the answer needs when the row was not written.
+ */
+export async function startJob(db: Database, job: NewJob, limits: JobLimits): Promise<StartedJob> {
+  const now = Date.now();
+  const since = now - LINE_QUOTA_WINDOW_MS;
+  const [inserted, existing, usage] = await db.batch([
+    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, writing)
+      select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1
+      where (select count(*) from verification_jobs where account_id = ${job.accountId} and status in ('queued', 'running')) < ${limits.maxRunning}
+        and (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) + ${job.total} <= ${limits.maxLinesPerDay}
+      on conflict do nothing`),
+    db.all<JobRow & { writing: number }>(sql`select ${JOB_COLUMNS}, writing from verification_jobs
+      where account_id = ${job.accountId} and idempotency_key = ${job.idempotencyKey} and id != ${job.id}`),
+    db.all<{ running: number; lines: number; oldest: number | null }>(sql`select
+        (select count(*) from verification_jobs where account_id = ${job.accountId} and status in ('queued', 'running')) as running,
+        (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as lines,
+        (select min(created_at) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as oldest`),
   ]);
-  return { existing: existing[0] ?? null, unfinished: Number(unfinished[0]?.n ?? 0) };
+  if (Number((inserted as { rowsAffected?: number }).rowsAffected ?? 0) === 1) return { kind: "started" };
+  const earlier = existing[0];
+  if (earlier) return { kind: "existing", job: Number(earlier.writing) === 1 ? null : earlier, requestHash: earlier.request_hash };
+  const u = usage[0]!;
+  if (Number(u.running) >= limits.maxRunning) return { kind: "too_many_running" };
+  // Lines leave the window as their jobs turn 24 hours old: the oldest goes first.
+  const retryAfterSeconds = Math.max(1, Math.ceil((Number(u.oldest ?? now) + LINE_QUOTA_WINDOW_MS - now) / 1000));
+  return { kind: "daily_quota", used: Number(u.lines), retryAfterSeconds };
 }
 
 /**
- * Creates the job and every line in one batch, which the database runs as one transaction: a job
- * is there whole or not at all. Returns false when the Idempotency-Key was taken meanwhile.
+ * Writes a started job's lines, LINES_PER_TRANSACTION per transaction, then makes the job visible
+ * (and completes it at once when every line failed the syntax check); returns it. Each insert only
+ * runs while the job is still being written, so nothing is added to a job the cron has given up on.
  */
-export async function insertJob(
-  db: Database,
-  job: { id: string; accountId: string; smtpTimeout: number; callbackUrl: string | null; idempotencyKey: string | null; requestHash: string },
-  items: NewItem[],
-): Promise<boolean> {
-  const now = Date.now();
-  const statements: Statement[] = [
-    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at)
-      values (${job.id}, ${job.accountId}, 'queued', ${items.length}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now})
-      on conflict do nothing`),
-  ];
-  for (let start = 0; start < items.length; start += INSERT_ROWS) {
-    const rows = items.slice(start, start + INSERT_ROWS).map((item, i) => [
-      start + i,
-      item.email,
-      item.duplicateOf,
-      item.done ? "done" : "pending",
-      item.done?.classification ?? null,
-      item.done ? JSON.stringify(item.done) : null,
-    ]);
-    // Only when this batch created the job (an Idempotency-Key race leaves its rows out).
-    statements.push(
-      db.run(sql`insert into verification_job_items (job_id, position, email, duplicate_of, state, classification, result)
-        select ${job.id}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 from json_each(${JSON.stringify(rows)})
-        where (select request_hash from verification_jobs where id = ${job.id}) = ${job.requestHash}`),
-    );
+export async function writeJobLines(db: Database, jobId: string, items: NewItem[]): Promise<JobRow> {
+  for (let from = 0; from < items.length; from += LINES_PER_TRANSACTION) {
+    const statements: Statement[] = [];
+    for (let start = from; start < Math.min(items.length, from + LINES_PER_TRANSACTION); start += INSERT_ROWS) {
+      const end = Math.min(start + INSERT_ROWS, from + LINES_PER_TRANSACTION, items.length);
+      const rows = items.slice(start, end).map((item, i) => [
+        start + i,
+        item.email,
+        item.duplicateOf,
+        item.done ? "done" : "pending",
+        item.done?.classification ?? null,
+        item.done ? JSON.stringify(item.done) : null,
+      ]);
+      statements.push(
+        db.run(sql`insert into verification_job_items (job_id, position, email, duplicate_of, state, classification, result)
+          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 from json_each(${JSON.stringify(rows)})
+          where (select writing from verification_jobs where id = ${jobId}) = 1`),
+      );
+    }
+    await batch(db, statements);
   }
-  // A list where every line failed the syntax check is finished as soon as it exists.
-  statements.push(completeIfDone(db, job.id, now));
-  const [created] = await batch(db, statements);
-  return Number((created as { rowsAffected?: number }).rowsAffected ?? 0) === 1;
+  const now = Date.now();
+  const [finished, , job] = await db.batch([
+    db.run(sql`update verification_jobs set writing = 0, updated_at = ${now} where id = ${jobId} and writing = 1`),
+    completeIfDone(db, jobId, now),
+    db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
+  ]);
+  if (Number((finished as { rowsAffected?: number }).rowsAffected ?? 0) !== 1 || !job[0]) throw new Error(`job ${jobId} was given up while its lines were written`);
+  return job[0];
+}
+
+/**
+ * The cron's cleanup of creates that died half way: jobs still being written after
+ * ABANDONED_CREATE_MS lose up to `maxLines` lines per call, a job its row once none is left.
+ * Returns the jobs deleted whole.
+ */
+export async function deleteAbandonedJobs(db: Database, maxLines = LINES_PER_TRANSACTION): Promise<number> {
+  const abandoned = await db.all<{ id: string }>(sql`select id from verification_jobs where writing = 1 and created_at < ${Date.now() - ABANDONED_CREATE_MS} limit 10`);
+  let deleted = 0;
+  for (const { id } of abandoned) {
+    const [lines] = await db.batch([
+      db.run(sql`delete from verification_job_items where job_id = ${id}
+        and position < (select coalesce(min(position), 0) + ${maxLines} from verification_job_items where job_id = ${id})`),
+    ]);
+    if (Number((lines as { rowsAffected?: number }).rowsAffected ?? 0) > 0) continue;
+    const [row] = await db.batch([db.run(sql`delete from verification_jobs where id = ${id} and writing = 1
+      and not exists (select 1 from verification_job_items where job_id = ${id})`)]);
+    deleted += Number((row as { rowsAffected?: number }).rowsAffected ?? 0);
+  }
+  return deleted;
 }
 
 /** Completes the job if every line is done, once (whoever gets there first); returns it when this statement did. */
 function completeIfDone(db: Database, jobId: string, now: number) {
   return db.all<JobRow>(sql`update verification_jobs set status = 'completed', completed_at = ${now}, updated_at = ${now},
       callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
-    where id = ${jobId} and status in ('queued', 'running') and processed >= total
+    where id = ${jobId} and status in ('queued', 'running') and processed >= total and writing = 0
     returning ${JOB_COLUMNS}`);
 }
 
@@ -135,7 +200,7 @@ export async function cancelJob(db: Database, accountId: string, id: string): Pr
   const [update, rows] = await db.batch([
     db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${now}, updated_at = ${now},
         callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
-      where id = ${id} and account_id = ${accountId} and status in ('queued', 'running')`),
+      where id = ${id} and account_id = ${accountId} and status in ('queued', 'running') and writing = 0`),
     findJobQuery(db, accountId, id),
   ]);
   const job = rows[0];
@@ -176,7 +241,7 @@ export async function claimLines(db: Database, jobId: string, from: number, to: 
   const now = Date.now();
   const [, claimed, job] = await db.batch([
     db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}), updated_at = ${now}
-      where id = ${jobId} and status = 'queued' and ${ACCOUNT_ACTIVE}`),
+      where id = ${jobId} and status = 'queued' and writing = 0 and ${ACCOUNT_ACTIVE}`),
     db.all(sql`
       update verification_job_items set state = 'claimed', lease_until = ${now + leaseMs}, attempts = attempts + 1
       where job_id = ${jobId} and position >= ${from} and position < ${to} and duplicate_of is null
@@ -279,7 +344,7 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
     db.all<{ job_id: string; chunk: number }>(sql`
       select distinct i.job_id, i.position / ${sql.raw(String(CHUNK_SIZE))} as chunk
       from verification_jobs j join verification_job_items i on i.job_id = j.id
-      where j.status in ('queued', 'running') and j.updated_at < ${stalledBefore} and i.duplicate_of is null
+      where j.status in ('queued', 'running') and j.writing = 0 and j.updated_at < ${stalledBefore} and i.duplicate_of is null
         and j.account_id in (select id from accounts where status = 'active')
         and (i.state = 'pending' or (i.state = 'retry' and i.retry_at <= ${now}) or (i.state = 'claimed' and i.lease_until <= ${now}))
       limit 1000`),
@@ -287,7 +352,7 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
       select id, callback_attempts from verification_jobs
       where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE} limit 1000`),
     // Requeued now: not again before another stall period has passed.
-    db.run(sql`update verification_jobs set updated_at = ${now} where status in ('queued', 'running') and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}`),
+    db.run(sql`update verification_jobs set updated_at = ${now} where status in ('queued', 'running') and writing = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}`),
     db.run(sql`update verification_jobs set callback_next_at = ${now}
       where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}`),
   ]);

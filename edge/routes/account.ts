@@ -5,6 +5,7 @@ import { AccountInfo } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
+import { LINE_QUOTA_WINDOW_MS } from "../jobs/store.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
 
 export const accountRoute = createRoute({
@@ -13,6 +14,7 @@ export const accountRoute = createRoute({
   summary: "The calling key's account: balance, rate limits and usage",
   description:
     "Usage is read from the credit ledger: lookups charged and credits spent since the start of the day and of the month (UTC). " +
+    "jobs gives the bulk-job limits and where the account stands against them. " +
     "Counts against the key's lookup rate limit.",
   security: [{ bearerAuth: [] }],
   responses: {
@@ -34,6 +36,8 @@ type AccountRow = {
   credits_today: number;
   lookups_month: number;
   credits_month: number;
+  jobs_running: number;
+  job_lines_24h: number;
 };
 
 export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
@@ -45,7 +49,9 @@ export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
     // One round trip: the account and one pass over this month's charges (created_at is in ms).
     const [row] = await requestDatabase(c).all<AccountRow>(sql`
       select a.id, a.name, a.status, a.credit_balance,
-             u.lookups_today, u.credits_today, u.lookups_month, u.credits_month
+             u.lookups_today, u.credits_today, u.lookups_month, u.credits_month,
+             (select count(*) from verification_jobs where account_id = a.id and status in ('queued', 'running')) as jobs_running,
+             (select coalesce(sum(total), 0) from verification_jobs where account_id = a.id and created_at > ${Date.now() - LINE_QUOTA_WINDOW_MS}) as job_lines_24h
       from accounts a, (
         select count(*) filter (where created_at >= ${dayStart}) as lookups_today,
                coalesce(-sum(delta) filter (where created_at >= ${dayStart}), 0) as credits_today,
@@ -70,6 +76,12 @@ export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
       usage: {
         today: { since: new Date(dayStart).toISOString(), lookups_charged: Number(row.lookups_today), credits_spent: Number(row.credits_today) },
         this_month: { since: new Date(monthStart).toISOString(), lookups_charged: Number(row.lookups_month), credits_spent: Number(row.credits_month) },
+      },
+      jobs: {
+        max_running: c.get("config").JOB_MAX_RUNNING,
+        running: Number(row.jobs_running),
+        max_lines_per_24h: c.get("config").JOB_MAX_LINES_PER_DAY,
+        lines_last_24h: Number(row.job_lines_24h),
       },
     };
     return c.json(body, 200);

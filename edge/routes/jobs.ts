@@ -15,7 +15,7 @@ import { checkCallbackUrl } from "../jobs/callback.ts";
 import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { JOB_ERRORS, MAX_JOB_ADDRESSES, MAX_JOB_BODY_BYTES, MAX_JOB_LINE_BYTES, parseJobBody } from "../jobs/input.ts";
-import { cancelJob, creationContext, doneRowsQuery, findJob, insertJob, jobJson, resultRowsQuery, type JobRow, type NewItem } from "../jobs/store.ts";
+import { cancelJob, doneRowsQuery, findJob, jobJson, resultRowsQuery, startJob, writeJobLines, type JobRow, type NewItem } from "../jobs/store.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
@@ -36,6 +36,9 @@ export const JOB_MESSAGES = {
   badLimit: `limit must be an integer between 1 and ${MAX_PAGE}`,
   badCursor: "Invalid cursor",
   tooManyRunning: (max: number) => `Too many jobs running: an account may have ${max} queued or running at once; wait for one to finish or cancel one`,
+  dailyQuota: (max: number, used: number) =>
+    `Daily line quota exceeded: an account may submit ${max.toLocaleString("en")} lines per 24 hours (JOB_MAX_LINES_PER_DAY); ${used.toLocaleString("en")} were submitted in the last 24 hours`,
+  stillCreating: "The job with this Idempotency-Key is still being created; retry in a few seconds",
 } as const;
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
@@ -69,11 +72,11 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     responses: {
       202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
       400: errorResponse(`Malformed body, no addresses, an address over ${MAX_JOB_LINE_BYTES} bytes, a bad smtp_timeout, callback_url or Idempotency-Key`),
-      409: errorResponse(JOB_MESSAGES.idempotencyConflict),
+      409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
       413: errorResponse(`${JOB_ERRORS.bodyTooLarge}; or ${JOB_ERRORS.tooManyAddresses}`),
       415: errorResponse(JOB_ERRORS.unsupported),
       ...authenticatedErrorResponses,
-      429: errorResponse("Rate limit exceeded, or too many jobs running for the account"),
+      429: errorResponse("Rate limit exceeded; too many jobs running for the account (JOB_MAX_RUNNING); or the account's daily line quota (JOB_MAX_LINES_PER_DAY) exceeded. Retry-After says when to try again"),
     },
   });
   app.openAPIRegistry.registerPath({
@@ -165,23 +168,22 @@ async function create(c: Context<AppEnv>) {
   const requestHash = await sha256Hex(JSON.stringify([request.addresses, smtpTimeout, callbackUrl]));
   const db = requestDatabase(c);
 
-  const { existing, unfinished } = await creationContext(db, accountId, key);
-  if (existing) {
-    if (existing.request_hash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
-    return accepted(c, existing);
-  }
-  if (unfinished >= config.JOB_MAX_RUNNING) throw new ApiError(429, JOB_MESSAGES.tooManyRunning(config.JOB_MAX_RUNNING), { "Retry-After": "60" });
-
   const id = newId("job");
   const items = newItems(request.addresses);
-  const created = await insertJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash }, items);
-  if (!created) {
-    // The same Idempotency-Key won a race a moment ago: that job is the answer.
-    const { existing: winner } = await creationContext(db, accountId, key);
-    if (!winner || winner.request_hash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
-    return accepted(c, winner);
+  const limits = { maxRunning: config.JOB_MAX_RUNNING, maxLinesPerDay: config.JOB_MAX_LINES_PER_DAY };
+  const started = await startJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: items.length }, limits);
+  switch (started.kind) {
+    case "existing":
+      if (started.requestHash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
+      // The first create with this key is still writing its lines (or died doing so: the cron removes it).
+      if (!started.job) throw new ApiError(409, JOB_MESSAGES.stillCreating, { "Retry-After": "5" });
+      return accepted(c, started.job);
+    case "too_many_running":
+      throw new ApiError(429, JOB_MESSAGES.tooManyRunning(config.JOB_MAX_RUNNING), { "Retry-After": "60" });
+    case "daily_quota":
+      throw new ApiError(429, JOB_MESSAGES.dailyQuota(config.JOB_MAX_LINES_PER_DAY, started.used), { "Retry-After": String(started.retryAfterSeconds) });
   }
-  const job = (await findJob(db, accountId, id))!;
+  const job = await writeJobLines(db, id, items);
   c.get("accessLog").job_lines = items.length;
   try {
     // A list that failed the syntax check line by line is complete already: only its callback is left.

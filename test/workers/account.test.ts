@@ -31,7 +31,19 @@ describe("GET /v1/account", () => {
         today: { since: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString(), lookups_charged: 0, credits_spent: 0 },
         this_month: { since: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(), lookups_charged: 0, credits_spent: 0 },
       },
+      jobs: { max_running: 3, running: 0, max_lines_per_24h: 1_000_000, lines_last_24h: 0 },
     });
+  });
+
+  it("says where the account stands against the job limits: jobs running, lines submitted in 24 hours", async () => {
+    const { token } = await newAccount(0);
+    const post = (addresses: string[]) =>
+      call("/v1/email_verification_jobs", { method: "POST", token, headers: { "content-type": "application/json" }, body: JSON.stringify({ email_addresses: addresses }) });
+    const running = (await (await post(["a@slow.test", "b@slow.test"])).json()) as { id: string };
+    await post(["x", "y", "z"]);
+    expect((await account(token)).jobs).toEqual({ max_running: 3, running: 1, max_lines_per_24h: 1_000_000, lines_last_24h: 5 });
+    await call(`/v1/email_verification_jobs/${running.id}`, { method: "DELETE", token });
+    expect((await account(token)).jobs).toMatchObject({ running: 0, lines_last_24h: 5 });
   });
 
   it("counts charged lookups and credits spent from the ledger: today, this month, never grants, misses or last month", async () => {
@@ -60,7 +72,7 @@ describe("GET /v1/account", () => {
     expect(Object.keys(route.responses).sort()).toEqual(["200", "401", "429", "503"]);
     expect(route.security).toEqual([{ bearerAuth: [] }]);
     expect(Object.keys(doc.components.schemas.Account.properties)).toEqual(
-      expect.arrayContaining(["account_id", "name", "status", "credit_balance", "rate_limits", "usage"]),
+      expect.arrayContaining(["account_id", "name", "status", "credit_balance", "rate_limits", "usage", "jobs"]),
     );
   });
 });
