@@ -163,6 +163,15 @@ export async function writeJobLines(db: Database, jobId: string, items: NewItem[
 }
 
 /**
+ * A create whose lines could not all be written: its job leaves both limits (cancelled, dated at
+ * the epoch, so neither JOB_MAX_RUNNING nor the daily quota counts it), frees its Idempotency-Key
+ * for the client's retry, and is the cron's to delete.
+ */
+export async function giveUpCreate(db: Database, jobId: string): Promise<void> {
+  await db.run(sql`update verification_jobs set status = 'cancelled', created_at = 0, idempotency_key = null where id = ${jobId} and writing = 1`);
+}
+
+/**
  * The cron's cleanup of creates that died half way: jobs still being written after
  * ABANDONED_CREATE_MS lose up to `maxLines` lines per call, a job its row once none is left.
  * Returns the jobs deleted whole.
