@@ -186,9 +186,8 @@ async function create(c: Context<AppEnv>) {
   const db = requestDatabase(c);
 
   const id = newId("job");
-  const items = await newItems(request.addresses);
   const limits = { maxRunning: config.JOB_MAX_RUNNING, maxLinesPerDay: config.JOB_MAX_LINES_PER_DAY };
-  const started = await startJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: items.length }, limits);
+  const started = await startJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: request.addresses.length }, limits);
   switch (started.kind) {
     case "existing":
       if (started.requestHash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
@@ -202,6 +201,8 @@ async function create(c: Context<AppEnv>) {
   }
   let job: JobRow;
   try {
+    // The syntax checks (most of a second for 100,000 lines) only once the limits have said yes.
+    const items = await newItems(request.addresses);
     // Each transaction of lines may queue behind other uploads' at the database's write lock: it
     // gets a longer wait than an interactive read (a lookup's own timeout is unchanged).
     const linesDb = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS * JOB_WRITE_TIMEOUT_FACTOR);
@@ -212,10 +213,10 @@ async function create(c: Context<AppEnv>) {
     await giveUpCreate(db, id).catch(() => undefined);
     throw error;
   }
-  c.get("accessLog").job_lines = items.length;
+  c.get("accessLog").job_lines = request.addresses.length;
   try {
     // A list that failed the syntax check line by line is complete already: only its callback is left.
-    if (job.status !== "completed") await enqueueChunks(c.env.JOBS_QUEUE!, id, chunkRanges(items.length));
+    if (job.status !== "completed") await enqueueChunks(c.env.JOBS_QUEUE!, id, chunkRanges(request.addresses.length));
     else if (job.callback_state === "pending") await c.env.JOBS_QUEUE!.send({ kind: "callback", job: id, attempt: 0 });
   } catch (error) {
     // The job is safe in the database; the cron puts its work on the queue once it looks stalled.
