@@ -21,7 +21,7 @@ import { childCounters, root, startChild, stopChild } from "./child.ts";
 import { startUdpDnsServer } from "./dns-udp-server.ts";
 import type { Peer } from "./peer-verify.ts";
 import { ensurePeers, runPeerTool } from "./peers-run.ts";
-import { buildProbeBundle, peakRssMiB, probeOnce, startProbeProcess } from "./probe-process.ts";
+import { buildProbeBundle, peakRssMiB, probeOnce, startProbeProcess, type ProbeSigning } from "./probe-process.ts";
 import { median, spread } from "./stats.ts";
 import { SYSTEM_DNS_HOST } from "./verify-fixtures.ts";
 
@@ -75,12 +75,12 @@ async function startFixture(delayMs: number) {
 /** The fixture's counters: it prints one JSON line on SIGUSR2. */
 const serverCounters = (fixture: Awaited<ReturnType<typeof startFixture>>) => childCounters<HotRun["server"]>(fixture.child);
 
-async function runProbe(bundle: string, list: string[], env: Record<string, string> = {}): Promise<{ wallMs: number; verdicts: Verdict[]; timeouts: number; peakRssMiB: number }> {
+async function runProbe(bundle: string, list: string[], env: Record<string, string> = {}, signing: ProbeSigning = "v2"): Promise<{ wallMs: number; verdicts: Verdict[]; timeouts: number; peakRssMiB: number }> {
   const probe = await startProbeProcess(bundle, 25, env);
   try {
     const mx = [{ host: `mx.${DOMAIN}`, preference: 10, addresses: [MX_ADDRESS] }];
     const started = performance.now();
-    const answers = await Promise.all(list.map((email) => probeOnce(probe.url, { email, mx, deadline_ms: DEADLINE_MS } satisfies ProbeRequest)));
+    const answers = await Promise.all(list.map((email) => probeOnce(probe.url, { email, mx, deadline_ms: DEADLINE_MS } satisfies ProbeRequest, signing)));
     const wallMs = performance.now() - started;
     const outcomes = answers.map((a) => a.outcome ?? `http_${a.status}`);
     return {
@@ -122,7 +122,8 @@ export async function runHotDomain(opts: { reps: number; checks: number; delayMs
           let r: { wallMs: number; verdicts: Verdict[]; timeouts: number; peakRssMiB: number };
           if (tool === HOT_TOOLS[0]) r = await runProbe(bundles.current, list);
           else if (tool === HOT_TOOLS[1]) r = await runProbe(bundles.current, list, { PROBE_DESTINATION_RCPT_RATE: String(FASTER_RATE) });
-          else if (tool === HOT_TOOLS[2]) r = await runProbe(bundles.before, list);
+          // That commit's probe checks the v1 signature of its time.
+          else if (tool === HOT_TOOLS[2]) r = await runProbe(bundles.before, list, {}, "v1");
           else {
             const peer = await runPeerTool(tool as Peer, listFile, resolvConf, opts.checks);
             const byEmail = new Map(peer.answers.map((a) => [a.email, a]));

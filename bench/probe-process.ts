@@ -3,7 +3,7 @@
  * process so its peak RSS is its own), optionally built from an earlier commit to compare with the
  * code as it was; signed requests to it; and its peak RSS from /proc.
  */
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -58,15 +58,33 @@ export async function startProbeProcess(bundle: string, smtpPort: number, extraE
 }
 
 /**
+ * The signature probes before signing v2 (issue 20) checked: HMAC-SHA256 over `timestamp.body`,
+ * hex, as `v1=`. Kept here only to measure such a probe built from its commit, never in the product.
+ */
+function legacyV1Headers(body: string): Record<string, string> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const mac = createHmac("sha256", BENCH_PROBE_SECRET).update(`${timestamp}.${body}`).digest("hex");
+  return { "x-probe-timestamp": timestamp, "x-probe-signature": `v1=${mac}` };
+}
+
+/** How a probe build checks signatures: today's (v2), or v1 for a build from before it. */
+export type ProbeSigning = "v2" | "v1";
+
+/**
  * One signed check. `response` is the answer parsed through today's contract; `outcome` is read from
  * the raw JSON, so an earlier probe (whose answer lacks later additive fields) can be measured too.
  */
-export async function probeOnce(url: string, body: ProbeRequest): Promise<{ status: number; response: ProbeResponse | null; outcome: string | null; ms: number }> {
+export async function probeOnce(
+  url: string,
+  body: ProbeRequest,
+  signing: ProbeSigning = "v2",
+): Promise<{ status: number; response: ProbeResponse | null; outcome: string | null; ms: number }> {
   const payload = JSON.stringify(body);
   const started = performance.now();
+  const signed = signing === "v1" ? legacyV1Headers(payload) : await signProbeRequest(BENCH_PROBE_SECRET, { method: "POST", path: PROBE_PATH, body: payload });
   const res = await fetch(`${url}${PROBE_PATH}`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...(await signProbeRequest(BENCH_PROBE_SECRET, { method: "POST", path: PROBE_PATH, body: payload })) },
+    headers: { "content-type": "application/json", ...signed },
     body: payload,
   });
   const json = (await res.json()) as { outcome?: string };
