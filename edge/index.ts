@@ -19,7 +19,7 @@ function jobsDeps(env: Bindings): JobsDeps {
     dohUrl: config.DOH_URL,
     probeUrls: config.PROBE_URL,
     probeSecret: config.PROBE_SECRET,
-    retryDelaySeconds: config.JOB_RETRY_DELAY_SECONDS,
+    recheckDelaySeconds: config.JOB_RETRY_DELAY_SECONDS,
     stallMs: config.JOB_STALL_SECONDS * 1000,
     allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
     webhookSecretKey: config.WEBHOOK_SECRET_KEY,

@@ -11,12 +11,13 @@ import {
   signProbeRequest,
   type ProbeRequest,
 } from "../shared/probe-contract.ts";
+import type { ProbeCallFailure } from "../shared/smtp-outcome.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
 import { writeLog } from "./log.ts";
 
 export type ProbeCallResult =
   | { ok: true; response: ProbeResponse; ms: number }
-  | { ok: false; reason: "not_configured" | "unreachable" | "error_status" | "bad_response" | "deadline"; ms: number; status?: number };
+  | { ok: false; reason: ProbeCallFailure; ms: number; status?: number };
 
 /** What each refusal of the request itself says about our configuration. */
 const CONFIGURATION_ERRORS: Record<number, string> = {

@@ -7,7 +7,8 @@ import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/synt
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
 import { buildVerificationResult, syntaxFailureFacts, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
-import type { ProbeMxHost, ProbeOutcome } from "../shared/probe-contract.ts";
+import type { ProbeMxHost } from "../shared/probe-contract.ts";
+import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../shared/smtp-outcome.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
 
@@ -118,7 +119,7 @@ export function completeVerification(
       implicit_mx: dns.status === "implicit",
       smtp_host: probe?.ok ? probe.response.mx_host : null,
       smtp_reply: reply,
-      smtp_outcome: probe ? (probe.ok ? probe.response.outcome : `probe_${probe.reason}`) : null,
+      smtp_outcome: probe ? (probe.ok ? probe.response.outcome : smtpOutcomeOfCallFailure(probe.reason)) : null,
       smtp_tls: probe?.ok ? probe.response.tls : null,
       dns_ms: dns.ms,
       smtp_ms: probe ? probe.ms : null,

@@ -3,6 +3,7 @@
  * the tests all use these; field names here are the contract and must not drift.
  */
 import { z } from "@hono/zod-openapi";
+import { SmtpOutcome } from "./smtp-outcome.ts";
 
 export const ErrorBody = z
   .object({ error: z.string().openapi({ example: "Unauthorized" }) })
@@ -91,7 +92,9 @@ export const VerificationDetails = z
     implicit_mx: z.boolean(),
     smtp_host: z.string().nullable(),
     smtp_reply: SmtpReplyDetails.nullable(),
-    smtp_outcome: z.string().nullable(),
+    smtp_outcome: SmtpOutcome.nullable().openapi({
+      description: "What the mail server said about the address (accepted … refused_target), or probe_* when no probe answered; null when no SMTP check was due",
+    }),
     smtp_tls: z.boolean().nullable(),
     dns_ms: z.number().int().nullable(),
     smtp_ms: z.number().int().nullable(),

@@ -5,6 +5,7 @@
  * probe never does DNS of its own: one resolver, one cache, one set of semantics (README "The SMTP probe").
  */
 import { z } from "zod";
+import { ProbeOutcome } from "./smtp-outcome.ts";
 
 export const PROBE_PATH = "/v1/probe";
 export const PROBE_SIGNATURE_HEADER = "x-probe-signature";
@@ -46,33 +47,8 @@ export const ProbeRequest = z.object({
 export type ProbeRequest = z.input<typeof ProbeRequest>;
 export type ProbeRequestParsed = z.output<typeof ProbeRequest>;
 
-/**
- * What the mail server said about the address itself.
- * - accepted: RCPT TO got 2xx.
- * - mailbox_not_found: 5xx that means "no such user" (5.1.x, 550/553 user-unknown wording).
- * - mailbox_full: 5.2.2 / 552 over quota: the mailbox exists but cannot take mail now.
- * - policy_block: 5.7.x, blocklist / spam / reputation / reverse-DNS wording: says nothing about the mailbox.
- * - rejected_unclear: a 5xx that says neither "no such mailbox" nor why (a bare "550 Rejected"): no evidence either way.
- * - temporary_failure: 4xx, greylisting.
- * - connection_failed: no MX host could be reached (refused, reset, TLS failure, bad greeting).
- * - timeout: the deadline ran out before an answer to RCPT TO.
- * - protocol_error: the server spoke something that is not SMTP (oversized lines, garbage), or the
- *   address needs SMTPUTF8 and the server does not offer it.
- * - refused_target: every address was private/reserved and the probe is not allowed to dial it.
- */
-export const ProbeOutcome = z.enum([
-  "accepted",
-  "mailbox_not_found",
-  "mailbox_full",
-  "policy_block",
-  "rejected_unclear",
-  "temporary_failure",
-  "connection_failed",
-  "timeout",
-  "protocol_error",
-  "refused_target",
-]);
-export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
+/** What the mail server said about the address (shared/smtp-outcome.ts holds the vocabulary). */
+export { ProbeOutcome };
 
 export const SmtpReplySummary = z.object({
   code: z.number().int().min(200).max(599),

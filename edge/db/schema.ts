@@ -57,7 +57,11 @@ export const creditLedger = sqliteTable(
     requestId: text("request_id"),
     createdAt: integer("created_at").notNull().default(now),
   },
-  (t) => [index("credit_ledger_account_idx").on(t.accountId, t.id)],
+  (t) => [
+    index("credit_ledger_account_idx").on(t.accountId, t.id),
+    // GET /v1/account sums an account's lookups since the start of the day and of the month.
+    index("credit_ledger_account_reason_created_idx").on(t.accountId, t.reason, t.createdAt),
+  ],
 );
 
 export const people = sqliteTable(
@@ -176,13 +180,21 @@ export const verificationJobItems = sqliteTable(
     email: text("email").notNull(),
     /** The first line with the same address: this one is answered with it, never checked on its own. */
     duplicateOf: integer("duplicate_of"),
-    /** pending; claimed (a consumer is on it until lease_until); retry (again at retry_at); done. */
-    state: text("state", { enum: ["pending", "claimed", "retry", "done"] }).notNull(),
-    attempts: integer("attempts").notNull().default(0),
+    /**
+     * pending; claimed (a consumer is on it until lease_until); recheck (its first answer was temporary:
+     * asked once more at recheck_at); done.
+     */
+    state: text("state", { enum: ["pending", "claimed", "recheck", "done"] }).notNull(),
+    /** Times the line was claimed, whatever became of the claim (a consumer that died, a database error). */
+    claims: integer("claims").notNull().default(0),
+    /** Claims whose probe could not be asked (unreachable, an error status): what moves the line to the next probe. */
+    probeFailures: integer("probe_failures").notNull().default(0),
+    /** The claim's owner: a random token per consumer run, checked by its renewals and by every write of its answers. */
+    leaseToken: text("lease_token"),
     leaseUntil: integer("lease_until"),
-    retryAt: integer("retry_at"),
+    recheckAt: integer("recheck_at"),
     classification: text("classification", { enum: ["valid", "risky", "invalid"] }),
-    /** The EmailVerificationResult as JSON, once done (or the first answer, while a retry waits). */
+    /** The EmailVerificationResult as JSON, once done (or the first answer, while a recheck waits). */
     result: text("result"),
   },
   (t) => [

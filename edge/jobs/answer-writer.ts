@@ -26,8 +26,8 @@ export const ANSWER_WRITER_LIMITS: AnswerWriterLimits = {
 };
 
 export type AnswerWriter = {
-  /** Positions answered "retry" (asked again later) and "defer" / "release" (back to pending). */
-  retries: Set<number>;
+  /** Positions answered "recheck" (asked again later) and "defer" / "release" (back to pending). */
+  rechecks: Set<number>;
   deferred: Set<number>;
   released: Set<number>;
   add(answer: LineAnswer): Promise<void>;
@@ -35,10 +35,16 @@ export type AnswerWriter = {
   finish(): Promise<JobRow | null>;
 };
 
-/** `write` stores one batch of answers and returns the job if that write completed it. */
-export function answerWriter(write: (answers: LineAnswer[]) => Promise<JobRow | null>, limits: AnswerWriterLimits = ANSWER_WRITER_LIMITS): AnswerWriter {
+/**
+ * `write` stores one batch of answers and returns the job if that write completed it; `onWritten` is
+ * told which answers are stored (until then their lines are still the consumer's to hold).
+ */
+export function answerWriter(
+  write: (answers: LineAnswer[]) => Promise<JobRow | null>,
+  { limits = ANSWER_WRITER_LIMITS, onWritten = () => {} }: { limits?: AnswerWriterLimits; onWritten?: (answers: readonly LineAnswer[]) => void } = {},
+): AnswerWriter {
   const pending: LineAnswer[] = [];
-  const retries = new Set<number>();
+  const rechecks = new Set<number>();
   const deferred = new Set<number>();
   const released = new Set<number>();
   let inFlight: Promise<void> | null = null;
@@ -49,8 +55,10 @@ export function answerWriter(write: (answers: LineAnswer[]) => Promise<JobRow | 
   const writeAll = async (): Promise<void> => {
     try {
       while (pending.length > 0 && failure === null) {
-        const done = await write(pending.splice(0, limits.maxWrite));
+        const answers = pending.splice(0, limits.maxWrite);
+        const done = await write(answers);
         completed ??= done;
+        onWritten(answers);
       }
     } catch (err) {
       failure ??= err;
@@ -70,12 +78,12 @@ export function answerWriter(write: (answers: LineAnswer[]) => Promise<JobRow | 
   };
 
   return {
-    retries,
+    rechecks,
     deferred,
     released,
     async add(a) {
       if (failure !== null) throw failure;
-      if (a.kind === "retry") retries.add(a.position);
+      if (a.kind === "recheck") rechecks.add(a.position);
       if (a.kind === "defer") deferred.add(a.position);
       if (a.kind === "release") released.add(a.position);
       pending.push(a);

@@ -4,32 +4,26 @@
  * by domain, so one warm SMTP session checks many of them. Each answer is handed over as it comes
  * (the caller writes it at once: results are readable while the job runs).
  *
- * A line the probe hands back unasked (its mail server paces us and was still busy with the lines
- * ahead of it) is deferred: asked again in the job's next message, at no cost to its attempts.
- *
- * An answer that is temporary (greylisting, a 421 or a timeout at the mail server, a DNS lookup that
- * failed) is retried once, `retryDelaySeconds` later, before it is reported: greylisting exists to
- * turn away senders that never come back. A line the probe could not be asked about (unreachable,
- * an error status) goes back to pending and onto the queue after a pause, a few times, and is then
- * answered "no SMTP check", as a single verification would be.
+ * What becomes of each line (done, recheck, defer, release, give up) is decided in
+ * edge/jobs/line-policy.ts; this file only gathers the facts and hands the answers over.
  */
 import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../mx/resolve.ts";
 import { probeOrder } from "../probe-client.ts";
 import { completeVerification, prepareAddress, probeHostsFor, resolveDomain, type PreparedAddress } from "../verify.ts";
+import { afterAnswer, afterProbeFailure, overClaimed, probeRank } from "./line-policy.ts";
 import { callProbeBatch } from "./probe-batch.ts";
-import type { ClaimedItem, LineAnswer } from "./store.ts";
+import type { ClaimedLine, LineAnswer } from "./store.ts";
 
 export type CheckLinesConfig = {
   dohUrl: string;
   probeUrls: string[];
   probeSecret: string | undefined;
   smtpTimeoutSeconds: number;
-  retryDelaySeconds: number;
+  /** JOB_RETRY_DELAY_SECONDS: how long a temporary answer waits for its recheck (0: no recheck). */
+  recheckDelaySeconds: number;
 };
 
-/** After this many claims without the probe answering, a line is answered without an SMTP check. */
-export const MAX_PROBE_ATTEMPTS = 5;
 /** Domains resolved at once. */
 const DNS_CONCURRENCY = 16;
 /**
@@ -42,9 +36,7 @@ const MAX_BATCH_DEADLINE_MS = 120_000;
 /** The probe's deadline for a job's batch: time to wait its turn, then the SMTP timeout. */
 export const batchDeadlineMs = (smtpTimeoutSeconds: number) => Math.min(MAX_BATCH_DEADLINE_MS, smtpTimeoutSeconds * 1000 + QUEUE_ALLOWANCE_MS);
 
-const TEMPORARY_OUTCOMES = new Set(["temporary_failure", "timeout"]);
-
-type Line = { item: ClaimedItem; prepared: Extract<PreparedAddress, { ok: true }>; dns: MailHostResolution; mx: ProbeMxHost[] | null };
+type Line = { item: ClaimedLine; prepared: Extract<PreparedAddress, { ok: true }>; dns: MailHostResolution; mx: ProbeMxHost[] | null };
 
 async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string, MailHostResolution>> {
   const out = new Map<string, MailHostResolution>();
@@ -60,7 +52,7 @@ async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string
   return out;
 }
 
-export async function checkLines(items: ClaimedItem[], config: CheckLinesConfig, answer: (a: LineAnswer) => Promise<void>): Promise<void> {
+export async function checkLines(items: ClaimedLine[], config: CheckLinesConfig, answer: (a: LineAnswer) => Promise<void>): Promise<void> {
   const lines: Line[] = [];
   for (const item of items) {
     const prepared = prepareAddress(item.email);
@@ -73,20 +65,20 @@ export async function checkLines(items: ClaimedItem[], config: CheckLinesConfig,
     line.mx = probeHostsFor(line.dns);
   }
 
-  /** Done, or a retry when the answer is temporary and this was the first try. */
+  /** An answer in hand: done, or its recheck. */
   const settle = (line: Line, result: ReturnType<typeof completeVerification>) => {
-    const temporary = TEMPORARY_OUTCOMES.has(result.details?.smtp_outcome ?? "") || result.score_details.dns_failed_assumption === true;
-    if (temporary && !line.item.retried && config.retryDelaySeconds > 0) {
-      return answer({ position: line.item.position, kind: "retry", result, retryAt: Date.now() + config.retryDelaySeconds * 1000 });
-    }
+    const outcome = afterAnswer(line.item, result, config.recheckDelaySeconds);
+    if (outcome.kind === "recheck") return answer({ position: line.item.position, kind: "recheck", result, recheckAt: outcome.recheckAt });
     return answer({ position: line.item.position, kind: "done", result });
   };
 
-  // Nothing to dial (invalid domain, DNS failure) or no probe: answered now, as a single check would be.
+  // Nothing to dial (invalid domain, DNS failure) or no probe: answered now, as a single check would
+  // be; so is a line claimed too often (its checks keep ending with their consumer).
   const toProbe = new Map<string, Line[]>();
   for (const line of lines) {
-    if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret) {
-      await settle(line, completeVerification(line.prepared, line.dns, line.mx ? { ok: false, reason: "not_configured", ms: 0 } : null));
+    if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret || overClaimed(line.item)) {
+      const reason = config.probeUrls.length === 0 || !config.probeSecret ? "not_configured" : "unreachable";
+      await settle(line, completeVerification(line.prepared, line.dns, line.mx ? { ok: false, reason, ms: 0 } : null));
       continue;
     }
     const probe = probeFor(config.probeUrls, line);
@@ -103,16 +95,14 @@ export async function checkLines(items: ClaimedItem[], config: CheckLinesConfig,
 }
 
 /**
- * The domain's probe in the rendezvous ranking (README "Several probes"), moving one place down the
- * ranking for each earlier claim that ended without an answer: a probe that cannot be reached (or is
- * busy) hands its lines to the next one at their next claim, as a single verification fails over at
- * once. The second try of a temporary answer stays where the first went: greylisting remembers the
- * sending address, and only the same probe's retry gets through.
+ * The domain's probe in the rendezvous ranking (README "Several probes"), at the place line-policy
+ * gives the line: a probe that cannot be reached (or is busy) hands its lines to the next one at
+ * their next claim, as a single verification fails over at once, while a recheck goes where the
+ * first answer came from (greylisting remembers the sending address).
  */
 function probeFor(probeUrls: string[], line: Line): string {
   const order = probeOrder(probeUrls, line.prepared.parsed.domain);
-  const unanswered = Math.max(0, line.item.attempts - 1 - (line.item.retried ? 1 : 0));
-  return order[unanswered % order.length]!;
+  return order[probeRank(line.item, order.length)]!;
 }
 
 async function askProbe(
@@ -150,7 +140,7 @@ async function askProbe(
     if (answered.has(email)) continue;
     for (const line of emailLines) {
       // The probe did not answer for this line: back to pending, unless it has failed too often.
-      if (line.item.attempts < MAX_PROBE_ATTEMPTS) await answer({ position: line.item.position, kind: "release" });
+      if (afterProbeFailure(line.item) === "release") await answer({ position: line.item.position, kind: "release" });
       else await settle(line, completeVerification(line.prepared, line.dns, { ok: false, reason: end.ok ? "bad_response" : end.reason, ms: 0 }));
     }
   }

@@ -12,6 +12,7 @@ import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
 import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
 import { answerWriter } from "./answer-writer.ts";
 import { checkLines } from "./check-lines.ts";
+import { LINE_POLICY, requeueDelaySeconds } from "./line-policy.ts";
 import { describeError, writeLog } from "../log.ts";
 import {
   callbackAccount,
@@ -20,12 +21,14 @@ import {
   deleteAbandonedJobs,
   jobById,
   jobJson,
+  newLease,
   recordCallback,
   renewClaims,
   stalledWork,
   writeAnswers,
-  type ClaimedItem,
+  type ClaimedLine,
   type JobRow,
+  type Lease,
 } from "./store.ts";
 
 /** The parts of a Queues producer binding (workerd's Queue) that jobs use. */
@@ -43,7 +46,8 @@ export type JobsDeps = {
   dohUrl: string;
   probeUrls: string[];
   probeSecret: string | undefined;
-  retryDelaySeconds: number;
+  /** JOB_RETRY_DELAY_SECONDS: how long a temporary answer waits for its recheck. */
+  recheckDelaySeconds: number;
   /** A job with no progress for this long is stalled (JOB_STALL_SECONDS). */
   stallMs: number;
   allowPrivateCallbacks: boolean;
@@ -57,8 +61,6 @@ export type JobsDeps = {
  * go within this time, and the next message or the cron gives them to another.
  */
 export const CLAIM_LEASE_MS = 30_000;
-/** Delay before a message whose work failed (the database or the probe out of reach) is tried again. */
-const RETRY_MESSAGE_SECONDS = 30;
 /** Queue messages per send (the Queues limit for sendBatch is 100). */
 const SEND_BATCH = 100;
 
@@ -80,37 +82,47 @@ export function chunkRanges(total: number): { from: number; to: number }[] {
 }
 
 async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; to: number }[]): Promise<void> {
+  const lease = newLease(CLAIM_LEASE_MS);
   let job: JobRow | null = null;
-  const items: ClaimedItem[] = [];
+  const lines: ClaimedLine[] = [];
   for (const range of ranges) {
-    const claimed = await claimLines(deps.db, jobId, range.from, range.to, CLAIM_LEASE_MS);
+    const claimed = await claimLines(deps.db, jobId, range.from, range.to, lease);
     job = claimed.job;
-    items.push(...claimed.items);
+    lines.push(...claimed.lines);
   }
-  if (!job || items.length === 0) return;
-  const writer = answerWriter((answers) => writeAnswers(deps.db, jobId, answers));
-  const open = new Set(items.map((i) => i.position));
-  const renewal = setInterval(() => void renewClaims(deps.db, jobId, [...open], CLAIM_LEASE_MS).catch(() => {}), CLAIM_LEASE_MS / 3);
+  if (!job || lines.length === 0) return;
+  // Lines stay this consumer's until their answers are written, not merely handed to the writer.
+  const held = new Set(lines.map((l) => l.position));
+  const writer = answerWriter((answers) => writeAnswers(deps.db, jobId, lease, answers), {
+    onWritten: (answers) => answers.forEach((a) => held.delete(a.position)),
+  });
+  const renewal = setInterval(() => void renewLease(deps.db, jobId, lease, held), CLAIM_LEASE_MS / 3);
   let completed: JobRow | null;
   try {
-    await checkLines(
-      items,
-      { dohUrl: deps.dohUrl, probeUrls: deps.probeUrls, probeSecret: deps.probeSecret, smtpTimeoutSeconds: Number(job.smtp_timeout), retryDelaySeconds: deps.retryDelaySeconds },
-      (a) => {
-        open.delete(a.position);
-        return writer.add(a);
-      },
-    );
+    const config = { dohUrl: deps.dohUrl, probeUrls: deps.probeUrls, probeSecret: deps.probeSecret, smtpTimeoutSeconds: Number(job.smtp_timeout), recheckDelaySeconds: deps.recheckDelaySeconds };
+    await checkLines(lines, config, (a) => writer.add(a));
     completed = await writer.finish();
   } finally {
     clearInterval(renewal);
   }
-  // Deferred lines go back on the queue now, lines the probe could not be asked about after a pause,
-  // retries once they are due again: one message per range each.
-  if (writer.deferred.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.deferred));
-  if (writer.released.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.released), RETRY_MESSAGE_SECONDS);
-  if (writer.retries.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(writer.retries), deps.retryDelaySeconds);
+  // Lines that are not done go back on the queue, one message per range, when line-policy says.
+  for (const [kind, positions] of [["defer", writer.deferred], ["release", writer.released], ["recheck", writer.rechecks]] as const) {
+    if (positions.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(positions), requeueDelaySeconds(kind, deps.recheckDelaySeconds));
+  }
   if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
+}
+
+/** Renews the lease on the lines still held; a renewal that fails or finds lines taken over is logged, and the run goes on (its writes check the lease). */
+async function renewLease(db: JobsDeps["db"], jobId: string, lease: Lease, held: Set<number>): Promise<void> {
+  const positions = [...held];
+  try {
+    const renewed = await renewClaims(db, jobId, positions, lease);
+    // A line answered between the read of `held` and the renewal is no longer claimed: not lost.
+    const lost = positions.filter((p) => held.has(p)).length - renewed;
+    if (lost > 0) writeLog("warn", { event: "job_lease_lost", job_id: jobId, lines: lost });
+  } catch (error) {
+    writeLog("warn", { event: "job_lease_renewal_failed", job_id: jobId, lines: positions.length, error: describeError(error) });
+  }
 }
 
 async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Promise<void> {
@@ -184,8 +196,8 @@ async function settle(messages: DeliveredMessage[], jobId: string, run: () => Pr
     await run();
     for (const m of messages) m.ack();
   } catch (err) {
-    writeLog("error", { event: "job_message_failed", job_id: jobId, messages: messages.length, retry_in_s: RETRY_MESSAGE_SECONDS, error: describeError(err) });
-    for (const m of messages) m.retry({ delaySeconds: RETRY_MESSAGE_SECONDS });
+    writeLog("error", { event: "job_message_failed", job_id: jobId, messages: messages.length, retry_in_s: LINE_POLICY.redeliverDelaySeconds, error: describeError(err) });
+    for (const m of messages) m.retry({ delaySeconds: LINE_POLICY.redeliverDelaySeconds });
   }
 }
 

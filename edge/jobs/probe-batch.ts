@@ -1,9 +1,9 @@
 /**
  * The Worker's side of POST /v1/probe/batch (README "The SMTP probe"): one signed request, then the
  * NDJSON answer read line by line as it streams, each line bounded and parsed through the shared
- * contract before anything looks at it. Nothing throws: a probe that cannot be reached, answers an
- * error status or breaks off mid-stream leaves the addresses it has not answered for the caller to
- * retry later.
+ * contract before anything looks at it. The probe's failures never throw: a probe that cannot be
+ * reached, answers an error status or breaks off mid-stream leaves the addresses it has not answered
+ * to the caller. Only what `onLine` throws propagates, after the stream is cancelled.
  */
 import {
   PROBE_BATCH_PATH,
@@ -44,31 +44,41 @@ export async function callProbeBatch(
     return fail("error_status", res.status);
   }
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  /** Stops reading; the probe sees its stream cancelled and stops sending (its checks end at their deadlines). */
+  const stop = () => reader.cancel().catch(() => undefined);
   let buffered = "";
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (value) buffered += value;
-      let nl: number;
-      while ((nl = buffered.indexOf("\n")) !== -1) {
-        const text = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (text.trim() === "") continue;
-        const parsed = ProbeBatchLine.safeParse(safeJson(text));
-        if (!parsed.success || ++lines > PROBE_MAX_BATCH_ADDRESSES) {
-          await reader.cancel();
-          return fail("bad_response", res.status);
-        }
-        await onLine(parsed.data);
-      }
-      if (buffered.length > MAX_LINE_BYTES) {
-        await reader.cancel();
+  for (;;) {
+    // Only the read is the probe's failure; what `onLine` throws (the answer writer's database) is
+    // the caller's, and propagates once the probe has been told to stop.
+    let chunk: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      return fail(signal.aborted ? "deadline" : "unreachable", res.status);
+    }
+    if (chunk.value) buffered += chunk.value;
+    let nl: number;
+    while ((nl = buffered.indexOf("\n")) !== -1) {
+      const text = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (text.trim() === "") continue;
+      const parsed = ProbeBatchLine.safeParse(safeJson(text));
+      if (!parsed.success || ++lines > PROBE_MAX_BATCH_ADDRESSES) {
+        await stop();
         return fail("bad_response", res.status);
       }
-      if (done) break;
+      try {
+        await onLine(parsed.data);
+      } catch (error) {
+        await stop();
+        throw error;
+      }
     }
-  } catch {
-    return fail(signal.aborted ? "deadline" : "unreachable", res.status);
+    if (buffered.length > MAX_LINE_BYTES) {
+      await stop();
+      return fail("bad_response", res.status);
+    }
+    if (chunk.done) break;
   }
   return buffered.trim() === "" ? { ok: true, lines } : fail("bad_response", res.status);
 }

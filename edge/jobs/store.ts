@@ -9,6 +9,8 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { EmailVerificationResult } from "../../shared/api.ts";
 import type { VerificationJob } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
+import type { LineHistory } from "./line-policy.ts";
+import type { verificationJobs } from "../db/schema.ts";
 
 /** Input lines per queue message: a consumer checks at most this many addresses per message. */
 export const CHUNK_SIZE = 200;
@@ -28,27 +30,15 @@ export const LINE_QUOTA_WINDOW_MS = 24 * 3_600_000;
 type Statement = BatchItem<"sqlite">;
 const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
 
-export type JobRow = {
-  id: string;
-  account_id: string;
-  status: VerificationJob["status"];
-  total: number;
-  processed: number;
-  valid_count: number;
-  risky_count: number;
-  invalid_count: number;
-  smtp_timeout: number;
-  callback_url: string | null;
-  callback_state: "none" | "pending" | "delivered" | "failed";
-  callback_attempts: number;
-  request_hash: string;
-  created_at: number;
-  completed_at: number | null;
-  updated_at: number;
-};
+/** A column name as SQL spells it: Drizzle's camelCase keys map to the snake_case columns raw queries return. */
+type SnakeCase<S extends string> = S extends `${infer Head}${infer Tail}` ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${SnakeCase<Tail>}` : S;
+type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
 
-/** A new line: either already answered (it failed the syntax check) or to be checked. */
-export type NewItem = { email: string; duplicateOf: number | null; done: EmailVerificationResult | null };
+/** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
+export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "writing">>;
+
+/** A new job line: either already answered (it failed the syntax check) or to be checked. */
+export type NewLine = { email: string; duplicateOf: number | null; done: EmailVerificationResult | null };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
@@ -131,7 +121,7 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
  * (and completes it at once when every line failed the syntax check); returns it. Each insert only
  * runs while the job is still being written, so nothing is added to a job the cron has given up on.
  */
-export async function writeJobLines(db: Database, jobId: string, items: NewItem[]): Promise<JobRow> {
+export async function writeJobLines(db: Database, jobId: string, items: NewLine[]): Promise<JobRow> {
   for (let from = 0; from < items.length; from += LINES_PER_TRANSACTION) {
     const statements: Statement[] = [];
     for (let start = from; start < Math.min(items.length, from + LINES_PER_TRANSACTION); start += INSERT_ROWS) {
@@ -238,86 +228,98 @@ export function doneRowsQuery(db: Database, jobId: string, from: number, limit: 
  */
 const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts where status = 'active')");
 
-/** `retried`: this is the second try of a line whose first answer was temporary; `attempts`: claims so far, this one included. */
-export type ClaimedItem = { position: number; email: string; retried: boolean; attempts: number };
+/** A line this consumer holds: its address and its history (edge/jobs/line-policy.ts decides with it). */
+export type ClaimedLine = LineHistory & { position: number; email: string };
+
+/** Who holds a claim and for how long: a fresh token per consumer run, checked by every renewal and write. */
+export type Lease = { token: string; ms: number };
+
+export const newLease = (ms: number): Lease => ({ token: crypto.randomUUID(), ms });
+
+/** The lines that are due: pending, a recheck whose time has come, or a claim whose lease ran out (its consumer died). */
+const dueLine = (now: number, alias = "") =>
+  sql.raw(`(${alias}state = 'pending' or (${alias}state = 'recheck' and ${alias}recheck_at <= ${Number(now)}) or (${alias}state = 'claimed' and ${alias}lease_until <= ${Number(now)}))`);
 
 /**
- * Claims the lines of [from, to) that are due: pending, a retry whose time has come, or a claim whose
- * lease ran out (its consumer died). Nothing is claimed for a job that is cancelled or finished. The
- * job becomes running on its first claim.
+ * Claims the due lines of [from, to) under `lease`. Nothing is claimed for a job that is cancelled,
+ * finished or of a disabled account. The job becomes running on its first claim.
  */
-export async function claimLines(db: Database, jobId: string, from: number, to: number, leaseMs: number): Promise<{ job: JobRow | null; items: ClaimedItem[] }> {
+export async function claimLines(db: Database, jobId: string, from: number, to: number, lease: Lease): Promise<{ job: JobRow | null; lines: ClaimedLine[] }> {
   const now = Date.now();
   const [, claimed, job] = await db.batch([
     db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}), updated_at = ${now}
       where id = ${jobId} and status = 'queued' and writing = 0 and ${ACCOUNT_ACTIVE}`),
     db.all(sql`
-      update verification_job_items set state = 'claimed', lease_until = ${now + leaseMs}, attempts = attempts + 1
-      where job_id = ${jobId} and position >= ${from} and position < ${to} and duplicate_of is null
-        and (state = 'pending' or (state = 'retry' and retry_at <= ${now}) or (state = 'claimed' and lease_until <= ${now}))
+      update verification_job_items set state = 'claimed', lease_token = ${lease.token}, lease_until = ${now + lease.ms}, claims = claims + 1
+      where job_id = ${jobId} and position >= ${from} and position < ${to} and duplicate_of is null and ${dueLine(now)}
         and (select status from verification_jobs where id = ${jobId}) = 'running'
         and (select a.status from verification_jobs j join accounts a on a.id = j.account_id where j.id = ${jobId}) = 'active'
-      returning position, email, retry_at, attempts`),
+      returning position, email, state, recheck_at, claims, probe_failures`),
     db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
   ]);
   return {
     job: job[0] ?? null,
-    items: (claimed as { position: number; email: string; retry_at: number | null; attempts: number }[]).map((r) => ({
+    lines: (claimed as { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number }[]).map((r) => ({
       position: Number(r.position),
       email: String(r.email),
-      retried: r.retry_at !== null,
-      attempts: Number(r.attempts),
+      rechecking: r.recheck_at !== null,
+      claims: Number(r.claims),
+      probeFailures: Number(r.probe_failures),
     })),
   };
 }
 
-/** Extends the lease of lines this consumer holds and has not answered yet: it is still at work on them. */
-export async function renewClaims(db: Database, jobId: string, positions: number[], leaseMs: number): Promise<void> {
-  if (positions.length === 0) return;
-  await db.run(sql`update verification_job_items set lease_until = ${Date.now() + leaseMs}
-    where job_id = ${jobId} and state = 'claimed' and position in (select value from json_each(${JSON.stringify(positions)}))`);
+/**
+ * Extends the lease of lines this consumer still holds and has not had written yet; returns how
+ * many it still held (fewer than asked: another consumer took some over after the lease ran out).
+ */
+export async function renewClaims(db: Database, jobId: string, positions: number[], lease: Lease): Promise<number> {
+  if (positions.length === 0) return 0;
+  const result = await db.run(sql`update verification_job_items set lease_until = ${Date.now() + lease.ms}
+    where job_id = ${jobId} and state = 'claimed' and lease_token = ${lease.token} and position in (select value from json_each(${JSON.stringify(positions)}))`);
+  return Number(result.rowsAffected ?? 0);
 }
 
 export type LineAnswer =
   | { position: number; kind: "done"; result: EmailVerificationResult }
-  | { position: number; kind: "retry"; result: EmailVerificationResult; retryAt: number }
-  /** Nothing usable (the probe was out of reach): back to pending, for the message's retry. */
+  | { position: number; kind: "recheck"; result: EmailVerificationResult; recheckAt: number }
+  /** The probe could not be asked: back to pending, one more probe failure. */
   | { position: number; kind: "release" }
   /** Not asked yet (its mail server was busy with the lines ahead of it): back to pending, this claim not counted. */
   | { position: number; kind: "defer" };
 
 /**
- * Writes answers (and the duplicates' copies) in one batch, guarded: a line already done is never
- * written again, and the counters move only through the triggers. Then completes the job when every
- * line is done, once; returns the job when this call completed it.
+ * Writes answers (and the duplicates' copies) in one batch, each only while this lease still holds
+ * its line: a consumer whose lease ran out and was taken over writes nothing over the new holder's
+ * claim. The counters move only through the triggers. Then completes the job when every line is
+ * done, once; returns the job when this call completed it.
  *
  * One statement per line, each found by its key (and its duplicates by their index): SQLite plans a
  * join of a whole batch against a JSON array by reading every line of the job for each answer, which
  * on a 100,000-line job took 38 s for 200 answers; these take about 30 ms per 1,000.
  */
-export async function writeAnswers(db: Database, jobId: string, answers: LineAnswer[]): Promise<JobRow | null> {
+export async function writeAnswers(db: Database, jobId: string, lease: Lease, answers: LineAnswer[]): Promise<JobRow | null> {
   const now = Date.now();
   const statements: Statement[] = [];
   for (const a of answers) {
+    const held = sql`job_id = ${jobId} and position = ${a.position} and state = 'claimed' and lease_token = ${lease.token}`;
     if (a.kind === "release" || a.kind === "defer") {
-      // Back to pending; a deferred line (never asked) gets its claim back.
-      const attempts = a.kind === "defer" ? sql`max(0, attempts - 1)` : sql`attempts`;
-      statements.push(db.run(sql`update verification_job_items set state = 'pending', lease_until = null, attempts = ${attempts}
-        where job_id = ${jobId} and position = ${a.position} and state = 'claimed'`));
+      const counted = a.kind === "defer" ? sql`claims = max(0, claims - 1)` : sql`probe_failures = probe_failures + 1`;
+      statements.push(db.run(sql`update verification_job_items set state = 'pending', lease_until = null, lease_token = null, ${counted} where ${held}`));
       continue;
     }
     const json = JSON.stringify(a.result);
-    if (a.kind === "retry") {
-      statements.push(db.run(sql`update verification_job_items set state = 'retry', retry_at = ${a.retryAt}, lease_until = null, result = ${json}
-        where job_id = ${jobId} and position = ${a.position} and state != 'done'`));
+    if (a.kind === "recheck") {
+      statements.push(db.run(sql`update verification_job_items set state = 'recheck', recheck_at = ${a.recheckAt}, lease_until = null, lease_token = null, result = ${json} where ${held}`));
       continue;
     }
     const classification = a.result.classification;
     statements.push(
+      // The token stays on a done line: it is how its duplicates below know that this lease wrote it.
+      db.run(sql`update verification_job_items set state = 'done', lease_until = null, classification = ${classification}, result = ${json} where ${held}`),
       db.run(sql`update verification_job_items set state = 'done', lease_until = null, classification = ${classification}, result = ${json}
-        where job_id = ${jobId} and position = ${a.position} and state != 'done'`),
-      db.run(sql`update verification_job_items set state = 'done', lease_until = null, classification = ${classification}, result = ${json}
-        where job_id = ${jobId} and duplicate_of = ${a.position} and state != 'done'`),
+        where job_id = ${jobId} and duplicate_of = ${a.position} and state != 'done'
+          and exists (select 1 from verification_job_items where job_id = ${jobId} and position = ${a.position} and state = 'done' and lease_token = ${lease.token})`),
     );
   }
   statements.push(completeIfDone(db, jobId, now));
@@ -342,28 +344,36 @@ export async function callbackAccount(db: Database, accountId: string): Promise<
   return row ? { active: row.status === "active", storedSecret: row.webhook_secret } : null;
 }
 
+/** Stalled jobs the cron requeues per run, the longest stalled first (at most 500 chunks each). */
+export const STALLED_JOBS_PER_RUN = 20;
+/** Callbacks the cron requeues per run, the longest waiting first. */
+export const DUE_CALLBACKS_PER_RUN = 1_000;
+
 /**
- * What the cron requeues: stalled unfinished jobs' due chunks, and callbacks whose time has come.
+ * What the cron requeues: the due chunks of stalled unfinished jobs, and callbacks whose time has
+ * come. A bounded number of each per run, oldest first; exactly those are marked as requeued (not
+ * again before another stall period has passed), in the same transaction that reads them, so
+ * nothing is marked that was not sent and what is left over comes first in the next run.
+ *
  * The chunk size is written into the statement, not bound: a bound number reaches SQLite as a REAL,
  * and the division would then give each line its own "chunk".
  */
 export async function stalledWork(db: Database, stalledBefore: number): Promise<{ chunks: { job: string; from: number; to: number }[]; callbacks: { job: string; attempt: number }[] }> {
   const now = Date.now();
+  const stalledJobs = sql`select id from verification_jobs
+    where status in ('queued', 'running') and writing = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
+    order by updated_at, id limit ${sql.raw(String(STALLED_JOBS_PER_RUN))}`;
+  const dueCallbacks = sql`select id from verification_jobs
+    where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
+    order by callback_next_at, id limit ${sql.raw(String(DUE_CALLBACKS_PER_RUN))}`;
   const [chunks, callbacks] = await db.batch([
     db.all<{ job_id: string; chunk: number }>(sql`
-      select distinct i.job_id, i.position / ${sql.raw(String(CHUNK_SIZE))} as chunk
-      from verification_jobs j join verification_job_items i on i.job_id = j.id
-      where j.status in ('queued', 'running') and j.writing = 0 and j.updated_at < ${stalledBefore} and i.duplicate_of is null
-        and j.account_id in (select id from accounts where status = 'active')
-        and (i.state = 'pending' or (i.state = 'retry' and i.retry_at <= ${now}) or (i.state = 'claimed' and i.lease_until <= ${now}))
-      limit 1000`),
-    db.all<{ id: string; callback_attempts: number }>(sql`
-      select id, callback_attempts from verification_jobs
-      where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE} limit 1000`),
-    // Requeued now: not again before another stall period has passed.
-    db.run(sql`update verification_jobs set updated_at = ${now} where status in ('queued', 'running') and writing = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}`),
-    db.run(sql`update verification_jobs set callback_next_at = ${now}
-      where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}`),
+      select distinct job_id, position / ${sql.raw(String(CHUNK_SIZE))} as chunk from verification_job_items
+      where job_id in (${stalledJobs}) and duplicate_of is null and ${dueLine(now)}
+      order by job_id, chunk`),
+    db.all<{ id: string; callback_attempts: number }>(sql`select id, callback_attempts from verification_jobs where id in (${dueCallbacks})`),
+    db.run(sql`update verification_jobs set updated_at = ${now} where id in (${stalledJobs})`),
+    db.run(sql`update verification_jobs set callback_next_at = ${now} where id in (${dueCallbacks})`),
   ]);
   return {
     chunks: chunks.map((c) => ({ job: String(c.job_id), from: Number(c.chunk) * CHUNK_SIZE, to: (Number(c.chunk) + 1) * CHUNK_SIZE })),

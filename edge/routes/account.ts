@@ -1,6 +1,6 @@
 /** GET /v1/account (README section of that name): the calling key's account, its limits and its usage. */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { AccountInfo } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
@@ -40,25 +40,41 @@ type AccountRow = {
   job_lines_24h: number;
 };
 
-export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
-  app.openapi(accountRoute, async (c) => {
-    const { accountId } = c.get("auth");
-    const now = new Date();
-    const dayStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-    const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
-    // One round trip: the account and one pass over this month's charges (created_at is in ms).
-    const [row] = await requestDatabase(c).all<AccountRow>(sql`
+/**
+ * The account and its usage in one round trip: one pass over this month's charges, found by the
+ * (account_id, reason, created_at) index (created_at is in ms), so an account with years of ledger
+ * costs no more than one with a month.
+ */
+export function accountQuery(accountId: string, now: Date): SQL {
+  const { dayStart, monthStart } = periodStarts(now);
+  return sql`
       select a.id, a.name, a.status, a.credit_balance,
              u.lookups_today, u.credits_today, u.lookups_month, u.credits_month,
              (select count(*) from verification_jobs where account_id = a.id and status in ('queued', 'running')) as jobs_running,
-             (select coalesce(sum(total), 0) from verification_jobs where account_id = a.id and created_at > ${Date.now() - LINE_QUOTA_WINDOW_MS}) as job_lines_24h
+             (select coalesce(sum(total), 0) from verification_jobs where account_id = a.id and created_at > ${now.getTime() - LINE_QUOTA_WINDOW_MS}) as job_lines_24h
       from accounts a, (
         select count(*) filter (where created_at >= ${dayStart}) as lookups_today,
                coalesce(-sum(delta) filter (where created_at >= ${dayStart}), 0) as credits_today,
                count(*) as lookups_month,
                coalesce(-sum(delta), 0) as credits_month
         from credit_ledger where account_id = ${accountId} and reason = 'lookup' and created_at >= ${monthStart}) u
-      where a.id = ${accountId}`);
+      where a.id = ${accountId}`;
+}
+
+/** The starts (UTC, ms) of the day and the month that `now` is in. */
+function periodStarts(now: Date): { dayStart: number; monthStart: number } {
+  return {
+    dayStart: Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()),
+    monthStart: Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1),
+  };
+}
+
+export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(accountRoute, async (c) => {
+    const { accountId } = c.get("auth");
+    const now = new Date();
+    const [row] = await requestDatabase(c).all<AccountRow>(accountQuery(accountId, now));
+    const { dayStart, monthStart } = periodStarts(now);
     // The key was found through its account moments ago (or up to a minute ago, from the cache).
     if (!row) throw new Error("The authenticated key's account is missing");
     const body: AccountInfo = {

@@ -15,7 +15,7 @@ import { checkCallbackUrl } from "../jobs/callback.ts";
 import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { JOB_ERRORS, MAX_JOB_ADDRESSES, MAX_JOB_BODY_BYTES, MAX_JOB_LINE_BYTES, parseJobBody } from "../jobs/input.ts";
-import { cancelJob, doneRowsQuery, findJob, giveUpCreate, jobJson, resultRowsQuery, startJob, writeJobLines, type JobRow, type NewItem } from "../jobs/store.ts";
+import { cancelJob, doneRowsQuery, findJob, giveUpCreate, jobJson, resultRowsQuery, startJob, writeJobLines, type JobRow, type NewLine } from "../jobs/store.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
@@ -144,23 +144,23 @@ const PREPARE_SLICE = 2_000;
  * loop every PREPARE_SLICE addresses, so other requests in the same isolate (their database answers
  * arriving) are not held up behind it past their own timeouts.
  */
-async function newItems(addresses: string[]): Promise<NewItem[]> {
+async function newLines(addresses: string[]): Promise<NewLine[]> {
   const first = new Map<string, number>();
-  const items: NewItem[] = [];
+  const lines: NewLine[] = [];
   for (let position = 0; position < addresses.length; position++) {
     if (position > 0 && position % PREPARE_SLICE === 0) await new Promise((resolve) => setTimeout(resolve, 0));
     const email = addresses[position]!;
     const prepared = prepareAddress(email);
     if (!prepared.ok) {
-      items.push({ email, duplicateOf: null, done: prepared.result });
+      lines.push({ email, duplicateOf: null, done: prepared.result });
       continue;
     }
     const key = `${prepared.parsed.local}@${prepared.parsed.domain}`;
     const earlier = first.get(key);
     if (earlier === undefined) first.set(key, position);
-    items.push({ email, duplicateOf: earlier ?? null, done: null });
+    lines.push({ email, duplicateOf: earlier ?? null, done: null });
   }
-  return items;
+  return lines;
 }
 
 function accepted(c: Context<AppEnv>, job: JobRow) {
@@ -202,11 +202,11 @@ async function create(c: Context<AppEnv>) {
   let job: JobRow;
   try {
     // The syntax checks (most of a second for 100,000 lines) only once the limits have said yes.
-    const items = await newItems(request.addresses);
+    const lines = await newLines(request.addresses);
     // Each transaction of lines may queue behind other uploads' at the database's write lock: it
     // gets a longer wait than an interactive read (a lookup's own timeout is unchanged).
     const linesDb = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS * JOB_WRITE_TIMEOUT_FACTOR);
-    job = await writeJobLines(linesDb, id, items);
+    job = await writeJobLines(linesDb, id, lines);
   } catch (error) {
     // Nothing of a failed create may count: its job stops counting against both limits at once,
     // and the cron deletes what was written. Should this fail too, the cron finds the job later.

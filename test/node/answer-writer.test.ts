@@ -38,7 +38,7 @@ const LIMITS: AnswerWriterLimits = { writeBatch: 3, maxWrite: 5, maxPending: 8, 
 describe("the answer writer", () => {
   it("writes in batches, one write at a time, every answer once and in order", async () => {
     const s = store(10);
-    const writer = answerWriter(s.write, LIMITS);
+    const writer = answerWriter(s.write, { limits: LIMITS });
     for (let i = 0; i < 23; i++) await writer.add(release(i));
     await writer.finish();
     expect(s.writes.flat()).toEqual(Array.from({ length: 23 }, (_, i) => i));
@@ -49,7 +49,7 @@ describe("the answer writer", () => {
 
   it("a lone answer is written after flushAfterMs, before finish() is called", async () => {
     const s = store(1);
-    const writer = answerWriter(s.write, LIMITS);
+    const writer = answerWriter(s.write, { limits: LIMITS });
     await writer.add(release(0));
     await sleep(LIMITS.flushAfterMs + 100);
     expect(s.writes).toEqual([[0]]);
@@ -59,7 +59,7 @@ describe("the answer writer", () => {
 
   it("a failed write fails finish(), and answers added after it are refused", async () => {
     const s = store(1, (call) => call === 0);
-    const writer = answerWriter(s.write, LIMITS);
+    const writer = answerWriter(s.write, { limits: LIMITS });
     for (let i = 0; i < 3; i++) await writer.add(release(i));
     await sleep(20);
     await expect(writer.add(release(3))).rejects.toThrow(/went away/);
@@ -73,7 +73,7 @@ describe("the answer writer", () => {
       const { answerWriter } = await import(${JSON.stringify(`${root}edge/jobs/answer-writer.ts`)});
       const written = [];
       const write = async (answers) => { await new Promise((r) => setTimeout(r, 20)); written.push(...answers.map((a) => a.position)); return null; };
-      const writer = answerWriter(write, { writeBatch: 2, maxWrite: 10, maxPending: 100, flushAfterMs: 100 });
+      const writer = answerWriter(write, { limits: { writeBatch: 2, maxWrite: 10, maxPending: 100, flushAfterMs: 100 } });
       for (const position of [0, 1, 2]) await writer.add({ position, kind: "release" });
       await new Promise((r) => setTimeout(r, 300));
       await writer.finish();

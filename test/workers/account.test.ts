@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { AccountInfo } from "../../shared/api.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
+import { accountQuery } from "../../edge/routes/account.ts";
 import { call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 async function account(token: string) {
@@ -64,6 +65,13 @@ describe("GET /v1/account", () => {
     expect(info.credit_balance).toBe(earlierThisMonth ? 4 : 6);
     expect(info.usage.today).toMatchObject({ lookups_charged: 2, credits_spent: 2 });
     expect(info.usage.this_month).toMatchObject(earlierThisMonth ? { lookups_charged: 3, credits_spent: 4 } : { lookups_charged: 2, credits_spent: 2 });
+  });
+
+  it("reads the ledger by account, reason and date: only this month's charges, never the account's whole history", async () => {
+    const { accountId } = await newAccount(10);
+    const plan = await db.all<{ detail: string }>(sql`explain query plan ${accountQuery(accountId, new Date())}`);
+    const ledger = plan.map((p) => p.detail).filter((d) => d.includes("credit_ledger"));
+    expect(ledger).toEqual([expect.stringContaining("USING INDEX credit_ledger_account_reason_created_idx (account_id=? AND reason=? AND created_at>?)")]);
   });
 
   it("is in the OpenAPI document with the shared error answers", async () => {

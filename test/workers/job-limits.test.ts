@@ -10,7 +10,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
-import { ABANDONED_CREATE_MS, LINES_PER_TRANSACTION, claimLines } from "../../edge/jobs/store.ts";
+import { ABANDONED_CREATE_MS, LINES_PER_TRANSACTION, claimLines, newLease } from "../../edge/jobs/store.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings } from "../../edge/env.ts";
 import { call, callWith, db, newAccount } from "./helpers.ts";
@@ -109,7 +109,7 @@ describe("writing a large job", () => {
     const id = await writingJob(accountId, Date.now());
     expect((await call(`${PATH}/${id}`, { token })).status).toBe(404);
     expect((await call(`${PATH}/${id}`, { method: "DELETE", token })).status).toBe(404);
-    expect((await claimLines(db, id, 0, 200, 30_000)).items).toEqual([]);
+    expect((await claimLines(db, id, 0, 200, newLease(30_000))).lines).toEqual([]);
     expect(await jobsOf(accountId)).toEqual([{ id, status: "queued", writing: 1 }]);
   });
 

@@ -15,7 +15,7 @@ import { webhookSecret } from "../../edge/db/admin.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
 import { probeOrder } from "../../edge/probe-client.ts";
-import { claimLines, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
+import { CHUNK_SIZE, claimLines, newLease, renewClaims, STALLED_JOBS_PER_RUN, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings } from "../../edge/env.ts";
 import type { JobsQueue } from "../../edge/jobs/consumer.ts";
@@ -353,12 +353,18 @@ describe("reading and cancelling", () => {
 });
 
 describe("how a job runs", () => {
-  it("a temporary answer (greylisting) is asked again after the retry delay before it is reported risky", async () => {
+  it("a temporary answer (greylisting) is rechecked once, after the recheck delay, before it is reported risky", async () => {
     const { token } = await newAccount(0);
     const job = await created(await postJson(token, { email_addresses: ["grey@ok.test", "ana@ok.test"] }));
-    const done = await waitFor(token, job.id);
-    // JOB_RETRY_DELAY_SECONDS is 1 here: the greylisted line was answered a second time, a second later.
-    expect(Date.parse(done.completed_at!) - Date.parse(done.created_at)).toBeGreaterThanOrEqual(1_000);
+    await waitFor(token, job.id);
+    // The greylisted line was claimed twice, the second time as its recheck (JOB_RETRY_DELAY_SECONDS
+    // is 1 here); the accepted one once.
+    const lines = await db.all<{ email: string; claims: number; rechecked: number; probe_failures: number }>(sql`
+      select email, claims, recheck_at is not null as rechecked, probe_failures from verification_job_items where job_id = ${job.id} order by position`);
+    expect(lines.map((l) => [l.email, Number(l.claims), Number(l.rechecked), Number(l.probe_failures)])).toEqual([
+      ["grey@ok.test", 2, 1, 0],
+      ["ana@ok.test", 1, 0, 0],
+    ]);
     const [grey] = await allResults(token, job.id);
     expect(grey).toMatchObject({ classification: "risky", warnings: [WARNINGS.smtpAssumed] });
     expect(grey!.details!.smtp_outcome).toBe("temporary_failure");
@@ -382,7 +388,7 @@ describe("how a job runs", () => {
     const { token, accountId } = await newAccount(0);
     const id = await queuedJob(accountId, ["ana@ok.test"]);
     await db.run(sql`update verification_jobs set status = 'running' where id = ${id}`);
-    await db.run(sql`update verification_job_items set state = 'claimed', lease_until = ${Date.now() + 60_000}, attempts = 1 where job_id = ${id}`);
+    await db.run(sql`update verification_job_items set state = 'claimed', lease_token = 'other-consumer', lease_until = ${Date.now() + 60_000}, claims = 1 where job_id = ${id}`);
     await deliver([{ kind: "chunk", job: id, from: 0, to: 1 }]);
     expect((await getJob(token, id)).processed).toBe(0);
     await db.run(sql`update verification_job_items set lease_until = ${Date.now() - 1} where job_id = ${id}`);
@@ -390,22 +396,60 @@ describe("how a job runs", () => {
     expect(await getJob(token, id)).toMatchObject({ status: "completed", processed: 1, counts: { valid: 1 } });
   });
 
-  it("a line handed back unasked (its server was busy) is pending again, and that claim does not count against its attempts", async () => {
+  it("a line handed back unasked (its server was busy) is pending again, that claim not counted; a release counts a probe failure", async () => {
     const { accountId } = await newAccount(0);
     const id = await queuedJob(accountId, ["ana@ok.test", "ben@ok.test"]);
-    const first = await claimLines(db, id, 0, 2, 30_000);
-    expect(first.items.map((i) => i.attempts)).toEqual([1, 1]);
-    await writeAnswers(db, id, [
+    const lease = newLease(30_000);
+    const first = await claimLines(db, id, 0, 2, lease);
+    expect(first.lines.map((l) => [l.claims, l.probeFailures])).toEqual([
+      [1, 0],
+      [1, 0],
+    ]);
+    await writeAnswers(db, id, lease, [
       { position: 0, kind: "defer" },
       { position: 1, kind: "release" },
     ]);
-    const rows = await db.all<{ state: string; attempts: number; lease_until: number | null }>(sql`
-      select state, attempts, lease_until from verification_job_items where job_id = ${id} order by position`);
-    expect(rows.map((r) => [r.state, Number(r.attempts), r.lease_until])).toEqual([
-      ["pending", 0, null],
-      ["pending", 1, null],
+    const rows = await db.all<{ state: string; claims: number; probe_failures: number; lease_until: number | null; lease_token: string | null }>(sql`
+      select state, claims, probe_failures, lease_until, lease_token from verification_job_items where job_id = ${id} order by position`);
+    expect(rows.map((r) => [r.state, Number(r.claims), Number(r.probe_failures), r.lease_until, r.lease_token])).toEqual([
+      ["pending", 0, 0, null, null],
+      ["pending", 1, 1, null, null],
     ]);
-    expect((await claimLines(db, id, 0, 2, 30_000)).items.map((i) => i.attempts)).toEqual([1, 2]);
+    expect((await claimLines(db, id, 0, 2, newLease(30_000))).lines.map((l) => [l.claims, l.probeFailures])).toEqual([
+      [1, 0],
+      [2, 1],
+    ]);
+  });
+
+  it("a consumer whose lease ran out and was taken over writes nothing over the new holder's claim, and cannot renew it", async () => {
+    const { token, accountId } = await newAccount(0);
+    const id = await queuedJob(accountId, ["ana@ok.test", "ben@ok.test", "cy@ok.test", "dan@ok.test", "ana@ok.test"]);
+    await db.run(sql`update verification_job_items set duplicate_of = 0 where job_id = ${id} and position = 4`);
+    // The stale consumer's lease ran out at once; another consumer claims the lines after it.
+    const stale = newLease(-1);
+    expect((await claimLines(db, id, 0, 5, stale)).lines).toHaveLength(4);
+    const holder = newLease(30_000);
+    expect((await claimLines(db, id, 0, 5, holder)).lines).toHaveLength(4);
+    const held = () =>
+      db.all<{ state: string; lease_token: string | null; claims: number; probe_failures: number }>(sql`
+        select state, lease_token, claims, probe_failures from verification_job_items where job_id = ${id} and duplicate_of is null order by position`);
+    const before = await held();
+
+    expect(await renewClaims(db, id, [0, 1, 2, 3], stale)).toBe(0);
+    await writeAnswers(db, id, stale, [
+      { position: 0, kind: "done", result: fakeResult("ana@ok.test") },
+      { position: 1, kind: "release" },
+      { position: 2, kind: "defer" },
+      { position: 3, kind: "recheck", result: fakeResult("dan@ok.test"), recheckAt: Date.now() },
+    ]);
+    expect(await held()).toEqual(before);
+    expect(before.every((l) => l.state === "claimed" && l.lease_token === holder.token)).toBe(true);
+    expect((await getJob(token, id)).processed).toBe(0);
+
+    // The holder's own answers are written, its duplicate's copy with them.
+    expect(await renewClaims(db, id, [0, 1, 2, 3], holder)).toBe(4);
+    await writeAnswers(db, id, holder, [{ position: 0, kind: "done", result: fakeResult("ana@ok.test") }]);
+    expect(await getJob(token, id)).toMatchObject({ processed: 2 });
   });
 
   it("lines a probe could not be asked about (nothing listens) go back on the queue after a pause, and then to the next probe", async () => {
@@ -427,10 +471,11 @@ describe("how a job runs", () => {
     };
     const first = await deliver([{ kind: "chunk", job: id, from: 0, to: 2 }], { ...probes, JOBS_QUEUE: watched });
     expect(first.explicitAcks).toHaveLength(1);
-    const rows = await db.all<{ state: string; attempts: number }>(sql`select state, attempts from verification_job_items where job_id = ${id} order by position`);
-    expect(rows.map((r) => [r.state, Number(r.attempts)])).toEqual([
-      ["pending", 1],
-      ["pending", 1],
+    const rows = await db.all<{ state: string; claims: number; probe_failures: number }>(sql`
+      select state, claims, probe_failures from verification_job_items where job_id = ${id} order by position`);
+    expect(rows.map((r) => [r.state, Number(r.claims), Number(r.probe_failures)])).toEqual([
+      ["pending", 1, 1],
+      ["pending", 1, 1],
     ]);
     expect(sent).toEqual([{ body: { kind: "chunk", job: id, from: 0, to: 200 }, delaySeconds: 30 }]);
     // That message, delivered: the lines' second claim goes to the next probe, which answers.
@@ -452,6 +497,37 @@ describe("how a job runs", () => {
     ]);
     // Requeued now: not again before another stall period has passed.
     expect((await stalledWork(db, Date.now() - 60_000)).chunks.filter((c) => c.job === id)).toEqual([]);
+  });
+
+  it("the cron marks as requeued exactly the stalled jobs whose chunks it sends, however many chunks there are, and the rest come next run", async () => {
+    const { accountId } = await newAccount(0);
+    // More stalled jobs than one run takes, with more due chunks than the old 1,000-chunk cap: one
+    // pending line at the start of each of 300 chunks per job, stalled longer than anything else.
+    const jobs: string[] = [];
+    for (let j = 0; j < STALLED_JOBS_PER_RUN + 2; j++) {
+      const id = await queuedJob(accountId, [], Date.UTC(2001, 0, 1) + j);
+      await db.run(sql`insert into verification_job_items (job_id, position, email, state)
+        with recursive chunk(n) as (select 0 union all select n + 1 from chunk where n < 299)
+        select ${id}, n * ${CHUNK_SIZE}, 'user' || n || '@ok.test', 'pending' from chunk`);
+      await db.run(sql`update verification_jobs set total = ${300 * CHUNK_SIZE}, status = 'running' where id = ${id}`);
+      jobs.push(id);
+    }
+    const updatedAt = async () =>
+      new Map((await db.all<{ id: string; updated_at: number }>(sql`select id, updated_at from verification_jobs where account_id = ${accountId}`)).map((r) => [r.id, Number(r.updated_at)]));
+    try {
+      const runStarted = Date.now();
+      const first = await stalledWork(db, Date.now() - 60_000);
+      const marked = [...(await updatedAt())].filter(([, at]) => at >= runStarted).map(([id]) => id);
+      // The longest stalled first, and every job marked had all 300 of its chunks sent.
+      expect(marked.sort()).toEqual(jobs.slice(0, STALLED_JOBS_PER_RUN).sort());
+      for (const id of marked) expect(first.chunks.filter((c) => c.job === id)).toHaveLength(300);
+      expect(first.chunks.filter((c) => jobs.includes(c.job) && !marked.includes(c.job))).toEqual([]);
+      // The two left over were not marked: the next run sends them.
+      const second = await stalledWork(db, Date.now() - 60_000);
+      expect(new Set(second.chunks.filter((c) => jobs.includes(c.job)).map((c) => c.job))).toEqual(new Set(jobs.slice(STALLED_JOBS_PER_RUN)));
+    } finally {
+      await db.run(sql`update verification_jobs set status = 'cancelled' where account_id = ${accountId}`);
+    }
   });
 
   it("the cron puts a stalled job's work back on the queue, and the job completes", async () => {

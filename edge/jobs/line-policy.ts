@@ -1,0 +1,74 @@
+/**
+ * What becomes of a claimed job line, decided in one place (README "How a job runs"). A line ends
+ * a consumer's run in one of four ways:
+ * - done: answered for good;
+ * - recheck: its answer was temporary (greylisting, a 421, a timeout, a DNS failure) and this was its
+ *   first try: asked once more, `recheckDelaySeconds` later, at the same probe;
+ * - defer: the probe handed it back unasked (its mail server paces us and was busy with the lines
+ *   ahead of it): asked again at once, at no cost;
+ * - release: its probe could not be asked (unreachable, an error status, a broken answer): asked
+ *   again after a pause, at the next probe in the ranking, and answered "no SMTP check" once that
+ *   has happened `maxProbeFailures` times.
+ * Three counters stay apart: `claims` (every claim, whatever became of it: a consumer that died, a
+ * database error), `probeFailures` (only releases) and whether the line is on its recheck. Only
+ * probe failures move a line to another probe, so a recheck goes where greylisting remembers us.
+ */
+import { TEMPORARY_SMTP_OUTCOMES, type SmtpOutcome } from "../../shared/smtp-outcome.ts";
+import type { EmailVerificationResult } from "../../shared/api.ts";
+
+export const LINE_POLICY = {
+  /** Releases (the probe could not be asked) before a line is answered without an SMTP check. */
+  maxProbeFailures: 5,
+  /**
+   * Claims of any kind before a line is answered without an SMTP check: a line whose checks keep
+   * ending in a dead consumer must not hold its job (and its callback) back for ever.
+   */
+  maxClaims: 20,
+  /** Before released lines are claimed again (the probe may be restarting). */
+  releaseDelaySeconds: 30,
+  /** Before a queue message whose work failed (the database out of reach) is delivered again. */
+  redeliverDelaySeconds: 30,
+} as const;
+
+/** What a claim knows of its line's history. */
+export type LineHistory = { claims: number; probeFailures: number; rechecking: boolean };
+
+export type LineOutcome =
+  | { kind: "done" }
+  | { kind: "recheck"; recheckAt: number }
+  | { kind: "defer" }
+  | { kind: "release" };
+
+/** An answer that may change if asked again: a temporary SMTP outcome, or an assumption after a DNS failure. */
+export function isTemporary(result: EmailVerificationResult): boolean {
+  const outcome = result.details?.smtp_outcome as SmtpOutcome | null | undefined;
+  return (outcome != null && TEMPORARY_SMTP_OUTCOMES.has(outcome)) || result.score_details.dns_failed_assumption === true;
+}
+
+/** An answer in hand: done, or a recheck when it is temporary, this was the first try and rechecks are on. */
+export function afterAnswer(line: LineHistory, result: EmailVerificationResult, recheckDelaySeconds: number, now = Date.now()): LineOutcome {
+  if (isTemporary(result) && !line.rechecking && recheckDelaySeconds > 0) return { kind: "recheck", recheckAt: now + recheckDelaySeconds * 1000 };
+  return { kind: "done" };
+}
+
+/** The probe could not be asked about the line: released for another try, or "give up" (answered without an SMTP check). */
+export function afterProbeFailure(line: LineHistory): "release" | "give_up" {
+  return line.probeFailures + 1 < LINE_POLICY.maxProbeFailures ? "release" : "give_up";
+}
+
+/** Claimed too often to be tried again: answered without an SMTP check at once. */
+export function overClaimed(line: LineHistory): boolean {
+  return line.claims > LINE_POLICY.maxClaims;
+}
+
+/** Which probe of the domain's ranking asks about the line: one place down per probe failure. */
+export function probeRank(line: LineHistory, probes: number): number {
+  return line.probeFailures % probes;
+}
+
+/** When the lines that end a run this way go back on the queue (seconds from now). */
+export function requeueDelaySeconds(kind: "defer" | "release" | "recheck", recheckDelaySeconds: number): number {
+  if (kind === "defer") return 0;
+  if (kind === "release") return LINE_POLICY.releaseDelaySeconds;
+  return recheckDelaySeconds;
+}

@@ -1,0 +1,49 @@
+/**
+ * The SMTP outcome of one address, one vocabulary from the socket to the JSON (README, the
+ * smtp_outcome table): what the mail server said (ProbeOutcome, in the probe's answer), or why no
+ * probe answered (ProbeCallFailure); the public `details.smtp_outcome` is one of the two, the second
+ * with a `probe_` prefix. The probe's reply classifier, the Worker's verdict, the job engine's
+ * recheck rule and the OpenAPI document all read these lists; nothing spells an outcome by hand.
+ */
+import { z } from "zod";
+
+/**
+ * What the mail server said about the address itself.
+ * - accepted: RCPT TO got 2xx.
+ * - mailbox_not_found: 5xx that means "no such user" (5.1.x, 550/553 user-unknown wording).
+ * - mailbox_full: 5.2.2 / 552 over quota: the mailbox exists but cannot take mail now.
+ * - policy_block: 5.7.x, blocklist / spam / reputation / reverse-DNS wording: says nothing about the mailbox.
+ * - rejected_unclear: a 5xx that says neither "no such mailbox" nor why (a bare "550 Rejected"): no evidence either way.
+ * - temporary_failure: 4xx, greylisting.
+ * - connection_failed: no MX host could be reached (refused, reset, TLS failure, bad greeting).
+ * - timeout: the deadline ran out before an answer to RCPT TO.
+ * - protocol_error: the server spoke something that is not SMTP (oversized lines, garbage), or the
+ *   address needs SMTPUTF8 and the server does not offer it.
+ * - refused_target: every address was private/reserved and the probe is not allowed to dial it.
+ */
+export const ProbeOutcome = z.enum([
+  "accepted",
+  "mailbox_not_found",
+  "mailbox_full",
+  "policy_block",
+  "rejected_unclear",
+  "temporary_failure",
+  "connection_failed",
+  "timeout",
+  "protocol_error",
+  "refused_target",
+]);
+export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
+
+/** Why the Worker has no answer from the probe: none configured, out of reach, an error status, an answer that breaks the contract, or no answer in time. */
+export const ProbeCallFailure = z.enum(["not_configured", "unreachable", "error_status", "bad_response", "deadline"]);
+export type ProbeCallFailure = z.infer<typeof ProbeCallFailure>;
+
+/** The public `details.smtp_outcome`. */
+export const SmtpOutcome = z.enum([...ProbeOutcome.options, ...ProbeCallFailure.options.map((f) => `probe_${f}` as const)]);
+export type SmtpOutcome = z.infer<typeof SmtpOutcome>;
+
+export const smtpOutcomeOfCallFailure = (failure: ProbeCallFailure): SmtpOutcome => `probe_${failure}`;
+
+/** Outcomes that may differ when asked again later: a job line with one of these is rechecked once. */
+export const TEMPORARY_SMTP_OUTCOMES: ReadonlySet<SmtpOutcome> = new Set<SmtpOutcome>(["temporary_failure", "timeout"]);
