@@ -1,11 +1,17 @@
 /**
  * A database that hangs, resets connections, answers errors or is not there: every request that
  * needs it gets a bounded wait and a 503 with Retry-After, never a hang or a 500; the next request
- * after it recovers works; and a verification whose key is cached needs no database at all
- * (README "Errors").
+ * after it recovers works; a verification whose key is cached needs no database at all (README
+ * "Errors"); and a job whose answers cannot be written stops its probe batch and is retried.
  */
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
-import { callWith, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import worker from "../../edge/index.ts";
+import type { JobMessage } from "../../shared/jobs.ts";
+import type { FixtureBatch } from "../fixtures/probe-fixture.ts";
+import { callWith, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 const proxyUrl = inject("faultyDatabaseUrl");
 const viaProxy = { DATABASE_URL: proxyUrl, DATABASE_TIMEOUT_MS: "300" };
@@ -77,4 +83,42 @@ it("logs the failure by name, code and cause, without SQL, parameters, the token
   } finally {
     errors.mockRestore();
   }
+});
+
+describe("a job whose answers cannot be written (the database fails mid-batch)", () => {
+  it("stops reading the probe's stream and cancels it, counts no probe failure, and retries the message; the lines are answered later", async () => {
+    const { accountId } = await newAccount(0);
+    const id = `job_test${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
+    const emails = Array.from({ length: 30 }, (_, i) => `writer${i}-${id}@ok.test`);
+    await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash) values (${id}, ${accountId}, 'queued', ${emails.length}, 5, 'test')`);
+    await db.run(sql`insert into verification_job_items (job_id, position, email, state) select ${id}, key, value, 'pending' from json_each(${JSON.stringify(emails)})`);
+    const lineStates = () =>
+      db.all<{ state: string; probe_failures: number }>(sql`select state, probe_failures from verification_job_items where job_id = ${id} order by position`);
+    // The fixture probe answers one line every 100 ms; the consumer reaches the database through the proxy.
+    const bindings = { ...viaProxy, PROBE_URL: inject("probeFixtureUrl") };
+    const deliver = (to: number) => {
+      const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `m-${to}`, timestamp: new Date(), attempts: 1, body: { kind: "chunk", job: id, from: 0, to } }]);
+      const ctx = createExecutionContext();
+      return worker.queue(batch as MessageBatch<unknown>, { ...env, ...bindings } as never).then(() => getQueueResult(batch, ctx));
+    };
+
+    const delivered = deliver(30);
+    // Once the lines are claimed, the database fails: the first write of answers (after a second) fails.
+    while ((await lineStates()).some((l) => l.state !== "claimed")) await new Promise((r) => setTimeout(r, 20));
+    await setProxyMode("error");
+    const result = await delivered;
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages).toEqual([{ msgId: "m-30" }]);
+    const batches = (await (await fetch(`${inject("probeFixtureUrl")}/__batches`)).json()) as FixtureBatch[];
+    const ours = batches.find((b) => b.emails.includes(emails[0]!))!;
+    expect(ours).toMatchObject({ cancelled: true });
+    expect(ours.sent).toBeLessThan(emails.length);
+    // Not the probe's failure: the lines keep their probe budget (and stay claimed until their lease runs out).
+    expect((await lineStates()).every((l) => l.state === "claimed" && Number(l.probe_failures) === 0)).toBe(true);
+
+    await setProxyMode("pass");
+    await db.run(sql`update verification_job_items set lease_until = 0 where job_id = ${id}`);
+    expect((await deliver(200)).explicitAcks).toEqual(["m-200"]);
+    expect((await lineStates()).every((l) => l.state === "done" && Number(l.probe_failures) === 0)).toBe(true);
+  });
 });
