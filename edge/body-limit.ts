@@ -24,7 +24,7 @@ export function limitRequestBody(maxBytes: number, message: string = ERROR_MESSA
     if (!body) return next();
     const declared = Number(c.req.header("content-length"));
     if (!c.req.header("transfer-encoding") && declared > maxBytes) throw new ApiError(413, message);
-    const bytes = await readBytesWithin(body, maxBytes, "drain");
+    const bytes = await readBytesWithin(body, maxBytes, { overflow: "drain" });
     if (bytes === null) throw new ApiError(413, message);
     // The handlers read the body again (JSON or form), now from memory.
     c.req.raw = new Request(c.req.raw, { body: bytes });

@@ -8,6 +8,7 @@ import type { AuthenticatedKey } from "./auth.ts";
 import type { Database } from "./db/client.ts";
 import type { JobsQueue } from "./jobs/consumer.ts";
 import type { RateLimitBindings } from "./rate-limits.ts";
+import { emptyToUndefined } from "../shared/config-values.ts";
 
 export type Bindings = RateLimitBindings & {
   DATABASE_URL?: string;
@@ -42,7 +43,6 @@ export type Variables = {
 
 export type AppEnv = { Bindings: Bindings; Variables: Variables };
 
-const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
 
 /**
  * The probe's requests carry addresses and its answers verdicts: https, except over loopback, where

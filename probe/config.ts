@@ -4,9 +4,9 @@
  */
 import { z } from "zod";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
+import { emptyToUndefined } from "../shared/config-values.ts";
 
 const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
-const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
 
 /** A fully qualified host name: what a mail server expects after EHLO, and what our PTR record says. */
 const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/i;

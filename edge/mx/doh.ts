@@ -10,6 +10,7 @@
  */
 import { Buffer } from "node:buffer";
 import dnsPacket from "dns-packet";
+import { raceAbort, readBytesWithin } from "../../shared/bounded-body.ts";
 
 export type DohRecordType = "MX" | "A" | "AAAA";
 
@@ -420,61 +421,14 @@ export function checkName(buf: Uint8Array, start: number): number | string {
   }
 }
 
+/** The answer's bytes, or "oversized": a declared length over the limit is refused unread. */
 async function readBodyLimited(res: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array | "oversized"> {
   const declared = Number(res.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) {
     void cancelBody(res);
     return "oversized";
   }
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    for (;;) {
-      const { done, value } = await raceAbort(reader.read(), signal);
-      if (done) break;
-      if (!value) continue;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        void reader.cancel().catch(() => {});
-        return "oversized";
-      }
-      chunks.push(value);
-    }
-  } catch (err) {
-    void reader.cancel().catch(() => {});
-    throw err;
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
-/** Rejects as soon as `signal` aborts, whatever the underlying promise does (a fetcher may ignore it). */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(new Error("aborted"));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new Error("aborted"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
+  return (await readBytesWithin(res.body, maxBytes, { signal })) ?? "oversized";
 }
 
 async function cancelBody(res: Response): Promise<void> {
