@@ -4,7 +4,86 @@
  * document and the tests use these; field names are the contract.
  */
 import { z } from "@hono/zod-openapi";
-import { EmailVerificationResult } from "./api.ts";
+import { EmailVerificationResult, ERROR_MESSAGES } from "./api.ts";
+
+/** What one job may hold: the limits the create route enforces and the OpenAPI document states. */
+export const JOB_LIMITS = {
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxAddresses: 100_000,
+  /**
+   * One address (a CSV cell or a JSON array element) in UTF-8 bytes: RFC 5321 allows 254 octets in a
+   * path, and a little room stays for surrounding whitespace. Anything longer cannot be an address,
+   * and would be stored twice (the line and its result).
+   */
+  maxLineBytes: 320,
+} as const;
+
+export const JOB_INPUT_ERRORS = {
+  bodyTooLarge: `Request body too large: a job is at most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB`,
+  tooManyAddresses: `Too many addresses: a job has at most ${JOB_LIMITS.maxAddresses.toLocaleString("en")}`,
+  empty: "The job has no addresses",
+  notAnObject: "The JSON body must be an object",
+  required: "The email_addresses parameter is required",
+  notAnArray: "email_addresses must be an array of strings",
+  unsupported: "Unsupported content type: send application/json or text/csv",
+  callbackNotAUrl: "callback_url must be a URL",
+  csvLineTooLong: (line: number) => `Line ${line}: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
+  jsonLineTooLong: (index: number) => `email_addresses[${index}]: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
+} as const;
+
+const utf8 = new TextEncoder();
+/** Whether `text` takes more than JOB_LIMITS.maxLineBytes in UTF-8, without encoding a short one. */
+export function overLineLimit(text: string): boolean {
+  // A UTF-16 code unit is at most 3 UTF-8 bytes (a surrogate pair, two units, is 4).
+  if (text.length * 3 <= JOB_LIMITS.maxLineBytes) return false;
+  if (text.length > JOB_LIMITS.maxLineBytes) return true;
+  return utf8.encode(text).byteLength > JOB_LIMITS.maxLineBytes;
+}
+
+/** smtp_timeout as the verification routes take it: integer seconds, or a string of them (checked by the route, as a query value is). */
+const outOfRange = { error: ERROR_MESSAGES.smtpTimeoutRange };
+const SmtpTimeoutParam = z
+  .union([z.number(outOfRange).int(outOfRange).min(1, outOfRange).max(60, outOfRange), z.string()], outOfRange)
+  .openapi({ description: "Integer seconds 1..60, default 10", example: 10 });
+
+/**
+ * The JSON body of POST /v1/email_verification_jobs: this schema parses it (edge/jobs/input.ts)
+ * and documents it (OpenAPI). A CSV upload carries the addresses as a file and the two parameters
+ * in the query (JobCreateQuery); a query value wins over the body's.
+ */
+export const JobCreateRequest = z
+  .object(
+    {
+      email_addresses: z
+        .array(z.string({ error: JOB_INPUT_ERRORS.notAnArray }), {
+          error: (issue) => (issue.input === undefined ? JOB_INPUT_ERRORS.required : JOB_INPUT_ERRORS.notAnArray),
+        })
+        .max(JOB_LIMITS.maxAddresses, { error: JOB_INPUT_ERRORS.tooManyAddresses })
+        .superRefine((list, ctx) => {
+          const index = list.findIndex(overLineLimit);
+          if (index >= 0) ctx.addIssue({ code: "custom", path: [index], message: JOB_INPUT_ERRORS.jsonLineTooLong(index) });
+        })
+        .openapi({
+          description: `The addresses, one per line of the job, in order; 1 to ${JOB_LIMITS.maxAddresses.toLocaleString("en")}, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. Repeats are checked once; a line that fails the syntax check is answered invalid in place.`,
+          example: ["ana@example.com", "ben@example.org"],
+        }),
+      smtp_timeout: SmtpTimeoutParam.optional(),
+      callback_url: z
+        .string({ error: JOB_INPUT_ERRORS.callbackNotAUrl })
+        .nullable()
+        .optional()
+        .openapi({ description: "An https URL that receives the finished job, signed (Standard Webhooks)", example: "https://example.com/hooks/verification" }),
+    },
+    { error: JOB_INPUT_ERRORS.notAnObject },
+  )
+  .openapi("JobCreateRequest");
+export type JobCreateRequest = z.infer<typeof JobCreateRequest>;
+
+/** The query of POST /v1/email_verification_jobs: the parameters of a CSV upload, or overrides of the JSON body's. */
+export const JobCreateQuery = z.object({
+  smtp_timeout: z.string().optional().openapi({ description: "Integer seconds 1..60, default 10", example: "10" }),
+  callback_url: z.string().optional().openapi({ description: "As in the JSON body" }),
+});
 
 export const JOB_STATUSES = ["queued", "running", "completed", "cancelled"] as const;
 

@@ -10,16 +10,10 @@
  * row, or the whole file as a string.
  */
 import { parse as csvParser, type CsvError } from "csv-parse";
+import { ERROR_MESSAGES } from "../../shared/api.ts";
+import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateRequest, overLineLimit } from "../../shared/jobs.ts";
 import { ApiError } from "../lib/errors.ts";
 
-export const MAX_JOB_BODY_BYTES = 10 * 1024 * 1024;
-export const MAX_JOB_ADDRESSES = 100_000;
-/**
- * One address (a CSV cell or a JSON array element) in UTF-8 bytes: RFC 5321 allows 254 octets in a
- * path, and a little room stays for surrounding whitespace. Anything longer cannot be an address,
- * and would be stored twice (the line and its result).
- */
-export const MAX_JOB_LINE_BYTES = 320;
 /** A whole CSV row, address and every other column together (an export from a CRM has many). */
 const MAX_CSV_RECORD_CHARS = 64 * 1024;
 /** The bytes handed to the CSV parser at a time. */
@@ -27,46 +21,23 @@ const CSV_SLICE_BYTES = 64 * 1024;
 
 export type JobRequest = { addresses: string[]; smtpTimeout: unknown; callbackUrl: unknown };
 
-export const JOB_ERRORS = {
-  bodyTooLarge: `Request body too large: a job is at most ${MAX_JOB_BODY_BYTES / 1024 / 1024} MB`,
-  tooManyAddresses: `Too many addresses: a job has at most ${MAX_JOB_ADDRESSES.toLocaleString("en")}`,
-  empty: "The job has no addresses",
-  notAnArray: "email_addresses must be an array of strings",
-  unsupported: "Unsupported content type: send application/json or text/csv",
-  csvLineTooLong: (line: number) => `Line ${line}: an address is at most ${MAX_JOB_LINE_BYTES} bytes`,
-  jsonLineTooLong: (index: number) => `email_addresses[${index}]: an address is at most ${MAX_JOB_LINE_BYTES} bytes`,
-} as const;
+const tooMany = () => new ApiError(413, JOB_INPUT_ERRORS.tooManyAddresses);
 
-const tooMany = () => new ApiError(413, JOB_ERRORS.tooManyAddresses);
-
-const utf8 = new TextEncoder();
-/** Whether `text` takes more than MAX_JOB_LINE_BYTES in UTF-8, without encoding a short one. */
-function overLineLimit(text: string): boolean {
-  // A UTF-16 code unit is at most 3 UTF-8 bytes (a surrogate pair, two units, is 4).
-  if (text.length * 3 <= MAX_JOB_LINE_BYTES) return false;
-  if (text.length > MAX_JOB_LINE_BYTES) return true;
-  return utf8.encode(text).byteLength > MAX_JOB_LINE_BYTES;
-}
-
+/** A JSON body, through the shared schema: too many addresses is 413, anything else 400 with the schema's message. */
 function fromJson(bytes: Uint8Array): JobRequest {
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
-    throw new ApiError(400, "Malformed JSON body");
+    throw new ApiError(400, ERROR_MESSAGES.malformedJson);
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError(400, "The JSON body must be an object");
-  const body = value as Record<string, unknown>;
-  const list = body.email_addresses;
-  if (list === undefined) throw new ApiError(400, "The email_addresses parameter is required");
-  if (!Array.isArray(list)) throw new ApiError(400, JOB_ERRORS.notAnArray);
-  if (list.length > MAX_JOB_ADDRESSES) throw tooMany();
-  for (let i = 0; i < list.length; i++) {
-    const item: unknown = list[i];
-    if (typeof item !== "string") throw new ApiError(400, JOB_ERRORS.notAnArray);
-    if (overLineLimit(item)) throw new ApiError(400, JOB_ERRORS.jsonLineTooLong(i));
+  const parsed = JobCreateRequest.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    if (issue.code === "too_big" && issue.path.length === 1) throw tooMany();
+    throw new ApiError(400, issue.message);
   }
-  return { addresses: list as string[], smtpTimeout: body.smtp_timeout, callbackUrl: body.callback_url };
+  return { addresses: parsed.data.email_addresses, smtpTimeout: parsed.data.smtp_timeout, callbackUrl: parsed.data.callback_url };
 }
 
 const ADDRESS_HEADERS = new Set(["email_address", "email"]);
@@ -103,8 +74,8 @@ export function addressesFromCsv(bytes: Uint8Array): Promise<string[]> {
           if (named >= 0 || !(record[0] ?? "").includes("@")) return null;
         }
         const cell = record[column] ?? "";
-        if (overLineLimit(cell)) refuse(new ApiError(400, JOB_ERRORS.csvLineTooLong(context.lines)));
-        if (addresses.length === MAX_JOB_ADDRESSES) refuse(tooMany());
+        if (overLineLimit(cell)) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvLineTooLong(context.lines)));
+        if (addresses.length === JOB_LIMITS.maxAddresses) refuse(tooMany());
         addresses.push(cell);
         // Nothing is passed on: the parser's output side stays empty.
         return null;
@@ -130,8 +101,8 @@ export async function parseJobBody(contentType: string, bytes: Uint8Array, query
   let request: JobRequest;
   if (type === "application/json" || type.endsWith("+json")) request = fromJson(bytes);
   else if (type === "text/csv" || type === "application/csv") request = { addresses: await addressesFromCsv(bytes), smtpTimeout: undefined, callbackUrl: undefined };
-  else throw new ApiError(415, JOB_ERRORS.unsupported);
-  if (request.addresses.length === 0) throw new ApiError(400, JOB_ERRORS.empty);
+  else throw new ApiError(415, JOB_INPUT_ERRORS.unsupported);
+  if (request.addresses.length === 0) throw new ApiError(400, JOB_INPUT_ERRORS.empty);
   // As for single verifications, the query string wins over the body.
   return {
     addresses: request.addresses,

@@ -7,14 +7,14 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
 import type { EmailVerificationResult } from "../../shared/api.ts";
-import { JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
+import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateQuery, JobCreateRequest, JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
 import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { checkCallbackUrl } from "../jobs/callback.ts";
 import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
-import { JOB_ERRORS, MAX_JOB_ADDRESSES, MAX_JOB_BODY_BYTES, MAX_JOB_LINE_BYTES, parseJobBody } from "../jobs/input.ts";
+import { parseJobBody } from "../jobs/input.ts";
 import { cancelJob, doneRowsQuery, findJob, giveUpCreate, jobJson, resultRowsQuery, startJob, writeJobLines, type JobRow, type NewLine } from "../jobs/store.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
@@ -54,29 +54,27 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     summary: "Create a bulk verification job",
     description:
       "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
-      `At most ${MAX_JOB_BODY_BYTES / 1024 / 1024} MB and ${MAX_JOB_ADDRESSES.toLocaleString("en")} addresses, each at most ${MAX_JOB_LINE_BYTES} bytes of UTF-8. ` +
+      `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. ` +
       "An Idempotency-Key header makes a retried create return the first job. " +
       "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
     security: [{ bearerAuth: [] }],
     request: {
-      query: z.object({ smtp_timeout: z.string().optional(), callback_url: z.string().optional() }),
+      query: JobCreateQuery,
       headers: z.object({ "idempotency-key": z.string().optional() }),
       body: {
         required: true,
         content: {
-          "application/json": {
-            schema: z.object({ email_addresses: z.array(z.string()), smtp_timeout: z.number().int().optional(), callback_url: z.string().optional() }),
-          },
+          "application/json": { schema: JobCreateRequest },
           "text/csv": { schema: z.string().openapi({ description: "A header row with a column named email_address or email (any case), else the first column is used" }) },
         },
       },
     },
     responses: {
       202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-      400: errorResponse(`Malformed body, no addresses, an address over ${MAX_JOB_LINE_BYTES} bytes, a bad smtp_timeout, callback_url or Idempotency-Key`),
+      400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, callback_url or Idempotency-Key`),
       409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
-      413: errorResponse(`${JOB_ERRORS.bodyTooLarge}; or ${JOB_ERRORS.tooManyAddresses}`),
-      415: errorResponse(JOB_ERRORS.unsupported),
+      413: errorResponse(`${JOB_INPUT_ERRORS.bodyTooLarge}; or ${JOB_INPUT_ERRORS.tooManyAddresses}`),
+      415: errorResponse(JOB_INPUT_ERRORS.unsupported),
       ...authenticatedErrorResponses,
       429: errorResponse("Rate limit exceeded; too many jobs running for the account (JOB_MAX_RUNNING); or the account's daily line quota (JOB_MAX_LINES_PER_DAY) exceeded. Retry-After says when to try again"),
     },
@@ -328,7 +326,7 @@ function csvStream(c: Context<AppEnv>, job: JobRow) {
 
 export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
   registerDocs(app);
-  app.post(JOBS_PATH, limitRequestBody(MAX_JOB_BODY_BYTES, JOB_ERRORS.bodyTooLarge), create);
+  app.post(JOBS_PATH, limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge), create);
   app.get(`${JOBS_PATH}/:id`, async (c) => c.json(jobJson(await jobOr404(c)), 200));
   app.get(`${JOBS_PATH}/:id/results`, results);
   app.delete(`${JOBS_PATH}/:id`, async (c) => {

@@ -1,13 +1,13 @@
 /**
  * The upload of a job (README "Bulk verification jobs"), at its limits: a CSV file is parsed as a
  * stream down to its address column and stops at the first row past a limit; an address (CSV cell
- * or JSON element) is at most MAX_JOB_LINE_BYTES; a refused upload stores nothing.
+ * or JSON element) is at most JOB_LIMITS.maxLineBytes; a refused upload stores nothing.
  * Peak memory is measured by bench/job-upload.ts, not asserted here.
  */
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
-import { MAX_JOB_LINE_BYTES } from "../../edge/jobs/input.ts";
+import { JOB_LIMITS } from "../../shared/jobs.ts";
 import { call, db, newAccount } from "./helpers.ts";
 
 const PATH = "/v1/email_verification_jobs";
@@ -44,21 +44,21 @@ describe("uploading a job", () => {
     await call(`${PATH}/${job.id}`, { method: "DELETE", token });
   });
 
-  it(`a CSV address over ${MAX_JOB_LINE_BYTES} bytes is 400 naming its line in the file, and nothing is stored`, async () => {
+  it(`a CSV address over ${JOB_LIMITS.maxLineBytes} bytes is 400 naming its line in the file, and nothing is stored`, async () => {
     const { token, accountId } = await newAccount(0);
-    const long = `${"a".repeat(MAX_JOB_LINE_BYTES)}@ok.test`;
+    const long = `${"a".repeat(JOB_LIMITS.maxLineBytes)}@ok.test`;
     const res = await post(token, "text/csv", `name,email\nAna,ana@ok.test\nBob,${long}\nCy,cy@ok.test\n`);
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: `Line 3: an address is at most ${MAX_JOB_LINE_BYTES} bytes` });
+    expect(await res.json()).toEqual({ error: `Line 3: an address is at most ${JOB_LIMITS.maxLineBytes} bytes` });
     expect(await storedJobs(accountId)).toBe(0);
   });
 
-  it(`a JSON address over ${MAX_JOB_LINE_BYTES} bytes (counted in UTF-8) is 400 naming its index, and nothing is stored`, async () => {
+  it(`a JSON address over ${JOB_LIMITS.maxLineBytes} bytes (counted in UTF-8) is 400 naming its index, and nothing is stored`, async () => {
     const { token, accountId } = await newAccount(0);
     // 107 three-byte characters: 107 UTF-16 units, 321 UTF-8 bytes.
     const res = await post(token, "application/json", JSON.stringify({ email_addresses: ["ana@ok.test", `${"€".repeat(107)}`] }));
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: `email_addresses[1]: an address is at most ${MAX_JOB_LINE_BYTES} bytes` });
+    expect(await res.json()).toEqual({ error: `email_addresses[1]: an address is at most ${JOB_LIMITS.maxLineBytes} bytes` });
     expect(await storedJobs(accountId)).toBe(0);
     const fits = await post(token, "application/json", JSON.stringify({ email_addresses: [`${"€".repeat(106)}`] }));
     expect(fits.status).toBe(202);

@@ -10,7 +10,8 @@ import { describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { EmailVerificationResult, ERROR_MESSAGES } from "../../shared/api.ts";
 import { WARNINGS } from "../../shared/email/verdict.ts";
-import { JobResultsPage, VerificationJob, type JobMessage } from "../../shared/jobs.ts";
+import { JOB_LIMITS, JOB_STATUSES, JobCreateQuery, JobCreateRequest, JobResultsPage, VerificationJob, type JobMessage } from "../../shared/jobs.ts";
+import { SmtpOutcome } from "../../shared/smtp-outcome.ts";
 import { webhookSecret } from "../../edge/db/admin.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
@@ -694,13 +695,41 @@ describe("callbacks", () => {
 });
 
 describe("the OpenAPI document", () => {
-  it("describes the job routes and their shapes", async () => {
-    const doc = (await (await call("/v1/openapi.json")).json()) as { paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> } };
-    expect(Object.keys(doc.paths[PATH]!)).toEqual(["post"]);
-    expect(Object.keys(doc.paths[`${PATH}/{id}`]!).sort()).toEqual(["delete", "get"]);
-    expect(Object.keys(doc.paths[`${PATH}/{id}/results`]!)).toEqual(["get"]);
-    expect(doc.components.schemas).toHaveProperty("VerificationJob");
-    expect(doc.components.schemas).toHaveProperty("JobResultsPage");
+  type Schema = { type?: string; properties?: Record<string, Schema>; required?: string[]; enum?: string[]; maxItems?: number; minItems?: number; $ref?: string; items?: Schema; anyOf?: Schema[] };
+  type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, Schema> } };
+  const doc = async () => (await (await call("/v1/openapi.json")).json()) as Doc;
+
+  it("describes the job routes, each with its answers", async () => {
+    const { paths } = await doc();
+    expect(Object.keys(paths[PATH]!)).toEqual(["post"]);
+    expect(Object.keys(paths[`${PATH}/{id}`]!).sort()).toEqual(["delete", "get"]);
+    expect(Object.keys(paths[`${PATH}/{id}/results`]!)).toEqual(["get"]);
+    expect(Object.keys(paths[PATH]!.post.responses).sort()).toEqual(["202", "400", "401", "409", "413", "415", "429", "503"]);
+    expect(paths[PATH]!.post.responses["202"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/VerificationJob" });
+    expect(paths[`${PATH}/{id}/results`]!.get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/JobResultsPage" });
+  });
+
+  it("publishes the shared schemas as they parse: the create body with its limits, the job, a results page, the outcome enum", async () => {
+    const { paths, components } = await doc();
+    const body = paths[PATH]!.post.requestBody.content;
+    expect(body["application/json"].schema).toEqual({ $ref: "#/components/schemas/JobCreateRequest" });
+    expect(Object.keys(body).sort()).toEqual(["application/json", "text/csv"]);
+    const create = components.schemas.JobCreateRequest!;
+    expect(Object.keys(create.properties!).sort()).toEqual(Object.keys(JobCreateRequest.shape).sort());
+    expect(create.required).toEqual(["email_addresses"]);
+    expect(create.properties!.email_addresses).toMatchObject({ type: "array", maxItems: JOB_LIMITS.maxAddresses, items: { type: "string" } });
+    expect(paths[PATH]!.post.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`).sort()).toEqual([
+      "header:idempotency-key",
+      ...Object.keys(JobCreateQuery.shape).map((k) => `query:${k}`),
+    ].sort());
+    // Every field a response carries is in the document, and the document promises none it lacks.
+    for (const [name, schema] of [["VerificationJob", VerificationJob], ["JobResultsPage", JobResultsPage], ["EmailVerificationResult", EmailVerificationResult]] as const) {
+      expect(Object.keys(components.schemas[name]!.properties!).sort(), name).toEqual(Object.keys(schema.shape).sort());
+      expect(components.schemas[name]!.required!.sort(), name).toEqual(Object.entries(schema.shape).filter(([, s]) => !s.isOptional()).map(([k]) => k).sort());
+    }
+    expect(components.schemas.VerificationJob!.properties!.status!.enum).toEqual([...JOB_STATUSES]);
+    // Nullable: the enum, and null.
+    expect(components.schemas.VerificationDetails!.properties!.smtp_outcome!.enum).toEqual([...SmtpOutcome.options, null]);
   });
 });
 
