@@ -168,7 +168,7 @@ export const verificationJobs = sqliteTable(
   ],
 );
 
-/** One row per input line, in input order (`position`). */
+/** One row per job line, in input order (`position`); the code calls a row a "line" (the table keeps its first name). */
 export const verificationJobItems = sqliteTable(
   "verification_job_items",
   {

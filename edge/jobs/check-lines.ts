@@ -36,7 +36,7 @@ const MAX_BATCH_DEADLINE_MS = 120_000;
 /** The probe's deadline for a job's batch: time to wait its turn, then the SMTP timeout. */
 export const batchDeadlineMs = (smtpTimeoutSeconds: number) => Math.min(MAX_BATCH_DEADLINE_MS, smtpTimeoutSeconds * 1000 + QUEUE_ALLOWANCE_MS);
 
-type Line = { item: ClaimedLine; prepared: Extract<PreparedAddress, { ok: true }>; dns: MailHostResolution; mx: ProbeMxHost[] | null };
+type Line = { claimed: ClaimedLine; prepared: Extract<PreparedAddress, { ok: true }>; dns: MailHostResolution; mx: ProbeMxHost[] | null };
 
 async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string, MailHostResolution>> {
   const out = new Map<string, MailHostResolution>();
@@ -52,12 +52,12 @@ async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string
   return out;
 }
 
-export async function checkLines(items: ClaimedLine[], config: CheckLinesConfig, answer: (a: LineAnswer) => Promise<void>): Promise<void> {
+export async function checkLines(claimed: ClaimedLine[], config: CheckLinesConfig, answer: (a: LineAnswer) => Promise<void>): Promise<void> {
   const lines: Line[] = [];
-  for (const item of items) {
-    const prepared = prepareAddress(item.email);
-    if (!prepared.ok) await answer({ position: item.position, kind: "done", result: prepared.result });
-    else lines.push({ item, prepared, dns: undefined as never, mx: null });
+  for (const line of claimed) {
+    const prepared = prepareAddress(line.email);
+    if (!prepared.ok) await answer({ position: line.position, kind: "done", result: prepared.result });
+    else lines.push({ claimed: line, prepared, dns: undefined as never, mx: null });
   }
   const dnsByDomain = await resolveAll([...new Set(lines.map((l) => l.prepared.parsed.domain))], config.dohUrl);
   for (const line of lines) {
@@ -67,16 +67,16 @@ export async function checkLines(items: ClaimedLine[], config: CheckLinesConfig,
 
   /** An answer in hand: done, or its recheck. */
   const settle = (line: Line, result: ReturnType<typeof completeVerification>) => {
-    const outcome = afterAnswer(line.item, result, config.recheckDelaySeconds);
-    if (outcome.kind === "recheck") return answer({ position: line.item.position, kind: "recheck", result, recheckAt: outcome.recheckAt });
-    return answer({ position: line.item.position, kind: "done", result });
+    const outcome = afterAnswer(line.claimed, result, config.recheckDelaySeconds);
+    if (outcome.kind === "recheck") return answer({ position: line.claimed.position, kind: "recheck", result, recheckAt: outcome.recheckAt });
+    return answer({ position: line.claimed.position, kind: "done", result });
   };
 
   // Nothing to dial (invalid domain, DNS failure) or no probe: answered now, as a single check would
   // be; so is a line claimed too often (its checks keep ending with their consumer).
   const toProbe = new Map<string, Line[]>();
   for (const line of lines) {
-    if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret || overClaimed(line.item)) {
+    if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret || overClaimed(line.claimed)) {
       const reason = config.probeUrls.length === 0 || !config.probeSecret ? "not_configured" : "unreachable";
       await settle(line, completeVerification(line.prepared, line.dns, line.mx ? { ok: false, reason, ms: 0 } : null));
       continue;
@@ -102,7 +102,7 @@ export async function checkLines(items: ClaimedLine[], config: CheckLinesConfig,
  */
 function probeFor(probeUrls: string[], line: Line): string {
   const order = probeOrder(probeUrls, line.prepared.parsed.domain);
-  return order[probeRank(line.item, order.length)]!;
+  return order[probeRank(line.claimed, order.length)]!;
 }
 
 async function askProbe(
@@ -132,7 +132,7 @@ async function askProbe(
   const end = await callProbeBatch(probeUrl, config.probeSecret!, request, async (probeLine) => {
     answered.add(probeLine.email);
     for (const line of byEmail.get(probeLine.email) ?? []) {
-      if ("deferred" in probeLine) await answer({ position: line.item.position, kind: "defer" });
+      if ("deferred" in probeLine) await answer({ position: line.claimed.position, kind: "defer" });
       else await settle(line, completeVerification(line.prepared, line.dns, { ok: true, response: probeLine.result, ms: probeLine.result.elapsed_ms }));
     }
   });
@@ -140,7 +140,7 @@ async function askProbe(
     if (answered.has(email)) continue;
     for (const line of emailLines) {
       // The probe did not answer for this line: back to pending, unless it has failed too often.
-      if (afterProbeFailure(line.item) === "release") await answer({ position: line.item.position, kind: "release" });
+      if (afterProbeFailure(line.claimed) === "release") await answer({ position: line.claimed.position, kind: "release" });
       else await settle(line, completeVerification(line.prepared, line.dns, { ok: false, reason: end.ok ? "bad_response" : end.reason, ms: 0 }));
     }
   }

@@ -121,18 +121,18 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
  * (and completes it at once when every line failed the syntax check); returns it. Each insert only
  * runs while the job is still being written, so nothing is added to a job the cron has given up on.
  */
-export async function writeJobLines(db: Database, jobId: string, items: NewLine[]): Promise<JobRow> {
-  for (let from = 0; from < items.length; from += LINES_PER_TRANSACTION) {
+export async function writeJobLines(db: Database, jobId: string, lines: NewLine[]): Promise<JobRow> {
+  for (let from = 0; from < lines.length; from += LINES_PER_TRANSACTION) {
     const statements: Statement[] = [];
-    for (let start = from; start < Math.min(items.length, from + LINES_PER_TRANSACTION); start += INSERT_ROWS) {
-      const end = Math.min(start + INSERT_ROWS, from + LINES_PER_TRANSACTION, items.length);
-      const rows = items.slice(start, end).map((item, i) => [
+    for (let start = from; start < Math.min(lines.length, from + LINES_PER_TRANSACTION); start += INSERT_ROWS) {
+      const end = Math.min(start + INSERT_ROWS, from + LINES_PER_TRANSACTION, lines.length);
+      const rows = lines.slice(start, end).map((line, i) => [
         start + i,
-        item.email,
-        item.duplicateOf,
-        item.done ? "done" : "pending",
-        item.done?.classification ?? null,
-        item.done ? JSON.stringify(item.done) : null,
+        line.email,
+        line.duplicateOf,
+        line.done ? "done" : "pending",
+        line.done?.classification ?? null,
+        line.done ? JSON.stringify(line.done) : null,
       ]);
       statements.push(
         db.run(sql`insert into verification_job_items (job_id, position, email, duplicate_of, state, classification, result)
