@@ -23,7 +23,7 @@ import { requestDatabase } from "./db/client.ts";
 import { accounts, apiKeys } from "./db/schema.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
-import { IsolateCache } from "./lib/isolate-cache.ts";
+import { TtlCache } from "../shared/ttl-cache.ts";
 import { hashToken, looksLikeToken } from "./lib/tokens.ts";
 import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "./rate-limits.ts";
 
@@ -37,11 +37,11 @@ export const RECENTLY_VALID_TTL_MS = 3_600_000;
 export const BLOCKED_LOOKUP_INTERVAL_MS = 1_000;
 const CACHE_MAX_ENTRIES = 10_000;
 // Apart, so that junk tokens can never push known keys out.
-const knownKeys = new IsolateCache<string, AuthenticatedKey>(CACHE_MAX_ENTRIES);
-const recentlyValid = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
-const unknownTokens = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
-const blockedClients = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
-const blockedLookups = new IsolateCache<string, true>(CACHE_MAX_ENTRIES);
+const knownKeys = new TtlCache<string, AuthenticatedKey>(CACHE_MAX_ENTRIES);
+const recentlyValid = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
+const unknownTokens = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
+const blockedClients = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
+const blockedLookups = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
 
 /**
  * Cloudflare sets CF-Connecting-IP on every request from the internet (and `wrangler dev` on every

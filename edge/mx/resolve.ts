@@ -5,6 +5,7 @@
  * within `deadlineMs`, and nothing here throws.
  */
 import { queryDoh, type DohAnswer, type DohRecordType, type DohSuccess } from "./doh.ts";
+import { TtlCache } from "../../shared/ttl-cache.ts";
 
 export type MailHost = { host: string; preference: number; addresses: string[] };
 
@@ -59,31 +60,17 @@ export function createDnsCache(options: DnsCacheOptions = {}): DnsCache {
   const maxTtl = options.maxTtlSeconds ?? 3_600;
   const minTtl = Math.min(options.minTtlSeconds ?? 30, maxTtl);
   const now = options.now ?? Date.now;
-  const entries = new Map<string, { answer: DohSuccess; expiresAt: number }>();
+  const entries = new TtlCache<string, DohSuccess>(maxEntries, now);
   const key = (name: string, type: string, scope = "") => `${scope} ${type} ${name.toLowerCase().replace(/\.$/, "")}`;
 
   return {
     get<T extends DohRecordType>(name: string, type: T, scope?: string) {
-      const k = key(name, type, scope);
-      const e = entries.get(k);
-      if (!e) return undefined;
-      if (now() >= e.expiresAt) {
-        entries.delete(k);
-        return undefined;
-      }
-      return e.answer as DohSuccess<T>;
+      return entries.get(key(name, type, scope)) as DohSuccess<T> | undefined;
     },
     set<T extends DohRecordType>(name: string, type: T, answer: DohSuccess<T>, scope?: string) {
       if (answer.failed || (answer.rcode !== "NOERROR" && answer.rcode !== "NXDOMAIN")) return;
       const ttl = Math.min(maxTtl, Math.max(minTtl, answer.ttl));
-      const k = key(name, type, scope);
-      entries.delete(k);
-      entries.set(k, { answer: answer as DohSuccess, expiresAt: now() + ttl * 1000 });
-      while (entries.size > maxEntries) {
-        const oldest = entries.keys().next().value;
-        if (oldest === undefined) break;
-        entries.delete(oldest);
-      }
+      entries.set(key(name, type, scope), answer as DohSuccess, ttl * 1000);
     },
     get size() {
       return entries.size;
