@@ -18,16 +18,18 @@
  * its captured replies); Mimecast's SMTP error code list; spamresource.com on Microsoft's
  * user-unknown variants. test/node/probe-classify.test.ts holds the replies, one row per phrasing.
  */
+import type { ProbeOutcome } from "../../shared/smtp-outcome.ts";
 import type { SmtpReply } from "./reply.ts";
 
+/**
+ * What a reply to RCPT TO says: one of the shared outcomes (shared/smtp-outcome.ts), or
+ * "too_many_recipients" (4.5.3 / 5.5.3 / "too many recipients"), which is about the transaction,
+ * never the mailbox: the scheduler sends the rest of the batch in the next one, and the session
+ * leaves catch-all unknown.
+ */
 export type RcptClass =
-  | "accepted" // 2xx (250, 251 "user not local; will forward", 252)
-  | "mailbox_not_found" // the mailbox does not exist
-  | "mailbox_full" // over quota (5.2.2, 552 wording, and the temporary 452 4.2.2)
-  | "policy_block" // blocklists, reputation, rDNS, relay/access refusals, sender checks, 5.7.x, 5xx rate limits
-  | "temporary_failure" // any other 4xx, greylisting included
-  | "too_many_recipients" // 4.5.3 / 5.5.3 / "too many recipients": the session leaves catch-all unknown
-  | "rejected_unclear"; // a 5xx that says neither "no such mailbox" nor policy (and 3xx oddities)
+  | Extract<ProbeOutcome, "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "temporary_failure" | "rejected_unclear">
+  | "too_many_recipients";
 
 type Enhanced = { cls: number; subject: number; detail: number };
 
