@@ -96,7 +96,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
 
   const followUp = (replies: readonly (SmtpReply | null)[]) => {
     // Without PIPELINING the random address is only asked about for a domain with an accepted address.
-    const accepted = new Set(batch.filter((p, i) => replies[i] && isPositive(replies[i]!)).map((p) => `${p.domain} ${p.req.host.toLowerCase()}`));
+    const accepted = new Set(batch.filter((_, i) => replies[i] && isPositive(replies[i]!)).map((p) => `${p.domain} ${p.req.host.toLowerCase()}`));
     const asked = tests.filter((t) => accepted.has(`${t.domain} ${t.host.toLowerCase()}`));
     for (const t of tests) if (!asked.includes(t)) t.finish(null);
     tests.splice(0, tests.length, ...asked);
