@@ -36,7 +36,7 @@ export type ProbeService = ProbeDeps & {
 };
 
 export function createProbeService(config: ProbeConfig): ProbeService {
-  return { config, scheduler: new Scheduler(config, config.catchAllTtlMs), draining: false, replays: new ReplayGuard() };
+  return { config, scheduler: new Scheduler(config), draining: false, replays: new ReplayGuard() };
 }
 
 const busy = (c: Context, why: string) => c.json({ error: why }, 503, { "Retry-After": "1" });

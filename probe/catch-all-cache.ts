@@ -9,36 +9,26 @@
  * learns on its own (the Worker sends each domain to the same probe, so that is rare).
  */
 import { monotonicNow } from "./clock.ts";
+import { BoundedTtlMap } from "./ttl-map.ts";
+
 type Key = string;
 const keyOf = (domain: string, host: string): Key => `${domain.toLowerCase()} ${host.toLowerCase()}`;
 
 export class CatchAllCache {
-  readonly #entries = new Map<Key, { catchAll: boolean; expiresAt: number }>();
+  readonly #entries: BoundedTtlMap<Key, boolean>;
   readonly #tests = new Map<Key, Promise<boolean | null>>();
 
-  constructor(
-    readonly ttlMs: number,
-    readonly maxEntries: number,
-  ) {}
+  constructor(ttlMs: number, maxEntries: number) {
+    this.#entries = new BoundedTtlMap(ttlMs, maxEntries);
+  }
 
   get(domain: string, host: string, now = monotonicNow()): boolean | null {
-    const key = keyOf(domain, host);
-    const hit = this.#entries.get(key);
-    if (!hit) return null;
-    if (hit.expiresAt <= now) {
-      this.#entries.delete(key);
-      return null;
-    }
-    return hit.catchAll;
+    return this.#entries.get(keyOf(domain, host), now) ?? null;
   }
 
   /** Records an answer; a later answer that contradicts an earlier one replaces it. */
   set(domain: string, host: string, catchAll: boolean, now = monotonicNow()): void {
-    const key = keyOf(domain, host);
-    this.#entries.delete(key);
-    // Map keeps insertion order, so the first key is the oldest entry.
-    if (this.#entries.size >= this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
-    this.#entries.set(key, { catchAll, expiresAt: now + this.ttlMs });
+    this.#entries.set(keyOf(domain, host), catchAll, now);
   }
 
   /** The answer of a test in progress for this domain and host, or null when none is running. */

@@ -58,6 +58,37 @@ const ProbeConfigSchema = z
     /** How long a TCP connect may take before the next MX address is tried. */
     PROBE_CONNECT_TIMEOUT_MS: int(100, 60_000, 5_000),
     PROBE_CATCH_ALL_TTL_SECONDS: int(0, 7 * 86_400, 6 * 3_600),
+    /** Catch-all answers kept at most (per domain and MX host); the oldest goes first. */
+    PROBE_CATCH_ALL_CACHE_ENTRIES: int(1, 10_000_000, 100_000),
+    /** Destination addresses held in memory at most; beyond it one with nothing queued or open is forgotten. */
+    PROBE_MAX_DESTINATIONS: int(1, 1_000_000, 10_000),
+    /** A destination with nothing queued or open is forgotten after this long (what it taught us is kept apart). */
+    PROBE_DESTINATION_FORGET_MS: int(1_000, 86_400_000, 600_000),
+    /** Addresses remembered per learned fact (no TLS, no reuse, tarpit, RCPT limit, dead); the oldest goes first. */
+    PROBE_DESTINATION_MEMORY_ENTRIES: int(1, 10_000_000, 100_000),
+    /** Times a check is put back after a 421, a rate limit, a 452 or a dropped session. */
+    PROBE_RETRY_LIMIT: int(0, 100, 3),
+    /** The first back-off after a destination pushed back, doubled each time (Postfix: minimal_backoff_time). */
+    PROBE_DESTINATION_BACKOFF_MIN_MS: int(1, 3_600_000, 1_000),
+    /** The longest back-off (Postfix: maximal_backoff_time). */
+    PROBE_DESTINATION_BACKOFF_MAX_MS: int(1, 3_600_000, 30_000),
+    /** A refused connection or greeting marks the address dead this long: its checks move on at once. */
+    PROBE_DESTINATION_DEAD_MS: int(0, 3_600_000, 5_000),
+    /** After a failed TLS handshake the address is dialled in plain text this long. */
+    PROBE_TLS_FALLBACK_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
+    /** After sessions die when reused, the address gets one transaction per session this long. */
+    PROBE_NO_REUSE_MEMORY_MS: int(0, 7 * 86_400_000, 600_000),
+    /** A refusal this much later than the reply before it in its transaction is a tarpit. */
+    PROBE_TARPIT_REPLY_MS: int(1, 60_000, 1_000),
+    /** How long a tarpit limits its address to two RCPTs per transaction. */
+    PROBE_TARPIT_MODE_MS: int(0, 86_400_000, 120_000),
+    /** A 452 "too many recipients" lowers the address's RCPTs per transaction this long. */
+    PROBE_RCPT_LIMIT_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
+    /** The least an accepted address waits for its catch-all answer (3x its own reply time if longer). */
+    PROBE_CATCH_ALL_MIN_WAIT_MS: int(0, 60_000, 1_500),
+  })
+  .refine((c) => c.PROBE_DESTINATION_BACKOFF_MIN_MS <= c.PROBE_DESTINATION_BACKOFF_MAX_MS, {
+    message: "PROBE_DESTINATION_BACKOFF_MIN_MS must not exceed PROBE_DESTINATION_BACKOFF_MAX_MS",
   })
   .transform((c) => ({
     port: c.PORT,
@@ -78,6 +109,20 @@ const ProbeConfigSchema = z
     sessionMaxTransactions: c.PROBE_SESSION_MAX_TRANSACTIONS,
     connectTimeoutMs: c.PROBE_CONNECT_TIMEOUT_MS,
     catchAllTtlMs: c.PROBE_CATCH_ALL_TTL_SECONDS * 1000,
+    catchAllCacheEntries: c.PROBE_CATCH_ALL_CACHE_ENTRIES,
+    maxDestinations: c.PROBE_MAX_DESTINATIONS,
+    destinationForgetMs: c.PROBE_DESTINATION_FORGET_MS,
+    destinationMemoryEntries: c.PROBE_DESTINATION_MEMORY_ENTRIES,
+    retryLimit: c.PROBE_RETRY_LIMIT,
+    backoffMinMs: c.PROBE_DESTINATION_BACKOFF_MIN_MS,
+    backoffMaxMs: c.PROBE_DESTINATION_BACKOFF_MAX_MS,
+    deadMs: c.PROBE_DESTINATION_DEAD_MS,
+    tlsFallbackMemoryMs: c.PROBE_TLS_FALLBACK_MEMORY_MS,
+    noReuseMemoryMs: c.PROBE_NO_REUSE_MEMORY_MS,
+    tarpitReplyMs: c.PROBE_TARPIT_REPLY_MS,
+    tarpitModeMs: c.PROBE_TARPIT_MODE_MS,
+    rcptLimitMemoryMs: c.PROBE_RCPT_LIMIT_MEMORY_MS,
+    catchAllMinWaitMs: c.PROBE_CATCH_ALL_MIN_WAIT_MS,
   }));
 
 export type ProbeConfig = z.output<typeof ProbeConfigSchema>;

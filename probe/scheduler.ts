@@ -1,20 +1,27 @@
 /**
  * The probe's scheduler: every check goes to the Destination of the address it must be asked at,
  * which queues it, coalesces it with others and runs it on a warm session (destination.ts). Here:
- * the destinations themselves, the global limit on open sessions (a waiting check holds none), the
- * catch-all knowledge they share, and the count of checks in flight that bounds what the probe
- * accepts.
+ * the destinations themselves, at most PROBE_MAX_DESTINATIONS of them (one with nothing queued and
+ * nothing open is forgotten to make room, the one idle longest first; what it taught us stays in
+ * DestinationMemory); the global limit on open sessions (a waiting check holds none); the catch-all
+ * knowledge they share; and the count of checks in flight that bounds what the probe accepts.
  */
 import { CatchAllCache } from "./catch-all-cache.ts";
-import { Destination, type CheckOutcome, type CheckRequest, type SchedulerConfig } from "./destination.ts";
+import { blankOutcome, type CheckOutcome, type CheckRequest } from "./check.ts";
+import type { ProbeConfig } from "./config.ts";
+import { Destination, type DestinationConfig } from "./destination.ts";
+import { DestinationMemory, type MemoryConfig } from "./destination-memory.ts";
 import { Limiter } from "./limits.ts";
 import { monotonicNow } from "./clock.ts";
 
-export type { CheckOutcome, CheckRequest, SchedulerConfig } from "./destination.ts";
+export type { CheckOutcome, CheckRequest } from "./check.ts";
 
-const CATCH_ALL_CACHE_ENTRIES = 100_000;
-/** A destination with nothing queued or open is forgotten after this long (it keeps what it learned until then). */
-const FORGET_AFTER_MS = 10 * 60_000;
+export type SchedulerConfig = DestinationConfig &
+  MemoryConfig &
+  Pick<ProbeConfig, "maxConcurrency" | "maxQueued" | "catchAllTtlMs" | "catchAllCacheEntries" | "maxDestinations" | "destinationForgetMs">;
+
+/** How often destinations idle past PROBE_DESTINATION_FORGET_MS are looked for. */
+const SWEEP_MS = 60_000;
 
 export type SchedulerStats = {
   checks_in_flight: number;
@@ -25,23 +32,28 @@ export type SchedulerStats = {
   catch_all_cached: number;
 };
 
+/** A check for an address with no destination yet, waiting for a place among the destinations. */
+type PlaceWaiter = { req: CheckRequest; submittedAt: number; resolve: (outcome: CheckOutcome) => void; timers: NodeJS.Timeout[] };
+
 export class Scheduler {
   readonly catchAll: CatchAllCache;
+  readonly memory: DestinationMemory;
   readonly #destinations = new Map<string, Destination>();
+  /** Destinations with nothing queued and nothing open, the longest so first: the ones that may be forgotten. */
+  readonly #forgettable = new Set<Destination>();
   /** Destinations with an idle session, the longest idle first: where a session slot can be freed. */
   readonly #withIdle = new Set<Destination>();
+  readonly #placeWaiters: PlaceWaiter[] = [];
   readonly #sessions: Limiter;
   readonly #sweep: NodeJS.Timeout;
   #inFlight = 0;
   #drained: (() => void) | null = null;
 
-  constructor(
-    readonly config: SchedulerConfig,
-    catchAllTtlMs: number,
-  ) {
-    this.catchAll = new CatchAllCache(catchAllTtlMs, CATCH_ALL_CACHE_ENTRIES);
+  constructor(readonly config: SchedulerConfig) {
+    this.catchAll = new CatchAllCache(config.catchAllTtlMs, config.catchAllCacheEntries);
+    this.memory = new DestinationMemory(config);
     this.#sessions = new Limiter(config.maxConcurrency);
-    this.#sweep = setInterval(() => this.#forget(), 60_000);
+    this.#sweep = setInterval(() => this.#forgetIdle(), SWEEP_MS);
     this.#sweep.unref();
   }
 
@@ -58,26 +70,43 @@ export class Scheduler {
     this.#maybeDrained();
   }
 
-  /** Runs one check at one address. The caller has reserved room for it with admit(). */
+  /**
+   * Runs one check at one address. The caller has reserved room for it with admit(). When every
+   * place is taken by a destination with work, the check waits for one (holding nothing) until its
+   * deadline, or its deferAt for a batch check.
+   */
   check(req: CheckRequest): Promise<CheckOutcome> {
-    let destination = this.#destinations.get(req.address);
-    if (!destination) {
-      destination = new Destination(req.address, {
-        config: this.config,
-        catchAll: this.catchAll,
-        acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline),
-        idleChanged: (d, hasIdle) => {
-          this.#withIdle.delete(d);
-          if (hasIdle) this.#withIdle.add(d);
-          // Checks elsewhere wait for a session slot: this idle session gives its slot up rather than
-          // at the end of its idle time (they would wait that long, or past their deadline). Once the
-          // destination has had its turn: a session is idle for a moment before its first transaction.
-          if (hasIdle && this.#sessions.waiting > 0) setImmediate(() => this.#handOverIdle(d));
-        },
-      });
-      this.#destinations.set(req.address, destination);
-    }
-    return destination.check(req);
+    const destination = this.#destinations.get(req.address) ?? this.#place(req.address);
+    if (destination) return destination.check(req);
+    return new Promise((resolve) => {
+      const submittedAt = monotonicNow();
+      const waiter: PlaceWaiter = { req, submittedAt, resolve, timers: [] };
+      const leave = (outcome: CheckOutcome) => {
+        const i = this.#placeWaiters.indexOf(waiter);
+        if (i < 0) return;
+        this.#placeWaiters.splice(i, 1);
+        for (const t of waiter.timers) clearTimeout(t);
+        resolve({ ...outcome, ms: monotonicNow() - submittedAt });
+      };
+      waiter.timers.push(
+        setTimeout(
+          () => leave({ ...blankOutcome(), failure: { kind: "timeout", message: "deadline reached while waiting for a place among the probe's destinations" } }),
+          Math.max(0, req.deadline - submittedAt),
+        ),
+      );
+      if (req.deferAt !== undefined && req.deferAt < req.deadline) {
+        waiter.timers.push(setTimeout(() => leave({ ...blankOutcome(), deferred: true }), Math.max(0, req.deferAt - submittedAt)));
+      }
+      this.#placeWaiters.push(waiter);
+      // A destination whose sessions are all idle and nothing queued gives its place up now rather
+      // than at the end of its sessions' idle time.
+      for (const d of this.#withIdle) {
+        if (d.queued === 0 && d.sessions.open === d.sessions.idle) {
+          d.closeIdle();
+          break;
+        }
+      }
+    });
   }
 
   /** Marks one admitted request (or one address of a batch) as answered. */
@@ -87,7 +116,7 @@ export class Scheduler {
   }
 
   stats(): SchedulerStats {
-    let queued = 0;
+    let queued = this.#placeWaiters.length;
     let open = 0;
     let idle = 0;
     for (const d of this.#destinations.values()) {
@@ -126,6 +155,59 @@ export class Scheduler {
     }
   }
 
+  /** A new destination for `address`, forgetting the one idle longest when all places are taken; null when none can go. */
+  #place(address: string): Destination | null {
+    if (this.#destinations.size >= this.config.maxDestinations) {
+      const oldest = this.#forgettable.values().next();
+      if (oldest.done) return null;
+      this.#forget(oldest.value);
+    }
+    const destination = new Destination(address, {
+      config: this.config,
+      catchAll: this.catchAll,
+      memory: this.memory,
+      acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline),
+      idleChanged: (d, hasIdle) => {
+        this.#withIdle.delete(d);
+        if (hasIdle) this.#withIdle.add(d);
+        // Checks elsewhere wait for a session slot or a place: this idle session gives its slot up
+        // rather than at the end of its idle time (they would wait that long, or past their
+        // deadline). Once the destination has had its turn: a session is idle for a moment before
+        // its first transaction.
+        if (hasIdle && (this.#sessions.waiting > 0 || this.#placeWaiters.length > 0)) setImmediate(() => this.#handOverIdle(d));
+      },
+      emptyChanged: (d, empty) => {
+        this.#forgettable.delete(d);
+        if (!empty || this.#destinations.get(d.address) !== d) return;
+        this.#forgettable.add(d);
+        if (this.#placeWaiters.length > 0) queueMicrotask(() => this.#seatWaiters());
+      },
+    });
+    this.#destinations.set(address, destination);
+    this.#forgettable.add(destination);
+    return destination;
+  }
+
+  #forget(d: Destination): void {
+    this.#destinations.delete(d.address);
+    this.#forgettable.delete(d);
+    this.#withIdle.delete(d);
+  }
+
+  /** Gives places that came free to the checks waiting for one, first come first served. */
+  #seatWaiters(): void {
+    while (this.#placeWaiters.length > 0) {
+      const { address } = this.#placeWaiters[0]!.req;
+      const destination = this.#destinations.get(address) ?? this.#place(address);
+      if (!destination) return;
+      for (const waiter of this.#placeWaiters.filter((w) => w.req.address === address)) {
+        this.#placeWaiters.splice(this.#placeWaiters.indexOf(waiter), 1);
+        for (const t of waiter.timers) clearTimeout(t);
+        void destination.check(waiter.req).then(waiter.resolve);
+      }
+    }
+  }
+
   async #acquireSessionSlot(deadline: number): Promise<(() => void) | null> {
     // An idle session elsewhere gives its slot up to a destination with work waiting.
     if (this.#sessions.active >= this.#sessions.max) {
@@ -135,13 +217,13 @@ export class Scheduler {
   }
 
   #handOverIdle(d: Destination): void {
-    if (this.#sessions.waiting > 0 && this.#withIdle.has(d) && d.queued === 0) d.closeOneIdle();
+    if (!this.#withIdle.has(d) || d.queued > 0) return;
+    if (this.#placeWaiters.length > 0) d.closeIdle();
+    else if (this.#sessions.waiting > 0) d.closeOneIdle();
   }
 
-  #forget(): void {
+  #forgetIdle(): void {
     const now = monotonicNow();
-    for (const [address, d] of this.#destinations) {
-      if (d.empty && now - d.lastActivity > FORGET_AFTER_MS) this.#destinations.delete(address);
-    }
+    for (const d of this.#forgettable) if (now - d.lastActivity > this.config.destinationForgetMs) this.#forget(d);
   }
 }

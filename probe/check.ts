@@ -1,0 +1,105 @@
+/**
+ * One check at one destination address, as the scheduler's parts pass it between them: what the
+ * caller asks (CheckRequest), what it gets back (CheckOutcome), and the check while it waits in a
+ * destination's queue or rides a transaction (QueuedCheck).
+ */
+import { randomBytes } from "node:crypto";
+import type { SmtpReply } from "./smtp/reply.ts";
+import type { SessionFailure, SmtpStage } from "./smtp/session.ts";
+
+export type CheckRequest = {
+  /** The address to check, its domain in A-label form. */
+  recipient: string;
+  /** The MX host name: TLS SNI, and half of the catch-all cache key. */
+  host: string;
+  /** The IP literal to dial (already allowed by checkTarget). */
+  address: string;
+  /** Whether the caller wants to know if the server accepts any address. */
+  catchAllCheck: boolean;
+  /** Absolute time (ms since the epoch) by which this check answers, whatever happens. */
+  deadline: number;
+  /**
+   * For a batch check (absolute time): if it has not been sent by then because the server is still
+   * working through the checks ahead of it (it paces us), it is handed back unasked (`deferred`)
+   * rather than left to time out. A server that answers nothing is not pacing: then the deadline
+   * rules, as for any check.
+   */
+  deferAt?: number;
+};
+
+export type CheckFailure = SessionFailure | { kind: "unsupported"; message: string };
+
+/** What one check learned at one address: the server's answer about it, or why there was none. */
+export type CheckOutcome = {
+  /** The last SMTP stage reached for this check. */
+  stage: SmtpStage;
+  /** The reply to RCPT TO for the address, when there was one. */
+  rcpt: SmtpReply | null;
+  /** The reply that refused us before RCPT (greeting, EHLO, MAIL FROM). */
+  rejectedReply: SmtpReply | null;
+  failure: CheckFailure | null;
+  catchAll: boolean | null;
+  catchAllCached: boolean;
+  tls: boolean;
+  pipelining: boolean;
+  /** Sequential round trips this answer waited for: the session's setup when it rode the first transaction. */
+  roundTrips: number;
+  reusedSession: boolean;
+  /** From the check's arrival at this destination to its answer. */
+  ms: number;
+  /** How the answer was got, when it is worth saying ("STARTTLS failed; continued in plain text"). */
+  note: string | null;
+  /** Not asked: handed back at its deferAt while the server worked through others (see CheckRequest). */
+  deferred: boolean;
+};
+
+/** A check in a destination's hands, from its arrival to its answer. */
+export type QueuedCheck = {
+  req: CheckRequest;
+  domain: string;
+  utf8: boolean;
+  submittedAt: number;
+  retries: number;
+  settled: boolean;
+  resolve: (outcome: CheckOutcome) => void;
+  timer: NodeJS.Timeout;
+  deferTimer: NodeJS.Timeout | undefined;
+  /** An answer already in hand (the address accepted) while the catch-all answer is awaited. */
+  provisional: CheckOutcome | null;
+  /** Where the check is now, for the timeout message. */
+  waitingFor: string;
+};
+
+/** A local part nobody has: 16 random letters and digits. */
+export function randomLocalPart(): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  return Array.from(randomBytes(16), (b) => alphabet[b % alphabet.length]).join("");
+}
+
+export const needsSmtpUtf8 = (address: string) => /[^\x00-\x7f]/.test(address);
+
+export function blankOutcome(): CheckOutcome {
+  return {
+    stage: "connect",
+    rcpt: null,
+    rejectedReply: null,
+    failure: null,
+    catchAll: null,
+    catchAllCached: false,
+    tls: false,
+    pipelining: false,
+    roundTrips: 0,
+    reusedSession: false,
+    ms: 0,
+    note: null,
+    deferred: false,
+  };
+}
+
+/**
+ * An operator's line about a mail server that pushed back: its IP address and what happened, never a
+ * recipient. One JSON object per line, like the rest of the probe's logs.
+ */
+export function destinationEvent(event: "backoff" | "tarpit", address: string, fields: Record<string, string | number>): void {
+  console.warn(JSON.stringify({ level: "warn", msg: `destination ${event}`, destination: address, ...fields }));
+}

@@ -1,0 +1,170 @@
+/**
+ * One transaction on one warm session: MAIL FROM, the RCPTs of the checks the destination put in
+ * it and the catch-all tests riding along, then what each reply means for its check: an answer, a
+ * retry in a later transaction, or a failure. What the replies teach about the server (a tarpit, a
+ * recipient limit, a session that died when reused) goes to pacing; whether the server pushed back
+ * goes to the caller, which backs off and closes the session.
+ */
+import type { CatchAllCache } from "./catch-all-cache.ts";
+import { blankOutcome, destinationEvent, type CheckOutcome, type QueuedCheck } from "./check.ts";
+import type { Pacing } from "./pacing.ts";
+import type { Slot } from "./session-pool.ts";
+import { classifyRcptReply, isThrottling } from "./smtp/classify.ts";
+import type { SmtpReply } from "./smtp/reply.ts";
+import { isPositive, type SmtpSession } from "./smtp/session.ts";
+import { monotonicNow } from "./clock.ts";
+
+/** A random address sent to learn whether the server accepts any address at `domain`. */
+export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void };
+
+export type TransactionDeps = {
+  address: string;
+  mailFrom: string;
+  pacing: Pacing;
+  catchAll: CatchAllCache;
+  /** Answers a check; a check already answered stays as it is. */
+  settle(p: QueuedCheck, outcome: CheckOutcome): void;
+  /** The server answered a RCPT: it is working, however slowly. */
+  answered(now: number): void;
+};
+
+export type TransactionEnd = {
+  /** Checks to put back at the front of the queue, in this order, each counting one more retry. */
+  retry: QueuedCheck[];
+  /** Checks a session that turned out dead never asked: straight back to the queue, no retry counted. */
+  unasked: QueuedCheck[];
+  /** Why the server pushed back, when it did (421, a rate limit, a dropped session). */
+  pushback: string | null;
+  /** Neither a failure nor a refusal. */
+  clean: boolean;
+};
+
+/** What the answer to the random address says about catch-all: accepted yes, any permanent refusal no. */
+function catchAllFromReply(reply: SmtpReply): boolean | null {
+  const cls = classifyRcptReply(reply);
+  if (cls === "accepted") return true;
+  if (reply.code >= 500 && cls !== "too_many_recipients") return false;
+  return null;
+}
+
+export async function runTransaction(slot: Slot & { session: SmtpSession }, batch: QueuedCheck[], tests: CatchAllTest[], deps: TransactionDeps): Promise<TransactionEnd> {
+  const s = slot.session;
+  const { pacing } = deps;
+  for (const t of tests) t.finish = deps.catchAll.begin(t.domain, t.host);
+  const firstUse = s.transactions === 0;
+  const started = monotonicNow();
+  let lastReplyAt: number | null = null;
+  let throttled = false;
+  let sawReply = false;
+  const retry: QueuedCheck[] = [];
+  const unasked: QueuedCheck[] = [];
+  for (const p of batch) p.waitingFor = "a reply to RCPT TO";
+
+  // Sequential waits of this transaction so far: one with PIPELINING; otherwise RSET (on a reused
+  // session), MAIL FROM, then one per RCPT answered.
+  let roundTrips = s.pipelining ? 1 : firstUse ? 1 : 2;
+  const facts = (): CheckOutcome => ({
+    ...blankOutcome(),
+    tls: s.tls,
+    pipelining: s.pipelining,
+    reusedSession: !firstUse,
+    note: slot.note,
+    roundTrips: (firstUse ? s.setupRoundTrips : 0) + roundTrips,
+  });
+
+  const onReply = (index: number, reply: SmtpReply) => {
+    sawReply = true;
+    const now = monotonicNow();
+    deps.answered(now);
+    const gap = pacing.rcptReplied(reply.code, lastReplyAt, now);
+    if (gap !== null) destinationEvent("tarpit", deps.address, { reply_ms: gap });
+    lastReplyAt = now;
+    if (!s.pipelining) roundTrips++;
+    if (index >= batch.length) {
+      tests[index - batch.length]?.finish(catchAllFromReply(reply));
+      return;
+    }
+    const p = batch[index]!;
+    if (p.settled) return;
+    const cls = classifyRcptReply(reply);
+    if (cls === "too_many_recipients" || isThrottling(reply)) {
+      if (!(cls === "too_many_recipients" && pacing.recipientLimitReached(index, now))) throttled = true;
+      if (pacing.mayRetry(p.retries)) return void retry.push(p);
+    }
+    answer(p, reply, cls === "mailbox_not_found", () => ({ ...facts(), stage: "rcpt", rcpt: reply }), now - started, deps);
+  };
+
+  const followUp = (replies: readonly (SmtpReply | null)[]) => {
+    // Without PIPELINING the random address is only asked about for a domain with an accepted address.
+    const accepted = new Set(batch.filter((_, i) => replies[i] && isPositive(replies[i]!)).map((p) => `${p.domain} ${p.req.host.toLowerCase()}`));
+    const asked = tests.filter((t) => accepted.has(`${t.domain} ${t.host.toLowerCase()}`));
+    for (const t of tests) if (!asked.includes(t)) t.finish(null);
+    tests.splice(0, tests.length, ...asked);
+    return asked.map((t) => t.recipient);
+  };
+
+  const result = await s.transaction({
+    mailFrom: deps.mailFrom,
+    utf8: batch.some((p) => p.utf8),
+    recipients: [...batch.map((p) => p.req.recipient), ...(s.pipelining ? tests.map((t) => t.recipient) : [])],
+    ...(s.pipelining ? {} : { followUp }),
+    deadline: Math.max(...batch.map((p) => p.req.deadline)),
+    onReply,
+  });
+  for (const t of tests) t.finish(null);
+
+  const unanswered = batch.filter((p) => !p.settled && !retry.includes(p));
+  const refusal = result.reset && !isPositive(result.reset) ? result.reset : result.mail && !isPositive(result.mail) ? result.mail : null;
+  if (refusal && isThrottling(refusal)) {
+    throttled = true;
+    retry.push(...unanswered);
+  } else if (refusal === result.reset && refusal) {
+    retry.push(...unanswered);
+  } else if (refusal) {
+    // A refused MAIL FROM is about us (our name, our address), never the mailbox: it ends the walk.
+    for (const p of unanswered) {
+      deps.settle(p, { ...facts(), stage: "mail", rejectedReply: refusal, failure: { kind: "rejected", message: `mail refused: ${refusal.code}` } });
+    }
+  } else if (result.failure) {
+    const stale = !firstUse && !sawReply && result.reset === null && result.mail === null && result.failure.kind === "closed";
+    if (stale) {
+      // The server had closed the idle session, or closes after each transaction: not a refusal.
+      pacing.staleSession(monotonicNow());
+      unasked.push(...unanswered);
+    } else if (result.failure.kind === "closed") {
+      throttled = true;
+      retry.push(...unanswered);
+    } else {
+      for (const p of unanswered) deps.settle(p, { ...facts(), stage: "rcpt", failure: result.failure });
+    }
+  }
+
+  const pushback = !throttled
+    ? null
+    : refusal
+      ? `${refusal.code} to ${refusal === result.reset ? "RSET" : "MAIL FROM"}`
+      : result.failure
+        ? "session dropped"
+        : "a throttling or too-many-recipients reply to RCPT";
+  return { retry, unasked, pushback, clean: !result.failure && !refusal };
+}
+
+/** Answers a check whose RCPT was answered, with the catch-all knowledge that goes with it. */
+function answer(p: QueuedCheck, reply: SmtpReply, notFound: boolean, base: () => CheckOutcome, replyMs: number, deps: TransactionDeps): void {
+  const cache = deps.catchAll;
+  if (notFound) {
+    // A server that refuses one address is not accepting every address; this replaces a cached "yes".
+    if (p.req.catchAllCheck) cache.set(p.domain, p.req.host, false);
+    return deps.settle(p, { ...base(), catchAll: p.req.catchAllCheck ? false : null, catchAllCached: false });
+  }
+  const known = p.req.catchAllCheck ? cache.get(p.domain, p.req.host) : null;
+  const pending = p.req.catchAllCheck && known === null && isPositive(reply) ? cache.pending(p.domain, p.req.host) : null;
+  if (!pending) return deps.settle(p, { ...base(), catchAll: known, catchAllCached: known !== null });
+  // The address is accepted; its answer waits for the random one, but not for long.
+  p.provisional = { ...base(), catchAll: null, catchAllCached: false };
+  let timer: NodeJS.Timeout | undefined;
+  void Promise.race([pending, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), deps.pacing.catchAllWaitMs(replyMs))))]).then((catchAll) => {
+    clearTimeout(timer);
+    deps.settle(p, { ...base(), catchAll, catchAllCached: false });
+  });
+}
