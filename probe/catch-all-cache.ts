@@ -9,17 +9,20 @@
  * learns on its own (the Worker sends each domain to the same probe, so that is rare).
  */
 import { monotonicNow } from "./clock.ts";
-import { BoundedTtlMap } from "./ttl-map.ts";
+import { TtlCache } from "../shared/ttl-cache.ts";
 
 type Key = string;
 const keyOf = (domain: string, host: string): Key => `${domain.toLowerCase()} ${host.toLowerCase()}`;
 
 export class CatchAllCache {
-  readonly #entries: BoundedTtlMap<Key, boolean>;
+  readonly #entries: TtlCache<Key, boolean>;
   readonly #tests = new Map<Key, Promise<boolean | null>>();
 
-  constructor(ttlMs: number, maxEntries: number) {
-    this.#entries = new BoundedTtlMap(ttlMs, maxEntries);
+  constructor(
+    readonly ttlMs: number,
+    maxEntries: number,
+  ) {
+    this.#entries = new TtlCache(maxEntries, monotonicNow);
   }
 
   get(domain: string, host: string, now = monotonicNow()): boolean | null {
@@ -28,7 +31,7 @@ export class CatchAllCache {
 
   /** Records an answer; a later answer that contradicts an earlier one replaces it. */
   set(domain: string, host: string, catchAll: boolean, now = monotonicNow()): void {
-    this.#entries.set(keyOf(domain, host), catchAll, now);
+    this.#entries.set(keyOf(domain, host), catchAll, this.ttlMs, now);
   }
 
   /** The answer of a test in progress for this domain and host, or null when none is running. */

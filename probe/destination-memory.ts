@@ -2,11 +2,12 @@
  * What destination addresses have taught the probe, kept apart from their live state (queues,
  * sessions) so that forgetting an idle destination does not forget what it told us: a failed TLS
  * handshake is remembered for an hour whether or not the address is in use meanwhile. Each fact has
- * its own lifetime and its own bound (BoundedTtlMap), so a stream of new servers cannot grow it.
+ * its own lifetime and its own bound (shared/ttl-cache.ts), so a stream of new servers cannot grow it.
  */
 import type { CheckOutcome } from "./check.ts";
 import type { ProbeConfig } from "./config.ts";
-import { BoundedTtlMap } from "./ttl-map.ts";
+import { TtlCache } from "../shared/ttl-cache.ts";
+import { monotonicNow } from "./clock.ts";
 
 export type MemoryConfig = Pick<
   ProbeConfig,
@@ -16,24 +17,38 @@ export type MemoryConfig = Pick<
 /** A connection that failed (refused, refused greeting): the answer new checks get for a moment. */
 export type DeadMark = { outcome: CheckOutcome; failedAt: number };
 
-export class DestinationMemory {
+/** Each fact and what it holds. */
+type Facts = {
   /** A refused connection or greeting, for `deadMs`. */
-  readonly dead: BoundedTtlMap<string, DeadMark>;
+  dead: DeadMark;
   /** A failed TLS handshake: the note every answer from this address carries, for `tlsFallbackMemoryMs`. */
-  readonly noTls: BoundedTtlMap<string, string>;
+  noTls: string;
   /** Sessions that died when reused: one transaction per session, for `noReuseMemoryMs`. */
-  readonly noReuse: BoundedTtlMap<string, true>;
+  noReuse: true;
   /** A refusal that came late (a tarpit): two RCPTs per transaction, for `tarpitModeMs`. */
-  readonly tarpit: BoundedTtlMap<string, true>;
+  tarpit: true;
   /** The RCPTs per transaction a 452 "too many recipients" taught us, for `rcptLimitMemoryMs`. */
-  readonly rcptLimit: BoundedTtlMap<string, number>;
+  rcptLimit: number;
+};
+type Fact = keyof Facts;
+
+export class DestinationMemory {
+  readonly #ttlMs: Record<Fact, number>;
+  readonly #facts: { [F in Fact]: TtlCache<string, Facts[F]> };
 
   constructor(c: MemoryConfig) {
-    const entries = c.destinationMemoryEntries;
-    this.dead = new BoundedTtlMap(c.deadMs, entries);
-    this.noTls = new BoundedTtlMap(c.tlsFallbackMemoryMs, entries);
-    this.noReuse = new BoundedTtlMap(c.noReuseMemoryMs, entries);
-    this.tarpit = new BoundedTtlMap(c.tarpitModeMs, entries);
-    this.rcptLimit = new BoundedTtlMap(c.rcptLimitMemoryMs, entries);
+    this.#ttlMs = { dead: c.deadMs, noTls: c.tlsFallbackMemoryMs, noReuse: c.noReuseMemoryMs, tarpit: c.tarpitModeMs, rcptLimit: c.rcptLimitMemoryMs };
+    const store = <V>() => new TtlCache<string, V>(c.destinationMemoryEntries, monotonicNow);
+    this.#facts = { dead: store(), noTls: store(), noReuse: store(), tarpit: store(), rcptLimit: store() };
+  }
+
+  /** What `address` taught us of `fact`, if it has not expired. */
+  get<F extends Fact>(fact: F, address: string, now?: number): Facts[F] | undefined {
+    return this.#facts[fact].get(address, now);
+  }
+
+  /** Remembers `fact` of `address` for that fact's lifetime. */
+  set<F extends Fact>(fact: F, address: string, value: Facts[F], now?: number): void {
+    this.#facts[fact].set(address, value, this.#ttlMs[fact], now);
   }
 }

@@ -73,7 +73,7 @@ export class Pacing {
 
   /** The answer a new check gets at once while the address is marked dead, or null. */
   dead(now: number): CheckOutcome | null {
-    const mark = this.memory.dead.get(this.address, now);
+    const mark = this.memory.get("dead", this.address, now);
     if (!mark) return null;
     const failure = mark.outcome.failure;
     return {
@@ -85,7 +85,7 @@ export class Pacing {
 
   /** RCPTs per transaction the server takes: ours, until a 452 taught us fewer. */
   rcptLimit(now: number): number {
-    return this.memory.rcptLimit.get(this.address, now) ?? this.config.maxRcptsPerTransaction;
+    return this.memory.get("rcptLimit", this.address, now) ?? this.config.maxRcptsPerTransaction;
   }
 
   /**
@@ -114,7 +114,7 @@ export class Pacing {
   transactionSize(s: SessionUse, now: number): { rcpts: number; catchAllTest: boolean } {
     const c = this.config;
     let perTransaction = Math.min(c.maxRcptsPerTransaction, this.rcptLimit(now), this.#bucket.capacity);
-    if (this.memory.tarpit.get(this.address, now)) perTransaction = Math.min(perTransaction, TARPIT_RCPTS);
+    if (this.memory.get("tarpit", this.address, now)) perTransaction = Math.min(perTransaction, TARPIT_RCPTS);
     return { rcpts: Math.min(perTransaction, c.maxRejectionsPerSession - s.rejections), catchAllTest: perTransaction >= 2 };
   }
 
@@ -130,18 +130,18 @@ export class Pacing {
       s.transactions >= c.sessionMaxTransactions ||
       s.rejections >= c.maxRejectionsPerSession ||
       now - s.openedAt >= c.sessionMaxAgeMs ||
-      this.memory.noReuse.get(this.address, now) !== undefined
+      this.memory.get("noReuse", this.address, now) !== undefined
     );
   }
 
   /** Whether to try STARTTLS: not while a failed handshake is remembered. */
   startTls(now: number): boolean {
-    return this.memory.noTls.get(this.address, now) === undefined;
+    return this.memory.get("noTls", this.address, now) === undefined;
   }
 
   /** What answers from this address say while it is dialled in plain text after a failed handshake. */
   tlsNote(now: number): string | null {
-    return this.memory.noTls.get(this.address, now) ?? null;
+    return this.memory.get("noTls", this.address, now) ?? null;
   }
 
   /** Whether a check put back `retries` times already may be put back once more. */
@@ -161,7 +161,7 @@ export class Pacing {
    */
   rcptReplied(code: number, previousAt: number | null, now: number): number | null {
     if (code < 400 || previousAt === null || now - previousAt <= this.config.tarpitReplyMs) return null;
-    this.memory.tarpit.set(this.address, true, now);
+    this.memory.set("tarpit", this.address, true, now);
     return now - previousAt;
   }
 
@@ -171,23 +171,23 @@ export class Pacing {
    */
   recipientLimitReached(accepted: number, now: number): boolean {
     if (accepted === 0) return false;
-    this.memory.rcptLimit.set(this.address, Math.max(1, Math.min(this.rcptLimit(now), accepted)), now);
+    this.memory.set("rcptLimit", this.address, Math.max(1, Math.min(this.rcptLimit(now), accepted)), now);
     return true;
   }
 
   /** A reused session was found dead before any reply: the second time, no more reuse for a while. */
   staleSession(now: number): void {
-    if (++this.#staleSessions >= STALE_SESSIONS_FOR_NO_REUSE) this.memory.noReuse.set(this.address, true, now);
+    if (++this.#staleSessions >= STALE_SESSIONS_FOR_NO_REUSE) this.memory.set("noReuse", this.address, true, now);
   }
 
   /** A TLS handshake failed: plain text for a while, as MTAs do with opportunistic TLS. */
   tlsFailed(message: string, now: number): void {
-    this.memory.noTls.set(this.address, `STARTTLS failed (${message}); continued in plain text`, now);
+    this.memory.set("noTls", this.address, `STARTTLS failed (${message}); continued in plain text`, now);
   }
 
   /** No session could be opened and none is open: new checks get `outcome` at once for a moment. */
   connectFailed(outcome: CheckOutcome, now: number): void {
-    this.memory.dead.set(this.address, { outcome, failedAt: now }, now);
+    this.memory.set("dead", this.address, { outcome, failedAt: now }, now);
   }
 
   /** The destination pushed back (421, a rate limit, a dropped session): wait, and use fewer sessions. */

@@ -1,5 +1,5 @@
 /**
- * The scheduler's pacing decisions (probe/pacing.ts) and what it remembers (ttl-map.ts,
+ * The scheduler's pacing decisions (probe/pacing.ts) and what it remembers (shared/ttl-cache.ts,
  * destination-memory.ts), driven by a clock of the test's own: back-off doubling and halving,
  * sessions grown back on success, dead, no-TLS, no-reuse and tarpit memory, the learned 452 limit,
  * the RCPT token bucket, RCPTs per transaction, sessions worth opening, rotation. No sockets, no
@@ -10,7 +10,7 @@ import { blankOutcome, type CheckOutcome } from "../../probe/check.ts";
 import { loadProbeConfig, type ProbeConfig } from "../../probe/config.ts";
 import { DestinationMemory } from "../../probe/destination-memory.ts";
 import { Pacing, type SessionUse } from "../../probe/pacing.ts";
-import { BoundedTtlMap } from "../../probe/ttl-map.ts";
+import { TtlCache } from "../../shared/ttl-cache.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 
 const REQUIRED = { PROBE_SECRET: TEST_PROBE_SECRET, PROBE_HELO_NAME: "probe1.verify.example" };
@@ -68,15 +68,15 @@ describe("settings", () => {
   });
 });
 
-describe("BoundedTtlMap", () => {
+describe("TtlCache (shared/ttl-cache.ts)", () => {
   it("forgets an entry at its expiry and keeps at most maxEntries, the one written longest ago going first", () => {
-    const map = new BoundedTtlMap<string, number>(100, 2);
-    map.set("a", 1, T0);
-    map.set("b", 2, T0 + 10);
+    const map = new TtlCache<string, number>(2, () => T0);
+    map.set("a", 1, 100, T0);
+    map.set("b", 2, 100, T0 + 10);
     expect([map.get("a", T0 + 99), map.get("a", T0 + 100)]).toEqual([1, undefined]);
-    map.set("a", 1, T0 + 20);
-    map.set("b", 3, T0 + 30); // rewriting makes it the newest
-    map.set("c", 4, T0 + 40);
+    map.set("a", 1, 100, T0 + 20);
+    map.set("b", 3, 100, T0 + 30); // rewriting makes it the newest
+    map.set("c", 4, 100, T0 + 40);
     expect([map.get("a", T0 + 40), map.get("b", T0 + 40), map.get("c", T0 + 40), map.size]).toEqual([undefined, 3, 4, 2]);
   });
 });
