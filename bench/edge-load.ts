@@ -4,7 +4,7 @@
  * answered by the local fixture and no probe. Starts what it needs through `npm start`.
  *
  * Requests rotate over --keys API keys of one account, as many customers' traffic would: each key
- * is limited per 10 s (README "Rate limits"), and one key alone would mostly measure 429s.
+ * is limited per 10 s (docs/api.md "Rate limits"), and one key alone would mostly measure 429s.
  *
  *   npx tsx bench/edge-load.ts [--duration 10] [--connections 50] [--keys 500] [--edge-port 8797]
  */

@@ -1,5 +1,5 @@
 /**
- * The /v1/people path, measured against the Worker as `wrangler dev` serves it (README "Hot path"):
+ * The /v1/people path, measured against the Worker as `wrangler dev` serves it (docs/api.md "Hot path"):
  *   1. database round trips for a hit with a cold and a warm key, counted at the libSQL server (GET /stats);
  *   2. the p50 of warm-key hits sent one at a time, with every database round trip held --delay-ms by a
  *      delaying proxy in front of the server (test/fixtures/database-proxy.ts), and without it;

@@ -101,7 +101,7 @@ async function withOurStack<T extends { wallMs: number }>(dohUrl: string, env: R
     ready: /Demo key:\s+\S+\s/,
   });
   try {
-    // The Worker limits each key to 100 verifications per 10 s (README "Rate limits"); a list-cleaning
+    // The Worker limits each key to 100 verifications per 10 s (docs/api.md "Rate limits"); a list-cleaning
     // customer at this pace spreads it over keys, or uses a bulk job. Here: keys in turn.
     const db = openDatabase(database.url, database.authToken);
     const account = await createAccount(db, "bench verification", 0);
@@ -138,7 +138,7 @@ function runOurs(dohUrl: string, emails: string[], concurrency: number): Promise
 /**
  * This API over the list as one bulk job: POST, poll the job every 50 ms until it is completed, then
  * read the results (not timed). `retryDelaySeconds` 0 answers temporary results at once, as a single
- * verification does; above 0 they are asked again after that delay (README "Bulk verification jobs").
+ * verification does; above 0 they are asked again after that delay (docs/jobs.md "Bulk verification jobs").
  */
 function runOursJob(dohUrl: string, emails: string[], retryDelaySeconds: number): Promise<Pass> {
   return withOurStack(dohUrl, { JOB_RETRY_DELAY_SECONDS: String(retryDelaySeconds) }, async (tokens) => {

@@ -1,5 +1,5 @@
 /**
- * The Worker's HTTP surface: one app, one error path (README "API summary"). Routes live one per file in
+ * The Worker's HTTP surface: one app, one error path (docs/api.md "API summary"). Routes live one per file in
  * ./routes and register themselves here.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
@@ -43,7 +43,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     },
   });
 
-  // Every request: its id, and one access line when it is answered (README "Logs").
+  // Every request: its id, and one access line when it is answered (docs/operations.md "Logs").
   app.use("*", async (c, next) => {
     const started = Date.now();
     const requestId = crypto.randomUUID();

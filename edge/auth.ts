@@ -1,11 +1,11 @@
 /**
- * Bearer authentication (README "Authentication"). Every failure is the same 401 so a caller learns
+ * Bearer authentication (docs/api.md "Authentication"). Every failure is the same 401 so a caller learns
  * nothing about which check failed.
  *
  * Each isolate caches answers: a known key->account for up to KNOWN_KEY_TTL_MS (so a revoked key or a
  * disabled account stops working within that time), and an unknown token hash for
  * UNKNOWN_TOKEN_TTL_MS, so repeating a junk token costs no database read. Failed authentications
- * are limited per client (README "Rate limits"): an IPv4 address, or an IPv6 /64, the block one
+ * are limited per client (docs/api.md "Rate limits"): an IPv4 address, or an IPv6 /64, the block one
  * subscriber gets. Once a client is over the limit, its requests get 429 without a database read
  * until the period ends, with two exceptions that keep real keys behind the same NAT working: a
  * token this isolate saw succeed within RECENTLY_VALID_TTL_MS is looked up (and renewed) as usual,

@@ -1,5 +1,5 @@
 /**
- * A request body limit that holds for chunked bodies too (README "GET and POST /v1/email_verifications").
+ * A request body limit that holds for chunked bodies too (docs/api.md "GET and POST /v1/email_verifications").
  *
  * A chunked body (no Content-Length) can only be measured by reading it. hono/body-limit stops
  * reading at the limit and answers 413 while the rest of the body is still arriving, with the

@@ -1,5 +1,5 @@
 /**
- * Credits (README "GET /v1/people"). A charge is a single guarded INSERT into the ledger; the ledger trigger
+ * Credits (docs/api.md "GET /v1/people"). A charge is a single guarded INSERT into the ledger; the ledger trigger
  * applies it to the balance in the same statement and the CHECK on accounts forbids a negative
  * balance, so concurrent lookups can never overspend.
  */

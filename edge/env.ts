@@ -1,5 +1,5 @@
 /**
- * Worker bindings and their parsed form. Configuration names are README "Configuration"; values come from
+ * Worker bindings and their parsed form. Configuration names are docs/operations.md "Configuration"; values come from
  * wrangler.toml [vars], `wrangler secret put`, or `wrangler dev --var` (npm start).
  */
 import { z } from "zod";
@@ -25,11 +25,11 @@ export type Bindings = RateLimitBindings & {
   JOB_RETRY_DELAY_SECONDS?: string;
   JOB_STALL_SECONDS?: string;
   CALLBACK_ALLOW_PRIVATE_TARGETS?: string;
-  /** Seals the accounts' webhook secrets at rest (README "Callbacks"): base64 of 32 random bytes. */
+  /** Seals the accounts' webhook secrets at rest (docs/jobs.md "Callbacks"): base64 of 32 random bytes. */
   WEBHOOK_SECRET_KEY?: string;
 };
 
-/** What a route adds to its request's access line (README "Logs"): never a query value, address or number. */
+/** What a route adds to its request's access line (docs/operations.md "Logs"): never a query value, address or number. */
 export type AccessLogFields = Record<string, string | number | boolean | null>;
 
 export type Variables = {
@@ -57,13 +57,14 @@ function probeUrlIsSafe(raw: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-const EdgeConfigSchema = z.object({
+/** The Worker's settings: names, bounds and defaults (docs/operations.md lists them from here). */
+export const EdgeConfigSchema = z.object({
   DATABASE_URL: z.string().url({ message: "DATABASE_URL must be a URL (libsql://, https:// or http://)" }),
   DATABASE_AUTH_TOKEN: z.preprocess(emptyToUndefined, z.string().optional()),
   /** How long one database request may take, answer included, before the request gets 503. */
   DATABASE_TIMEOUT_MS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(100).max(30_000).default(3_000)),
   DOH_URL: z.preprocess(emptyToUndefined, z.string().url().default("https://cloudflare-dns.com/dns-query")),
-  /** One probe URL, or several separated by commas (README "Several probes"). */
+  /** One probe URL, or several separated by commas (docs/probe.md "Several probes"). */
   PROBE_URL: z.preprocess(
     (v) => (typeof v === "string" ? v.split(",").map((u) => u.trim()).filter((u) => u !== "") : []),
     z

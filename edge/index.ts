@@ -1,6 +1,6 @@
 /**
  * The Worker: the HTTP API, and the queue consumer and cron that run bulk verification jobs
- * (README "Bulk verification jobs").
+ * (docs/jobs.md "Bulk verification jobs").
  */
 import { createApp } from "./app.ts";
 import { openRequestDatabase } from "./db/client.ts";

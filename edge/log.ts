@@ -1,5 +1,5 @@
 /**
- * Structured logs (README "Logs"): one JSON object per line on the console, which Workers Logs
+ * Structured logs (docs/operations.md "Logs"): one JSON object per line on the console, which Workers Logs
  * indexes in production and `npm start` prints. Nothing personal or secret goes in: no token,
  * query value, email address, phone number or SQL parameter. Errors are logged as their cause
  * chain's names and codes; a message is kept only when it cannot carry a query's text or values

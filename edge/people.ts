@@ -1,5 +1,5 @@
 /**
- * Contact lookup: identifier parsing and precedence and the ContactInfo shape (README
+ * Contact lookup: identifier parsing and precedence and the ContactInfo shape (docs/api.md
  * "GET /v1/people"). Precedence and the emails/phones aggregation happen in SQL, so that the match,
  * the charge and the read go to the database together (see routes/people.ts).
  */
@@ -71,7 +71,7 @@ type PersonRow = {
   phones: string;
 };
 
-/** The id of the first person that matches, in precedence order (README "GET /v1/people"), or null: an SQL expression. */
+/** The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL expression. */
 export function matchingPersonId(ids: PeopleIdentifiers): SQL {
   // The lowest rank that matches wins.
   const candidates: SQL[] = [];
@@ -103,7 +103,7 @@ function domainOf(email: string): string {
   return email.slice(email.lastIndexOf("@") + 1).toLowerCase();
 }
 
-/** A personal address is on a free or disposable provider (README "GET /v1/people"); anything else is work. */
+/** A personal address is on a free or disposable provider (docs/api.md "GET /v1/people"); anything else is work. */
 export function isPersonalEmail(email: string): boolean {
   const domain = domainOf(email);
   return isFreeProviderDomain(domain) || isDisposableDomain(domain);
@@ -126,7 +126,7 @@ export function toContactInfo(row: PersonRow): ContactInfo {
     seen.add(key);
     return true;
   });
-  // Emails and phones are all present or all absent (README "GET /v1/people"): phones only with emails.
+  // Emails and phones are all present or all absent (docs/api.md "GET /v1/people"): phones only with emails.
   if (emails.length > 0) {
     info.email_addresses = emails;
     info.personal_email_addresses = emails.filter(isPersonalEmail);

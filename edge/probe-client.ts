@@ -1,5 +1,5 @@
 /**
- * Calls the probe service (README "The SMTP probe") with a signed request and a hard deadline. Any failure —
+ * Calls the probe service (docs/probe.md "The SMTP probe") with a signed request and a hard deadline. Any failure —
  * not configured, unreachable, an error status, a malformed answer, a missed deadline — comes back
  * as a reason string, never as a throw: the caller degrades to "no SMTP check performed". A probe
  * that refuses the request itself (401: PROBE_SECRET differs; 400: a request outside the contract)

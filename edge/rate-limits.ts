@@ -1,5 +1,5 @@
 /**
- * Rate limits (README "Rate limits"): per API key for each family of operation, and per client
+ * Rate limits (docs/api.md "Rate limits"): per API key for each family of operation, and per client
  * address for failed authentication, counted by the Workers Rate Limiting binding.
  *
  * wrangler.toml's [[ratelimits]] (one set per environment) is what is enforced. RATE_LIMITS states

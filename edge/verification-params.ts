@@ -1,5 +1,5 @@
 /**
- * Parameters of GET and POST /v1/email_verifications (README section of that name): from the query string, a JSON
+ * Parameters of GET and POST /v1/email_verifications (docs/api.md, the section of that name): from the query string, a JSON
  * object body, or a form body; the query string wins over the body.
  */
 import type { Context } from "hono";

@@ -39,7 +39,7 @@ const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
   no_mail: "no_mail",
 };
 
-/** How a probe outcome counts (README, the smtp_outcome table): only "no such mailbox" is evidence against the address. */
+/** How a probe outcome counts (docs/api.md, the smtp_outcome table): only "no such mailbox" is evidence against the address. */
 const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
   accepted: "deliverable",
   mailbox_not_found: "rejected",

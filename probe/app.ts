@@ -1,5 +1,5 @@
 /**
- * The probe's HTTP surface (README "The SMTP probe"): POST /v1/probe (one address) and
+ * The probe's HTTP surface (docs/probe.md "The SMTP probe"): POST /v1/probe (one address) and
  * POST /v1/probe/batch (many, streamed back as NDJSON), both signed by the Worker and served by the
  * same scheduler, and GET /healthz. A body is bounded before it is read, the signature checked
  * before it is parsed, and every answer parsed through the shared schema before it is sent.

@@ -1,5 +1,5 @@
 /**
- * The probe's configuration (README "The SMTP probe"), parsed once at start-up. A missing or malformed
+ * The probe's configuration (docs/probe.md "The SMTP probe"), parsed once at start-up. A missing or malformed
  * setting stops the process with a message naming it.
  */
 import { z } from "zod";
@@ -12,81 +12,83 @@ const int = (min: number, max: number, fallback: number) => z.coerce.number().in
 const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/i;
 const MAILBOX = /^[^\s@<>]{1,64}@[^\s@<>]{1,253}$/;
 
-const ProbeConfigSchema = z
-  .object({
-    PORT: int(0, 65535, 8788),
-    /** Where the HTTP service listens; 0.0.0.0 in a container, 127.0.0.1 under `npm start`. */
-    PROBE_LISTEN_HOST: z.preprocess(emptyToUndefined, z.string().default("0.0.0.0")),
-    PROBE_SECRET: z.string({ message: "PROBE_SECRET is required" }).superRefine((secret, ctx) => {
-      const problem = probeSecretProblem(secret);
-      if (problem) ctx.addIssue({ code: "custom", message: problem });
-    }),
-    /**
-     * The name we give after EHLO. It must be ours and match the reverse DNS of the probe's IP:
-     * there is no default, because any default would be someone else's name.
-     */
-    PROBE_HELO_NAME: z
-      .string({ message: "PROBE_HELO_NAME is required (the probe host's own FQDN, matching its reverse DNS)" })
-      .regex(HOST_NAME, "PROBE_HELO_NAME must be a fully qualified host name such as probe1.example.net")
-      // An IP literal passes the label pattern; a top-level label of digits only is not a name.
-      .refine((name) => !/\.[0-9]+$/.test(name), "PROBE_HELO_NAME must be a fully qualified host name such as probe1.example.net"),
-    /** The envelope sender; defaults to verify@<PROBE_HELO_NAME>, an address on our own name. */
-    PROBE_MAIL_FROM: z.preprocess(emptyToUndefined, z.string().regex(MAILBOX, "PROBE_MAIL_FROM must be an email address").optional()),
-    PROBE_SMTP_PORT: int(1, 65535, 25),
-    PROBE_ALLOW_PRIVATE_TARGETS: z.preprocess(
-      emptyToUndefined,
-      z.enum(["true", "false"], { message: "PROBE_ALLOW_PRIVATE_TARGETS must be true or false" }).default("false"),
-    ),
-    /** SMTP sessions open at once, all destinations together (idle ones are closed to make room). */
-    PROBE_MAX_CONCURRENCY: int(1, 100_000, 500),
-    /** SMTP sessions open at once to one destination address (halved while it pushes back). */
-    PROBE_MAX_PER_DESTINATION: int(1, 1000, 4),
-    /** Checks accepted and not yet answered; a request beyond it is answered 503. */
-    PROBE_MAX_QUEUED: int(1, 1_000_000, 20_000),
-    /** RCPT commands per second to one destination address (also the burst). */
-    PROBE_DESTINATION_RCPT_RATE: int(1, 10_000, 100),
-    /** RCPT commands in one transaction, the catch-all address included (RFC 5321 promises 100). */
-    PROBE_MAX_RCPTS_PER_TRANSACTION: int(1, 100, 20),
-    /** Refused RCPTs a session may collect before it is rotated: below Postfix's smtpd_soft_error_limit (10). */
-    PROBE_MAX_REJECTIONS_PER_SESSION: int(1, 1000, 9),
-    /** How long a session is kept open without work before QUIT (Postfix: smtp_connection_cache_time_limit). */
-    PROBE_SESSION_IDLE_MS: int(0, 300_000, 5_000),
-    /** How long a session is reused at most (Postfix: smtp_connection_reuse_time_limit). */
-    PROBE_SESSION_MAX_AGE_MS: int(1_000, 3_600_000, 60_000),
-    /** Transactions on one session at most (Postfix counts each RSET towards smtpd_junk_command_limit, 100). */
-    PROBE_SESSION_MAX_TRANSACTIONS: int(1, 1000, 20),
-    /** How long a TCP connect may take before the next MX address is tried. */
-    PROBE_CONNECT_TIMEOUT_MS: int(100, 60_000, 5_000),
-    PROBE_CATCH_ALL_TTL_SECONDS: int(0, 7 * 86_400, 6 * 3_600),
-    /** Catch-all answers kept at most (per domain and MX host); the oldest goes first. */
-    PROBE_CATCH_ALL_CACHE_ENTRIES: int(1, 10_000_000, 100_000),
-    /** Destination addresses held in memory at most; beyond it one with nothing queued or open is forgotten. */
-    PROBE_MAX_DESTINATIONS: int(1, 1_000_000, 10_000),
-    /** A destination with nothing queued or open is forgotten after this long (what it taught us is kept apart). */
-    PROBE_DESTINATION_FORGET_MS: int(1_000, 86_400_000, 600_000),
-    /** Addresses remembered per learned fact (no TLS, no reuse, tarpit, RCPT limit, dead); the oldest goes first. */
-    PROBE_DESTINATION_MEMORY_ENTRIES: int(1, 10_000_000, 100_000),
-    /** Times a check is put back after a 421, a rate limit, a 452 or a dropped session. */
-    PROBE_RETRY_LIMIT: int(0, 100, 3),
-    /** The first back-off after a destination pushed back, doubled each time (Postfix: minimal_backoff_time). */
-    PROBE_DESTINATION_BACKOFF_MIN_MS: int(1, 3_600_000, 1_000),
-    /** The longest back-off (Postfix: maximal_backoff_time). */
-    PROBE_DESTINATION_BACKOFF_MAX_MS: int(1, 3_600_000, 30_000),
-    /** A refused connection or greeting marks the address dead this long: its checks move on at once. */
-    PROBE_DESTINATION_DEAD_MS: int(0, 3_600_000, 5_000),
-    /** After a failed TLS handshake the address is dialled in plain text this long. */
-    PROBE_TLS_FALLBACK_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
-    /** After sessions die when reused, the address gets one transaction per session this long. */
-    PROBE_NO_REUSE_MEMORY_MS: int(0, 7 * 86_400_000, 600_000),
-    /** A refusal this much later than the reply before it in its transaction is a tarpit. */
-    PROBE_TARPIT_REPLY_MS: int(1, 60_000, 1_000),
-    /** How long a tarpit limits its address to two RCPTs per transaction. */
-    PROBE_TARPIT_MODE_MS: int(0, 86_400_000, 120_000),
-    /** A 452 "too many recipients" lowers the address's RCPTs per transaction this long. */
-    PROBE_RCPT_LIMIT_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
-    /** The least an accepted address waits for its catch-all answer (3x its own reply time if longer). */
-    PROBE_CATCH_ALL_MIN_WAIT_MS: int(0, 60_000, 1_500),
-  })
+/** The probe's settings as environment variables: names, bounds and defaults (docs/probe.md lists them from here). */
+export const PROBE_SETTINGS = z.object({
+  PORT: int(0, 65535, 8788),
+  /** Where the HTTP service listens; 0.0.0.0 in a container, 127.0.0.1 under `npm start`. */
+  PROBE_LISTEN_HOST: z.preprocess(emptyToUndefined, z.string().default("0.0.0.0")),
+  PROBE_SECRET: z.string({ message: "PROBE_SECRET is required" }).superRefine((secret, ctx) => {
+    const problem = probeSecretProblem(secret);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+  /**
+   * The name we give after EHLO. It must be ours and match the reverse DNS of the probe's IP:
+   * there is no default, because any default would be someone else's name.
+   */
+  PROBE_HELO_NAME: z
+    .string({ message: "PROBE_HELO_NAME is required (the probe host's own FQDN, matching its reverse DNS)" })
+    .regex(HOST_NAME, "PROBE_HELO_NAME must be a fully qualified host name such as probe1.example.net")
+    // An IP literal passes the label pattern; a top-level label of digits only is not a name.
+    .refine((name) => !/\.[0-9]+$/.test(name), "PROBE_HELO_NAME must be a fully qualified host name such as probe1.example.net"),
+  /** The envelope sender; defaults to verify@<PROBE_HELO_NAME>, an address on our own name. */
+  PROBE_MAIL_FROM: z.preprocess(emptyToUndefined, z.string().regex(MAILBOX, "PROBE_MAIL_FROM must be an email address").optional()),
+  PROBE_SMTP_PORT: int(1, 65535, 25),
+  PROBE_ALLOW_PRIVATE_TARGETS: z.preprocess(
+    emptyToUndefined,
+    z.enum(["true", "false"], { message: "PROBE_ALLOW_PRIVATE_TARGETS must be true or false" }).default("false"),
+  ),
+  /** SMTP sessions open at once, all destinations together (idle ones are closed to make room). */
+  PROBE_MAX_CONCURRENCY: int(1, 100_000, 500),
+  /** SMTP sessions open at once to one destination address (halved while it pushes back). */
+  PROBE_MAX_PER_DESTINATION: int(1, 1000, 4),
+  /** Checks accepted and not yet answered; a request beyond it is answered 503. */
+  PROBE_MAX_QUEUED: int(1, 1_000_000, 20_000),
+  /** RCPT commands per second to one destination address (also the burst). */
+  PROBE_DESTINATION_RCPT_RATE: int(1, 10_000, 100),
+  /** RCPT commands in one transaction, the catch-all address included (RFC 5321 promises 100). */
+  PROBE_MAX_RCPTS_PER_TRANSACTION: int(1, 100, 20),
+  /** Refused RCPTs a session may collect before it is rotated: below Postfix's smtpd_soft_error_limit (10). */
+  PROBE_MAX_REJECTIONS_PER_SESSION: int(1, 1000, 9),
+  /** How long a session is kept open without work before QUIT (Postfix: smtp_connection_cache_time_limit). */
+  PROBE_SESSION_IDLE_MS: int(0, 300_000, 5_000),
+  /** How long a session is reused at most (Postfix: smtp_connection_reuse_time_limit). */
+  PROBE_SESSION_MAX_AGE_MS: int(1_000, 3_600_000, 60_000),
+  /** Transactions on one session at most (Postfix counts each RSET towards smtpd_junk_command_limit, 100). */
+  PROBE_SESSION_MAX_TRANSACTIONS: int(1, 1000, 20),
+  /** How long a TCP connect may take before the next MX address is tried. */
+  PROBE_CONNECT_TIMEOUT_MS: int(100, 60_000, 5_000),
+  PROBE_CATCH_ALL_TTL_SECONDS: int(0, 7 * 86_400, 6 * 3_600),
+  /** Catch-all answers kept at most (per domain and MX host); the oldest goes first. */
+  PROBE_CATCH_ALL_CACHE_ENTRIES: int(1, 10_000_000, 100_000),
+  /** Destination addresses held in memory at most; beyond it one with nothing queued or open is forgotten. */
+  PROBE_MAX_DESTINATIONS: int(1, 1_000_000, 10_000),
+  /** A destination with nothing queued or open is forgotten after this long (what it taught us is kept apart). */
+  PROBE_DESTINATION_FORGET_MS: int(1_000, 86_400_000, 600_000),
+  /** Addresses remembered per learned fact (no TLS, no reuse, tarpit, RCPT limit, dead); the oldest goes first. */
+  PROBE_DESTINATION_MEMORY_ENTRIES: int(1, 10_000_000, 100_000),
+  /** Times a check is put back after a 421, a rate limit, a 452 or a dropped session. */
+  PROBE_RETRY_LIMIT: int(0, 100, 3),
+  /** The first back-off after a destination pushed back, doubled each time (Postfix: minimal_backoff_time). */
+  PROBE_DESTINATION_BACKOFF_MIN_MS: int(1, 3_600_000, 1_000),
+  /** The longest back-off (Postfix: maximal_backoff_time). */
+  PROBE_DESTINATION_BACKOFF_MAX_MS: int(1, 3_600_000, 30_000),
+  /** A refused connection or greeting marks the address dead this long: its checks move on at once. */
+  PROBE_DESTINATION_DEAD_MS: int(0, 3_600_000, 5_000),
+  /** After a failed TLS handshake the address is dialled in plain text this long. */
+  PROBE_TLS_FALLBACK_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
+  /** After sessions die when reused, the address gets one transaction per session this long. */
+  PROBE_NO_REUSE_MEMORY_MS: int(0, 7 * 86_400_000, 600_000),
+  /** A refusal this much later than the reply before it in its transaction is a tarpit. */
+  PROBE_TARPIT_REPLY_MS: int(1, 60_000, 1_000),
+  /** How long a tarpit limits its address to two RCPTs per transaction. */
+  PROBE_TARPIT_MODE_MS: int(0, 86_400_000, 120_000),
+  /** A 452 "too many recipients" lowers the address's RCPTs per transaction this long. */
+  PROBE_RCPT_LIMIT_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
+  /** The least an accepted address waits for its catch-all answer (3x its own reply time if longer). */
+  PROBE_CATCH_ALL_MIN_WAIT_MS: int(0, 60_000, 1_500),
+});
+
+const ProbeConfigSchema = PROBE_SETTINGS
   .refine((c) => c.PROBE_DESTINATION_BACKOFF_MIN_MS <= c.PROBE_DESTINATION_BACKOFF_MAX_MS, {
     message: "PROBE_DESTINATION_BACKOFF_MIN_MS must not exceed PROBE_DESTINATION_BACKOFF_MAX_MS",
   })

@@ -1,5 +1,5 @@
 /**
- * The probe as a process: configuration from the environment (README "The SMTP probe"), the HTTP
+ * The probe as a process: configuration from the environment (docs/probe.md "The SMTP probe"), the HTTP
  * service, and a clean stop on SIGTERM/SIGINT: no new work, the checks in flight answered within
  * their own deadlines (at most 120 s), every SMTP session closed with QUIT, then exit.
  */

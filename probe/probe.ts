@@ -1,6 +1,6 @@
 /**
  * One probe request: walk the MX hosts by preference and each host's addresses in turn until a
- * server answers RCPT TO, then read that answer (README "The SMTP probe", "Across MX hosts"). Only an answer about the
+ * server answers RCPT TO, then read that answer (docs/probe.md "The SMTP probe", "Across MX hosts"). Only an answer about the
  * mailbox stops the walk; a refused connection, a timeout, a refused greeting or a server that
  * breaks the protocol moves on to the next address. Nothing runs past the request's deadline.
  */

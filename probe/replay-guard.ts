@@ -1,6 +1,6 @@
 /**
  * The nonces of signed requests this probe has accepted, each kept until its timestamp leaves the
- * skew window (README "The SMTP probe"), so a captured request is refused the second time. Only
+ * skew window (docs/probe.md "The SMTP probe"), so a captured request is refused the second time. Only
  * requests whose signature checked out are remembered, so junk cannot fill it. When full it refuses
  * new requests (503) rather than forget a nonce still in its window: forgetting would reopen replay.
  */

@@ -6,7 +6,7 @@
  *   3. the SMTP probe on 127.0.0.1:8788 with a secret generated for this run,
  *   4. the Worker under `wrangler dev` on 127.0.0.1:8787,
  * then prints the demo key and a curl line, and stops every child on Ctrl-C or SIGTERM.
- * Configuration (README "Configuration") comes from the environment and overrides the defaults.
+ * Configuration (docs/operations.md "Configuration") comes from the environment and overrides the defaults.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -103,7 +103,7 @@ function startWorker(vars: Record<string, string | undefined>): ChildProcess {
   writePrivateFile(envFile, lines.join("\n") + "\n");
   stoppers.push(() => rmSync(envFile, { force: true }));
   // Log level info unless WRANGLER_LOG (wrangler's own setting) says otherwise: the Worker's access
-  // lines (console.info, README "Logs") reach this terminal, beside wrangler's own line per request
+  // lines (console.info, docs/operations.md "Logs") reach this terminal, beside wrangler's own line per request
   // (method, path and status, never the query string). WRANGLER_LOG=warn keeps only problems.
   const logLevel = process.env.WRANGLER_LOG || "info";
   const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", logLevel, "--env-file", envFile];

@@ -1,5 +1,5 @@
 /**
- * The public API's shapes (README "API summary"). The handlers, the OpenAPI document and
+ * The public API's shapes (docs/api.md "API summary"). The handlers, the OpenAPI document and
  * the tests all use these; field names here are the contract and must not drift.
  */
 import { z } from "@hono/zod-openapi";

@@ -1,5 +1,5 @@
 /**
- * The bulk verification API's shapes (README "Bulk verification jobs"): the job, a page of its
+ * The bulk verification API's shapes (docs/jobs.md "Bulk verification jobs"): the job, a page of its
  * results, and the messages the Worker sends itself over its queue. The handlers, the OpenAPI
  * document and the tests use these; field names are the contract.
  */

@@ -2,7 +2,7 @@
  * The worker <-> probe contract. Both sides import these schemas; nothing re-declares them.
  *
  * The Worker resolves MX hosts and their addresses over DoH and hands them to the probe, so the
- * probe never does DNS of its own: one resolver, one cache, one set of semantics (README "The SMTP probe").
+ * probe never does DNS of its own: one resolver, one cache, one set of semantics (docs/probe.md "The SMTP probe").
  */
 import { z } from "zod";
 import { ProbeOutcome } from "./smtp-outcome.ts";
@@ -11,7 +11,7 @@ export const PROBE_PATH = "/v1/probe";
 export const PROBE_SIGNATURE_HEADER = "x-probe-signature";
 export const PROBE_TIMESTAMP_HEADER = "x-probe-timestamp";
 export const PROBE_NONCE_HEADER = "x-probe-nonce";
-/** Signatures older (or further in the future) than this are refused (README "The SMTP probe"). */
+/** Signatures older (or further in the future) than this are refused (docs/probe.md "The SMTP probe"). */
 export const PROBE_MAX_SKEW_SECONDS = 300;
 /** Request bodies above this are refused before parsing. */
 export const PROBE_MAX_BODY_BYTES = 16 * 1024;

@@ -1,5 +1,5 @@
 /**
- * The SMTP outcome of one address, one vocabulary from the socket to the JSON (README, the
+ * The SMTP outcome of one address, one vocabulary from the socket to the JSON (docs/api.md, the
  * smtp_outcome table): what the mail server said (ProbeOutcome, in the probe's answer), or why no
  * probe answered (ProbeCallFailure); the public `details.smtp_outcome` is one of the two, the second
  * with a `probe_` prefix. The probe's reply classifier, the Worker's verdict, the job engine's

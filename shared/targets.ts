@@ -1,5 +1,5 @@
 /**
- * Which addresses we connect to on someone else's say-so (README "The SMTP probe", "Bounded and
+ * Which addresses we connect to on someone else's say-so (docs/probe.md "The SMTP probe", "Bounded and
  * safe"): the probe's MX addresses and the Worker's job callbacks. MX records and callback URLs are
  * written by whoever owns the domain, so an attacker could point one at 10.0.0.1 or 169.254.169.254
  * and use us to reach our own network. Only public unicast addresses pass, unless the caller allows

@@ -8,7 +8,7 @@ export type Database = LibSQLDatabase<typeof schema> & { $client: Client };
 /**
  * A database call that failed: no answer within DATABASE_TIMEOUT_MS, a refused connection, an error
  * status or an error from the database itself. The app answers it with 503 and Retry-After
- * (README "Errors"), never a hang or a 500. The original error is the cause, for the log.
+ * (docs/api.md "Errors"), never a hang or a 500. The original error is the cause, for the log.
  */
 export class DatabaseUnavailableError extends Error {
   override name = "DatabaseUnavailableError";

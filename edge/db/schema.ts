@@ -80,7 +80,7 @@ export const people = sqliteTable(
   },
   (t) => [
     uniqueIndex("people_profnet_id_unique").on(t.profnetId),
-    // Public identifiers and logins match case-insensitively (README "GET /v1/people"): the unique index is on
+    // Public identifiers and logins match case-insensitively (docs/api.md "GET /v1/people"): the unique index is on
     // lower(), and lookups compare lower(column) = lower(?), so they use it.
     uniqueIndex("people_profnet_public_identifier_unique").on(sql`lower(${t.profnetPublicIdentifier})`),
     uniqueIndex("people_codehost_id_unique").on(t.codehostId),

@@ -4,7 +4,7 @@
  * DoH at delivery: DNS can change between the two, and every lookup must succeed and give only
  * public addresses), unless CALLBACK_ALLOW_PRIVATE_TARGETS=true (tests), which also allows http and
  * other ports. A delivery follows no redirects (a 3xx is a failure) and gives up after
- * CALLBACK_TIMEOUT_MS. README "Callbacks" says what is left: the window between our lookup and the
+ * CALLBACK_TIMEOUT_MS. docs/jobs.md "Callbacks" says what is left: the window between our lookup and the
  * runtime's own (DNS rebinding), and how a self-hosted runtime closes it.
  */
 import { queryDoh } from "../mx/doh.ts";

@@ -95,7 +95,7 @@ export async function checkLines(claimed: ClaimedLine[], config: CheckLinesConfi
 }
 
 /**
- * The domain's probe in the rendezvous ranking (README "Several probes"), at the place line-policy
+ * The domain's probe in the rendezvous ranking (docs/probe.md "Several probes"), at the place line-policy
  * gives the line: a probe that cannot be reached (or is busy) hands its lines to the next one at
  * their next claim, as a single verification fails over at once, while a recheck goes where the
  * first answer came from (greylisting remembers the sending address).

@@ -1,5 +1,5 @@
 /**
- * The Worker's queue consumer and cron for bulk jobs (README "Bulk verification jobs", "How a job
+ * The Worker's queue consumer and cron for bulk jobs (docs/jobs.md "Bulk verification jobs", "How a job
  * runs"). A message names a range of a job's lines or a callback to deliver; the database says what
  * is left to do. Answers are written as they come, a batch at a time, so a job's results can be read
  * while it runs and a consumer that dies loses at most the answers of its last unwritten batch, which

@@ -1,5 +1,5 @@
 /**
- * The body of POST /v1/email_verification_jobs (README "Bulk verification jobs"): a JSON object
+ * The body of POST /v1/email_verification_jobs (docs/jobs.md "Bulk verification jobs"): a JSON object
  * with `email_addresses`, or a CSV file whose address column is named `email_address` or `email`
  * (any case), else the first one. Bounded before it is parsed; every problem is a 4xx that says what
  * is wrong. Rows are kept as given (a row that fails the syntax check comes back invalid, in place).

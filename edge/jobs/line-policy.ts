@@ -1,5 +1,5 @@
 /**
- * What becomes of a claimed job line, decided in one place (README "How a job runs"). A line ends
+ * What becomes of a claimed job line, decided in one place (docs/jobs.md "How a job runs"). A line ends
  * a consumer's run in one of four ways:
  * - done: answered for good;
  * - recheck: its answer was temporary (greylisting, a 421, a timeout, a DNS failure) and this was its

@@ -1,5 +1,5 @@
 /**
- * The Worker's side of POST /v1/probe/batch (README "The SMTP probe"): one signed request, then the
+ * The Worker's side of POST /v1/probe/batch (docs/probe.md "The SMTP probe"): one signed request, then the
  * NDJSON answer read line by line as it streams, each line bounded and parsed through the shared
  * contract before anything looks at it. The probe's failures never throw: a probe that cannot be
  * reached, answers an error status or breaks off mid-stream leaves the addresses it has not answered

@@ -35,7 +35,7 @@ export async function signWebhook(
 }
 
 /**
- * Webhook secrets at rest (README "Callbacks"): sealed with AES-256-GCM under WEBHOOK_SECRET_KEY, a
+ * Webhook secrets at rest (docs/jobs.md "Callbacks"): sealed with AES-256-GCM under WEBHOOK_SECRET_KEY, a
  * Worker secret, as `v1.<iv>.<ciphertext>` (base64), the account id bound in as associated data so
  * a sealed value copied to another account does not open. A database dump alone does not sign
  * callbacks. A value stored before sealing (plain `whsec_…`) still opens, and is sealed on its next use.

@@ -1,5 +1,5 @@
 /**
- * API tokens: 256 random bits, shown once, stored as a SHA-256 hash (README "Authentication").
+ * API tokens: 256 random bits, shown once, stored as a SHA-256 hash (docs/api.md "Authentication").
  * Runs on WebCrypto so the Worker and the Node admin CLI share it.
  */
 const TOKEN_PREFIX = "cv_";

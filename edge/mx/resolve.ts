@@ -1,5 +1,5 @@
 /**
- * Mail hosts of a domain over DoH (README "The checks, in order", step 4): MX records, the implicit
+ * Mail hosts of a domain over DoH (docs/api.md "The checks, in order", step 4): MX records, the implicit
  * MX of RFC 5321 §5.1 (A/AAAA, no MX), the null MX of RFC 7505, NXDOMAIN, no mail at all, MX hosts
  * that do not exist, or a DNS failure (the caller then assumes the MX). The whole resolution stays
  * within `deadlineMs`, and nothing here throws.

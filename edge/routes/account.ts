@@ -1,4 +1,4 @@
-/** GET /v1/account (README section of that name): the calling key's account, its limits and its usage. */
+/** GET /v1/account (docs/api.md, the section of that name): the calling key's account, its limits and its usage. */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { sql, type SQL } from "drizzle-orm";
 import { AccountInfo } from "../../shared/api.ts";

@@ -1,4 +1,4 @@
-/** GET and POST /v1/email_verifications (README section of that name). */
+/** GET and POST /v1/email_verifications (docs/api.md, the section of that name). */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult } from "../../shared/api.ts";

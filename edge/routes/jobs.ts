@@ -1,5 +1,5 @@
 /**
- * Bulk verification jobs (README "Bulk verification jobs"): create from JSON or CSV, read the job,
+ * Bulk verification jobs (docs/jobs.md "Bulk verification jobs"): create from JSON or CSV, read the job,
  * read its results in input order (JSON pages or CSV) while it runs, cancel it. The work itself
  * runs on the queue (edge/jobs/consumer.ts); the database is the source of truth.
  */

@@ -1,4 +1,4 @@
-/** GET /v1/people (README section of that name). */
+/** GET /v1/people (docs/api.md, the section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, PeopleQuery } from "../../shared/api.ts";
 import { balanceQuery, chargeForMatchQuery } from "../credits.ts";

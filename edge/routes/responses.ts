@@ -1,4 +1,4 @@
-/** OpenAPI descriptions of the error answers every authenticated route shares (README "API summary"). */
+/** OpenAPI descriptions of the error answers every authenticated route shares (docs/api.md "API summary"). */
 import { ErrorBody } from "../../shared/api.ts";
 
 type HeaderDoc = Record<string, { schema: { type: "integer" | "string" }; description: string }>;

@@ -1,5 +1,5 @@
 /**
- * What a reply to RCPT TO (or a refusing greeting) says about the mailbox (README, the smtp_outcome table).
+ * What a reply to RCPT TO (or a refusing greeting) says about the mailbox (docs/api.md, the smtp_outcome table).
  *
  * The product's promise rests on one asymmetry: a false "mailbox_not_found" makes our user drop a
  * real customer, while a false "policy_block" / "rejected_unclear" only costs a warning and a few

@@ -1,7 +1,7 @@
 /**
- * One line of a people import, validated: the ContactInfo field names (README "Import format"), ids as
+ * One line of a people import, validated: the ContactInfo field names (docs/operations.md "Import format"), ids as
  * positive safe integers, strings trimmed, emails deduplicated case-insensitively and phones in E.164
- * (README "GET /v1/people"). Pure: no I/O, so it is tested table-driven and runs before any database write.
+ * (docs/api.md "GET /v1/people"). Pure: no I/O, so it is tested table-driven and runs before any database write.
  */
 import { parsePhoneNumberWithError, ParseError } from "libphonenumber-js/max";
 import { z } from "zod";

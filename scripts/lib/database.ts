@@ -18,7 +18,7 @@ export const LOCAL_DATABASE_FILE = join(LOCAL_DATA_DIR, "dev.db");
  * the admin CLI and other local tools; removed when `npm start` stops.
  */
 /**
- * The local WEBHOOK_SECRET_KEY (README "Callbacks"): made by `npm start` on its first run and kept
+ * The local WEBHOOK_SECRET_KEY (docs/jobs.md "Callbacks"): made by `npm start` on its first run and kept
  * with the local database it seals secrets in, read by the admin CLI when the environment has none.
  */
 export function localWebhookSecretKeyFile(dataDir = LOCAL_DATA_DIR): string {

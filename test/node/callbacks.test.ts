@@ -1,5 +1,5 @@
 /**
- * Where job callbacks may go (edge/jobs/callback.ts, README "Callbacks"): the URL rules at creation,
+ * Where job callbacks may go (edge/jobs/callback.ts, docs/jobs.md "Callbacks"): the URL rules at creation,
  * and the DNS check at delivery against the DoH fixture in RFC 8484 wire format. Every refusal here
  * happens before any connection: the refused hosts exist only in the fixture's zone.
  */

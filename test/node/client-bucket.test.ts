@@ -1,4 +1,4 @@
-/** The bucket failed authentications are counted in (edge/auth.ts clientBucket, README "Rate limits"). */
+/** The bucket failed authentications are counted in (edge/auth.ts clientBucket, docs/api.md "Rate limits"). */
 import { describe, expect, it } from "vitest";
 import { clientBucket } from "../../edge/auth.ts";
 

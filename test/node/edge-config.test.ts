@@ -1,4 +1,4 @@
-/** The Worker's configuration (README "Configuration"): defaults, the probe list, and loud failures. */
+/** The Worker's configuration (docs/operations.md "Configuration"): defaults, the probe list, and loud failures. */
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../edge/env.ts";

@@ -1,4 +1,4 @@
-/** Disposable, free-provider and role lookups (README "The checks, in order", step 2, and "GET /v1/people") over the packaged lists. */
+/** Disposable, free-provider and role lookups (docs/api.md "The checks, in order", step 2, and "GET /v1/people") over the packaged lists. */
 import disposableDomains from "disposable-email-domains-js/dist/dict/disposable_email_blocklist.json" with { type: "json" };
 import freeDomains from "free-email-domains/domains.json" with { type: "json" };
 import roleLocalParts from "role-based-email-addresses";

@@ -1,4 +1,4 @@
-/** Email syntax (README "The checks, in order", step 1): a table of hand-written cases, the shared IDN cases, and properties. */
+/** Email syntax (docs/api.md "The checks, in order", step 1): a table of hand-written cases, the shared IDN cases, and properties. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {

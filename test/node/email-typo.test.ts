@@ -1,5 +1,5 @@
 /**
- * Typo suggestions (README "The checks, in order", step 3) measured on two fixtures: real mail domains that must get no
+ * Typo suggestions (docs/api.md "The checks, in order", step 3) measured on two fixtures: real mail domains that must get no
  * suggestion, and hand-written misspellings with the domain meant.
  */
 import { readFileSync } from "node:fs";

@@ -27,7 +27,7 @@ const verdict = (over: Partial<VerificationFacts>) => {
   return r;
 };
 
-describe("score table (README \"Score\")", () => {
+describe("score table (docs/api.md \"Score\")", () => {
   // [mx, smtp, expected score, expected warnings]: syntax +20 always here.
   const rows: [MxFact, SmtpFact, number, string[]][] = [
     ["verified", { status: "deliverable", catchAll: false }, 20 + 40 + 35, []],

@@ -1,4 +1,4 @@
-/** resolveMailHosts and the DNS cache against the DoH fixture over real HTTP (README "The checks, in order", step 4). */
+/** resolveMailHosts and the DNS cache against the DoH fixture over real HTTP (docs/api.md "The checks, in order", step 4). */
 import { Buffer } from "node:buffer";
 import dnsPacket from "dns-packet";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";

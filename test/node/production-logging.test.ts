@@ -1,5 +1,5 @@
 /**
- * README "Logs": production keeps our own JSON lines and nothing Cloudflare records on its own.
+ * docs/operations.md "Logs": production keeps our own JSON lines and nothing Cloudflare records on its own.
  * Invocation logs carry each request's URL (query values: addresses, identifiers, callback URLs) and
  * its headers; traces carry fetch URLs; Logpush and Tail Workers would ship invocation events
  * elsewhere. This pins the production configuration as wrangler itself reads it.

@@ -1,6 +1,6 @@
 /**
  * wrangler.toml's [[ratelimits]] are what Cloudflare enforces; edge/rate-limits.ts states the same
- * numbers to clients (README "Rate limits"). This fails when the two disagree, in any environment.
+ * numbers to clients (docs/api.md "Rate limits"). This fails when the two disagree, in any environment.
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";

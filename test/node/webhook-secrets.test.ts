@@ -1,5 +1,5 @@
 /**
- * Webhook secrets at rest (edge/jobs/webhook.ts, edge/db/admin.ts; README "Callbacks"): sealed with
+ * Webhook secrets at rest (edge/jobs/webhook.ts, edge/db/admin.ts; docs/jobs.md "Callbacks"): sealed with
  * AES-256-GCM under WEBHOOK_SECRET_KEY and bound to their account, on a real libSQL file database.
  */
 import { mkdtemp, rm } from "node:fs/promises";

@@ -3,7 +3,7 @@ import { call, clientAddress, newAccount, revokeApiKey, setAccountStatus, db } f
 import { createApiKey } from "../../edge/db/admin.ts";
 
 // Every authenticated route, each with parameters that would otherwise be a 400 where it has any,
-// so the matrix also proves that 401 is decided before parameter validation (README "Authentication").
+// so the matrix also proves that 401 is decided before parameter validation (docs/api.md "Authentication").
 const routes: { name: string; path: string; init?: RequestInit; withLiveKey: number }[] = [
   { name: "GET /v1/people", path: "/v1/people", withLiveKey: 400 },
   { name: "GET /v1/email_verifications", path: "/v1/email_verifications", withLiveKey: 400 },
@@ -46,7 +46,7 @@ const cases: { name: string; header: () => string | undefined }[] = [
 ];
 
 describe.each(routes)("$name authentication", ({ path, init, withLiveKey }) => {
-  // Failed authentications are limited per client address (README "Rate limits"): the matrix stays well under it.
+  // Failed authentications are limited per client address (docs/api.md "Rate limits"): the matrix stays well under it.
   const address = clientAddress();
   it.each(cases)("answers 401 for $name", async ({ header }) => {
     const headers = new Headers(init?.headers);

@@ -1,7 +1,7 @@
 /**
  * Bodies over the limit sent chunked (no Content-Length), the case hono/body-limit broke: the 413
  * must be our JSON with X-Request-Id, and the connection and the next request must survive it
- * (README "GET and POST /v1/email_verifications"; edge/body-limit.ts says why).
+ * (docs/api.md "GET and POST /v1/email_verifications"; edge/body-limit.ts says why).
  */
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { call, newAccount } from "./helpers.ts";

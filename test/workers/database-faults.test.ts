@@ -1,7 +1,7 @@
 /**
  * A database that hangs, resets connections, answers errors or is not there: every request that
  * needs it gets a bounded wait and a 503 with Retry-After, never a hang or a 500; the next request
- * after it recovers works; a verification whose key is cached needs no database at all (README
+ * after it recovers works; a verification whose key is cached needs no database at all (docs/api.md
  * "Errors"); and a job whose answers cannot be written stops its probe batch and is retried.
  */
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";

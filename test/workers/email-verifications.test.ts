@@ -4,7 +4,7 @@ import { WARNINGS, ERRORS } from "../../shared/email/verdict.ts";
 import { verifyEmail } from "../../edge/verify.ts";
 import { call, newAccount } from "./helpers.ts";
 
-// A key per test, so that the suite never meets the per-key verification limit (README "Rate limits").
+// A key per test, so that the suite never meets the per-key verification limit (docs/api.md "Rate limits").
 let token: string;
 beforeEach(async () => {
   token = (await newAccount(0)).token;

@@ -1,5 +1,5 @@
 /**
- * The limits on creating jobs (README "Bulk verification jobs"): JOB_MAX_RUNNING and the daily line
+ * The limits on creating jobs (docs/jobs.md "Bulk verification jobs"): JOB_MAX_RUNNING and the daily line
  * quota JOB_MAX_LINES_PER_DAY are decided inside the job's INSERT, so creates racing each other
  * cannot all pass; a large job's lines are written in several transactions while the job stays
  * invisible, and a create that died half way is cleaned up by the cron.

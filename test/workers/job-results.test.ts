@@ -1,6 +1,6 @@
 /**
  * Reading a job's results costs a bounded number of database round trips whatever the job's state
- * (README "Bulk verification jobs"): a cancelled job whose answered lines are far apart is paged by
+ * (docs/jobs.md "Bulk verification jobs"): a cancelled job whose answered lines are far apart is paged by
  * the done index, not by reading every unchecked line between them. Counted at the database.
  */
 import { sql } from "drizzle-orm";

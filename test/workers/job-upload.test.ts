@@ -1,5 +1,5 @@
 /**
- * The upload of a job (README "Bulk verification jobs"), at its limits: a CSV file is parsed as a
+ * The upload of a job (docs/jobs.md "Bulk verification jobs"), at its limits: a CSV file is parsed as a
  * stream down to its address column and stops at the first row past a limit; an address (CSV cell
  * or JSON element) is at most JOB_LIMITS.maxLineBytes; a refused upload stores nothing.
  * Peak memory is measured by bench/job-upload.ts, not asserted here.

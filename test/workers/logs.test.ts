@@ -1,5 +1,5 @@
 /**
- * What the Worker logs (README "Logs"): one structured access line per request, error lines for
+ * What the Worker logs (docs/operations.md "Logs"): one structured access line per request, error lines for
  * failures, and never a token, a looked-up value, an email address or a phone number. The console
  * of this isolate is where the Worker writes them; the test reads what it wrote.
  */

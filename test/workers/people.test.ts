@@ -229,7 +229,7 @@ describe("GET /v1/people: credits", () => {
   });
 });
 
-describe("GET /v1/people: database round trips (README \"Hot path\"), counted at the database", () => {
+describe("GET /v1/people: database round trips (docs/api.md \"Hot path\"), counted at the database", () => {
   const counted = { DATABASE_URL: inject("countedDatabaseUrl") };
   const requestsServed = () => databaseRequestsServed(counted.DATABASE_URL);
   async function roundTrips(token: string, query: string) {

@@ -1,5 +1,5 @@
 /**
- * Rate limits (README "Rate limits"), with the Rate Limiting binding wrangler.toml declares: per key
+ * Rate limits (docs/api.md "Rate limits"), with the Rate Limiting binding wrangler.toml declares: per key
  * and family, and per client address for failed authentication, where junk tokens also stop costing
  * database reads.
  */

@@ -1,4 +1,4 @@
--- Job lines (README "How a job runs"): claims counts every claim of a line; probe_failures only the claims whose
+-- Job lines (docs/jobs.md "How a job runs"): claims counts every claim of a line; probe_failures only the claims whose
 -- probe could not be asked, which move the line to the next probe and end in "no SMTP check"; lease_token is the
 -- owner of a claim, checked by its renewals and writes. A temporary answer's second try is a "recheck" (it was
 -- "retry", a word the queue already uses for redelivering a message). The ledger index serves GET /v1/account,

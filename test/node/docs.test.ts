@@ -1,0 +1,94 @@
+/**
+ * The reference in docs/ says what the code does: every setting of the Worker and of the probe is in
+ * its table with the default the code applies, the job limits and the job engine's numbers are the
+ * constants', and every relative link in the README and docs/ leads to a file and heading that
+ * exist. A setting or limit changed in code without its documentation fails here.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, normalize } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import type { z } from "zod";
+import { EdgeConfigSchema } from "../../edge/env.ts";
+import { CLAIM_LEASE_MS } from "../../edge/jobs/consumer.ts";
+import { LINE_POLICY } from "../../edge/jobs/line-policy.ts";
+import { CHUNK_SIZE, DUE_CALLBACKS_PER_RUN, LINES_PER_TRANSACTION, STALLED_JOBS_PER_RUN } from "../../edge/jobs/store.ts";
+import { PROBE_SETTINGS } from "../../probe/config.ts";
+import { JOB_LIMITS } from "../../shared/jobs.ts";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const read = (path: string) => readFileSync(join(root, path), "utf8");
+const en = (n: number) => n.toLocaleString("en");
+
+/** The rows of a markdown table whose first cell is a `CODE` name: name -> the row's cells. */
+function settingRows(markdown: string): Map<string, string[]> {
+  const rows = new Map<string, string[]>();
+  for (const line of markdown.split("\n")) {
+    const cells = line.split("|").map((c) => c.trim());
+    if (cells.length < 4 || !cells[1]!.startsWith("`")) continue;
+    for (const name of cells[1]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) rows.set(name[1]!, cells.slice(2, -1));
+  }
+  return rows;
+}
+
+/** The default a setting's schema applies when it is not set, or undefined when it has none. */
+function defaultOf(schema: z.ZodType): unknown {
+  const parsed = schema.safeParse(undefined);
+  return parsed.success ? parsed.data : undefined;
+}
+
+describe.each([
+  ["the probe", "docs/probe.md", PROBE_SETTINGS.shape, 0],
+  ["the Worker", "docs/operations.md", EdgeConfigSchema.shape, 1],
+] as const)("every setting of %s is in %s, with its default", (_who, doc, shape, defaultColumn) => {
+  const rows = settingRows(read(doc));
+  it.each(Object.keys(shape))("%s", (name) => {
+    const row = rows.get(name);
+    expect(row, `${name} has no row in ${doc}`).toBeDefined();
+    const value = defaultOf((shape as Record<string, z.ZodType>)[name]!);
+    if (value === undefined || typeof value === "object") return;
+    expect(row![defaultColumn], `${name}'s default in ${doc}`).toContain(`\`${String(value)}\``);
+  });
+});
+
+describe("docs/jobs.md states the limits and the engine's numbers the code uses", () => {
+  const jobs = read("docs/jobs.md");
+  it.each([
+    [`${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB`, "the body limit"],
+    [en(JOB_LIMITS.maxAddresses), "addresses per job"],
+    [`${JOB_LIMITS.maxLineBytes} bytes`, "the address length"],
+    [`chunk of ${CHUNK_SIZE} lines`, "lines per queue message"],
+    [`lines ${en(LINES_PER_TRANSACTION)} per`, "lines per transaction at creation"],
+    [`${CLAIM_LEASE_MS / 1000} s lease`, "the claim lease"],
+    [`${LINE_POLICY.releaseDelaySeconds} s later`, "the release delay"],
+    [`more than ${LINE_POLICY.maxClaims} times`, "claims before giving up"],
+    [`(after\n  ${LINE_POLICY.maxProbeFailures})`, "probe failures before giving up"],
+    [`the ${STALLED_JOBS_PER_RUN} longest-stalled jobs per run`, "stalled jobs per cron run"],
+    [`${en(DUE_CALLBACKS_PER_RUN)} per run`, "callbacks per cron run"],
+  ])("%s (%s)", (text) => {
+    expect(jobs).toContain(text);
+  });
+});
+
+describe("relative links in the README and docs/ lead somewhere", () => {
+  const slug = (heading: string) =>
+    heading
+      .trim()
+      .toLowerCase()
+      .replace(/[^\w\- ]/g, "")
+      .replace(/ /g, "-");
+  const headings = (path: string) => {
+    const text = read(path).replace(/```[\s\S]*?```/g, "");
+    return new Set([...text.matchAll(/^#+ (.*)$/gm)].map((m) => slug(m[1]!)));
+  };
+  const pages = ["README.md", "docs/api.md", "docs/jobs.md", "docs/probe.md", "docs/operations.md"];
+  it.each(pages)("%s", (page) => {
+    for (const [, target] of read(page).matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target!)) continue;
+      const [path, anchor] = target!.split("#");
+      const file = path ? normalize(join(dirname(page), path)) : page;
+      expect(existsSync(join(root, file)), `${page} links to ${target}`).toBe(true);
+      if (anchor && file.endsWith(".md")) expect(headings(file).has(anchor), `${page} links to ${target}`).toBe(true);
+    }
+  });
+});
