@@ -64,7 +64,7 @@ export const CLAIM_LEASE_MS = 30_000;
 /** Queue messages per send (the Queues limit for sendBatch is 100). */
 const SEND_BATCH = 100;
 
-/** Puts every range of a job's lines on the queue (at creation; after a retry delay, only some). */
+/** Puts ranges of a job's lines on the queue: all at creation; after a run, those line-policy sends back. */
 export async function enqueueChunks(queue: JobsQueue, job: string, ranges: { from: number; to: number }[], delaySeconds = 0): Promise<void> {
   for (let i = 0; i < ranges.length; i += SEND_BATCH) {
     await queue.sendBatch(ranges.slice(i, i + SEND_BATCH).map((r) => ({ body: { kind: "chunk" as const, job, ...r }, delaySeconds })));
