@@ -9,6 +9,7 @@
  */
 import { queryDoh } from "../mx/doh.ts";
 import { checkTarget } from "../../shared/targets.ts";
+import { JOB_INPUT_ERRORS } from "../../shared/jobs.ts";
 import { signWebhook } from "./webhook.ts";
 
 export const CALLBACK_TIMEOUT_MS = 5_000;
@@ -21,14 +22,14 @@ export type CallbackUrlCheck = { ok: true; url: string } | { ok: false; error: s
 const PRIVATE_NAMES = /(^|\.)(localhost|local|internal|home\.arpa)$/i;
 
 export function checkCallbackUrl(raw: unknown, allowPrivate: boolean): CallbackUrlCheck {
-  if (typeof raw !== "string" || raw.trim() === "") return { ok: false, error: "callback_url must be a URL" };
+  if (typeof raw !== "string" || raw.trim() === "") return { ok: false, error: JOB_INPUT_ERRORS.callbackNotAUrl };
   const text = raw.trim();
   if (text.length > MAX_URL_LENGTH) return { ok: false, error: `callback_url must be at most ${MAX_URL_LENGTH} characters` };
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    return { ok: false, error: "callback_url must be a URL" };
+    return { ok: false, error: JOB_INPUT_ERRORS.callbackNotAUrl };
   }
   if (url.protocol !== "https:" && !(allowPrivate && url.protocol === "http:")) return { ok: false, error: "callback_url must be an https URL" };
   // Credentials in a URL would be stored and sent in the clear; the signature authenticates us instead.
