@@ -36,7 +36,7 @@ export default {
   async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {
     try {
       const requeued = await requeueStalledWork(jobsDeps(env));
-      if (requeued.chunks + requeued.callbacks + requeued.abandoned_jobs_deleted > 0) writeLog("info", { event: "stalled_work_requeued", ...requeued });
+      if (requeued.turns + requeued.callbacks + requeued.abandoned_jobs_deleted > 0) writeLog("info", { event: "stalled_work_requeued", ...requeued });
     } catch (error) {
       writeLog("error", { event: "stalled_work_check_failed", error: describeError(error) });
     }

@@ -115,7 +115,13 @@ export type JobResultsPage = z.infer<typeof JobResultsPage>;
 
 /** What the Worker puts on its queue: the database holds the work, a message only says where to look. */
 export const JobMessage = z.discriminatedUnion("kind", [
-  /** Check the claimable addresses of input lines [from, to) of a job. */
+  /**
+   * One turn of bulk work (docs/jobs.md "Scheduling"): the consumer claims the next due lines of the
+   * job whose turn it is, whichever account sent the message. `job` is the job it was sent for, for
+   * the logs.
+   */
+  z.object({ kind: z.literal("work"), job: z.string() }),
+  /** The earlier form of a turn, a range of one job's lines: one still on the queue after an upgrade counts as a turn. */
   z.object({ kind: z.literal("chunk"), job: z.string(), from: z.number().int().min(0), to: z.number().int().min(1) }),
   /** Deliver the job's callback; `attempt` counts deliveries tried before this one. */
   z.object({ kind: z.literal("callback"), job: z.string(), attempt: z.number().int().min(0) }),

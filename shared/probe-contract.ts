@@ -117,6 +117,11 @@ export const ProbeBatchRequest = z
      */
     queue_ms: z.number().int().min(0).max(120_000).optional(),
     catch_all_check: z.boolean().default(true),
+    /** Who the work is for; the probe only uses it to share each destination fairly. */
+    tenant: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/)
+      .optional(),
     groups: z
       .array(z.object({ mx: z.array(ProbeMxHost).min(1).max(10), emails: z.array(ProbeEmail).min(1).max(PROBE_MAX_BATCH_ADDRESSES) }))
       .min(1)

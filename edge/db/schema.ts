@@ -149,6 +149,8 @@ export const verificationJobs = sqliteTable(
     createdAt: integer("created_at").notNull().default(now),
     startedAt: integer("started_at"),
     completedAt: integer("completed_at"),
+    /** When a consumer last claimed lines of this job: whose turn it is among an account's jobs, and among accounts (docs/jobs.md "Scheduling"). */
+    lastClaimAt: integer("last_claim_at"),
     /** Last progress (or last requeue by the cron): what stalled-work detection looks at. */
     updatedAt: integer("updated_at").notNull().default(now),
     /**
@@ -178,6 +180,12 @@ export const verificationJobItems = sqliteTable(
     position: integer("position").notNull(),
     /** The line as given. */
     email: text("email").notNull(),
+    /**
+     * The line's place in the work order: lines sorted by domain at creation, so the lines claimed
+     * together (CHUNK_SIZE in this order) are whole domains or long slices of one, and each reaches
+     * its probe in one batch (docs/jobs.md "Scheduling"). Results keep `position`, the input order.
+     */
+    seq: integer("seq").notNull().default(0),
     /** The first line with the same address: this one is answered with it, never checked on its own. */
     duplicateOf: integer("duplicate_of"),
     /**
@@ -199,6 +207,8 @@ export const verificationJobItems = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.jobId, t.position] }),
+    // Claims take a job's due lines in work order, state by state, without reading its done lines.
+    index("verification_job_items_work_idx").on(t.jobId, t.state, t.seq).where(sql`${t.duplicateOf} is null`),
     index("verification_job_items_state_idx").on(t.jobId, t.state),
     // An answer is copied to the line's duplicates: found by this index, not by reading the whole job.
     index("verification_job_items_duplicate_idx").on(t.jobId, t.duplicateOf).where(sql`${t.duplicateOf} is not null`),

@@ -22,15 +22,20 @@ export type CheckLinesConfig = {
   smtpTimeoutSeconds: number;
   /** JOB_RETRY_DELAY_SECONDS: how long a temporary answer waits for its recheck (0: no recheck). */
   recheckDelaySeconds: number;
+  /** The account's opaque tenant: each probe shares a mail server's turns between tenants. */
+  tenant: string;
 };
 
 /** Domains resolved at once. */
 const DNS_CONCURRENCY = 16;
 /**
  * How long a line may wait its turn at a mail server that paces us (the probe's queue for it) before
- * the probe hands it back unasked; it is then asked in the job's next message, not timed out.
+ * the probe hands it back unasked; it is then claimed again in a later turn, not timed out. It is
+ * also the time slice of the fair shares (docs/jobs.md "Scheduling"): where consumers run one
+ * delivery at a time (wrangler dev), a delivery stuck behind a slow server holds the next account's
+ * turn back no longer than this.
  */
-const QUEUE_ALLOWANCE_MS = 30_000;
+export const QUEUE_ALLOWANCE_MS = 5_000;
 const MAX_BATCH_DEADLINE_MS = 120_000;
 
 /** The probe's deadline for a job's batch: time to wait its turn, then the SMTP timeout. */
@@ -105,6 +110,8 @@ function probeFor(probeUrls: string[], line: Line): string {
   return order[probeRank(line.claimed, order.length)]!;
 }
 
+const mxKey = (mx: ProbeMxHost[]) => mx.map((h) => h.host).join(" ");
+
 async function askProbe(
   probeUrl: string,
   lines: Line[],
@@ -126,7 +133,9 @@ async function askProbe(
     deadline_ms: batchDeadlineMs(config.smtpTimeoutSeconds),
     queue_ms: QUEUE_ALLOWANCE_MS,
     catch_all_check: true,
-    groups: [...groups.values()],
+    tenant: config.tenant,
+    // Domains that share MX hosts side by side: they reach the same mail servers' queues together.
+    groups: [...groups.values()].sort((a, b) => mxKey(a.mx).localeCompare(mxKey(b.mx))),
   };
   const answered = new Set<string>();
   const end = await callProbeBatch(probeUrl, config.probeSecret!, request, async (probeLine) => {

@@ -13,11 +13,13 @@ import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
 import { answerWriter } from "./answer-writer.ts";
 import { checkLines } from "./check-lines.ts";
 import { LINE_POLICY, requeueDelaySeconds } from "./line-policy.ts";
+import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
 import {
+  bulkCandidates,
   callbackAccount,
   CHUNK_SIZE,
-  claimLines,
+  claimTurn,
   deleteAbandonedJobs,
   jobById,
   jobJson,
@@ -64,33 +66,62 @@ export const CLAIM_LEASE_MS = 30_000;
 /** Queue messages per send (the Queues limit for sendBatch is 100). */
 const SEND_BATCH = 100;
 
-/** Puts ranges of a job's lines on the queue: all at creation; after a run, those line-policy sends back. */
-export async function enqueueChunks(queue: JobsQueue, job: string, ranges: { from: number; to: number }[], delaySeconds = 0): Promise<void> {
-  for (let i = 0; i < ranges.length; i += SEND_BATCH) {
-    await queue.sendBatch(ranges.slice(i, i + SEND_BATCH).map((r) => ({ body: { kind: "chunk" as const, job, ...r }, delaySeconds })));
+/** Puts turns of bulk work on the queue, one per CHUNK_SIZE lines: at creation, after a run (what line-policy sends back), and from the cron. */
+export async function enqueueTurns(queue: JobsQueue, job: string, lines: number, delaySeconds = 0): Promise<void> {
+  const turns = Math.ceil(lines / CHUNK_SIZE);
+  for (let i = 0; i < turns; i += SEND_BATCH) {
+    await queue.sendBatch(Array.from({ length: Math.min(SEND_BATCH, turns - i) }, () => ({ body: { kind: "work" as const, job }, delaySeconds })));
   }
 }
 
-/** The chunks that hold these positions, one range each. */
-function rangesOf(positions: Iterable<number>): { from: number; to: number }[] {
-  const chunks = new Set([...positions].map((p) => Math.floor(p / CHUNK_SIZE)));
-  return [...chunks].map((c) => ({ from: c * CHUNK_SIZE, to: (c + 1) * CHUNK_SIZE }));
-}
+/** What one delivery's turns claimed of one job, and the messages that paid for it. */
+type JobWork = { job: JobRow; lines: ClaimedLine[]; messages: DeliveredMessage[] };
 
-export function chunkRanges(total: number): { from: number; to: number }[] {
-  return Array.from({ length: Math.ceil(total / CHUNK_SIZE) }, (_, i) => ({ from: i * CHUNK_SIZE, to: Math.min(total, (i + 1) * CHUNK_SIZE) }));
-}
-
-async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; to: number }[]): Promise<void> {
-  const lease = newLease(CLAIM_LEASE_MS);
-  let job: JobRow | null = null;
-  const lines: ClaimedLine[] = [];
-  for (const range of ranges) {
-    const claimed = await claimLines(deps.db, jobId, range.from, range.to, lease);
-    job = claimed.job;
-    lines.push(...claimed.lines);
+/**
+ * Claims a delivery's turns in fair order (edge/jobs/fair-share.ts), one turn per message, under one
+ * lease; returns the work by job, and the messages that found nothing left to claim.
+ */
+async function claimTurns(deps: JobsDeps, messages: DeliveredMessage[], lease: Lease): Promise<{ work: Map<string, JobWork>; idle: DeliveredMessage[] }> {
+  const share = new FairShare(await bulkCandidates(deps.db));
+  const work = new Map<string, JobWork>();
+  const idle: DeliveredMessage[] = [];
+  for (const message of messages) {
+    const turn = share.next();
+    if (!turn) {
+      idle.push(message);
+      continue;
+    }
+    const claimed = await claimTurn(deps.db, turn.job, lease, CHUNK_SIZE);
+    share.served(turn.job, claimed.lines.length, CHUNK_SIZE);
+    if (!claimed.job || claimed.lines.length === 0) {
+      idle.push(message);
+      continue;
+    }
+    const entry = work.get(turn.job) ?? { job: claimed.job, lines: [], messages: [] };
+    entry.lines.push(...claimed.lines);
+    entry.messages.push(message);
+    work.set(turn.job, entry);
   }
-  if (!job || lines.length === 0) return;
+  if (work.size > 0) {
+    writeLog("info", {
+      event: "job_turns",
+      turns: messages.length,
+      claimed: [...work.values()].map((w) => ({ job_id: w.job.id, account_id: w.job.account_id, lines: w.lines.length })),
+      accounts_waiting: share.waiting,
+      lines_in_hand: share.shares(),
+    });
+  }
+  return { work, idle };
+}
+
+/** The opaque tenant the probe shares each mail server by: a digest of the account, not its id. */
+async function tenantOf(accountId: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`tenant:${accountId}`)));
+  return [...digest.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease: Lease): Promise<void> {
+  const jobId = job.id;
   // Lines stay this consumer's until their answers are written, not merely handed to the writer.
   const held = new Set(lines.map((l) => l.position));
   const writer = answerWriter((answers) => writeAnswers(deps.db, jobId, lease, answers), {
@@ -99,15 +130,22 @@ async function runChunks(deps: JobsDeps, jobId: string, ranges: { from: number; 
   const renewal = setInterval(() => void renewLease(deps.db, jobId, lease, held), CLAIM_LEASE_MS / 3);
   let completed: JobRow | null;
   try {
-    const config = { dohUrl: deps.dohUrl, probeUrls: deps.probeUrls, probeSecret: deps.probeSecret, smtpTimeoutSeconds: Number(job.smtp_timeout), recheckDelaySeconds: deps.recheckDelaySeconds };
+    const config = {
+      dohUrl: deps.dohUrl,
+      probeUrls: deps.probeUrls,
+      probeSecret: deps.probeSecret,
+      smtpTimeoutSeconds: Number(job.smtp_timeout),
+      recheckDelaySeconds: deps.recheckDelaySeconds,
+      tenant: await tenantOf(job.account_id),
+    };
     await checkLines(lines, config, (a) => writer.add(a));
     completed = await writer.finish();
   } finally {
     clearInterval(renewal);
   }
-  // Lines that are not done go back on the queue, one message per range, when line-policy says.
+  // Lines that are not done go back on the queue as turns, when line-policy says.
   for (const [kind, positions] of [["defer", writer.deferred], ["release", writer.released], ["recheck", writer.rechecks]] as const) {
-    if (positions.size > 0) await enqueueChunks(deps.queue, jobId, rangesOf(positions), requeueDelaySeconds(kind, deps.recheckDelaySeconds));
+    if (positions.size > 0) await enqueueTurns(deps.queue, jobId, positions.size, requeueDelaySeconds(kind, deps.recheckDelaySeconds));
   }
   if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
 }
@@ -164,12 +202,12 @@ async function failCallback(deps: JobsDeps, jobId: string, attempt: number, erro
 }
 
 /**
- * One delivery of messages. Chunk messages of the same job are checked together (one probe batch
- * for all their lines); each message is acknowledged when its work is written, or retried later when
- * the database or the probe failed it.
+ * One delivery of messages. Its turns are claimed in fair order, and each job's lines are checked
+ * together (one probe batch for all of them); a turn's message is acknowledged when its work is
+ * written, or retried later when the database or the probe failed it.
  */
 export async function handleJobMessages(messages: readonly DeliveredMessage[], deps: JobsDeps): Promise<void> {
-  const chunks = new Map<string, DeliveredMessage[]>();
+  const turns: DeliveredMessage[] = [];
   const work: Promise<void>[] = [];
   for (const message of messages) {
     const parsed = JobMessage.safeParse(message.body);
@@ -178,20 +216,27 @@ export async function handleJobMessages(messages: readonly DeliveredMessage[], d
       continue;
     }
     const body = parsed.data;
-    if (body.kind === "chunk") chunks.set(body.job, [...(chunks.get(body.job) ?? []), message]);
-    else work.push(settle([message], body.job, () => runCallback(deps, body.job, body.attempt)));
+    if (body.kind === "callback") work.push(settle([message], body.job, () => runCallback(deps, body.job, body.attempt)));
+    else turns.push(message);
   }
-  for (const [job, jobMessages] of chunks) {
-    const ranges = jobMessages.map((m) => {
-      const body = m.body as Extract<JobMessage, { kind: "chunk" }>;
-      return { from: body.from, to: body.to };
-    });
-    work.push(settle(jobMessages, job, () => runChunks(deps, job, ranges)));
-  }
+  if (turns.length > 0) work.push(runTurns(deps, turns));
   await Promise.all(work);
 }
 
-async function settle(messages: DeliveredMessage[], jobId: string, run: () => Promise<void>): Promise<void> {
+async function runTurns(deps: JobsDeps, messages: DeliveredMessage[]): Promise<void> {
+  const lease = newLease(CLAIM_LEASE_MS);
+  let claimed: Awaited<ReturnType<typeof claimTurns>>;
+  try {
+    claimed = await claimTurns(deps, messages, lease);
+  } catch (error) {
+    // Whatever was claimed before the failure comes back when its lease runs out.
+    return settle(messages, null, () => Promise.reject(error));
+  }
+  for (const m of claimed.idle) m.ack();
+  await Promise.all([...claimed.work.values()].map((w) => settle(w.messages, w.job.id, () => runLines(deps, w.job, w.lines, lease))));
+}
+
+async function settle(messages: DeliveredMessage[], jobId: string | null, run: () => Promise<void>): Promise<void> {
   try {
     await run();
     for (const m of messages) m.ack();
@@ -205,12 +250,10 @@ async function settle(messages: DeliveredMessage[], jobId: string, run: () => Pr
  * The cron: stalled jobs' remaining lines and callbacks whose time has come go back on the queue,
  * and creates that died half way are cleaned up, a bounded slice per run.
  */
-export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ chunks: number; callbacks: number; abandoned_jobs_deleted: number }> {
+export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ turns: number; callbacks: number; abandoned_jobs_deleted: number }> {
   const abandoned = await deleteAbandonedJobs(deps.db);
   const work = await stalledWork(deps.db, Date.now() - deps.stallMs);
-  const byJob = new Map<string, { from: number; to: number }[]>();
-  for (const c of work.chunks) byJob.set(c.job, [...(byJob.get(c.job) ?? []), { from: c.from, to: c.to }]);
-  for (const [job, ranges] of byJob) await enqueueChunks(deps.queue, job, ranges);
+  for (const t of work.turns) await enqueueTurns(deps.queue, t.job, t.turns * CHUNK_SIZE);
   for (const c of work.callbacks) await deps.queue.send({ kind: "callback", job: c.job, attempt: c.attempt });
-  return { chunks: work.chunks.length, callbacks: work.callbacks.length, abandoned_jobs_deleted: abandoned };
+  return { turns: work.turns.reduce((n, t) => n + t.turns, 0), callbacks: work.callbacks.length, abandoned_jobs_deleted: abandoned };
 }

@@ -12,7 +12,7 @@ import type { Database } from "../db/client.ts";
 import type { LineHistory } from "./line-policy.ts";
 import type { verificationJobs } from "../db/schema.ts";
 
-/** Input lines per queue message: a consumer checks at most this many addresses per message. */
+/** Lines per turn (one queue message): a consumer claims at most this many of a job's lines per message. */
 export const CHUNK_SIZE = 200;
 /** Rows per INSERT when a job is created (one JSON argument each). */
 const INSERT_ROWS = 2_500;
@@ -37,8 +37,23 @@ type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
 /** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
 export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "writing">>;
 
-/** A new job line: either already answered (it failed the syntax check) or to be checked. */
-export type NewLine = { email: string; duplicateOf: number | null; done: EmailVerificationResult | null };
+/**
+ * A new job line: either already answered (it failed the syntax check) or to be checked; `domain`
+ * (A-label form; "" for an answered line) orders the work (`workOrder`).
+ */
+export type NewLine = { email: string; domain: string; duplicateOf: number | null; done: EmailVerificationResult | null };
+
+/**
+ * Each line's place in the work order (its `seq`): sorted by domain, input order within a domain, so
+ * that the lines a consumer claims together are whole domains or long slices of one and a domain's
+ * lines reach its probe in one batch, where one warm session carries them.
+ */
+export function workOrder(lines: readonly NewLine[]): number[] {
+  const order = lines.map((_, i) => i).sort((a, b) => (lines[a]!.domain < lines[b]!.domain ? -1 : lines[a]!.domain > lines[b]!.domain ? 1 : a - b));
+  const seq = new Array<number>(lines.length);
+  order.forEach((position, rank) => (seq[position] = rank));
+  return seq;
+}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
@@ -122,12 +137,14 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
  * runs while the job is still being written, so nothing is added to a job the cron has given up on.
  */
 export async function writeJobLines(db: Database, jobId: string, lines: NewLine[]): Promise<JobRow> {
+  const seq = workOrder(lines);
   for (let from = 0; from < lines.length; from += LINES_PER_TRANSACTION) {
     const statements: Statement[] = [];
     for (let start = from; start < Math.min(lines.length, from + LINES_PER_TRANSACTION); start += INSERT_ROWS) {
       const end = Math.min(start + INSERT_ROWS, from + LINES_PER_TRANSACTION, lines.length);
       const rows = lines.slice(start, end).map((line, i) => [
         start + i,
+        seq[start + i],
         line.email,
         line.duplicateOf,
         line.done ? "done" : "pending",
@@ -135,8 +152,8 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
         line.done ? JSON.stringify(line.done) : null,
       ]);
       statements.push(
-        db.run(sql`insert into verification_job_items (job_id, position, email, duplicate_of, state, classification, result)
-          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 from json_each(${JSON.stringify(rows)})
+        db.run(sql`insert into verification_job_items (job_id, position, seq, email, duplicate_of, state, classification, result)
+          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6 from json_each(${JSON.stringify(rows)})
           where (select writing from verification_jobs where id = ${jobId}) = 1`),
       );
     }
@@ -228,6 +245,39 @@ export function doneRowsQuery(db: Database, jobId: string, from: number, limit: 
  */
 const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts where status = 'active')");
 
+/** The lines that are due: pending, a recheck whose time has come, or a claim whose lease ran out (its consumer died). */
+const dueLine = (now: number, alias = "") =>
+  sql.raw(`(${alias}state = 'pending' or (${alias}state = 'recheck' and ${alias}recheck_at <= ${Number(now)}) or (${alias}state = 'claimed' and ${alias}lease_until <= ${Number(now)}))`);
+
+/**
+ * A job with bulk work, as the scheduler weighs it (edge/jobs/fair-share.ts): whether it has due
+ * lines, how many lines consumers hold for it now, and when it was last served.
+ */
+export type BulkCandidate = { job: string; account: string; due: boolean; inHand: number; lastClaimAt: number | null; createdAt: number };
+
+/**
+ * Every unfinished job of an active account, with its due flag and the lines held for it. Each
+ * count and test reads the work index of one job and one state, never the job's done lines.
+ */
+export async function bulkCandidates(db: Database, now = Date.now()): Promise<BulkCandidate[]> {
+  const rows = await db.all<{ id: string; account_id: string; last_claim_at: number | null; created_at: number; in_hand: number; due: number }>(sql`
+    select j.id, j.account_id, j.last_claim_at, j.created_at,
+      (select count(*) from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as in_hand,
+      (exists (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'pending')
+        or exists (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'recheck' and i.recheck_at <= ${now})
+        or exists (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until <= ${now})) as due
+    from verification_jobs j
+    where j.status in ('queued', 'running') and j.writing = 0 and ${ACCOUNT_ACTIVE}`);
+  return rows.map((r) => ({
+    job: String(r.id),
+    account: String(r.account_id),
+    due: Number(r.due) === 1,
+    inHand: Number(r.in_hand),
+    lastClaimAt: r.last_claim_at === null ? null : Number(r.last_claim_at),
+    createdAt: Number(r.created_at),
+  }));
+}
+
 /** A line this consumer holds: its address and its history (edge/jobs/line-policy.ts decides with it). */
 export type ClaimedLine = LineHistory & { position: number; email: string };
 
@@ -236,30 +286,38 @@ export type Lease = { token: string; ms: number };
 
 export const newLease = (ms: number): Lease => ({ token: crypto.randomUUID(), ms });
 
-/** The lines that are due: pending, a recheck whose time has come, or a claim whose lease ran out (its consumer died). */
-const dueLine = (now: number, alias = "") =>
-  sql.raw(`(${alias}state = 'pending' or (${alias}state = 'recheck' and ${alias}recheck_at <= ${Number(now)}) or (${alias}state = 'claimed' and ${alias}lease_until <= ${Number(now)}))`);
+type ClaimedRow = { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number };
 
 /**
- * Claims the due lines of [from, to) under `lease`. Nothing is claimed for a job that is cancelled,
- * finished or of a disabled account. The job becomes running on its first claim.
+ * One turn of a job (docs/jobs.md "Scheduling"): claims up to `max` of its due lines under `lease`,
+ * in work order: first lines that came back (rechecks whose time has come, claims whose consumer
+ * died), then pending ones. Nothing is claimed for a job that is cancelled, finished or of a
+ * disabled account. The job becomes running on its first claim, and its turn is dated.
  */
-export async function claimLines(db: Database, jobId: string, from: number, to: number, lease: Lease): Promise<{ job: JobRow | null; lines: ClaimedLine[] }> {
+export async function claimTurn(db: Database, jobId: string, lease: Lease, max: number): Promise<{ job: JobRow | null; lines: ClaimedLine[] }> {
   const now = Date.now();
-  const [, claimed, job] = await db.batch([
-    db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}), updated_at = ${now}
-      where id = ${jobId} and status = 'queued' and writing = 0 and ${ACCOUNT_ACTIVE}`),
-    db.all(sql`
-      update verification_job_items set state = 'claimed', lease_token = ${lease.token}, lease_until = ${now + lease.ms}, claims = claims + 1
-      where job_id = ${jobId} and position >= ${from} and position < ${to} and duplicate_of is null and ${dueLine(now)}
-        and (select status from verification_jobs where id = ${jobId}) = 'running'
-        and (select a.status from verification_jobs j join accounts a on a.id = j.account_id where j.id = ${jobId}) = 'active'
-      returning position, email, state, recheck_at, claims, probe_failures`),
+  const claim = sql`set state = 'claimed', lease_token = ${lease.token}, lease_until = ${now + lease.ms}, claims = claims + 1`;
+  const claimable = sql`job_id = ${jobId} and duplicate_of is null
+    and (select status from verification_jobs where id = ${jobId}) = 'running'
+    and (select a.status from verification_jobs j join accounts a on a.id = j.account_id where j.id = ${jobId}) = 'active'`;
+  const returning = sql.raw("returning position, email, recheck_at, claims, probe_failures");
+  const [, back, fresh, job] = await db.batch([
+    db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}),
+        updated_at = case when status = 'queued' then ${now} else updated_at end, last_claim_at = ${now}
+      where id = ${jobId} and status in ('queued', 'running') and writing = 0 and ${ACCOUNT_ACTIVE}`),
+    db.all<ClaimedRow>(sql`update verification_job_items ${claim}
+      where rowid in (select rowid from verification_job_items where ${claimable} and state in ('recheck', 'claimed')
+        and case state when 'recheck' then recheck_at <= ${now} else lease_until <= ${now} end
+        order by seq limit ${max}) ${returning}`),
+    // What the lines that came back left of this turn, from the pending lines in work order.
+    db.all<ClaimedRow>(sql`update verification_job_items ${claim}
+      where rowid in (select rowid from verification_job_items where ${claimable} and state = 'pending'
+        order by seq limit ${max} - (select count(*) from verification_job_items where job_id = ${jobId} and state = 'claimed' and lease_token = ${lease.token})) ${returning}`),
     db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
   ]);
   return {
     job: job[0] ?? null,
-    lines: (claimed as { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number }[]).map((r) => ({
+    lines: [...back, ...fresh].map((r) => ({
       position: Number(r.position),
       email: String(r.email),
       rechecking: r.recheck_at !== null,
@@ -344,21 +402,21 @@ export async function callbackAccount(db: Database, accountId: string): Promise<
   return row ? { active: row.status === "active", storedSecret: row.webhook_secret } : null;
 }
 
-/** Stalled jobs the cron requeues per run, the longest stalled first (at most 500 chunks each). */
+/** Stalled jobs the cron requeues per run, the longest stalled first. */
 export const STALLED_JOBS_PER_RUN = 20;
+/** Turns the cron sends per stalled job and run, at most: CHUNK_SIZE lines each. */
+export const TURNS_PER_STALLED_JOB = 500;
 /** Callbacks the cron requeues per run, the longest waiting first. */
 export const DUE_CALLBACKS_PER_RUN = 1_000;
 
 /**
- * What the cron requeues: the due chunks of stalled unfinished jobs, and callbacks whose time has
- * come. A bounded number of each per run, oldest first; exactly those are marked as requeued (not
- * again before another stall period has passed), in the same transaction that reads them, so
- * nothing is marked that was not sent and what is left over comes first in the next run.
- *
- * The chunk size is written into the statement, not bound: a bound number reaches SQLite as a REAL,
- * and the division would then give each line its own "chunk".
+ * What the cron requeues: turns for the due lines of stalled unfinished jobs (one per CHUNK_SIZE),
+ * and callbacks whose time has come. A bounded number of each per run, oldest first; exactly those
+ * are marked as requeued (not again before another stall period has passed), in the same
+ * transaction that reads them, so nothing is marked that was not sent and what is left over comes
+ * first in the next run.
  */
-export async function stalledWork(db: Database, stalledBefore: number): Promise<{ chunks: { job: string; from: number; to: number }[]; callbacks: { job: string; attempt: number }[] }> {
+export async function stalledWork(db: Database, stalledBefore: number): Promise<{ turns: { job: string; turns: number }[]; callbacks: { job: string; attempt: number }[] }> {
   const now = Date.now();
   const stalledJobs = sql`select id from verification_jobs
     where status in ('queued', 'running') and writing = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
@@ -366,17 +424,17 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
   const dueCallbacks = sql`select id from verification_jobs
     where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
     order by callback_next_at, id limit ${sql.raw(String(DUE_CALLBACKS_PER_RUN))}`;
-  const [chunks, callbacks] = await db.batch([
-    db.all<{ job_id: string; chunk: number }>(sql`
-      select distinct job_id, position / ${sql.raw(String(CHUNK_SIZE))} as chunk from verification_job_items
+  const [due, callbacks] = await db.batch([
+    db.all<{ job_id: string; lines: number }>(sql`
+      select job_id, count(*) as lines from verification_job_items
       where job_id in (${stalledJobs}) and duplicate_of is null and ${dueLine(now)}
-      order by job_id, chunk`),
+      group by job_id order by job_id`),
     db.all<{ id: string; callback_attempts: number }>(sql`select id, callback_attempts from verification_jobs where id in (${dueCallbacks})`),
     db.run(sql`update verification_jobs set updated_at = ${now} where id in (${stalledJobs})`),
     db.run(sql`update verification_jobs set callback_next_at = ${now} where id in (${dueCallbacks})`),
   ]);
   return {
-    chunks: chunks.map((c) => ({ job: String(c.job_id), from: Number(c.chunk) * CHUNK_SIZE, to: (Number(c.chunk) + 1) * CHUNK_SIZE })),
+    turns: due.map((d) => ({ job: String(d.job_id), turns: Math.min(TURNS_PER_STALLED_JOB, Math.ceil(Number(d.lines) / CHUNK_SIZE)) })),
     callbacks: callbacks.map((c) => ({ job: String(c.id), attempt: Number(c.callback_attempts) })),
   };
 }

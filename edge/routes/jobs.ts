@@ -12,7 +12,7 @@ import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { checkCallbackUrl } from "../jobs/callback.ts";
-import { chunkRanges, enqueueChunks } from "../jobs/consumer.ts";
+import { enqueueTurns } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { parseJobBody } from "../jobs/input.ts";
 import { cancelJob, doneRowsQuery, findJob, giveUpCreate, jobJson, resultRowsQuery, startJob, writeJobLines, type JobRow, type NewLine } from "../jobs/store.ts";
@@ -150,13 +150,13 @@ async function newLines(addresses: string[]): Promise<NewLine[]> {
     const email = addresses[position]!;
     const prepared = prepareAddress(email);
     if (!prepared.ok) {
-      lines.push({ email, duplicateOf: null, done: prepared.result });
+      lines.push({ email, domain: "", duplicateOf: null, done: prepared.result });
       continue;
     }
     const key = `${prepared.parsed.local}@${prepared.parsed.domain}`;
     const earlier = first.get(key);
     if (earlier === undefined) first.set(key, position);
-    lines.push({ email, duplicateOf: earlier ?? null, done: null });
+    lines.push({ email, domain: prepared.parsed.domain, duplicateOf: earlier ?? null, done: null });
   }
   return lines;
 }
@@ -214,7 +214,7 @@ async function create(c: Context<AppEnv>) {
   c.get("accessLog").job_lines = request.addresses.length;
   try {
     // A list that failed the syntax check line by line is complete already: only its callback is left.
-    if (job.status !== "completed") await enqueueChunks(c.env.JOBS_QUEUE!, id, chunkRanges(request.addresses.length));
+    if (job.status !== "completed") await enqueueTurns(c.env.JOBS_QUEUE!, id, request.addresses.length);
     else if (job.callback_state === "pending") await c.env.JOBS_QUEUE!.send({ kind: "callback", job: id, attempt: 0 });
   } catch (error) {
     // The job is safe in the database; the cron puts its work on the queue once it looks stalled.

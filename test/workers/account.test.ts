@@ -1,9 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { AccountInfo } from "../../shared/api.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
 import { accountQuery } from "../../edge/routes/account.ts";
-import { call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import { cancelUnfinishedJobs, call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
 
 async function account(token: string) {
   const res = await call("/v1/account", { token });

@@ -11,7 +11,9 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest"
 import worker from "../../edge/index.ts";
 import type { JobMessage } from "../../shared/jobs.ts";
 import type { FixtureBatch } from "../fixtures/probe-fixture.ts";
-import { callWith, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import { cancelUnfinishedJobs, callWith, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
 
 const proxyUrl = inject("faultyDatabaseUrl");
 const viaProxy = { DATABASE_URL: proxyUrl, DATABASE_TIMEOUT_MS: "300" };
@@ -91,13 +93,13 @@ describe("a job whose answers cannot be written (the database fails mid-batch)",
     const id = `job_test${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
     const emails = Array.from({ length: 30 }, (_, i) => `writer${i}-${id}@ok.test`);
     await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash) values (${id}, ${accountId}, 'queued', ${emails.length}, 5, 'test')`);
-    await db.run(sql`insert into verification_job_items (job_id, position, email, state) select ${id}, key, value, 'pending' from json_each(${JSON.stringify(emails)})`);
+    await db.run(sql`insert into verification_job_items (job_id, position, seq, email, state) select ${id}, key, key, value, 'pending' from json_each(${JSON.stringify(emails)})`);
     const lineStates = () =>
       db.all<{ state: string; probe_failures: number }>(sql`select state, probe_failures from verification_job_items where job_id = ${id} order by position`);
     // The fixture probe answers one line every 100 ms; the consumer reaches the database through the proxy.
     const bindings = { ...viaProxy, PROBE_URL: inject("probeFixtureUrl") };
     const deliver = (to: number) => {
-      const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `m-${to}`, timestamp: new Date(), attempts: 1, body: { kind: "chunk", job: id, from: 0, to } }]);
+      const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `m-${to}`, timestamp: new Date(), attempts: 1, body: { kind: "work", job: id } }]);
       const ctx = createExecutionContext();
       return worker.queue(batch as MessageBatch<unknown>, { ...env, ...bindings } as never).then(() => getQueueResult(batch, ctx));
     };

@@ -5,6 +5,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { createClient } from "@libsql/client/web";
+import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/libsql/web";
 import { addCredits, createAccount, createApiKey, revokeApiKey, setAccountStatus } from "../../edge/db/admin.ts";
 import * as schema from "../../edge/db/schema.ts";
@@ -22,6 +23,15 @@ export const db = drizzle(createClient({ url: bindings.DATABASE_URL, authToken: 
 export async function databaseRequestsServed(url: string): Promise<number> {
   const res = await fetch(`${url}/stats`, { headers: { authorization: `Bearer ${bindings.DATABASE_AUTH_TOKEN}` } });
   return ((await res.json()) as { requests: number }).requests;
+}
+
+/**
+ * Ends every unfinished job in the test database. Bulk turns are shared by every account with due
+ * lines (edge/jobs/fair-share.ts), so a job a test leaves with due lines would take turns meant for
+ * the next test's job; the job files call this after each test (and run one file at a time).
+ */
+export async function cancelUnfinishedJobs(): Promise<void> {
+  await db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${Date.now()} where status in ('queued', 'running')`);
 }
 
 export async function newAccount(credits = 100) {

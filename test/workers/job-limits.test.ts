@@ -7,13 +7,15 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
-import { ABANDONED_CREATE_MS, LINES_PER_TRANSACTION, claimLines, newLease } from "../../edge/jobs/store.ts";
+import { ABANDONED_CREATE_MS, LINES_PER_TRANSACTION, claimTurn, newLease } from "../../edge/jobs/store.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings } from "../../edge/env.ts";
-import { call, callWith, db, newAccount } from "./helpers.ts";
+import { cancelUnfinishedJobs, call, callWith, db, newAccount } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
 
 const PATH = "/v1/email_verification_jobs";
 
@@ -109,7 +111,7 @@ describe("writing a large job", () => {
     const id = await writingJob(accountId, Date.now());
     expect((await call(`${PATH}/${id}`, { token })).status).toBe(404);
     expect((await call(`${PATH}/${id}`, { method: "DELETE", token })).status).toBe(404);
-    expect((await claimLines(db, id, 0, 200, newLease(30_000))).lines).toEqual([]);
+    expect((await claimTurn(db, id, newLease(30_000), 200)).lines).toEqual([]);
     expect(await jobsOf(accountId)).toEqual([{ id, status: "queued", writing: 1 }]);
   });
 

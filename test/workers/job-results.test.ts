@@ -4,10 +4,12 @@
  * the done index, not by reading every unchecked line between them. Counted at the database.
  */
 import { sql } from "drizzle-orm";
-import { inject } from "vitest";
+import { afterEach, inject } from "vitest";
 import { describe, expect, it } from "vitest";
 import { JobResultsPage } from "../../shared/jobs.ts";
-import { callWith, databaseRequestsServed, db, newAccount } from "./helpers.ts";
+import { cancelUnfinishedJobs, callWith, databaseRequestsServed, db, newAccount } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
 
 const PATH = "/v1/email_verification_jobs";
 const counted = { DATABASE_URL: inject("countedDatabaseUrl") };

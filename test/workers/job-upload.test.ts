@@ -5,10 +5,12 @@
  * Peak memory is measured by bench/job-upload.ts, not asserted here.
  */
 import { sql } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
 import { JOB_LIMITS } from "../../shared/jobs.ts";
-import { call, db, newAccount } from "./helpers.ts";
+import { cancelUnfinishedJobs, call, db, newAccount } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
 
 const PATH = "/v1/email_verification_jobs";
 

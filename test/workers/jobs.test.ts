@@ -5,7 +5,7 @@
  */
 import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { inject } from "vitest";
+import { afterEach, inject } from "vitest";
 import { describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { EmailVerificationResult, ERROR_MESSAGES } from "../../shared/api.ts";
@@ -16,11 +16,13 @@ import { webhookSecret } from "../../edge/db/admin.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
 import { probeOrder } from "../../edge/probe-client.ts";
-import { CHUNK_SIZE, claimLines, newLease, renewClaims, STALLED_JOBS_PER_RUN, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
+import { CHUNK_SIZE, claimTurn, newLease, renewClaims, STALLED_JOBS_PER_RUN, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings } from "../../edge/env.ts";
 import type { JobsQueue } from "../../edge/jobs/consumer.ts";
-import { call, callWith, db, newAccount, setAccountStatus } from "./helpers.ts";
+import { cancelUnfinishedJobs, call, callWith, db, newAccount, setAccountStatus } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
 
 const PATH = "/v1/email_verification_jobs";
 const QUEUE = "verification-jobs-dev";
@@ -86,7 +88,7 @@ async function queuedJob(accountId: string, emails: string[], updatedAt = Date.n
   await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash, created_at, updated_at)
     values (${id}, ${accountId}, 'queued', ${emails.length}, 5, 'test', ${updatedAt}, ${updatedAt})`);
   for (const [position, email] of emails.entries()) {
-    await db.run(sql`insert into verification_job_items (job_id, position, email, state) values (${id}, ${position}, ${email}, 'pending')`);
+    await db.run(sql`insert into verification_job_items (job_id, position, seq, email, state) values (${id}, ${position}, ${position}, ${email}, 'pending')`);
   }
   return id;
 }
@@ -338,7 +340,7 @@ describe("reading and cancelling", () => {
     expect(cancelled).toMatchObject({ status: "cancelled", processed: 1 });
     expect(cancelled.completed_at).not.toBeNull();
     // A message for its lines arrives anyway: nothing is claimed, nothing checked.
-    const result = await deliver([{ kind: "chunk", job: id, from: 0, to: 3 }]);
+    const result = await deliver([{ kind: "work", job: id }]);
     expect(result.explicitAcks).toHaveLength(1);
     expect((await getJob(token, id)).processed).toBe(1);
     const results = JobResultsPage.strict().parse(await (await call(`${PATH}/${id}/results`, { token })).json());
@@ -377,8 +379,8 @@ describe("how a job runs", () => {
     const done = await waitFor(token, job.id);
     const before = await allResults(token, job.id);
     const result = await deliver([
-      { kind: "chunk", job: job.id, from: 0, to: 3 },
-      { kind: "chunk", job: job.id, from: 0, to: 200 },
+      { kind: "work", job: job.id },
+      { kind: "work", job: job.id },
     ]);
     expect(result.explicitAcks).toHaveLength(2);
     expect(await getJob(token, job.id)).toEqual(done);
@@ -390,10 +392,10 @@ describe("how a job runs", () => {
     const id = await queuedJob(accountId, ["ana@ok.test"]);
     await db.run(sql`update verification_jobs set status = 'running' where id = ${id}`);
     await db.run(sql`update verification_job_items set state = 'claimed', lease_token = 'other-consumer', lease_until = ${Date.now() + 60_000}, claims = 1 where job_id = ${id}`);
-    await deliver([{ kind: "chunk", job: id, from: 0, to: 1 }]);
+    await deliver([{ kind: "work", job: id }]);
     expect((await getJob(token, id)).processed).toBe(0);
     await db.run(sql`update verification_job_items set lease_until = ${Date.now() - 1} where job_id = ${id}`);
-    await deliver([{ kind: "chunk", job: id, from: 0, to: 1 }]);
+    await deliver([{ kind: "work", job: id }]);
     expect(await getJob(token, id)).toMatchObject({ status: "completed", processed: 1, counts: { valid: 1 } });
   });
 
@@ -401,7 +403,7 @@ describe("how a job runs", () => {
     const { accountId } = await newAccount(0);
     const id = await queuedJob(accountId, ["ana@ok.test", "ben@ok.test"]);
     const lease = newLease(30_000);
-    const first = await claimLines(db, id, 0, 2, lease);
+    const first = await claimTurn(db, id, lease, 2);
     expect(first.lines.map((l) => [l.claims, l.probeFailures])).toEqual([
       [1, 0],
       [1, 0],
@@ -416,7 +418,7 @@ describe("how a job runs", () => {
       ["pending", 0, 0, null, null],
       ["pending", 1, 1, null, null],
     ]);
-    expect((await claimLines(db, id, 0, 2, newLease(30_000))).lines.map((l) => [l.claims, l.probeFailures])).toEqual([
+    expect((await claimTurn(db, id, newLease(30_000), 2)).lines.map((l) => [l.claims, l.probeFailures])).toEqual([
       [1, 0],
       [2, 1],
     ]);
@@ -428,9 +430,9 @@ describe("how a job runs", () => {
     await db.run(sql`update verification_job_items set duplicate_of = 0 where job_id = ${id} and position = 4`);
     // The stale consumer's lease ran out at once; another consumer claims the lines after it.
     const stale = newLease(-1);
-    expect((await claimLines(db, id, 0, 5, stale)).lines).toHaveLength(4);
+    expect((await claimTurn(db, id, stale, 5)).lines).toHaveLength(4);
     const holder = newLease(30_000);
-    expect((await claimLines(db, id, 0, 5, holder)).lines).toHaveLength(4);
+    expect((await claimTurn(db, id, holder, 5)).lines).toHaveLength(4);
     const held = () =>
       db.all<{ state: string; lease_token: string | null; claims: number; probe_failures: number }>(sql`
         select state, lease_token, claims, probe_failures from verification_job_items where job_id = ${id} and duplicate_of is null order by position`);
@@ -470,7 +472,7 @@ describe("how a job runs", () => {
       send: (body, options) => (sent.push({ body, ...options }), queue.send(body, options)),
       sendBatch: (messages) => (sent.push(...messages), queue.sendBatch(messages)),
     };
-    const first = await deliver([{ kind: "chunk", job: id, from: 0, to: 2 }], { ...probes, JOBS_QUEUE: watched });
+    const first = await deliver([{ kind: "work", job: id }], { ...probes, JOBS_QUEUE: watched });
     expect(first.explicitAcks).toHaveLength(1);
     const rows = await db.all<{ state: string; claims: number; probe_failures: number }>(sql`
       select state, claims, probe_failures from verification_job_items where job_id = ${id} order by position`);
@@ -478,39 +480,36 @@ describe("how a job runs", () => {
       ["pending", 1, 1],
       ["pending", 1, 1],
     ]);
-    expect(sent).toEqual([{ body: { kind: "chunk", job: id, from: 0, to: 200 }, delaySeconds: 30 }]);
+    expect(sent).toEqual([{ body: { kind: "work", job: id }, delaySeconds: 30 }]);
     // That message, delivered: the lines' second claim goes to the next probe, which answers.
-    await deliver([{ kind: "chunk", job: id, from: 0, to: 200 }], probes);
+    await deliver([{ kind: "work", job: id }], probes);
     expect(await getJob(token, id)).toMatchObject({ status: "completed", counts: { valid: 1, invalid: 1 } });
   });
 
-  it("the cron requeues a stalled job by chunks: one message per chunk that has lines due, none for a chunk without", async () => {
+  it("the cron requeues a stalled job by turns: one message per CHUNK_SIZE lines due, none for lines done", async () => {
     const { accountId } = await newAccount(0);
     const id = await queuedJob(accountId, [], Date.now() - 20 * 60_000);
     const rows = Array.from({ length: 450 }, (_, i) => [i, `user${i}@ok.test`, ...(i >= 200 && i < 400 ? ["done", "valid"] : ["pending", null])]);
-    await db.run(sql`insert into verification_job_items (job_id, position, email, state, classification)
-      select ${id}, value ->> 0, value ->> 1, value ->> 2, value ->> 3 from json_each(${JSON.stringify(rows)})`);
+    await db.run(sql`insert into verification_job_items (job_id, position, seq, email, state, classification)
+      select ${id}, value ->> 0, value ->> 0, value ->> 1, value ->> 2, value ->> 3 from json_each(${JSON.stringify(rows)})`);
     await db.run(sql`update verification_jobs set total = 450, status = 'running' where id = ${id}`);
     const work = await stalledWork(db, Date.now() - 60_000);
-    expect(work.chunks.filter((c) => c.job === id).sort((a, b) => a.from - b.from)).toEqual([
-      { job: id, from: 0, to: 200 },
-      { job: id, from: 400, to: 600 },
-    ]);
+    // 250 lines due: two turns.
+    expect(work.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: 2 }]);
     // Requeued now: not again before another stall period has passed.
-    expect((await stalledWork(db, Date.now() - 60_000)).chunks.filter((c) => c.job === id)).toEqual([]);
+    expect((await stalledWork(db, Date.now() - 60_000)).turns.filter((t) => t.job === id)).toEqual([]);
   });
 
-  it("the cron marks as requeued exactly the stalled jobs whose chunks it sends, however many chunks there are, and the rest come next run", async () => {
+  it("the cron marks as requeued exactly the stalled jobs whose turns it sends, and the rest come next run", async () => {
     const { accountId } = await newAccount(0);
-    // More stalled jobs than one run takes, with more due chunks than the old 1,000-chunk cap: one
-    // pending line at the start of each of 300 chunks per job, stalled longer than anything else.
+    // More stalled jobs than one run takes, each with lines due, stalled longer than anything else.
     const jobs: string[] = [];
     for (let j = 0; j < STALLED_JOBS_PER_RUN + 2; j++) {
       const id = await queuedJob(accountId, [], Date.UTC(2001, 0, 1) + j);
-      await db.run(sql`insert into verification_job_items (job_id, position, email, state)
-        with recursive chunk(n) as (select 0 union all select n + 1 from chunk where n < 299)
-        select ${id}, n * ${CHUNK_SIZE}, 'user' || n || '@ok.test', 'pending' from chunk`);
-      await db.run(sql`update verification_jobs set total = ${300 * CHUNK_SIZE}, status = 'running' where id = ${id}`);
+      await db.run(sql`insert into verification_job_items (job_id, position, seq, email, state)
+        with recursive line(n) as (select 0 union all select n + 1 from line where n < 299)
+        select ${id}, n, n, 'user' || n || '@ok.test', 'pending' from line`);
+      await db.run(sql`update verification_jobs set total = 300, status = 'running' where id = ${id}`);
       jobs.push(id);
     }
     const updatedAt = async () =>
@@ -519,13 +518,13 @@ describe("how a job runs", () => {
       const runStarted = Date.now();
       const first = await stalledWork(db, Date.now() - 60_000);
       const marked = [...(await updatedAt())].filter(([, at]) => at >= runStarted).map(([id]) => id);
-      // The longest stalled first, and every job marked had all 300 of its chunks sent.
+      // The longest stalled first, and every job marked had turns for all 300 of its lines sent.
       expect(marked.sort()).toEqual(jobs.slice(0, STALLED_JOBS_PER_RUN).sort());
-      for (const id of marked) expect(first.chunks.filter((c) => c.job === id)).toHaveLength(300);
-      expect(first.chunks.filter((c) => jobs.includes(c.job) && !marked.includes(c.job))).toEqual([]);
+      for (const id of marked) expect(first.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: Math.ceil(300 / CHUNK_SIZE) }]);
+      expect(first.turns.filter((t) => jobs.includes(t.job) && !marked.includes(t.job))).toEqual([]);
       // The two left over were not marked: the next run sends them.
       const second = await stalledWork(db, Date.now() - 60_000);
-      expect(new Set(second.chunks.filter((c) => jobs.includes(c.job)).map((c) => c.job))).toEqual(new Set(jobs.slice(STALLED_JOBS_PER_RUN)));
+      expect(new Set(second.turns.filter((t) => jobs.includes(t.job)).map((t) => t.job))).toEqual(new Set(jobs.slice(STALLED_JOBS_PER_RUN)));
     } finally {
       await db.run(sql`update verification_jobs set status = 'cancelled' where account_id = ${accountId}`);
     }
@@ -662,9 +661,9 @@ describe("callbacks", () => {
         sql`select status, processed, callback_state, callback_attempts from verification_jobs where id = ${id}`,
       ))[0]!;
 
-    await deliver([{ kind: "chunk", job: id, from: 0, to: 2 }]);
+    await deliver([{ kind: "work", job: id }]);
     expect(await jobRow()).toMatchObject({ status: "queued", processed: 0 });
-    expect((await stalledWork(db, Date.now() - 60_000)).chunks.filter((c) => c.job === id)).toEqual([]);
+    expect((await stalledWork(db, Date.now() - 60_000)).turns.filter((t) => t.job === id)).toEqual([]);
 
     // Its callback, once the job has ended: not delivered, not counted, not requeued.
     await db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${Date.now()}, callback_state = 'pending', callback_next_at = ${Date.now() - 20 * 60_000} where id = ${id}`);
@@ -684,12 +683,11 @@ describe("callbacks", () => {
     const { token, accountId } = await newAccount(0);
     const id = await queuedJob(accountId, ["ana@ok.test"], Date.now() - 20 * 60_000);
     await setAccountStatus(db, accountId, "disabled");
-    expect((await stalledWork(db, Date.now() - 60_000)).chunks.filter((c) => c.job === id)).toEqual([]);
+    expect((await stalledWork(db, Date.now() - 60_000)).turns.filter((t) => t.job === id)).toEqual([]);
     await setAccountStatus(db, accountId, "active");
     const work = await stalledWork(db, Date.now() - 60_000);
-    const ranges = work.chunks.filter((c) => c.job === id);
-    expect(ranges).toEqual([{ job: id, from: 0, to: 200 }]);
-    await deliver([{ kind: "chunk", job: id, from: 0, to: 200 }]);
+    expect(work.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: 1 }]);
+    await deliver([{ kind: "work", job: id }]);
     expect(await waitFor(token, id)).toMatchObject({ status: "completed", counts: { valid: 1 } });
   });
 });

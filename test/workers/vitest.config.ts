@@ -33,6 +33,9 @@ export default defineProject({
     root,
     include: ["test/workers/**/*.test.ts"],
     globalSetup: [`${root}/test/workers/global-setup.ts`],
+    // One file at a time: bulk turns go to whichever account's job is due (edge/jobs/fair-share.ts),
+    // and every file shares one database, so two files' jobs would trade turns and leases.
+    fileParallelism: false,
     testTimeout: 20_000,
     hookTimeout: 30_000,
   },
