@@ -309,10 +309,11 @@ export async function claimTurn(db: Database, jobId: string, lease: Lease, max: 
       where rowid in (select rowid from verification_job_items where ${claimable} and state in ('recheck', 'claimed')
         and case state when 'recheck' then recheck_at <= ${now} else lease_until <= ${now} end
         order by seq limit ${max}) ${returning}`),
-    // What the lines that came back left of this turn, from the pending lines in work order.
+    // What the lines that came back left of this turn, from the pending lines in work order:
+    // changes() is the count of the statement before, on the same connection in the same transaction.
     db.all<ClaimedRow>(sql`update verification_job_items ${claim}
       where rowid in (select rowid from verification_job_items where ${claimable} and state = 'pending'
-        order by seq limit ${max} - (select count(*) from verification_job_items where job_id = ${jobId} and state = 'claimed' and lease_token = ${lease.token})) ${returning}`),
+        order by seq limit max(0, ${max} - changes())) ${returning}`),
     db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
   ]);
   return {

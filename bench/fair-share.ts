@@ -1,0 +1,173 @@
+/**
+ * Fair shares between accounts (docs/jobs.md "Scheduling"), on the whole local stack as `npm start`
+ * runs it: one mail server, one domain, and two accounts' bulk jobs against it.
+ *
+ *   npx tsx bench/fair-share.ts [--big 2000] [--small 300] [--delay-ms 20] [--head-start-ms 2000]
+ *
+ * 1. The big job alone (account A), then the small job alone (account B): their times alone.
+ * 2. The big job again, and `--head-start-ms` later the small one, from another account.
+ * The figures: the small job's time with the big one running, against twice its time alone plus
+ * 5 s (the goal), and how much longer the big job took than alone, against the small job's time
+ * alone (its share of the server).
+ *
+ * The mail server is test/fixtures/mta-fixture.ts on 0.0.0.0:25 (root: port 25): every reply after
+ * `--delay-ms`; local parts starting with "user" exist, any other gets 550 5.1.1.
+ */
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { openDatabase } from "../scripts/lib/database.ts";
+import { VerificationJob } from "../shared/jobs.ts";
+import type { Zone } from "../test/fixtures/doh-server.ts";
+import { root, startChild, startFreshDatabase, stopChild } from "./child.ts";
+
+const EDGE_PORT = 8799;
+const PROBE_PORT = 8798;
+const POLL_MS = 200;
+const JOB_LIMIT_MS = 15 * 60_000;
+
+export type FairShareResult = {
+  big: number;
+  small: number;
+  delayMs: number;
+  headStartMs: number;
+  /** Seconds from creation to `completed`. */
+  bigAloneS: number;
+  smallAloneS: number;
+  bigSharedS: number;
+  smallSharedS: number;
+  /** smallSharedS / smallAloneS. */
+  smallRatio: number;
+  /** The goal for the small job: twice its time alone plus 5 s. */
+  smallGoalS: number;
+  /** bigSharedS - bigAloneS, against smallAloneS. */
+  bigGrowthS: number;
+  /** Lines of the big job answered when the small one completed. */
+  bigProcessedAtSmallDone: number;
+};
+
+type Api = { create(emails: string[]): Promise<string>; get(id: string): Promise<VerificationJob> };
+
+function api(token: string): Api {
+  const base = `http://127.0.0.1:${EDGE_PORT}/v1/email_verification_jobs`;
+  const headers = { authorization: `Bearer ${token}` };
+  return {
+    async create(emails) {
+      const res = await fetch(base, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ email_addresses: emails }) });
+      if (res.status !== 202) throw new Error(`job creation answered ${res.status}: ${await res.text()}`);
+      return VerificationJob.parse(await res.json()).id;
+    },
+    async get(id) {
+      return VerificationJob.parse(await (await fetch(`${base}/${id}`, { headers })).json());
+    },
+  };
+}
+
+/** Seconds from `started` to the job's `completed`; `onPoll` sees every state on the way. */
+async function completion(client: Api, id: string, started: number, onPoll: (job: VerificationJob) => void = () => {}): Promise<number> {
+  for (;;) {
+    const job = await client.get(id);
+    onPoll(job);
+    if (job.status === "completed") return (performance.now() - started) / 1000;
+    if (performance.now() - started > JOB_LIMIT_MS) throw new Error(`job ${id} did not complete within ${JOB_LIMIT_MS / 60_000} min (${job.processed}/${job.total})`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+const list = (prefix: string, n: number, run: number) =>
+  Array.from({ length: n }, (_, i) => `${i % 2 === 0 ? "user" : "nobody"}-${prefix}${run}-${i}@shared.fair.test`);
+
+export async function runFairShare(opts: { big: number; small: number; delayMs: number; headStartMs: number; log?: (m: string) => void }): Promise<FairShareResult> {
+  const log = opts.log ?? (() => {});
+  if (process.getuid?.() !== 0) throw new Error("The fair-share benchmark needs root: its mail server listens on port 25, where the probe dials.");
+  const zone: Zone = { "shared.fair.test": { MX: [{ preference: 10, exchange: "mx.shared.fair.test" }] }, "mx.shared.fair.test": { A: ["127.3.0.1"] } };
+  const dir = await mkdtemp(join(tmpdir(), "bench-fair-"));
+  const zoneFile = join(dir, "zone.json");
+  await writeFile(zoneFile, JSON.stringify(zone));
+  const mta = await startChild(
+    process.execPath,
+    ["--import", "tsx", join(root, "test/fixtures/mta-fixture.ts"), "--host", "0.0.0.0", "--port", "25", "--delay-ms", String(opts.delayMs)],
+    { ready: /listening/ },
+  );
+  const doh = await startChild(process.execPath, ["--import", "tsx", join(root, "test/fixtures/doh-server.ts"), "--zone", zoneFile, "--port", "0"], { ready: /listening on \S+/ });
+  const dohUrl = /listening on (\S+)/.exec(doh.stdout)![1]!;
+  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
+  const database = await startFreshDatabase();
+  const { child: stack } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    env: { ...inherited, DATABASE_URL: database.url, DATABASE_AUTH_TOKEN: database.authToken, EDGE_PORT: String(EDGE_PORT), PROBE_PORT: String(PROBE_PORT), DOH_URL: dohUrl, PROBE_ALLOW_PRIVATE_TARGETS: "true", WRANGLER_LOG: "warn" },
+    ready: /Demo key:\s+\S+\s/,
+  });
+  try {
+    const db = openDatabase(database.url, database.authToken);
+    const clients: Api[] = [];
+    for (const name of ["bench fair share A", "bench fair share B"]) {
+      const account = await createAccount(db, name, 0);
+      clients.push(api((await createApiKey(db, account.id)).token));
+    }
+    const [a, b] = clients as [Api, Api];
+
+    log(`fair share: the big job alone (${opts.big} lines)`);
+    let started = performance.now();
+    const bigAloneS = await completion(a, await a.create(list("big", opts.big, 1)), started);
+    log(`fair share: the small job alone (${opts.small} lines)`);
+    started = performance.now();
+    const smallAloneS = await completion(b, await b.create(list("small", opts.small, 1)), started);
+
+    log(`fair share: both, the small one ${opts.headStartMs} ms after the big one`);
+    const bigStarted = performance.now();
+    const bigId = await a.create(list("big", opts.big, 2));
+    let bigProcessed = 0;
+    const bigDone = completion(a, bigId, bigStarted, (job) => (bigProcessed = job.processed));
+    await new Promise((r) => setTimeout(r, opts.headStartMs));
+    const smallStarted = performance.now();
+    const smallSharedS = await completion(b, await b.create(list("small", opts.small, 2)), smallStarted);
+    const bigProcessedAtSmallDone = bigProcessed;
+    const bigSharedS = await bigDone;
+    const result: FairShareResult = {
+      ...opts,
+      bigAloneS,
+      smallAloneS,
+      bigSharedS,
+      smallSharedS,
+      smallRatio: smallSharedS / smallAloneS,
+      smallGoalS: 2 * smallAloneS + 5,
+      bigGrowthS: bigSharedS - bigAloneS,
+      bigProcessedAtSmallDone,
+    };
+    delete (result as { log?: unknown }).log;
+    return result;
+  } finally {
+    await stopChild(stack);
+    await database.close();
+    await stopChild(doh.child);
+    await stopChild(mta.child);
+  }
+}
+
+export function fairShareMarkdown(r: FairShareResult): string {
+  const s = (x: number) => `${x.toFixed(1)} s`;
+  return [
+    `| | alone | sharing the mail server | goal |`,
+    `|---|---|---|---|`,
+    `| small job (${r.small} lines, account B) | ${s(r.smallAloneS)} | ${s(r.smallSharedS)} (${r.smallRatio.toFixed(2)}× alone) | at most ${s(r.smallGoalS)} (2× alone + 5 s): ${r.smallSharedS <= r.smallGoalS ? "met" : "**missed**"} |`,
+    `| big job (${r.big} lines, account A, ${r.headStartMs / 1000} s head start) | ${s(r.bigAloneS)} | ${s(r.bigSharedS)} (+${s(r.bigGrowthS)}) | grows by at most the small job's time alone (${s(r.smallAloneS)}): ${r.bigGrowthS <= r.smallAloneS ? "met" : "**missed**"} |`,
+    ``,
+    `When the small job completed, the big one had ${r.bigProcessedAtSmallDone.toLocaleString("en")} of its ${r.big.toLocaleString("en")} lines answered. One mail server (every reply after ${r.delayMs} ms), half of each list unknown mailboxes.`,
+  ].join("\n");
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({
+    options: { big: { type: "string", default: "2000" }, small: { type: "string", default: "300" }, "delay-ms": { type: "string", default: "20" }, "head-start-ms": { type: "string", default: "2000" } },
+  });
+  const result = await runFairShare({
+    big: Number(values.big),
+    small: Number(values.small),
+    delayMs: Number(values["delay-ms"]),
+    headStartMs: Number(values["head-start-ms"]),
+    log: (m) => console.error(m),
+  });
+  console.log(fairShareMarkdown(result));
+}
