@@ -45,7 +45,7 @@ export type JobsScaleResult = {
   peakRssMiB: Record<string, number>;
   csv: { rows: number; inOrder: boolean; right: number; wrong: string[] };
   database: { lines: number; done: number; processed: number; counted: number };
-  smtp: { connections: number; transactions: number; rcpts: number; max_errors_in_a_session: number; quit: number; client_resets: number };
+  smtp: { connections: number; transactions: number; rcpts: number; max_errors_in_a_session: number; clean_connections: number; clean_rcpts: number; quit: number; client_resets: number };
 };
 
 /** A small deterministic generator (mulberry32), so a seed gives the same list everywhere. */
@@ -198,6 +198,7 @@ export function jobsScaleMarkdown(r: JobsScaleResult): string {
     `| Results CSV | ${r.csv.rows.toLocaleString("en")} rows, ${r.csv.inOrder ? "in input order" : "**not in input order**"}, ${r.csv.right.toLocaleString("en")} verdicts right${r.csv.wrong.length ? ` (wrong: ${r.csv.wrong.join("; ")})` : ""} |`,
     `| Exactly once | ${exactlyOnce ? "yes" : "**no**"}: ${r.database.lines.toLocaleString("en")} lines, ${r.database.done.toLocaleString("en")} done, job counters processed ${r.database.processed.toLocaleString("en")}, valid + risky + invalid ${r.database.counted.toLocaleString("en")} |`,
     `| SMTP | ${r.smtp.connections.toLocaleString("en")} connections (${(r.addresses / Math.max(1, r.smtp.connections)).toFixed(1)} addresses each), ${r.smtp.transactions.toLocaleString("en")} transactions, ${r.smtp.rcpts.toLocaleString("en")} RCPT TO, at most ${r.smtp.max_errors_in_a_session} refusals in a session, ${r.smtp.quit.toLocaleString("en")} QUIT, ${r.smtp.client_resets} resets |`,
+    `| SMTP, by kind of connection | ${(r.smtp.connections - r.smtp.clean_connections).toLocaleString("en")} connections met refusals (${((r.smtp.rcpts - r.smtp.clean_rcpts) / Math.max(1, r.smtp.connections - r.smtp.clean_connections)).toFixed(1)} RCPT TO each, within the probe's refusal budget per session, PROBE_MAX_REJECTIONS_PER_SESSION); ${r.smtp.clean_connections.toLocaleString("en")} were refused nothing (${(r.smtp.clean_rcpts / Math.max(1, r.smtp.clean_connections)).toFixed(1)} RCPT TO each) |`,
     ...Object.entries(r.peakRssMiB).map(([part, mib]) => `| Peak memory: ${part} | ${mib.toFixed(0)} MiB |`),
   ].join("\n");
 }

@@ -18,6 +18,7 @@ import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
 import { median } from "./stats.ts";
 import { jobsScaleMarkdown, runJobsScale } from "./jobs-scale.ts";
+import { fairShareMarkdown, runFairShare } from "./fair-share.ts";
 import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
@@ -37,6 +38,7 @@ const plan = quick
       lookupPath: { reps: 1, delayMs: 20, importRows: 5_000, connections: 50 },
       jobs: { addresses: 10_000, domains: 200, delayMs: 5, seed: 7 },
       createLoad: { jobs: 3, addresses: 20_000, clients: 10 },
+      fair: { big: 1_000, small: 150, delayMs: 20, headStartMs: 2_000 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -48,6 +50,7 @@ const plan = quick
       lookupPath: { reps: 3, delayMs: 20, importRows: 20_000, connections: 50 },
       jobs: { addresses: 100_000, domains: 1_000, delayMs: 5, seed: 7 },
       createLoad: { jobs: 10, addresses: 100_000, clients: 20 },
+      fair: { big: 2_000, small: 300, delayMs: 20, headStartMs: 2_000 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -100,6 +103,7 @@ const lookupPath = await runLookupPath({ ...plan.lookupPath, log });
 const jobsScale = await runJobsScale({ ...plan.jobs, log });
 const jobUpload = await runJobUpload({ log });
 const createLoad = await runJobsCreateLoad({ ...plan.createLoad, log });
+const fair = await runFairShare({ ...plan.fair, log });
 
 // ---- The report ----
 
@@ -154,6 +158,7 @@ ${tsxCommand("lookup-path.ts", lookupPathArgs(plan.lookupPath).join(" "))}
 ${tsxCommand("jobs-scale.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
 ${tsxCommand("job-upload.ts", "")}
 ${tsxCommand("jobs-create-load.ts", `--jobs ${plan.createLoad.jobs} --addresses ${plan.createLoad.addresses} --clients ${plan.createLoad.clients}`)}
+${tsxCommand("fair-share.ts", `--big ${plan.fair.big} --small ${plan.fair.small} --delay-ms ${plan.fair.delayMs} --head-start-ms ${plan.fair.headStartMs}`)}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -168,7 +173,8 @@ for both npm tools keeps their rows comparable.
 - Probe scale (median): ${plan.probe.levels.map((l) => `${l} in flight: ${probeAt(l)}`).join("; ")}.
 - A hot domain, ${hot.checks} checks in flight at one MX address with Postfix's error limits (medians): ${hotHeadline()}.
 - The same ${verify.list.addresses.length} addresses as one bulk job (median): ${jobHeadline()}.
-- A bulk job of ${jobsScale.addresses.toLocaleString("en")} addresses over ${jobsScale.domains.toLocaleString("en")} domains: ${(jobsScale.wallMs / 1000).toFixed(1)} s from upload to \`completed\` (${Math.round(jobsScale.addresses / (jobsScale.wallMs / 1000))} addresses/s), ${jobsScale.csv.right.toLocaleString("en")} verdicts right, ${jobsScale.database.done === jobsScale.addresses && jobsScale.database.counted === jobsScale.addresses ? "every line answered exactly once" : "**not every line answered exactly once**"}, ${jobsScale.smtp.connections.toLocaleString("en")} SMTP connections.
+- A bulk job of ${jobsScale.addresses.toLocaleString("en")} addresses over ${jobsScale.domains.toLocaleString("en")} domains: ${(jobsScale.wallMs / 1000).toFixed(1)} s from upload to \`completed\` (${Math.round(jobsScale.addresses / (jobsScale.wallMs / 1000))} addresses/s), ${jobsScale.csv.right.toLocaleString("en")} verdicts right, ${jobsScale.database.done === jobsScale.addresses && jobsScale.database.counted === jobsScale.addresses ? "every line answered exactly once" : "**not every line answered exactly once**"}, ${jobsScale.smtp.connections.toLocaleString("en")} SMTP connections (${(jobsScale.addresses / Math.max(1, jobsScale.smtp.connections)).toFixed(1)} addresses each).
+- Fair shares: a ${fair.small}-line job created while another account's ${fair.big.toLocaleString("en")}-line job runs at the same mail server took ${fair.smallSharedS.toFixed(1)} s, ${fair.smallRatio.toFixed(2)}× its ${fair.smallAloneS.toFixed(1)} s alone (goal: at most 2× + 5 s); the big job took ${fair.bigGrowthS.toFixed(1)} s longer than alone.
 - Import: ${median(imports.map((r) => r.importRowsPerSecond)).toFixed(0)} rows/s into an empty database, ${median(imports.map((r) => r.reimportRowsPerSecond)).toFixed(0)} rows/s re-importing the same ${plan.import.rows.toLocaleString("en")} rows.
 
 ## 1. Edge overhead
@@ -286,6 +292,14 @@ wrote its 100,000 lines in one transaction; lookups then peaked at 963 ms, and 7
 transaction and the syntax checks yield to the event loop.
 
 ${jobsCreateLoadMarkdown([{ label: "this checkout", result: createLoad }])}
+
+## 10. Fair shares between accounts
+
+bench/fair-share.ts, one run: the whole local stack as \`npm start\` runs it, one mail server (test/fixtures/mta-fixture.ts on port 25) behind one
+domain, two accounts. Each job alone first, then the big one and, ${plan.fair.headStartMs / 1000} s later, the small one. Times are from creation to \`completed\`,
+polled every 200 ms. The probe paces the mail server at PROBE_DESTINATION_RCPT_RATE (100 RCPT/s), which is what both jobs share.
+
+${fairShareMarkdown(fair)}
 `;
 
 /** The bulk-job pass of section 2 in one sentence. */

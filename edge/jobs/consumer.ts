@@ -19,7 +19,7 @@ import {
   bulkCandidates,
   callbackAccount,
   CHUNK_SIZE,
-  claimTurn,
+  claimTurns,
   deleteAbandonedJobs,
   jobById,
   jobJson,
@@ -78,28 +78,31 @@ export async function enqueueTurns(queue: JobsQueue, job: string, lines: number,
 type JobWork = { job: JobRow; lines: ClaimedLine[]; messages: DeliveredMessage[] };
 
 /**
- * Claims a delivery's turns in fair order (edge/jobs/fair-share.ts), one turn per message, under one
- * lease; returns the work by job, and the messages that found nothing left to claim.
+ * Claims a delivery's turns, one per message, planned in fair order (edge/jobs/fair-share.ts) and
+ * claimed in one transaction under one lease; returns the work by job, and the messages whose turn
+ * found nothing to claim.
  */
-async function claimTurns(deps: JobsDeps, messages: DeliveredMessage[], lease: Lease): Promise<{ work: Map<string, JobWork>; idle: DeliveredMessage[] }> {
+async function claimWork(deps: JobsDeps, messages: DeliveredMessage[], lease: Lease): Promise<{ work: Map<string, JobWork>; idle: DeliveredMessage[] }> {
   const share = new FairShare(await bulkCandidates(deps.db));
-  const work = new Map<string, JobWork>();
+  const planned: { message: DeliveredMessage; job: string; max: number }[] = [];
   const idle: DeliveredMessage[] = [];
   for (const message of messages) {
-    const turn = share.next();
-    if (!turn) {
-      idle.push(message);
+    const turn = share.take(CHUNK_SIZE);
+    if (turn) planned.push({ message, job: turn.job, max: turn.lines });
+    else idle.push(message);
+  }
+  const claimed = await claimTurns(deps.db, planned, lease);
+  const work = new Map<string, JobWork>();
+  for (const [i, turn] of planned.entries()) {
+    const job = claimed.jobs.get(turn.job);
+    const lines = claimed.lines[i]!;
+    if (!job || lines.length === 0) {
+      idle.push(turn.message);
       continue;
     }
-    const claimed = await claimTurn(deps.db, turn.job, lease, CHUNK_SIZE);
-    share.served(turn.job, claimed.lines.length, CHUNK_SIZE);
-    if (!claimed.job || claimed.lines.length === 0) {
-      idle.push(message);
-      continue;
-    }
-    const entry = work.get(turn.job) ?? { job: claimed.job, lines: [], messages: [] };
-    entry.lines.push(...claimed.lines);
-    entry.messages.push(message);
+    const entry = work.get(turn.job) ?? { job, lines: [], messages: [] };
+    entry.lines.push(...lines);
+    entry.messages.push(turn.message);
     work.set(turn.job, entry);
   }
   if (work.size > 0) {
@@ -225,9 +228,9 @@ export async function handleJobMessages(messages: readonly DeliveredMessage[], d
 
 async function runTurns(deps: JobsDeps, messages: DeliveredMessage[]): Promise<void> {
   const lease = newLease(CLAIM_LEASE_MS);
-  let claimed: Awaited<ReturnType<typeof claimTurns>>;
+  let claimed: Awaited<ReturnType<typeof claimWork>>;
   try {
-    claimed = await claimTurns(deps, messages, lease);
+    claimed = await claimWork(deps, messages, lease);
   } catch (error) {
     // Whatever was claimed before the failure comes back when its lease runs out.
     return settle(messages, null, () => Promise.reject(error));

@@ -7,12 +7,12 @@
  *
  * It is computed afresh from the database at each delivery (bulkCandidates), not kept in a counter:
  * consumers run in many isolates at once, and a count that only they maintain would drift with every
- * one that dies. Pure: the caller claims each turn and reports what it got (`served`).
+ * one that dies. Pure: it plans a delivery's turns (`take`), and the caller claims them in one go.
  */
 import type { BulkCandidate } from "./store.ts";
 
 type Account = { id: string; inHand: number; lastTurn: number; jobs: Job[] };
-type Job = { id: string; account: Account; due: boolean; lastTurn: number; createdAt: number };
+type Job = { id: string; account: Account; due: number; lastTurn: number; createdAt: number };
 
 /** Never served sorts before any time. */
 const NEVER = -1;
@@ -39,27 +39,30 @@ export class FairShare {
   }
 
   /** The job whose turn it is, or null when no job has due lines. */
-  next(): { job: string; account: string } | null {
+  #next(): { job: string; account: string } | null {
     let best: Account | null = null;
     for (const a of this.#accounts.values()) {
-      if (!a.jobs.some((j) => j.due)) continue;
+      if (!a.jobs.some((j) => j.due > 0)) continue;
       if (!best || a.inHand < best.inHand || (a.inHand === best.inHand && (a.lastTurn < best.lastTurn || (a.lastTurn === best.lastTurn && a.id < best.id)))) best = a;
     }
     if (!best) return null;
     const job = best.jobs
-      .filter((j) => j.due)
+      .filter((j) => j.due > 0)
       .reduce((x, y) => (y.lastTurn < x.lastTurn || (y.lastTurn === x.lastTurn && (y.createdAt < x.createdAt || (y.createdAt === x.createdAt && y.id < x.id))) ? y : x));
     return { job: job.id, account: best.id };
   }
 
-  /** A turn was claimed: `lines` lines, and the job has no due lines left when it got fewer than asked. */
-  served(jobId: string, lines: number, asked: number): void {
-    const job = this.#jobs.get(jobId);
-    if (!job) return;
+  /** The next turn, of at most `max` lines, planned as served: null when no job has due lines. */
+  take(max: number): { job: string; account: string; lines: number } | null {
+    const turn = this.#next();
+    if (!turn) return null;
+    const job = this.#jobs.get(turn.job)!;
+    const lines = Math.min(max, job.due);
     this.#clock += 1;
     job.lastTurn = job.account.lastTurn = this.#clock;
     job.account.inHand += lines;
-    if (lines < asked) job.due = false;
+    job.due -= lines;
+    return { ...turn, lines };
   }
 
   /** Lines in hand per account with unfinished work, for the logs. */
@@ -69,6 +72,6 @@ export class FairShare {
 
   /** Accounts with due lines. */
   get waiting(): number {
-    return [...this.#accounts.values()].filter((a) => a.jobs.some((j) => j.due)).length;
+    return [...this.#accounts.values()].filter((a) => a.jobs.some((j) => j.due > 0)).length;
   }
 }

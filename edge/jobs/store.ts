@@ -250,28 +250,34 @@ const dueLine = (now: number, alias = "") =>
   sql.raw(`(${alias}state = 'pending' or (${alias}state = 'recheck' and ${alias}recheck_at <= ${Number(now)}) or (${alias}state = 'claimed' and ${alias}lease_until <= ${Number(now)}))`);
 
 /**
- * A job with bulk work, as the scheduler weighs it (edge/jobs/fair-share.ts): whether it has due
- * lines, how many lines consumers hold for it now, and when it was last served.
+ * A job with bulk work, as the scheduler weighs it (edge/jobs/fair-share.ts): how many lines are due
+ * (counted up to MAX_DUE_COUNTED), how many lines consumers hold for it now, and when it was last served.
  */
-export type BulkCandidate = { job: string; account: string; due: boolean; inHand: number; lastClaimAt: number | null; createdAt: number };
+export type BulkCandidate = { job: string; account: string; due: number; inHand: number; lastClaimAt: number | null; createdAt: number };
+
+/** Due lines are counted up to this: more than one delivery (10 turns of CHUNK_SIZE) can take. */
+export const MAX_DUE_COUNTED = 10 * CHUNK_SIZE;
 
 /**
- * Every unfinished job of an active account, with its due flag and the lines held for it. Each
- * count and test reads the work index of one job and one state, never the job's done lines.
+ * Every unfinished job of an active account, with its due lines and the lines held for it. Each
+ * count reads the work index of one job and one state, never the job's done lines, and stops at
+ * MAX_DUE_COUNTED.
  */
 export async function bulkCandidates(db: Database, now = Date.now()): Promise<BulkCandidate[]> {
-  const rows = await db.all<{ id: string; account_id: string; last_claim_at: number | null; created_at: number; in_hand: number; due: number }>(sql`
+  const due = (state: string, extra: string) =>
+    sql.raw(`(select count(*) from (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = '${state}'${extra} limit ${MAX_DUE_COUNTED}))`);
+  const rows = await db.all<{ id: string; account_id: string; last_claim_at: number | null; created_at: number; in_hand: number; pending: number; rechecks: number; expired: number }>(sql`
     select j.id, j.account_id, j.last_claim_at, j.created_at,
       (select count(*) from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as in_hand,
-      (exists (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'pending')
-        or exists (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'recheck' and i.recheck_at <= ${now})
-        or exists (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until <= ${now})) as due
+      ${due("pending", "")} as pending,
+      ${due("recheck", ` and i.recheck_at <= ${Number(now)}`)} as rechecks,
+      ${due("claimed", ` and i.lease_until <= ${Number(now)}`)} as expired
     from verification_jobs j
     where j.status in ('queued', 'running') and j.writing = 0 and ${ACCOUNT_ACTIVE}`);
   return rows.map((r) => ({
     job: String(r.id),
     account: String(r.account_id),
-    due: Number(r.due) === 1,
+    due: Math.min(MAX_DUE_COUNTED, Number(r.pending) + Number(r.rechecks) + Number(r.expired)),
     inHand: Number(r.in_hand),
     lastClaimAt: r.last_claim_at === null ? null : Number(r.last_claim_at),
     createdAt: Number(r.created_at),
@@ -288,20 +294,27 @@ export const newLease = (ms: number): Lease => ({ token: crypto.randomUUID(), ms
 
 type ClaimedRow = { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number };
 
+const claimedLine = (r: ClaimedRow): ClaimedLine => ({
+  position: Number(r.position),
+  email: String(r.email),
+  rechecking: r.recheck_at !== null,
+  claims: Number(r.claims),
+  probeFailures: Number(r.probe_failures),
+});
+
 /**
- * One turn of a job (docs/jobs.md "Scheduling"): claims up to `max` of its due lines under `lease`,
- * in work order: first lines that came back (rechecks whose time has come, claims whose consumer
- * died), then pending ones. Nothing is claimed for a job that is cancelled, finished or of a
- * disabled account. The job becomes running on its first claim, and its turn is dated.
+ * The statements of one turn of a job (docs/jobs.md "Scheduling"): up to `max` of its due lines
+ * claimed under `lease`, in work order: first lines that came back (rechecks whose time has come,
+ * claims whose consumer died), then pending ones. Nothing is claimed for a job that is cancelled,
+ * finished or of a disabled account. The job becomes running on its first claim, and its turn is dated.
  */
-export async function claimTurn(db: Database, jobId: string, lease: Lease, max: number): Promise<{ job: JobRow | null; lines: ClaimedLine[] }> {
-  const now = Date.now();
+function turnStatements(db: Database, jobId: string, lease: Lease, max: number, now: number): [Statement, Statement, Statement] {
   const claim = sql`set state = 'claimed', lease_token = ${lease.token}, lease_until = ${now + lease.ms}, claims = claims + 1`;
   const claimable = sql`job_id = ${jobId} and duplicate_of is null
     and (select status from verification_jobs where id = ${jobId}) = 'running'
     and (select a.status from verification_jobs j join accounts a on a.id = j.account_id where j.id = ${jobId}) = 'active'`;
   const returning = sql.raw("returning position, email, recheck_at, claims, probe_failures");
-  const [, back, fresh, job] = await db.batch([
+  return [
     db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}),
         updated_at = case when status = 'queued' then ${now} else updated_at end, last_claim_at = ${now}
       where id = ${jobId} and status in ('queued', 'running') and writing = 0 and ${ACCOUNT_ACTIVE}`),
@@ -314,18 +327,29 @@ export async function claimTurn(db: Database, jobId: string, lease: Lease, max: 
     db.all<ClaimedRow>(sql`update verification_job_items ${claim}
       where rowid in (select rowid from verification_job_items where ${claimable} and state = 'pending'
         order by seq limit max(0, ${max} - changes())) ${returning}`),
-    db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
-  ]);
-  return {
-    job: job[0] ?? null,
-    lines: [...back, ...fresh].map((r) => ({
-      position: Number(r.position),
-      email: String(r.email),
-      rechecking: r.recheck_at !== null,
-      claims: Number(r.claims),
-      probeFailures: Number(r.probe_failures),
-    })),
-  };
+  ];
+}
+
+/**
+ * Claims a delivery's turns in one transaction, each up to `max` lines of its job, in the order
+ * given (edge/jobs/fair-share.ts plans them); returns each turn's lines, and the jobs as they are now.
+ */
+export async function claimTurns(db: Database, turns: readonly { job: string; max: number }[], lease: Lease): Promise<{ lines: ClaimedLine[][]; jobs: Map<string, JobRow> }> {
+  if (turns.length === 0) return { lines: [], jobs: new Map() };
+  const now = Date.now();
+  const jobIds = [...new Set(turns.map((t) => t.job))];
+  const statements: Statement[] = turns.flatMap((t) => turnStatements(db, t.job, lease, t.max, now));
+  statements.push(db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id in (select value from json_each(${JSON.stringify(jobIds)}))`));
+  const results = await batch(db, statements);
+  const lines = turns.map((_, i) => [...(results[i * 3 + 1] as ClaimedRow[]), ...(results[i * 3 + 2] as ClaimedRow[])].map(claimedLine));
+  const jobs = new Map((results.at(-1) as JobRow[]).map((j) => [String(j.id), j]));
+  return { lines, jobs };
+}
+
+/** One turn of one job (claimTurns for a single turn). */
+export async function claimTurn(db: Database, jobId: string, lease: Lease, max: number): Promise<{ job: JobRow | null; lines: ClaimedLine[] }> {
+  const { lines, jobs } = await claimTurns(db, [{ job: jobId, max }], lease);
+  return { job: jobs.get(jobId) ?? null, lines: lines[0]! };
 }
 
 /**

@@ -12,7 +12,8 @@ import type { z } from "zod";
 import { EdgeConfigSchema } from "../../edge/env.ts";
 import { CLAIM_LEASE_MS } from "../../edge/jobs/consumer.ts";
 import { LINE_POLICY } from "../../edge/jobs/line-policy.ts";
-import { CHUNK_SIZE, DUE_CALLBACKS_PER_RUN, LINES_PER_TRANSACTION, STALLED_JOBS_PER_RUN } from "../../edge/jobs/store.ts";
+import { CHUNK_SIZE, DUE_CALLBACKS_PER_RUN, LINES_PER_TRANSACTION, STALLED_JOBS_PER_RUN, TURNS_PER_STALLED_JOB } from "../../edge/jobs/store.ts";
+import { QUEUE_ALLOWANCE_MS } from "../../edge/jobs/check-lines.ts";
 import { PROBE_SETTINGS } from "../../probe/config.ts";
 import { JOB_LIMITS } from "../../shared/jobs.ts";
 
@@ -57,7 +58,9 @@ describe("docs/jobs.md states the limits and the engine's numbers the code uses"
     [`${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB`, "the body limit"],
     [en(JOB_LIMITS.maxAddresses), "addresses per job"],
     [`${JOB_LIMITS.maxLineBytes} bytes`, "the address length"],
-    [`chunk of ${CHUNK_SIZE} lines`, "lines per queue message"],
+    [`turn of ${CHUNK_SIZE} lines`, "lines per queue message"],
+    [`after ${QUEUE_ALLOWANCE_MS / 1000} s comes back unasked`, "the time slice"],
+    [`(at most ${TURNS_PER_STALLED_JOB})`, "turns per stalled job and cron run"],
     [`lines ${en(LINES_PER_TRANSACTION)} per`, "lines per transaction at creation"],
     [`${CLAIM_LEASE_MS / 1000} s lease`, "the claim lease"],
     [`${LINE_POLICY.releaseDelaySeconds} s later`, "the release delay"],

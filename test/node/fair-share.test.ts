@@ -5,24 +5,22 @@ import { workOrder, type BulkCandidate, type NewLine } from "../../edge/jobs/sto
 const job = (job: string, account: string, extra: Partial<BulkCandidate> = {}): BulkCandidate => ({
   job,
   account,
-  due: true,
+  due: 10_000,
   inHand: 0,
   lastClaimAt: null,
   createdAt: 1,
   ...extra,
 });
 
-/** Plays `turns` turns, each claiming `lines(job)` lines of CHUNK 200; returns lines claimed per account. */
-function play(share: FairShare, turns: number, lines: (job: string) => number = () => 200): { order: string[]; byAccount: Record<string, number> } {
+/** Plans `turns` turns of at most 200 lines; returns the accounts in turn order and the lines per account. */
+function play(share: FairShare, turns: number): { order: string[]; byAccount: Record<string, number> } {
   const order: string[] = [];
   const byAccount: Record<string, number> = {};
   for (let i = 0; i < turns; i++) {
-    const turn = share.next();
+    const turn = share.take(200);
     if (!turn) break;
-    const got = lines(turn.job);
-    share.served(turn.job, got, 200);
     order.push(turn.account);
-    byAccount[turn.account] = (byAccount[turn.account] ?? 0) + got;
+    byAccount[turn.account] = (byAccount[turn.account] ?? 0) + turn.lines;
   }
   return { order, byAccount };
 }
@@ -48,34 +46,25 @@ describe("fair shares between accounts", () => {
 
   it("splitting a list into ten jobs buys nothing: the share is the account's, counted in lines", () => {
     // Account a: ten jobs of 100 lines; account b: one job of 2,000.
-    const left = new Map<string, number>([...Array.from({ length: 10 }, (_, i) => [`a${i}`, 100] as const), ["b0", 2_000]]);
-    const share = new FairShare([...Array.from({ length: 10 }, (_, i) => job(`a${i}`, "a")), job("b0", "b")]);
-    const { byAccount } = play(share, 12, (j) => {
-      const got = Math.min(200, left.get(j)!);
-      left.set(j, left.get(j)! - got);
-      return got;
-    });
+    const share = new FairShare([...Array.from({ length: 10 }, (_, i) => job(`a${i}`, "a", { due: 100 })), job("b0", "b", { due: 2_000 })]);
+    const { byAccount } = play(share, 12);
     expect(Math.abs(byAccount.a! - byAccount.b!)).toBeLessThanOrEqual(200);
     expect(byAccount.a).toBeGreaterThanOrEqual(600);
   });
 
   it("within an account, its jobs take turns, the one served longest ago first", () => {
     const share = new FairShare([job("old", "a", { lastClaimAt: 10 }), job("new", "a", { lastClaimAt: null, createdAt: 5 })], 100);
-    const jobs: string[] = [];
-    for (let i = 0; i < 4; i++) {
-      const turn = share.next()!;
-      jobs.push(turn.job);
-      share.served(turn.job, 200, 200);
-    }
+    const jobs = Array.from({ length: 4 }, () => share.take(200)!.job);
     expect(jobs).toEqual(["new", "old", "new", "old"]);
   });
 
-  it("a job that had fewer lines than a turn asks for has no due lines left; with none left anywhere there is no turn", () => {
-    const share = new FairShare([job("j1", "a"), job("j2", "b", { due: false, inHand: 50 })]);
-    expect(share.next()).toEqual({ job: "j1", account: "a" });
-    share.served("j1", 120, 200);
-    expect(share.next()).toBeNull();
-    expect(share.shares()).toEqual({ a: 120, b: 50 });
+  it("a turn takes what the job has due, at most a turn's worth; with nothing due anywhere there is no turn", () => {
+    const share = new FairShare([job("j1", "a", { due: 320 }), job("j2", "b", { due: 0, inHand: 50 })]);
+    expect(share.take(200)).toEqual({ job: "j1", account: "a", lines: 200 });
+    expect(share.take(200)).toEqual({ job: "j1", account: "a", lines: 120 });
+    expect(share.take(200)).toBeNull();
+    expect(share.shares()).toEqual({ a: 320, b: 50 });
+    expect(share.waiting).toBe(0);
   });
 });
 
