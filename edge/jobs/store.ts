@@ -44,12 +44,19 @@ export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempote
 export type NewLine = { email: string; domain: string; duplicateOf: number | null; done: EmailVerificationResult | null };
 
 /**
- * Each line's place in the work order (its `seq`): sorted by domain, input order within a domain, so
- * that the lines a consumer claims together are whole domains or long slices of one and a domain's
- * lines reach its probe in one batch, where one warm session carries them.
+ * Each line's place in the work order (its `seq`): grouped by domain, the domains in the order they
+ * first appear in the list, input order within a domain. The lines a consumer claims together are
+ * then whole domains or long slices of one, and a domain's lines reach its probe in one batch, where
+ * one warm session carries them; and since the first line's domain goes first, results in input order
+ * become readable from the start while the job runs.
  */
 export function workOrder(lines: readonly NewLine[]): number[] {
-  const order = lines.map((_, i) => i).sort((a, b) => (lines[a]!.domain < lines[b]!.domain ? -1 : lines[a]!.domain > lines[b]!.domain ? 1 : a - b));
+  const firstSeen = new Map<string, number>();
+  lines.forEach((line, i) => {
+    if (!firstSeen.has(line.domain)) firstSeen.set(line.domain, i);
+  });
+  const group = lines.map((line) => firstSeen.get(line.domain)!);
+  const order = lines.map((_, i) => i).sort((a, b) => group[a]! - group[b]! || a - b);
   const seq = new Array<number>(lines.length);
   order.forEach((position, rank) => (seq[position] = rank));
   return seq;

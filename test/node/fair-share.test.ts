@@ -69,7 +69,7 @@ describe("fair shares between accounts", () => {
 });
 
 describe("the work order of a new job's lines", () => {
-  it("sorts lines by domain, input order within a domain, so a turn takes whole domains", () => {
+  it("groups lines by domain, domains in order of first appearance, input order within a domain, so a turn takes whole domains", () => {
     const lines: NewLine[] = ["x@b.test", "y@a.test", "bad", "z@b.test", "w@a.test"].map((email) => ({
       email,
       domain: email.includes("@") ? email.slice(email.indexOf("@") + 1) : "",
@@ -78,7 +78,7 @@ describe("the work order of a new job's lines", () => {
     }));
     const seq = workOrder(lines);
     const byOrder = lines.map((l, i) => [seq[i]!, l.email] as const).sort((a, b) => a[0] - b[0]).map(([, e]) => e);
-    expect(byOrder).toEqual(["bad", "y@a.test", "w@a.test", "x@b.test", "z@b.test"]);
+    expect(byOrder).toEqual(["x@b.test", "z@b.test", "y@a.test", "w@a.test", "bad"]);
     expect([...seq].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4]);
   });
 });
