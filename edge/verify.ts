@@ -6,7 +6,7 @@ import type { EmailVerificationResult, VerificationDetails } from "../shared/api
 import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
-import { buildVerificationResult, syntaxFailureFacts, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
+import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
 import type { ProbeMxHost } from "../shared/probe-contract.ts";
 import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../shared/smtp-outcome.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
@@ -67,8 +67,8 @@ export type PreparedAddress =
 export function prepareAddress(input: string): PreparedAddress {
   const parsed = parseEmailAddress(input);
   if (!parsed.ok) {
-    const result = buildVerificationResult(syntaxFailureFacts(parsed.email, parsed.error));
-    return { ok: false, result: { ...result, details: emptyDetails(null) } };
+    const result = { ...buildVerificationResult(syntaxFailureFacts(parsed.email, parsed.error)), details: emptyDetails(null) };
+    return { ok: false, result: { ...result, reason: verificationReason(result) } };
   }
   return {
     ok: true,
@@ -111,7 +111,7 @@ export function completeVerification(
     smtp: smtpFact(probe),
   });
   const reply = probe?.ok ? probe.response.reply : null;
-  return {
+  const complete = {
     ...result,
     details: {
       domain: parsed.domain,
@@ -127,6 +127,7 @@ export function completeVerification(
       catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
     },
   };
+  return { ...complete, reason: verificationReason(complete) };
 }
 
 export async function verifyEmail(input: string, options: VerifyOptions): Promise<EmailVerificationResult> {

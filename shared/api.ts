@@ -104,17 +104,45 @@ export const VerificationDetails = z
   .openapi("VerificationDetails");
 export type VerificationDetails = z.infer<typeof VerificationDetails>;
 
+/**
+ * Why a result is what it is, in one word (docs/api.md "Reasons"): the vocabulary of job summaries
+ * and result filters. verificationReason (shared/email/verdict.ts) picks it, by this precedence.
+ */
+export const VERIFICATION_REASONS = [
+  "syntax",
+  "no_mail_domain",
+  "mailbox_not_found",
+  "disposable",
+  "catch_all",
+  "policy_block",
+  "temporary_failure",
+  "mailbox_full",
+  "connection_failed",
+  "smtp_inconclusive",
+  "dns_failure",
+  "no_smtp_check",
+  "deliverable",
+] as const;
+export const VerificationReason = z.enum(VERIFICATION_REASONS).openapi("VerificationReason", {
+  description: "Why the result is what it is, in one word; the vocabulary of job summaries and result filters (docs/api.md, Reasons)",
+});
+export type VerificationReason = z.infer<typeof VerificationReason>;
+
+export const CLASSIFICATIONS = ["valid", "risky", "invalid"] as const;
+
 export const EmailVerificationResult = z
   .object({
     email: z.string(),
     valid: z.boolean(),
-    classification: z.enum(["valid", "risky", "invalid"]),
+    classification: z.enum(CLASSIFICATIONS),
     score: z.number().int().min(0).max(100),
     score_details: ScoreDetails,
     errors: z.array(z.string()),
     warnings: z.array(z.string()),
     checks: ValidationChecks,
     details: VerificationDetails.optional(),
+    // Always sent; optional in the schema, as `details` is, so the contract's required fields stay as given.
+    reason: VerificationReason.optional(),
   })
   .openapi("EmailVerificationResult");
 export type EmailVerificationResult = z.infer<typeof EmailVerificationResult>;

@@ -4,7 +4,7 @@
  * document and the tests use these; field names are the contract.
  */
 import { z } from "@hono/zod-openapi";
-import { EmailVerificationResult, ERROR_MESSAGES } from "./api.ts";
+import { CLASSIFICATIONS, EmailVerificationResult, ERROR_MESSAGES, VERIFICATION_REASONS } from "./api.ts";
 
 /** What one job may hold: the limits the create route enforces and the OpenAPI document states. */
 export const JOB_LIMITS = {
@@ -96,15 +96,33 @@ export const VerificationJob = z
     total: z.number().int().openapi({ description: "Input lines, duplicates and invalid ones included" }),
     processed: z.number().int().openapi({ description: "Input lines answered so far" }),
     counts: z.object({ valid: z.number().int(), risky: z.number().int(), invalid: z.number().int() }),
+    summary: z
+      .object({
+        classification: z.object({ valid: z.number().int(), risky: z.number().int(), invalid: z.number().int() }),
+        reason: z.record(z.string(), z.number().int()).openapi({
+          description: "Answered lines by reason: every value of VerificationReason (0 included), and any reason added later",
+          example: { deliverable: 120, mailbox_not_found: 31, catch_all: 9, syntax: 2 },
+        }),
+      })
+      .openapi({ description: "Answered lines by classification and by reason, kept in the same writes as the answers" }),
     smtp_timeout: z.number().int(),
     results_url: z.string().openapi({ example: "/v1/email_verification_jobs/job_Qx3m9TtGkZ0lJ2rA/results" }),
   })
   .openapi("VerificationJob");
 export type VerificationJob = z.infer<typeof VerificationJob>;
 
+/** One line's result in a job: the verification result, and when it was answered. */
+export const JobResult = EmailVerificationResult.extend({
+  checked_at: z.string().openapi({ description: "When the line was answered (RFC 3339, UTC)", example: "2026-11-25T04:12:09.512Z" }),
+}).openapi("JobResult");
+export type JobResult = z.infer<typeof JobResult>;
+
+/** The filters of GET /v1/email_verification_jobs/{id}/results: comma-separated lists of values. */
+export const JOB_RESULT_FILTERS = { classification: CLASSIFICATIONS, reason: VERIFICATION_REASONS } as const;
+
 export const JobResultsPage = z
   .object({
-    results: z.array(EmailVerificationResult),
+    results: z.array(JobResult),
     next_cursor: z.string().nullable().openapi({ description: "Pass as cursor for the next page; null at the end of a finished job" }),
     status: z.enum(JOB_STATUSES),
     processed: z.number().int(),

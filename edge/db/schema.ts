@@ -136,6 +136,8 @@ export const verificationJobs = sqliteTable(
     validCount: integer("valid_count").notNull().default(0),
     riskyCount: integer("risky_count").notNull().default(0),
     invalidCount: integer("invalid_count").notNull().default(0),
+    /** Answered lines by reason, a JSON object kept by the same triggers as the counts (0009 migration). */
+    reasonCounts: text("reason_counts").notNull().default("{}"),
     smtpTimeout: integer("smtp_timeout").notNull(),
     callbackUrl: text("callback_url"),
     /** none: no callback_url; pending: to be delivered (next attempt at callback_next_at); delivered; failed: gave up. */
@@ -202,6 +204,10 @@ export const verificationJobItems = sqliteTable(
     leaseUntil: integer("lease_until"),
     recheckAt: integer("recheck_at"),
     classification: text("classification", { enum: ["valid", "risky", "invalid"] }),
+    /** The result's `reason` once done (the vocabulary of summaries and filters). */
+    reason: text("reason"),
+    /** When the answer was written (ms): the result row's `checked_at`. */
+    checkedAt: integer("checked_at"),
     /** The EmailVerificationResult as JSON, once done (or the first answer, while a recheck waits). */
     result: text("result"),
   },

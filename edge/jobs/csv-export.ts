@@ -4,7 +4,7 @@
  * OWASP's CSV injection advice) gets a leading apostrophe: the list came from someone else, and an
  * address such as "=HYPERLINK(...)"@example.com must stay text when our user opens the file.
  */
-import type { EmailVerificationResult } from "../../shared/api.ts";
+import type { JobResult } from "../../shared/jobs.ts";
 
 export const CSV_COLUMNS = [
   "email",
@@ -17,6 +17,8 @@ export const CSV_COLUMNS = [
   "typo_suggestion",
   "mx_record",
   "warnings",
+  "reason",
+  "checked_at",
 ] as const;
 
 const FORMULA_START = /^[=+\-@\t\r]/;
@@ -34,7 +36,7 @@ export const lineEmail = (line: string): string => line.replace(/^[\t\n\f\r ]+|[
 export const csvHeader = (): string => `${CSV_COLUMNS.join(",")}\r\n`;
 
 /** A row for an input line; `state` stands in for the classification of a line not checked (yet). */
-export function csvRow(line: string, result: EmailVerificationResult | null, state: "pending" | "cancelled" = "pending"): string {
+export function csvRow(line: string, result: JobResult | null, state: "pending" | "cancelled" = "pending"): string {
   const r = result;
   const email = lineEmail(line);
   const cells = r
@@ -49,7 +51,9 @@ export function csvRow(line: string, result: EmailVerificationResult | null, sta
         r.checks.typo_suggestion,
         r.checks.mx_record,
         r.warnings.join("; "),
+        r.reason,
+        r.checked_at,
       ]
-    : [email, state, null, null, null, null, null, null, null, null];
+    : [email, state, null, null, null, null, null, null, null, null, null, null];
   return `${cells.map(csvCell).join(",")}\r\n`;
 }

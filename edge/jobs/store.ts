@@ -6,7 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { EmailVerificationResult } from "../../shared/api.ts";
+import { VERIFICATION_REASONS, type EmailVerificationResult } from "../../shared/api.ts";
 import type { VerificationJob } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
 import type { LineHistory } from "./line-policy.ts";
@@ -64,7 +64,21 @@ export function workOrder(lines: readonly NewLine[]): number[] {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
+/** A job's answered lines by reason: every reason of the vocabulary (0 included), and any other the stored counts hold. */
+function reasonSummary(stored: string): Record<string, number> {
+  let counts: Record<string, unknown> = {};
+  try {
+    counts = JSON.parse(stored) as Record<string, unknown>;
+  } catch {
+    // The triggers write this column; an unreadable one counts as empty rather than failing the read.
+  }
+  const out: Record<string, number> = Object.fromEntries(VERIFICATION_REASONS.map((r) => [r, 0]));
+  for (const [reason, n] of Object.entries(counts)) out[reason] = Number(n) || 0;
+  return out;
+}
+
 export function jobJson(row: JobRow): VerificationJob {
+  const counts = { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) };
   return {
     id: row.id,
     status: row.status,
@@ -72,14 +86,15 @@ export function jobJson(row: JobRow): VerificationJob {
     completed_at: iso(row.completed_at),
     total: Number(row.total),
     processed: Number(row.processed),
-    counts: { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) },
+    counts,
+    summary: { classification: counts, reason: reasonSummary(row.reason_counts) },
     smtp_timeout: Number(row.smtp_timeout),
     results_url: `/v1/email_verification_jobs/${row.id}/results`,
   };
 }
 
 const JOB_COLUMNS = sql.raw(
-  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at",
+  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at",
 );
 
 /** A job as its account sees it: one still being written does not exist yet. */
@@ -145,6 +160,7 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
  */
 export async function writeJobLines(db: Database, jobId: string, lines: NewLine[]): Promise<JobRow> {
   const seq = workOrder(lines);
+  const checkedAt = Date.now();
   for (let from = 0; from < lines.length; from += LINES_PER_TRANSACTION) {
     const statements: Statement[] = [];
     for (let start = from; start < Math.min(lines.length, from + LINES_PER_TRANSACTION); start += INSERT_ROWS) {
@@ -157,10 +173,12 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
         line.done ? "done" : "pending",
         line.done?.classification ?? null,
         line.done ? JSON.stringify(line.done) : null,
+        line.done?.reason ?? null,
+        line.done ? checkedAt : null,
       ]);
       statements.push(
-        db.run(sql`insert into verification_job_items (job_id, position, seq, email, duplicate_of, state, classification, result)
-          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6 from json_each(${JSON.stringify(rows)})
+        db.run(sql`insert into verification_job_items (job_id, position, seq, email, duplicate_of, state, classification, result, reason, checked_at)
+          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8 from json_each(${JSON.stringify(rows)})
           where (select writing from verification_jobs where id = ${jobId}) = 1`),
       );
     }
@@ -230,20 +248,41 @@ export async function cancelJob(db: Database, accountId: string, id: string): Pr
   return job ? { job, cancelled: Number((update as { rowsAffected?: number }).rowsAffected ?? 0) === 1 } : null;
 }
 
-export type ResultRow = { position: number; email: string; state: string; result: string | null };
+export type ResultRow = { position: number; email: string; state: string; result: string | null; checked_at: number | null };
 
 /** Lines from `from` on, in input order (a duplicate carries its own copy of the answer). */
 export function resultRowsQuery(db: Database, jobId: string, from: number, limit: number) {
   return db.all<ResultRow>(sql`
-    select position, email, state, result from verification_job_items
+    select position, email, state, result, checked_at from verification_job_items
     where job_id = ${jobId} and position >= ${from} order by position limit ${limit}`);
 }
 
-/** Answered lines only, from `from` on, by the done index: a cancelled job's unchecked lines cost nothing to pass over. */
-export function doneRowsQuery(db: Database, jobId: string, from: number, limit: number) {
+/** What a results read may be narrowed to: classifications and reasons, each a list (empty: any). */
+export type ResultFilter = { classifications: readonly string[]; reasons: readonly string[] };
+
+const filterSql = (f: ResultFilter) =>
+  sql.join(
+    [
+      f.classifications.length ? sql`and classification in (select value from json_each(${JSON.stringify(f.classifications)}))` : sql``,
+      f.reasons.length ? sql`and reason in (select value from json_each(${JSON.stringify(f.reasons)}))` : sql``,
+    ],
+    sql` `,
+  );
+
+/**
+ * Answered lines only, from `from` on, by the done index, narrowed by `filter`: a cancelled job's
+ * unchecked lines, and the lines a filter leaves out, cost an index step each to pass over.
+ */
+export function doneRowsQuery(db: Database, jobId: string, from: number, limit: number, filter: ResultFilter = { classifications: [], reasons: [] }) {
   return db.all<ResultRow>(sql`
-    select position, email, state, result from verification_job_items indexed by verification_job_items_done_idx
-    where job_id = ${jobId} and state = 'done' and position >= ${from} order by position limit ${limit}`);
+    select position, email, state, result, checked_at from verification_job_items indexed by verification_job_items_done_idx
+    where job_id = ${jobId} and state = 'done' and position >= ${from} ${filterSql(filter)} order by position limit ${limit}`);
+}
+
+/** The first line from `from` on that is not answered yet (a running job's results stop there). */
+export function firstUnansweredQuery(db: Database, jobId: string, from: number) {
+  return db.all<{ position: number }>(sql`
+    select position from verification_job_items where job_id = ${jobId} and position >= ${from} and state != 'done' order by position limit 1`);
 }
 
 /**
@@ -403,11 +442,11 @@ export async function writeAnswers(db: Database, jobId: string, lease: Lease, an
       statements.push(db.run(sql`update verification_job_items set state = 'recheck', recheck_at = ${a.recheckAt}, lease_until = null, lease_token = null, result = ${json} where ${held}`));
       continue;
     }
-    const classification = a.result.classification;
+    const answered = sql`state = 'done', lease_until = null, classification = ${a.result.classification}, reason = ${a.result.reason}, checked_at = ${now}, result = ${json}`;
     statements.push(
       // The token stays on a done line: it is how its duplicates below know that this lease wrote it.
-      db.run(sql`update verification_job_items set state = 'done', lease_until = null, classification = ${classification}, result = ${json} where ${held}`),
-      db.run(sql`update verification_job_items set state = 'done', lease_until = null, classification = ${classification}, result = ${json}
+      db.run(sql`update verification_job_items set ${answered} where ${held}`),
+      db.run(sql`update verification_job_items set ${answered}
         where job_id = ${jobId} and duplicate_of = ${a.position} and state != 'done'
           and exists (select 1 from verification_job_items where job_id = ${jobId} and position = ${a.position} and state = 'done' and lease_token = ${lease.token})`),
     );

@@ -7,7 +7,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
 import type { EmailVerificationResult } from "../../shared/api.ts";
-import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateQuery, JobCreateRequest, JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
+import { JOB_INPUT_ERRORS, JOB_LIMITS, JOB_RESULT_FILTERS, JobCreateQuery, JobCreateRequest, JobResultsPage, VerificationJob, type JobResult } from "../../shared/jobs.ts";
 import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
@@ -15,7 +15,22 @@ import { checkCallbackUrl } from "../jobs/callback.ts";
 import { enqueueTurns } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { parseJobBody } from "../jobs/input.ts";
-import { cancelJob, doneRowsQuery, findJob, giveUpCreate, jobJson, resultRowsQuery, startJob, writeJobLines, type JobRow, type NewLine } from "../jobs/store.ts";
+import {
+  cancelJob,
+  doneRowsQuery,
+  findJob,
+  firstUnansweredQuery,
+  giveUpCreate,
+  jobJson,
+  resultRowsQuery,
+  startJob,
+  writeJobLines,
+  type JobRow,
+  type NewLine,
+  type ResultFilter,
+  type ResultRow,
+} from "../jobs/store.ts";
+import { verificationReason } from "../../shared/email/verdict.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
@@ -37,6 +52,7 @@ export const JOB_MESSAGES = {
   badIdempotencyKey: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
   badLimit: `limit must be an integer between 1 and ${MAX_PAGE}`,
   badCursor: "Invalid cursor",
+  badFilter: (name: string, value: string, allowed: readonly string[]) => `Unknown ${name} "${value}": expected one or more of ${allowed.join(", ")}, comma-separated`,
   tooManyRunning: (max: number) => `Too many jobs running: an account may have ${max} queued or running at once; wait for one to finish or cancel one`,
   dailyQuota: (max: number, used: number) =>
     `Daily line quota exceeded: an account may submit ${max.toLocaleString("en")} lines per 24 hours (JOB_MAX_LINES_PER_DAY); ${used.toLocaleString("en")} were submitted in the last 24 hours`,
@@ -92,8 +108,9 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     path: `${JOBS_PATH}/{id}/results`,
     summary: "A job's results in input order, readable while it runs",
     description:
-      "JSON pages of EmailVerificationResult objects, one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
-      "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead.",
+      "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
+      "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
+      "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
     security: [{ bearerAuth: [] }],
     request: {
       params: JobIdParam,
@@ -101,11 +118,13 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
         limit: z.string().optional().openapi({ description: `1..${MAX_PAGE}, default ${DEFAULT_PAGE}` }),
         cursor: z.string().optional(),
         format: z.enum(["json", "csv"]).optional(),
+        classification: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.classification.join(", ")}`, example: "valid,risky" }),
+        reason: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.reason.join(", ")} (VerificationReason)`, example: "mailbox_not_found" }),
       }),
     },
     responses: {
       200: { description: "A page, or the CSV", content: { "application/json": { schema: JobResultsPage }, "text/csv": { schema: z.string() } } },
-      400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}`),
+      400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}; or a classification or reason outside the vocabulary, named`),
       404: errorResponse(JOB_MESSAGES.notFound),
       ...authenticatedErrorResponses,
     },
@@ -253,21 +272,46 @@ function pageLimit(raw: string | undefined): number {
 }
 
 /** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked. */
-function lineResult(email: string, stored: string): EmailVerificationResult {
-  return { ...(JSON.parse(stored) as EmailVerificationResult), email: lineEmail(email) };
+function lineResult(row: ResultRow): JobResult {
+  const stored = JSON.parse(row.result!) as EmailVerificationResult;
+  return {
+    ...stored,
+    email: lineEmail(row.email),
+    // Results stored before `reason` existed get it from the same rules.
+    reason: stored.reason ?? verificationReason(stored),
+    checked_at: new Date(Number(row.checked_at ?? 0)).toISOString(),
+  };
+}
+
+/** A filter parameter: comma-separated values of its vocabulary; anything else is 400 naming it. */
+function filterValues(c: Context<AppEnv>, name: keyof typeof JOB_RESULT_FILTERS): string[] {
+  const raw = c.req.query(name);
+  if (raw === undefined) return [];
+  const allowed: readonly string[] = JOB_RESULT_FILTERS[name];
+  const values = raw.split(",").map((v) => v.trim());
+  for (const value of values) if (!allowed.includes(value)) throw new ApiError(400, JOB_MESSAGES.badFilter(name, value.slice(0, 40), allowed));
+  return [...new Set(values)];
 }
 
 async function results(c: Context<AppEnv>) {
   const wantsCsv = c.req.query("format") === "csv" || (c.req.query("format") === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
+  // Parameters first: a bad request costs no database read.
+  const filter: ResultFilter = { classifications: filterValues(c, "classification"), reasons: filterValues(c, "reason") };
+  const filtered = filter.classifications.length + filter.reasons.length > 0;
   if (!wantsCsv) {
-    // Parameters first: a bad request costs no database read.
     const limit = pageLimit(c.req.query("limit"));
     const from = decodeCursor(c.req.query("cursor"));
     const job = await jobOr404(c);
-    return c.json(await page(c, job, from, limit), 200);
+    return c.json(filtered ? await filteredPage(c, job, from, limit, filter) : await page(c, job, from, limit), 200);
   }
   const job = await jobOr404(c);
-  return csvStream(c, job);
+  return csvStream(c, job, filtered ? filter : null);
+}
+
+const finishedJob = (job: JobRow) => job.status === "completed" || job.status === "cancelled";
+
+function pageBody(job: JobRow, results: JobResult[], next: number | null): z.infer<typeof JobResultsPage> {
+  return { results, next_cursor: next === null ? null : encodeCursor(next), status: job.status, processed: Number(job.processed), total: Number(job.total) };
 }
 
 /**
@@ -276,33 +320,46 @@ async function results(c: Context<AppEnv>) {
  * the first one not answered yet, where the next page resumes.
  */
 async function page(c: Context<AppEnv>, job: JobRow, from: number, limit: number) {
-  const finished = job.status === "completed" || job.status === "cancelled";
+  const finished = finishedJob(job);
   const db = requestDatabase(c);
   // One row past the page says whether another page follows.
   const rows = finished ? await doneRowsQuery(db, job.id, from, limit + 1) : await resultRowsQuery(db, job.id, from, limit);
-  const out: EmailVerificationResult[] = [];
+  const out: JobResult[] = [];
   let next: number | null = from;
   for (const row of rows) {
     if (out.length === limit || row.state !== "done" || row.result === null) {
       next = Number(row.position);
       break;
     }
-    out.push(lineResult(row.email, row.result));
+    out.push(lineResult(row));
     next = Number(row.position) + 1;
   }
   // A finished job with no row past the page has no next page.
   if (finished && rows.length <= limit) next = null;
-  const body: z.infer<typeof JobResultsPage> = {
-    results: out,
-    next_cursor: next === null ? null : encodeCursor(next),
-    status: job.status,
-    processed: Number(job.processed),
-    total: Number(job.total),
-  };
-  return body;
+  return pageBody(job, out, next);
 }
 
-function csvStream(c: Context<AppEnv>, job: JobRow) {
+/**
+ * A page of the answered lines that pass the filter, in input order, in one round trip. While the
+ * job runs it stops, as an unfiltered page does, before the first line not answered yet, so that a
+ * client following next_cursor sees every matching line once, however the lines finish.
+ */
+async function filteredPage(c: Context<AppEnv>, job: JobRow, from: number, limit: number, filter: ResultFilter) {
+  const finished = finishedJob(job);
+  const db = requestDatabase(c);
+  const [unanswered, rows] = await db.batch([firstUnansweredQuery(db, job.id, from), doneRowsQuery(db, job.id, from, limit + 1, filter)]);
+  const stop = finished ? null : (unanswered[0]?.position ?? null);
+  const inRange = rows.filter((r) => stop === null || Number(r.position) < Number(stop));
+  const out = inRange.slice(0, limit).map(lineResult);
+  let next: number | null;
+  if (inRange.length > limit) next = Number(inRange[limit]!.position);
+  else if (finished) next = null;
+  else next = stop !== null ? Number(stop) : Math.max(from, ...out.map((r, i) => Number(inRange[i]!.position) + 1));
+  return pageBody(job, out, next);
+}
+
+/** Every input line as CSV, in input order; with a filter, only the answered lines that pass it. */
+function csvStream(c: Context<AppEnv>, job: JobRow, filter: ResultFilter | null) {
   const db = requestDatabase(c);
   const encoder = new TextEncoder();
   const notDone = job.status === "cancelled" ? "cancelled" : "pending";
@@ -315,9 +372,9 @@ function csvStream(c: Context<AppEnv>, job: JobRow) {
         controller.enqueue(encoder.encode(csvHeader()));
         return;
       }
-      const rows = await resultRowsQuery(db, job.id, position, CSV_PAGE);
+      const rows = filter ? await doneRowsQuery(db, job.id, position, CSV_PAGE, filter) : await resultRowsQuery(db, job.id, position, CSV_PAGE);
       if (rows.length === 0) return controller.close();
-      controller.enqueue(encoder.encode(rows.map((r) => csvRow(r.email, r.state === "done" && r.result ? lineResult(r.email, r.result) : null, notDone)).join("")));
+      controller.enqueue(encoder.encode(rows.map((r) => csvRow(r.email, r.state === "done" && r.result ? lineResult(r) : null, notDone)).join("")));
       position = Number(rows.at(-1)!.position) + 1;
     },
   });

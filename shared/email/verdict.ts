@@ -3,7 +3,8 @@
  * functions of the facts the checks established. Warning and error texts are stable: users match
  * them in code.
  */
-import type { EmailVerificationResult, ScoreDetails, ValidationChecks } from "../api.ts";
+import type { EmailVerificationResult, ScoreDetails, ValidationChecks, VerificationReason } from "../api.ts";
+import type { SmtpOutcome } from "../smtp-outcome.ts";
 
 export const WARNINGS = {
   typo: "The domain looks like a typo of a common provider; see checks.typo_suggestion.",
@@ -157,8 +158,40 @@ export function classifyVerification(
   return "valid";
 }
 
-/** The public result for a set of facts (without the additive `details`). */
-export function buildVerificationResult(f: VerificationFacts): Omit<EmailVerificationResult, "details"> {
+/** What an inconclusive SMTP answer says, as a reason. */
+const INCONCLUSIVE_REASON: Partial<Record<SmtpOutcome, VerificationReason>> = {
+  policy_block: "policy_block",
+  temporary_failure: "temporary_failure",
+  timeout: "temporary_failure",
+  mailbox_full: "mailbox_full",
+  connection_failed: "connection_failed",
+  rejected_unclear: "smtp_inconclusive",
+  protocol_error: "smtp_inconclusive",
+};
+
+/**
+ * Why a result is what it is, in one word (docs/api.md "Reasons"), read from the result itself so a
+ * stored one gives the same answer; the first that applies: the syntax, a domain without mail, the
+ * mailbox refused, a disposable domain, a catch-all server, an inconclusive SMTP answer (by its
+ * outcome), a failed DNS lookup, no SMTP check, and otherwise deliverable. The 0009 migration spells
+ * the same rules in SQL for results stored before the field existed.
+ */
+export function verificationReason(r: Omit<EmailVerificationResult, "reason">): VerificationReason {
+  if (r.checks.syntax === false) return "syntax";
+  if (r.checks.mx_record === false) return "no_mail_domain";
+  if (r.checks.smtp_deliverable === false) return "mailbox_not_found";
+  if (r.checks.disposable === true) return "disposable";
+  if (r.checks.smtp_deliverable === true && r.checks.accepts_any_email === true) return "catch_all";
+  const outcome = r.details?.smtp_outcome;
+  const inconclusive = outcome ? INCONCLUSIVE_REASON[outcome] : undefined;
+  if (inconclusive) return inconclusive;
+  if (r.score_details.dns_failed_assumption === true) return "dns_failure";
+  if (r.checks.smtp_deliverable !== true) return "no_smtp_check";
+  return "deliverable";
+}
+
+/** The public result for a set of facts (without the additive `details` and the `reason` that reads them). */
+export function buildVerificationResult(f: VerificationFacts): Omit<EmailVerificationResult, "details" | "reason"> {
   const errors = collectErrors(f);
   const warnings = collectWarnings(f);
   const classification = classifyVerification(f, errors, warnings);
