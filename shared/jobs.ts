@@ -105,6 +105,13 @@ export const VerificationJob = z
         }),
       })
       .openapi({ description: "Answered lines by classification and by reason, kept in the same writes as the answers" }),
+    queue: z
+      .object({
+        lines_waiting: z.number().int().openapi({ description: "Lines not answered and not in a consumer's hands: waiting for a turn, or for their recheck" }),
+        lines_in_progress: z.number().int().openapi({ description: "Lines a consumer holds now (being checked)" }),
+        accounts_sharing: z.number().int().openapi({ description: "Accounts with unfinished jobs now: turns go round them equally, so this job's account gets 1/accounts_sharing of the capacity" }),
+      })
+      .openapi({ description: "Where the job stands in the scheduling (0 once it has ended); read with the job, as of the read" }),
     smtp_timeout: z.number().int(),
     results_url: z.string().openapi({ example: "/v1/email_verification_jobs/job_Qx3m9TtGkZ0lJ2rA/results" }),
   })

@@ -35,7 +35,9 @@ type SnakeCase<S extends string> = S extends `${infer Head}${infer Tail}` ? `${H
 type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
 
 /** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
-export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "writing">>;
+export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "writing" | "lastClaimAt">> &
+  /** Where the job stands in the scheduling (docs/jobs.md "Scheduling"), when the read asked for it. */
+  Partial<{ lines_in_progress: number; accounts_sharing: number }>;
 
 /**
  * A new job line: either already answered (it failed the syntax check) or to be checked; `domain`
@@ -77,6 +79,17 @@ function reasonSummary(stored: string): Record<string, number> {
   return out;
 }
 
+/** Lines not answered yet, split into waiting for a turn and in a consumer's hands, and how many accounts share the turns. */
+function queueState(row: JobRow): VerificationJob["queue"] {
+  const unfinished = row.status === "queued" || row.status === "running";
+  const inProgress = unfinished ? Number(row.lines_in_progress ?? 0) : 0;
+  return {
+    lines_waiting: unfinished ? Math.max(0, Number(row.total) - Number(row.processed) - inProgress) : 0,
+    lines_in_progress: inProgress,
+    accounts_sharing: unfinished ? Number(row.accounts_sharing ?? 0) : 0,
+  };
+}
+
 export function jobJson(row: JobRow): VerificationJob {
   const counts = { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) };
   return {
@@ -88,6 +101,7 @@ export function jobJson(row: JobRow): VerificationJob {
     processed: Number(row.processed),
     counts,
     summary: { classification: counts, reason: reasonSummary(row.reason_counts) },
+    queue: queueState(row),
     smtp_timeout: Number(row.smtp_timeout),
     results_url: `/v1/email_verification_jobs/${row.id}/results`,
   };
@@ -99,7 +113,12 @@ const JOB_COLUMNS = sql.raw(
 
 /** A job as its account sees it: one still being written does not exist yet. */
 export function findJobQuery(db: Database, accountId: string, id: string) {
-  return db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
+  const now = Date.now();
+  return db.all<JobRow>(sql`select ${JOB_COLUMNS},
+      (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as lines_in_progress,
+      (select count(distinct o.account_id) from verification_jobs o where o.status in ('queued', 'running') and o.writing = 0
+        and o.account_id in (select id from accounts where status = 'active')) as accounts_sharing
+    from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
 }
 
 export async function findJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { VerificationJob, type JobMessage } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
-import { CHUNK_SIZE } from "../../edge/jobs/store.ts";
+import { CHUNK_SIZE, claimTurn, newLease } from "../../edge/jobs/store.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
@@ -77,6 +77,21 @@ describe("turns shared between accounts", () => {
     const wholeAnswered = await answered(whole);
     expect(splitAnswered + wholeAnswered).toBe(800);
     expect(Math.abs(splitAnswered - wholeAnswered)).toBeLessThanOrEqual(CHUNK_SIZE);
+  });
+});
+
+describe("what the job record shows of the scheduling", () => {
+  it("lines waiting, lines in a consumer's hands, and how many accounts share the turns", async () => {
+    const a = await newAccount(0);
+    const b = await newAccount(0);
+    const big = await queuedJob(a.accountId, 2_000, "big");
+    await queuedJob(b.accountId, 300, "small");
+    const queue = async () => VerificationJob.parse(await (await call(`${PATH}/${big}`, { token: a.token })).json()).queue;
+    expect(await queue()).toEqual({ lines_waiting: 2_000, lines_in_progress: 0, accounts_sharing: 2 });
+    await claimTurn(db, big, newLease(30_000), CHUNK_SIZE);
+    expect(await queue()).toEqual({ lines_waiting: 1_800, lines_in_progress: CHUNK_SIZE, accounts_sharing: 2 });
+    await call(`${PATH}/${big}`, { method: "DELETE", token: a.token });
+    expect(await queue()).toEqual({ lines_waiting: 0, lines_in_progress: 0, accounts_sharing: 0 });
   });
 });
 
