@@ -121,7 +121,7 @@ export function createProbeApp(service: ProbeService): Hono {
       start(controller) {
         let left = checks.size;
         for (const [email, mx] of checks) {
-          void runBatchProbe({ email, mx, deadline_ms: batch.deadline_ms, catch_all_check: batch.catch_all_check }, service, started, deferAt)
+          void runBatchProbe({ email, mx, deadline_ms: batch.deadline_ms, catch_all_check: batch.catch_all_check }, service, started, { deferAt, tenant: batch.tenant ?? "" })
             .then((result): ProbeBatchLine => (result ? ProbeBatchLine.parse({ email, result }) : { email, deferred: true }))
             .catch((error: unknown): ProbeBatchLine => {
               // One check that throws must not take the others (or the process) with it: it goes

@@ -25,6 +25,11 @@ export type CheckRequest = {
    * rules, as for any check.
    */
   deferAt?: number;
+  /**
+   * Whose bulk work this check is: a batch's tenant ("" when the batch named none). Absent: a single
+   * check, which its destination serves before any bulk work (fair-queue.ts).
+   */
+  tenant?: string;
 };
 
 export type CheckFailure = SessionFailure | { kind: "unsupported"; message: string };

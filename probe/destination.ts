@@ -22,6 +22,7 @@ import { SessionPool, type PoolConfig, type Slot } from "./session-pool.ts";
 import type { OpenResult, SmtpSession } from "./smtp/session.ts";
 import { runTransaction, type CatchAllTest } from "./transaction.ts";
 import { monotonicNow } from "./clock.ts";
+import { FairQueue } from "./fair-queue.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom">;
@@ -40,7 +41,8 @@ export type DestinationContext = {
 };
 
 export class Destination {
-  readonly #queue: QueuedCheck[] = [];
+  /** Single checks first, then bulk tenants in turn (fair-queue.ts). */
+  readonly #queue = new FairQueue<QueuedCheck>((p) => (p.req.tenant === undefined ? null : p.req.tenant));
   readonly #pacing: Pacing;
   readonly #pool: SessionPool;
   /** When this server last answered a RCPT: it is working, however slowly. */
@@ -123,8 +125,7 @@ export class Destination {
     p.settled = true;
     clearTimeout(p.timer);
     clearTimeout(p.deferTimer);
-    const i = this.#queue.indexOf(p);
-    if (i >= 0) this.#queue.splice(i, 1);
+    this.#queue.remove(p);
     p.resolve({ ...outcome, ms: monotonicNow() - p.submittedAt });
     this.#noteEmpty();
   }
@@ -183,8 +184,9 @@ export class Destination {
     const pool = this.#pool;
     let open = this.#pacing.sessionsToOpen(this.#queue.length, { slots: pool.slots, opening: pool.opening, reusable: pool.reusable() }, monotonicNow());
     if (open === 0) return;
-    const deadline = this.#queue.reduce((latest, p) => Math.max(latest, p.req.deadline), 0);
-    const host = this.#queue[0]!.req.host;
+    let deadline = 0;
+    for (const p of this.#queue) deadline = Math.max(deadline, p.req.deadline);
+    const host = this.#queue.peek()!.req.host;
     while (open-- > 0) void pool.open(deadline, host);
   }
 
@@ -199,8 +201,7 @@ export class Destination {
     const batch: QueuedCheck[] = [];
     const tests = new Map<string, CatchAllTest>();
     let blocked = false;
-    for (let i = 0; i < this.#queue.length && batch.length + tests.size < size.rcpts; ) {
-      const p = this.#queue[i]!;
+    for (let p = this.#queue.peek(); p !== undefined && batch.length + tests.size < size.rcpts; p = this.#queue.peek()) {
       if (p.utf8 && !s.smtpUtf8) {
         // Another MX of the domain may offer SMTPUTF8: the walk goes on (stage "ehlo").
         this.#settle(p, {
@@ -229,7 +230,7 @@ export class Destination {
         tests.set(key, { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} });
       }
       batch.push(p);
-      this.#queue.splice(i, 1);
+      this.#queue.take(p);
     }
     if (batch.length === 0) {
       // Nothing fits in what this session may still be refused: a fresh session takes the rest.
@@ -239,7 +240,7 @@ export class Destination {
     }
     const wait = this.#pacing.takeRcpts(batch.length + tests.size, monotonicNow());
     if (wait > 0) {
-      this.#queue.unshift(...batch);
+      this.#queue.putBack(batch);
       this.#wakeAt(monotonicNow() + wait);
       return "rate";
     }

@@ -76,18 +76,25 @@ function failureOutcome(check: CheckOutcome): ProbeOutcome {
 }
 
 export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt = monotonicNow()): Promise<ProbeResponse> {
-  return (await walkHosts(request, deps, startedAt, undefined))!;
+  return (await walkHosts(request, deps, startedAt))!;
 }
 
 /**
- * A check of a batch: as runProbe, except that an address still waiting its turn at `deferAt`, at a
- * server busy answering the ones ahead of it, is handed back unasked (null) for a later batch.
+ * A check of a batch, for `tenant`: as runProbe, except that an address still waiting its turn at
+ * `deferAt`, at a server busy answering the ones ahead of it, is handed back unasked (null) for a
+ * later batch, and that it waits in its tenant's lane at each destination (fair-queue.ts).
  */
-export async function runBatchProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, deferAt: number | undefined): Promise<ProbeResponse | null> {
-  return walkHosts(request, deps, startedAt, deferAt);
+export async function runBatchProbe(
+  request: ProbeRequestParsed,
+  deps: ProbeDeps,
+  startedAt: number,
+  batch: { deferAt: number | undefined; tenant: string },
+): Promise<ProbeResponse | null> {
+  return walkHosts(request, deps, startedAt, batch);
 }
 
-async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, deferAt: number | undefined): Promise<ProbeResponse | null> {
+async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, batch?: { deferAt: number | undefined; tenant: string }): Promise<ProbeResponse | null> {
+  const deferAt = batch?.deferAt;
   const deadline = startedAt + request.deadline_ms - ANSWER_RESERVE_MS;
   const attempts: ProbeAttempt[] = [];
   let decided: { check: CheckOutcome; attempt: ProbeAttempt } | null = null;
@@ -108,6 +115,7 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
         catchAllCheck: request.catch_all_check,
         deadline,
         ...(deferAt !== undefined ? { deferAt } : {}),
+        ...(batch ? { tenant: batch.tenant } : {}),
       });
       if (check.deferred) return null;
       if (check.rcpt) {

@@ -59,11 +59,11 @@ function probe(s: Scheduler, email: string, addresses: string[], deadlineMs = 5_
   );
 }
 
-/** One check of a batch (POST /v1/probe/batch with queue_ms): null when it was handed back unasked. */
-function batchProbe(s: Scheduler, email: string, addresses: string[], deadlineMs: number, deferAt: number): Promise<ProbeResponse | null> {
+/** One check of a batch (POST /v1/probe/batch with queue_ms) for `tenant`: null when it was handed back unasked. */
+function batchProbe(s: Scheduler, email: string, addresses: string[], deadlineMs: number, deferAt: number | undefined, tenant = ""): Promise<ProbeResponse | null> {
   const domain = email.slice(email.lastIndexOf("@") + 1);
   const mx = addresses.map((address, i) => ({ host: `mx${i}.${domain}`, preference: 10 * (i + 1), addresses: [address] }));
-  return runBatchProbe({ email, mx, deadline_ms: deadlineMs, catch_all_check: true }, { config: { allowPrivateTargets: true }, scheduler: s }, Date.now(), deferAt);
+  return runBatchProbe({ email, mx, deadline_ms: deadlineMs, catch_all_check: true }, { config: { allowPrivateTargets: true }, scheduler: s }, Date.now(), { deferAt, tenant });
 }
 
 const rcpts = (f: MtaFixture, c = 0) => f.connections[c]!.commands.filter((x) => x.startsWith("RCPT")).length;
@@ -360,6 +360,59 @@ describe("deadlines and fairness", () => {
     expect(cold.outcome).toBe("accepted");
     expect(s.stats().checks_queued).toBeGreaterThan(0); // the hot destination is still busy
     expect((await hot).every((r) => r.outcome === "accepted")).toBe(true);
+  });
+});
+
+describe("tenants at one destination", () => {
+  /** The order in which the server saw the RCPTs of `emails`' addresses (the catch-all tests left out). */
+  const rcptOrder = (f: MtaFixture, emails: Set<string>) =>
+    f.connections
+      .flatMap((c) => c.commands)
+      .filter((x) => x.toUpperCase().startsWith("RCPT"))
+      .map((x) => /<([^>]*)>/.exec(x)?.[1] ?? "")
+      .filter((e) => emails.has(e));
+
+  it("takes tenants in turn: a small list sent after a big one is answered alongside it, not after it", async () => {
+    const big = Array.from({ length: 60 }, (_, i) => `big${i}@tenants.test`);
+    const small = Array.from({ length: 10 }, (_, i) => `small${i}@tenants.test`);
+    const f = await mta(134, { mailboxes: [...big, ...small], delayMs: 20 });
+    const s = scheduler({ maxPerDestination: 1, maxRcptsPerTransaction: 4 });
+    const bigDone = Promise.all(big.map((e) => batchProbe(s, e, [ip(134)], 20_000, undefined, "tenant-a")));
+    await new Promise((r) => setTimeout(r, 50));
+    const smallDone = await Promise.all(small.map((e) => batchProbe(s, e, [ip(134)], 20_000, undefined, "tenant-b")));
+    expect(smallDone.every((r) => r?.outcome === "accepted")).toBe(true);
+    expect((await bigDone).every((r) => r?.outcome === "accepted")).toBe(true);
+    const order = rcptOrder(f, new Set([...big, ...small]));
+    // Every small address went out before the 30th big one: FIFO would have sent all 60 big ones first.
+    const lastSmall = Math.max(...small.map((e) => order.indexOf(e)));
+    expect(order.slice(0, lastSmall + 1).filter((e) => e.startsWith("big")).length).toBeLessThan(30);
+  });
+
+  it("three tenants get a third each while all three wait", async () => {
+    const lists = ["a", "b", "c"].map((t) => Array.from({ length: 24 }, (_, i) => `${t}${i}@three.test`));
+    const f = await mta(135, { mailboxes: lists.flat(), delayMs: 20 });
+    const s = scheduler({ maxPerDestination: 1, maxRcptsPerTransaction: 3 });
+    await Promise.all(lists.flatMap((list, t) => list.map((e) => batchProbe(s, e, [ip(135)], 20_000, undefined, `tenant-${t}`))));
+    const order = rcptOrder(f, new Set(lists.flat()));
+    // In the first 36 recipients (half of all), each tenant had between 10 and 14.
+    for (const t of ["a", "b", "c"]) {
+      const n = order.slice(0, 36).filter((e) => e.startsWith(t)).length;
+      expect(n, t).toBeGreaterThanOrEqual(10);
+      expect(n, t).toBeLessThanOrEqual(14);
+    }
+  });
+
+  it("a single check goes ahead of every bulk check waiting at its destination", async () => {
+    const bulk = Array.from({ length: 40 }, (_, i) => `bulk${i}@single.test`);
+    const f = await mta(136, { mailboxes: [...bulk, "person@single.test"], delayMs: 20 });
+    const s = scheduler({ maxPerDestination: 1, maxRcptsPerTransaction: 2 });
+    const queued = Promise.all(bulk.map((e) => batchProbe(s, e, [ip(136)], 20_000, undefined, "tenant-a")));
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await probe(s, "person@single.test", [ip(136)], 10_000)).outcome).toBe("accepted");
+    await queued;
+    const order = rcptOrder(f, new Set([...bulk, "person@single.test"]));
+    // It went out in the next transaction or so, with most of the list still waiting behind it.
+    expect(order.indexOf("person@single.test")).toBeLessThan(10);
   });
 });
 
