@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -151,6 +151,53 @@ export async function startFreshDatabase(): Promise<{ url: string; authToken: st
     child,
     close: async () => {
       await stopChild(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The whole local stack as `npm start` runs it (the Worker and its queue under `wrangler dev`, the
+ * probe, a fresh libSQL server), with test/fixtures/mta-fixture.ts on 0.0.0.0:25 (it answers on every
+ * 127.x.y.z; port 25 needs root) answering each command after `delayMs`, and test/fixtures/doh-server.ts
+ * serving `zone`: what the bulk-job benchmarks run against. `stop()` ends all of it.
+ */
+export async function startJobsStack(opts: { zone: unknown; delayMs: number; edgePort: number; probePort: number }) {
+  const dir = await mkdtemp(join(tmpdir(), "bench-stack-"));
+  const zoneFile = join(dir, "zone.json");
+  await writeFile(zoneFile, JSON.stringify(opts.zone));
+  const mta = await startChild(
+    process.execPath,
+    ["--import", "tsx", join(root, "test/fixtures/mta-fixture.ts"), "--host", "0.0.0.0", "--port", "25", "--delay-ms", String(opts.delayMs)],
+    { ready: /listening/ },
+  );
+  const doh = await startChild(process.execPath, ["--import", "tsx", join(root, "test/fixtures/doh-server.ts"), "--zone", zoneFile, "--port", "0"], { ready: /listening on \S+/ });
+  const dohUrl = /listening on (\S+)/.exec(doh.stdout)![1]!;
+  // Settings from the caller's environment would change what is measured.
+  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
+  const database = await startFreshDatabase();
+  const { child: stack } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    env: {
+      ...inherited,
+      DATABASE_URL: database.url,
+      DATABASE_AUTH_TOKEN: database.authToken,
+      EDGE_PORT: String(opts.edgePort),
+      PROBE_PORT: String(opts.probePort),
+      DOH_URL: dohUrl,
+      PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      WRANGLER_LOG: "warn",
+    },
+    ready: /Demo key:\s+\S+\s/,
+  });
+  return {
+    mta: mta.child,
+    doh: doh.child,
+    stack,
+    database,
+    async stop() {
+      await stopChild(stack);
+      await database.close();
+      await Promise.all([stopChild(mta.child), stopChild(doh.child)]);
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -15,15 +15,13 @@
  *
  * Peak memory is each process's VmHWM (its peak resident set) when the job has completed.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
-import { childCounters, processTree, root, startChild, startFreshDatabase, stopChild } from "./child.ts";
+import { childCounters, processTree, startJobsStack } from "./child.ts";
 
 const EDGE_PORT = 8797;
 const PROBE_PORT = 8796;
@@ -89,22 +87,7 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
   if (opts.domains > 250 * 250) throw new Error("at most 62,500 domains (one 127.2.x.y address each)");
   if (process.getuid?.() !== 0) throw new Error("The bulk job benchmark needs root: its mail server listens on port 25, where the probe dials.");
   const { emails, zone } = buildScaleList(opts.addresses, opts.domains, opts.seed);
-  const dir = await mkdtemp(join(tmpdir(), "bench-jobs-"));
-  const zoneFile = join(dir, "zone.json");
-  await writeFile(zoneFile, JSON.stringify(zone));
-  const mta = await startChild(
-    process.execPath,
-    ["--import", "tsx", join(root, "test/fixtures/mta-fixture.ts"), "--host", "0.0.0.0", "--port", "25", "--delay-ms", String(opts.delayMs)],
-    { ready: /listening/ },
-  );
-  const doh = await startChild(process.execPath, ["--import", "tsx", join(root, "test/fixtures/doh-server.ts"), "--zone", zoneFile, "--port", "0"], { ready: /listening on \S+/ });
-  const dohUrl = /listening on (\S+)/.exec(doh.stdout)![1]!;
-  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
-  const database = await startFreshDatabase();
-  const { child: stack } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-    env: { ...inherited, DATABASE_URL: database.url, DATABASE_AUTH_TOKEN: database.authToken, EDGE_PORT: String(EDGE_PORT), PROBE_PORT: String(PROBE_PORT), DOH_URL: dohUrl, PROBE_ALLOW_PRIVATE_TARGETS: "true", WRANGLER_LOG: "warn" },
-    ready: /Demo key:\s+\S+\s/,
-  });
+  const { mta, doh, stack, database, stop } = await startJobsStack({ zone, delayMs: opts.delayMs, edgePort: EDGE_PORT, probePort: PROBE_PORT });
   try {
     const db = openDatabase(database.url, database.authToken);
     const account = await createAccount(db, "bench jobs at scale", 0);
@@ -138,9 +121,9 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
       peakRssMiB[part] = Math.max(peakRssMiB[part] ?? 0, await peakRss(p.pid));
     }
     peakRssMiB["libSQL server"] = await peakRss(database.child.pid!);
-    peakRssMiB["mail server fixture"] = await peakRss(mta.child.pid!);
-    peakRssMiB["DoH fixture"] = await peakRss(doh.child.pid!);
-    const smtp = await childCounters<JobsScaleResult["smtp"]>(mta.child);
+    peakRssMiB["mail server fixture"] = await peakRss(mta.pid!);
+    peakRssMiB["DoH fixture"] = await peakRss(doh.pid!);
+    const smtp = await childCounters<JobsScaleResult["smtp"]>(mta);
 
     // The results as a user downloads them: one CSV row per input line, in input order.
     const download = await (await fetch(`${api}/${id}/results?format=csv`, { headers })).text();
@@ -177,10 +160,7 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
       smtp,
     };
   } finally {
-    await stopChild(stack);
-    await database.close();
-    await Promise.all([stopChild(mta.child), stopChild(doh.child)]);
-    await rm(dir, { recursive: true, force: true });
+    await stop();
   }
 }
 

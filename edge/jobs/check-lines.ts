@@ -30,12 +30,9 @@ export type CheckLinesConfig = {
 const DNS_CONCURRENCY = 16;
 /**
  * How long a line may wait its turn at a mail server that paces us (the probe's queue for it) before
- * the probe hands it back unasked; it is then claimed again in a later turn, not timed out. It is
- * also the time slice of the fair shares (docs/jobs.md "Scheduling"): where consumers run one
- * delivery at a time (wrangler dev), a delivery stuck behind a slow server holds the next account's
- * turn back no longer than this.
+ * the probe hands it back unasked; it is then claimed again in a later turn, not timed out.
  */
-export const QUEUE_ALLOWANCE_MS = 5_000;
+export const QUEUE_ALLOWANCE_MS = 30_000;
 const MAX_BATCH_DEADLINE_MS = 120_000;
 
 /** The probe's deadline for a job's batch: time to wait its turn, then the SMTP timeout. */

@@ -74,7 +74,7 @@ export async function enqueueTurns(queue: JobsQueue, job: string, lines: number,
   }
 }
 
-/** What one delivery's turns claimed of one job, and the messages that paid for it. */
+/** What one delivery's turns claimed of one job, and the messages that paid for it (none: taken for an idle account). */
 type JobWork = { job: JobRow; lines: ClaimedLine[]; messages: DeliveredMessage[] };
 
 /**
@@ -84,37 +84,64 @@ type JobWork = { job: JobRow; lines: ClaimedLine[]; messages: DeliveredMessage[]
  */
 async function claimWork(deps: JobsDeps, messages: DeliveredMessage[], lease: Lease): Promise<{ work: Map<string, JobWork>; idle: DeliveredMessage[] }> {
   const share = new FairShare(await bulkCandidates(deps.db));
-  const planned: { message: DeliveredMessage; job: string; max: number }[] = [];
+  const planned: { message: DeliveredMessage | null; job: string; max: number }[] = [];
   const idle: DeliveredMessage[] = [];
   for (const message of messages) {
     const turn = share.take(CHUNK_SIZE);
     if (turn) planned.push({ message, job: turn.job, max: turn.lines });
     else idle.push(message);
   }
+  const work = await claimPlanned(deps, planned, lease, idle);
+  logTurns(share, messages.length, work, false);
+  return { work, idle };
+}
+
+/**
+ * Turns for accounts whose lines nobody holds (an account that got work while this delivery runs:
+ * where deliveries come one at a time, its own messages wait behind this one). One turn each, taken
+ * by this delivery, so its lines reach the probe, whose queues then share each mail server with it,
+ * at once and not when the lines ahead are done. Their messages, when they come, find less to claim.
+ */
+async function claimForIdleAccounts(deps: JobsDeps, lease: Lease): Promise<JobWork[]> {
+  const share = new FairShare(await bulkCandidates(deps.db));
+  const planned: { message: null; job: string; max: number }[] = [];
+  for (let turn = share.take(CHUNK_SIZE, { onlyIdle: true }); turn; turn = share.take(CHUNK_SIZE, { onlyIdle: true })) {
+    planned.push({ message: null, job: turn.job, max: turn.lines });
+  }
+  if (planned.length === 0) return [];
+  const work = await claimPlanned(deps, planned, lease, []);
+  logTurns(share, 0, work, true);
+  return [...work.values()];
+}
+
+async function claimPlanned(deps: JobsDeps, planned: { message: DeliveredMessage | null; job: string; max: number }[], lease: Lease, idle: DeliveredMessage[]): Promise<Map<string, JobWork>> {
   const claimed = await claimTurns(deps.db, planned, lease);
   const work = new Map<string, JobWork>();
   for (const [i, turn] of planned.entries()) {
     const job = claimed.jobs.get(turn.job);
     const lines = claimed.lines[i]!;
     if (!job || lines.length === 0) {
-      idle.push(turn.message);
+      if (turn.message) idle.push(turn.message);
       continue;
     }
     const entry = work.get(turn.job) ?? { job, lines: [], messages: [] };
     entry.lines.push(...lines);
-    entry.messages.push(turn.message);
+    if (turn.message) entry.messages.push(turn.message);
     work.set(turn.job, entry);
   }
-  if (work.size > 0) {
-    writeLog("info", {
-      event: "job_turns",
-      turns: messages.length,
-      claimed: [...work.values()].map((w) => ({ job_id: w.job.id, account_id: w.job.account_id, lines: w.lines.length })),
-      accounts_waiting: share.waiting,
-      lines_in_hand: share.shares(),
-    });
-  }
-  return { work, idle };
+  return work;
+}
+
+function logTurns(share: FairShare, turns: number, work: Map<string, JobWork>, forIdleAccounts: boolean): void {
+  if (work.size === 0) return;
+  writeLog("info", {
+    event: "job_turns",
+    turns,
+    for_idle_accounts: forIdleAccounts,
+    claimed: [...work.values()].map((w) => ({ job_id: w.job.id, account_id: w.job.account_id, lines: w.lines.length })),
+    accounts_waiting: share.waiting,
+    lines_in_hand: share.shares(),
+  });
 }
 
 /** The opaque tenant the probe shares each mail server by: a digest of the account, not its id. */
@@ -226,6 +253,9 @@ export async function handleJobMessages(messages: readonly DeliveredMessage[], d
   await Promise.all(work);
 }
 
+/** How often a delivery whose lines are being checked looks for accounts whose lines nobody holds. */
+export const IDLE_ACCOUNT_CHECK_MS = 1_000;
+
 async function runTurns(deps: JobsDeps, messages: DeliveredMessage[]): Promise<void> {
   const lease = newLease(CLAIM_LEASE_MS);
   let claimed: Awaited<ReturnType<typeof claimWork>>;
@@ -236,7 +266,23 @@ async function runTurns(deps: JobsDeps, messages: DeliveredMessage[]): Promise<v
     return settle(messages, null, () => Promise.reject(error));
   }
   for (const m of claimed.idle) m.ack();
-  await Promise.all([...claimed.work.values()].map((w) => settle(w.messages, w.job.id, () => runLines(deps, w.job, w.lines, lease))));
+  const running = new Set<Promise<void>>();
+  const start = (w: JobWork) => {
+    const run = settle(w.messages, w.job.id, () => runLines(deps, w.job, w.lines, lease)).finally(() => running.delete(run));
+    running.add(run);
+  };
+  for (const w of claimed.work.values()) start(w);
+  // While its lines are checked, the delivery gives accounts that nobody serves a turn.
+  while (running.size > 0) {
+    const tick = new Promise<"tick">((resolve) => setTimeout(() => resolve("tick"), IDLE_ACCOUNT_CHECK_MS));
+    if ((await Promise.race([Promise.all(running).then(() => "done" as const), tick])) === "done") break;
+    try {
+      for (const w of await claimForIdleAccounts(deps, lease)) start(w);
+    } catch (error) {
+      // A failed look costs nothing: those accounts' own messages still come.
+      writeLog("warn", { event: "job_idle_account_check_failed", error: describeError(error) });
+    }
+  }
 }
 
 async function settle(messages: DeliveredMessage[], jobId: string | null, run: () => Promise<void>): Promise<void> {

@@ -52,11 +52,15 @@ export class FairShare {
     return { job: job.id, account: best.id };
   }
 
-  /** The next turn, of at most `max` lines, planned as served: null when no job has due lines. */
-  take(max: number): { job: string; account: string; lines: number } | null {
+  /**
+   * The next turn, of at most `max` lines, planned as served: null when no job has due lines, or
+   * (`onlyIdle`) when the account whose turn it is already has lines in hand.
+   */
+  take(max: number, { onlyIdle = false } = {}): { job: string; account: string; lines: number } | null {
     const turn = this.#next();
     if (!turn) return null;
     const job = this.#jobs.get(turn.job)!;
+    if (onlyIdle && job.account.inHand > 0) return null;
     const lines = Math.min(max, job.due);
     this.#clock += 1;
     job.lastTurn = job.account.lastTurn = this.#clock;

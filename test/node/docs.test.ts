@@ -14,6 +14,7 @@ import { CLAIM_LEASE_MS } from "../../edge/jobs/consumer.ts";
 import { LINE_POLICY } from "../../edge/jobs/line-policy.ts";
 import { CHUNK_SIZE, DUE_CALLBACKS_PER_RUN, LINES_PER_TRANSACTION, STALLED_JOBS_PER_RUN, TURNS_PER_STALLED_JOB } from "../../edge/jobs/store.ts";
 import { QUEUE_ALLOWANCE_MS } from "../../edge/jobs/check-lines.ts";
+import { IDLE_ACCOUNT_CHECK_MS } from "../../edge/jobs/consumer.ts";
 import { PROBE_SETTINGS } from "../../probe/config.ts";
 import { JOB_LIMITS } from "../../shared/jobs.ts";
 
@@ -59,7 +60,8 @@ describe("docs/jobs.md states the limits and the engine's numbers the code uses"
     [en(JOB_LIMITS.maxAddresses), "addresses per job"],
     [`${JOB_LIMITS.maxLineBytes} bytes`, "the address length"],
     [`turn of ${CHUNK_SIZE} lines`, "lines per queue message"],
-    [`after ${QUEUE_ALLOWANCE_MS / 1000} s comes back unasked`, "the time slice"],
+    [`after ${QUEUE_ALLOWANCE_MS / 1000} s comes back unasked`, "the queue allowance"],
+    [`every ${IDLE_ACCOUNT_CHECK_MS / 1000} s (\`IDLE_ACCOUNT_CHECK_MS\`)`, "how often a delivery looks for idle accounts"],
     [`(at most ${TURNS_PER_STALLED_JOB})`, "turns per stalled job and cron run"],
     [`lines ${en(LINES_PER_TRANSACTION)} per`, "lines per transaction at creation"],
     [`${CLAIM_LEASE_MS / 1000} s lease`, "the claim lease"],

@@ -119,9 +119,9 @@ describe("the real queue and the real probe", () => {
       }
       bigAtSmallDone.push((await job(a.token, big)).processed);
     }
-    // Served in arrival order, behind the delivery that holds all of the big job's lines, they would
-    // finish after it; that delivery ends when the probe hands back what waited past the time slice
-    // (QUEUE_ALLOWANCE_MS), and the next shares the mail server between all three accounts.
+    // Their messages wait behind the delivery that holds all of the big job's lines (the local queue
+    // delivers one batch at a time); that delivery claims a turn for each account nobody serves
+    // (IDLE_ACCOUNT_CHECK_MS), and the probe shares the mail server between all three from there.
     for (const processed of bigAtSmallDone) expect(processed).toBeLessThan(1_000);
     for (;;) {
       if ((await job(a.token, big)).status === "completed") break;
