@@ -112,13 +112,14 @@ const JOB_COLUMNS = sql.raw(
 );
 
 /** A job as its account sees it: one still being written does not exist yet. */
+/** JOB_COLUMNS and where the job stands in the scheduling (JobRow's lines_in_progress, accounts_sharing), for reads that answer with the job. */
+const jobWithQueue = (now: number) => sql`${JOB_COLUMNS},
+  (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as lines_in_progress,
+  (select count(distinct o.account_id) from verification_jobs o where o.status in ('queued', 'running') and o.writing = 0
+    and o.account_id in (select id from accounts where status = 'active')) as accounts_sharing`;
+
 export function findJobQuery(db: Database, accountId: string, id: string) {
-  const now = Date.now();
-  return db.all<JobRow>(sql`select ${JOB_COLUMNS},
-      (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as lines_in_progress,
-      (select count(distinct o.account_id) from verification_jobs o where o.status in ('queued', 'running') and o.writing = 0
-        and o.account_id in (select id from accounts where status = 'active')) as accounts_sharing
-    from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
+  return db.all<JobRow>(sql`select ${jobWithQueue(Date.now())} from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
 }
 
 export async function findJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {
@@ -155,7 +156,7 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
       where (select count(*) from verification_jobs where account_id = ${job.accountId} and status in ('queued', 'running')) < ${limits.maxRunning}
         and (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) + ${job.total} <= ${limits.maxLinesPerDay}
       on conflict do nothing`),
-    db.all<JobRow & { writing: number }>(sql`select ${JOB_COLUMNS}, writing from verification_jobs
+    db.all<JobRow & { writing: number }>(sql`select ${jobWithQueue(now)}, writing from verification_jobs
       where account_id = ${job.accountId} and idempotency_key = ${job.idempotencyKey} and id != ${job.id}`),
     db.all<{ running: number; lines: number; oldest: number | null }>(sql`select
         (select count(*) from verification_jobs where account_id = ${job.accountId} and status in ('queued', 'running')) as running,
@@ -207,7 +208,7 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
   const [finished, , job] = await db.batch([
     db.run(sql`update verification_jobs set writing = 0, updated_at = ${now} where id = ${jobId} and writing = 1`),
     completeIfDone(db, jobId, now),
-    db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${jobId}`),
+    db.all<JobRow>(sql`select ${jobWithQueue(now)} from verification_jobs where id = ${jobId}`),
   ]);
   if (Number((finished as { rowsAffected?: number }).rowsAffected ?? 0) !== 1 || !job[0]) throw new Error(`job ${jobId} was given up while its lines were written`);
   return job[0];
