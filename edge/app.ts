@@ -3,6 +3,7 @@
  * ./routes and register themselves here.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { API_VERSION } from "../shared/api.ts";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
@@ -79,10 +80,23 @@ export function createApp(): OpenAPIHono<AppEnv> {
           openapi: "3.1.0",
           info: {
             title: "Contact lookup and email verification API",
-            version: "1.0.0",
-            description: "Every error body is {\"error\": message}. Every response carries X-Request-Id.",
+            version: API_VERSION,
+            description:
+              "Every error body is {\"error\": message}. Every response carries X-Request-Id. " +
+              "Versioning: additions (an operation, a parameter, a response property, an enum value) are not breaking; removals and renames are, " +
+              "and come only after the affected operation has carried Deprecation (RFC 9745) and Sunset (RFC 8594) headers for at least 180 days. " +
+              "What changed, release by release: CHANGELOG.md.",
+            contact: { name: "The operators of this deployment" },
+            // OpenAPI 3.1's SPDX `identifier`; the generator's types are 3.0's, which only know `url`.
+            license: { name: "Proprietary", ...{ identifier: "LicenseRef-Proprietary" } },
           },
           servers: [{ url: "/" }],
+          tags: [
+            { name: "People", description: "A person's contact details from one identifier; metered by credits" },
+            { name: "Email verification", description: "One address checked end to end: syntax, MX over DoH, SMTP, catch-all, score and verdict" },
+            { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
+            { name: "Account", description: "The calling key's account: balance, limits and usage" },
+          ],
         }),
       );
       const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(json));

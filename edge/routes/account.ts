@@ -11,6 +11,8 @@ import { authenticatedErrorResponses } from "./responses.ts";
 export const accountRoute = createRoute({
   method: "get",
   path: "/v1/account",
+  operationId: "getAccount",
+  tags: ["Account"],
   summary: "The calling key's account: balance, rate limits and usage",
   description:
     "Usage is read from the credit ledger: lookups charged and credits spent since the start of the day and of the month (UTC). " +

@@ -28,6 +28,8 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
   app.openAPIRegistry.registerPath({
     method: "get",
     path: PATH,
+    operationId: "verifyEmail",
+    tags: ["Email verification"],
     summary: "Verify an email address",
     description,
     security: [{ bearerAuth: [] }],
@@ -38,6 +40,8 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
   app.openAPIRegistry.registerPath({
     method: "post",
     path: PATH,
+    operationId: "verifyEmailPost",
+    tags: ["Email verification"],
     summary: "Verify an email address (parameters in the query, a JSON body or a form)",
     description: `${description} A query parameter wins over the same parameter in the body.`,
     security: [{ bearerAuth: [] }],

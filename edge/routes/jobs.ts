@@ -11,7 +11,7 @@ import { JOB_INPUT_ERRORS, JOB_LIMITS, JOB_RESULT_FILTERS, JobCreateQuery, JobCr
 import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { checkCallbackUrl } from "../jobs/callback.ts";
+import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
 import { enqueueTurns } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { parseJobBody } from "../jobs/input.ts";
@@ -60,13 +60,45 @@ export const JOB_MESSAGES = {
 } as const;
 
 const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
+/** The OpenAPI tag of the job operations and the job callback. */
+export const JOBS_TAG = "Bulk verification jobs";
+
 const JobIdParam = z.object({ id: z.string().openapi({ example: "job_Qx3m9TtGkZ0lJ2rA" }) });
 
 function registerDocs(app: OpenAPIHono<AppEnv>): void {
+  app.openAPIRegistry.registerWebhook({
+    method: "post",
+    path: "verificationJobEnded",
+    operationId: "verificationJobEnded",
+    tags: [JOBS_TAG],
+    summary: "A job ended: sent to its callback_url once it is completed or cancelled",
+    // No credentials of the receiver's: the request proves itself by its signature headers.
+    security: [],
+    description:
+      "An HTTPS POST of the job as GET /v1/email_verification_jobs/{id} answers it, signed the Standard Webhooks way (standardwebhooks.com) with the " +
+      "account's whsec_ secret: webhook-signature is v1, and the base64 HMAC-SHA256 of \"webhook-id.webhook-timestamp.body\" under the secret's base64-decoded part. " +
+      "webhook-id is the same on every retry of one event (evt_<job id>_<status>), so a receiver can drop repeats. " +
+      `Any 2xx ends it; anything else, a redirect or no answer within ${CALLBACK_TIMEOUT_MS / 1000} s is retried ${CALLBACK_RETRY_DELAYS_SECONDS.length} times, after ${CALLBACK_RETRY_DELAYS_SECONDS.join(", ")} seconds. ` +
+      "Check the signature and that webhook-timestamp is recent before trusting the body.",
+    request: {
+      headers: z.object({
+        "webhook-id": z.string().openapi({ description: "The event's id, the same on every retry", example: "evt_job_Qx3m9TtGkZ0lJ2rA_completed" }),
+        "webhook-timestamp": z.string().openapi({ description: "Seconds since the Unix epoch when this attempt was signed", example: "1795561761" }),
+        "webhook-signature": z.string().openapi({ description: "v1,<base64 HMAC-SHA256>", example: "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=" }),
+      }),
+      body: { required: true, content: { "application/json": { schema: VerificationJob } } },
+    },
+    responses: {
+      200: { description: "Received (any 2xx): no more attempts for this event" },
+    },
+  });
+
   const jobAnswer = { ...json(VerificationJob, "The job"), headers: { Location: { schema: { type: "string" as const }, description: "The job's URL" } } };
   app.openAPIRegistry.registerPath({
     method: "post",
     path: JOBS_PATH,
+    operationId: "createVerificationJob",
+    tags: [JOBS_TAG],
     summary: "Create a bulk verification job",
     description:
       "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
@@ -98,7 +130,12 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerPath({
     method: "get",
     path: `${JOBS_PATH}/{id}`,
+    operationId: "getVerificationJob",
+    tags: [JOBS_TAG],
     summary: "A bulk verification job: status, progress and counts",
+    description:
+      "The job as it is now: status, lines answered, counts and a summary by classification and by reason (kept in the same writes as the answers), " +
+      "and where it stands in the scheduling (queue). Another account's job and no job at all are the same 404.",
     security: [{ bearerAuth: [] }],
     request: { params: JobIdParam },
     responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
@@ -106,6 +143,8 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerPath({
     method: "get",
     path: `${JOBS_PATH}/{id}/results`,
+    operationId: "listVerificationJobResults",
+    tags: [JOBS_TAG],
     summary: "A job's results in input order, readable while it runs",
     description:
       "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
@@ -132,7 +171,12 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerPath({
     method: "delete",
     path: `${JOBS_PATH}/{id}`,
+    operationId: "cancelVerificationJob",
+    tags: [JOBS_TAG],
     summary: "Cancel a job: no new checks start; results already in stay readable",
+    description:
+      "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
+      "A job that has ended is answered as it is. Idempotent.",
     security: [{ bearerAuth: [] }],
     request: { params: JobIdParam },
     responses: { 200: json(VerificationJob, "The job as it is now"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },

@@ -16,6 +16,8 @@ const creditHeaders = {
 export const peopleRoute = createRoute({
   method: "get",
   path: "/v1/people",
+  operationId: "lookupPerson",
+  tags: ["People"],
   summary: "Look up a person's contact details",
   description:
     "Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; " +
