@@ -1,3 +1,4 @@
+import { API_VERSION } from "../../shared/api.ts";
 import { describe, expect, it } from "vitest";
 import { call } from "./helpers.ts";
 
@@ -30,7 +31,23 @@ describe("the app surface", () => {
     expect(res.status).toBe(200);
     const doc = (await res.json()) as any;
     expect(doc.openapi).toBe("3.1.0");
-    expect(doc.info.version).toBe("1.0.0");
+    expect(doc.info.version).toBe(API_VERSION);
+    // Every operation has its stable name and a tag; the job callback is a webhook.
+    const operations = Object.values(doc.paths).flatMap((path: any) => Object.values(path)) as any[];
+    expect(operations.map((o) => o.operationId).sort()).toEqual([
+      "cancelVerificationJob",
+      "createVerificationJob",
+      "getAccount",
+      "getVerificationJob",
+      "listVerificationJobResults",
+      "lookupPerson",
+      "verifyEmail",
+      "verifyEmailPost",
+    ]);
+    for (const o of operations) expect(o.tags?.length, o.operationId).toBe(1);
+    expect(Object.keys(doc.webhooks)).toEqual(["verificationJobEnded"]);
+    expect(doc.webhooks.verificationJobEnded.post.parameters.map((p: any) => p.name).sort()).toEqual(["webhook-id", "webhook-signature", "webhook-timestamp"]);
+    expect(doc.webhooks.verificationJobEnded.post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/VerificationJob" });
     const people = doc.paths["/v1/people"].get;
     expect(people.parameters.map((p: any) => p.name).sort()).toEqual(
       ["codehost_id", "codehost_login", "profnet_id", "profnet_public_identifier"],
