@@ -11,6 +11,7 @@ import { addCredits, createAccount, createApiKey, revokeApiKey, setAccountStatus
 import * as schema from "../../edge/db/schema.ts";
 import type { Bindings } from "../../edge/env.ts";
 import app from "../../edge/index.ts";
+import { createApiClient, type ApiClient } from "../../client/index.ts";
 
 const bindings = env as unknown as { DATABASE_URL: string; DATABASE_AUTH_TOKEN: string };
 
@@ -61,6 +62,19 @@ function apiRequest(path: string, init: CallInit): Request {
 
 export function call(path: string, init: CallInit = {}): Promise<Response> {
   return worker.fetch(apiRequest(path, init));
+}
+
+/** The typed client (client/) over this isolate's Worker, as a user's code would call the API. */
+export function apiClient(apiKey: string): ApiClient {
+  return createApiClient({
+    baseUrl: "http://api.test",
+    apiKey,
+    fetch: (request) => {
+      const headers = new Headers(request.headers);
+      if (!headers.has("CF-Connecting-IP")) headers.set("CF-Connecting-IP", fileAddress);
+      return worker.fetch(new Request(request, { headers }));
+    },
+  });
 }
 
 /**

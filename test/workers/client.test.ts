@@ -1,0 +1,75 @@
+/**
+ * The typed client (client/) against the real Worker in workerd: the committed OpenAPI document is the
+ * one the Worker serves, and every operation in it is called through the client, its answer typed by
+ * the generated schema and parsed by the shared one, so the document is proven against the Worker.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import committed from "../../client/openapi.json";
+import { createJobFromCsv } from "../../client/index.ts";
+import { AccountInfo, ContactInfo, EmailVerificationResult } from "../../shared/api.ts";
+import { JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
+import { apiClient, call, cancelUnfinishedJobs, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
+
+describe("the typed client", () => {
+  it("is generated from the document the Worker serves (npm run client:generate rewrites it)", async () => {
+    expect(await (await call("/v1/openapi.json")).json()).toEqual(committed);
+  });
+
+  it("calls every operation of the document", async () => {
+    const operations = Object.values((committed as { paths: Record<string, Record<string, { operationId: string }>> }).paths).flatMap((p) => Object.values(p).map((o) => o.operationId));
+    const called = new Set<string>();
+    const { token } = await newAccount(10);
+    const api = apiClient(token);
+
+    const ids = uniqueIds();
+    await insertPerson({ ...ids, emails: ["ana@example.com"] });
+    const person = await api.GET("/v1/people", { params: { query: { profnet_id: String(ids.profnet_id) } } });
+    expect(person.response.status).toBe(200);
+    expect(ContactInfo.strict().parse(person.data).email_addresses).toEqual(["ana@example.com"]);
+    expect(person.response.headers.get("x-credits-remaining")).toBe("9");
+    called.add("lookupPerson");
+    const missing = await api.GET("/v1/people", { params: { query: { profnet_id: String(ids.profnet_id + 1) } } });
+    expect([missing.response.status, missing.error]).toEqual([404, { error: "No profile found for the given parameters" }]);
+
+    const verified = await api.GET("/v1/email_verifications", { params: { query: { email_address: "ana@ok.test" } } });
+    expect(EmailVerificationResult.parse(verified.data)).toMatchObject({ classification: "valid", reason: "deliverable" });
+    called.add("verifyEmail");
+    const posted = await api.POST("/v1/email_verifications", { body: { email_address: "nobody@ok.test", smtp_timeout: "5" } });
+    expect(EmailVerificationResult.parse(posted.data)).toMatchObject({ classification: "invalid", reason: "mailbox_not_found" });
+    called.add("verifyEmailPost");
+
+    const account = await api.GET("/v1/account");
+    expect(AccountInfo.strict().parse(account.data).credit_balance).toBe(9);
+    called.add("getAccount");
+
+    const created = await api.POST("/v1/email_verification_jobs", { body: { email_addresses: ["ana@ok.test", "not-an-address"] }, params: { header: { "idempotency-key": "client-test" } } });
+    expect(created.response.status).toBe(202);
+    const job = VerificationJob.strict().parse(created.data);
+    called.add("createVerificationJob");
+    const fromCsv = await createJobFromCsv(api, "email\nben@ok.test\n", { query: { smtp_timeout: "5" } });
+    expect(VerificationJob.strict().parse(fromCsv.data).total).toBe(1);
+
+    let current = job;
+    for (let i = 0; i < 100 && current.status !== "completed"; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const read = await api.GET("/v1/email_verification_jobs/{id}", { params: { path: { id: job.id } } });
+      current = VerificationJob.strict().parse(read.data);
+    }
+    expect(current).toMatchObject({ status: "completed", processed: 2, summary: { reason: { deliverable: 1, syntax: 1 } } });
+    called.add("getVerificationJob");
+
+    const page = await api.GET("/v1/email_verification_jobs/{id}/results", { params: { path: { id: job.id }, query: { classification: "invalid" } } });
+    expect(JobResultsPage.strict().parse(page.data).results.map((r) => r.email)).toEqual(["not-an-address"]);
+    called.add("listVerificationJobResults");
+    const badFilter = await api.GET("/v1/email_verification_jobs/{id}/results", { params: { path: { id: job.id }, query: { reason: "bounced" } } });
+    expect(badFilter.response.status).toBe(400);
+
+    const cancelled = await api.DELETE("/v1/email_verification_jobs/{id}", { params: { path: { id: VerificationJob.parse(fromCsv.data).id } } });
+    expect(cancelled.response.status).toBe(200);
+    called.add("cancelVerificationJob");
+
+    expect([...called].sort()).toEqual([...operations].sort());
+  });
+});
