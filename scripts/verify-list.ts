@@ -1,0 +1,151 @@
+/**
+ * Verifies a list of addresses as one bulk job, for people who clean lists (README "Clean a list"):
+ *
+ *   API_URL=http://127.0.0.1:8787 API_KEY=cv_… npm run verify-list -- list.csv [--column email]
+ *     [--out results.csv] [--only valid,risky] [--callback https://…]
+ *
+ * Uploads the file as one job through the typed client (client/), with an Idempotency-Key derived from
+ * what is sent, so running it again after Ctrl-C picks up the same job instead of starting (and
+ * counting) a second one; shows the job's progress with its counts by classification and an ETA;
+ * then writes the results CSV (only the classifications asked for, with --only). A 4xx is an exit
+ * status of 1 with the API's message; a bad command line is 2.
+ */
+import { createHash } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+import { basename, dirname, extname, join } from "node:path";
+import { parseArgs } from "node:util";
+import { parse as parseCsv } from "csv-parse/sync";
+import { Presets, SingleBar } from "cli-progress";
+import { createApiClient, createJobFromCsv, type ApiClient, type Schemas } from "../client/index.ts";
+import { JOB_RESULT_FILTERS } from "../shared/jobs.ts";
+
+/** Between two reads of the job: well inside the job_reads rate limit. */
+const POLL_MS = 2_000;
+
+export class UsageError extends Error {}
+class ApiFailure extends Error {}
+
+type Options = { file: string; column: string | undefined; out: string; only: string[]; callback: string | undefined; apiUrl: string; apiKey: string };
+
+export function options(argv: string[], env: NodeJS.ProcessEnv): Options {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { column: { type: "string" }, out: { type: "string" }, only: { type: "string" }, callback: { type: "string" } },
+  });
+  const file = positionals[0];
+  if (!file || positionals.length > 1) throw new UsageError("usage: npm run verify-list -- FILE.csv [--column email] [--out results.csv] [--only valid,risky] [--callback URL]");
+  const apiKey = env.API_KEY ?? "";
+  if (!apiKey) throw new UsageError("API_KEY is not set: the key npm start prints as the demo key, or your own");
+  const only = values.only ? values.only.split(",").map((v) => v.trim()) : [];
+  const allowed: readonly string[] = JOB_RESULT_FILTERS.classification;
+  const unknown = only.find((v) => !allowed.includes(v));
+  if (unknown !== undefined) throw new UsageError(`--only "${unknown}": expected one or more of ${allowed.join(", ")}, comma-separated`);
+  const out = values.out ?? join(dirname(file), `${basename(file, extname(file))}.results.csv`);
+  return { file, column: values.column, out, only, callback: values.callback, apiUrl: env.API_URL || "http://127.0.0.1:8787", apiKey };
+}
+
+/** The file as the API should read it: as it is, or (with --column) that column alone under an `email` header. */
+export function uploadBody(text: string, column: string | undefined): string {
+  if (column === undefined) return text;
+  const rows = parseCsv(text, { bom: true, relax_column_count: true, skip_empty_lines: true }) as string[][];
+  const header = rows[0]?.map((h) => h.trim().toLowerCase()) ?? [];
+  const index = header.indexOf(column.trim().toLowerCase());
+  if (index < 0) throw new UsageError(`--column "${column}": the file's first row has no such column (it has: ${rows[0]?.join(", ") ?? "nothing"})`);
+  const quote = (cell: string) => (/[",\r\n]/.test(cell) ? `"${cell.replace(/"/g, '""')}"` : cell);
+  return ["email", ...rows.slice(1).map((row) => quote(row[index] ?? ""))].join("\r\n") + "\r\n";
+}
+
+/** What an error answer says, for the person at the terminal. */
+function failure(what: string, response: Response, error: unknown): ApiFailure {
+  const message = typeof error === "object" && error !== null && "error" in error ? String((error as { error: unknown }).error) : response.statusText;
+  const retry = response.headers.get("retry-after");
+  return new ApiFailure(`${what}: ${response.status} ${message}${retry ? ` (retry after ${retry} s)` : ""}`);
+}
+
+function progress(total: number, answered: number): { update(job: Schemas["VerificationJob"]): void; stop(): void } {
+  const started = Date.now();
+  const counts = (job: Schemas["VerificationJob"]) => `valid ${job.counts.valid}, risky ${job.counts.risky}, invalid ${job.counts.invalid}`;
+  if (process.stderr.isTTY) {
+    const bar = new SingleBar(
+      { stream: process.stderr, format: "Verifying |{bar}| {value}/{total} | {counts} | ETA {eta_formatted}", hideCursor: true, etaBuffer: 20 },
+      Presets.shades_classic,
+    );
+    // Lines answered before the bar starts (syntax failures, an earlier run's) do not count towards its ETA.
+    bar.start(total, answered, { counts: "" });
+    return { update: (job) => bar.update(job.processed, { counts: counts(job) }), stop: () => bar.stop() };
+  }
+  // Not a terminal (a log, CI): one line per change, the ETA from the pace since the first one.
+  let last = -1;
+  let first: number | null = null;
+  return {
+    update(job) {
+      if (job.processed === last) return;
+      last = job.processed;
+      first ??= job.processed;
+      const seconds = (Date.now() - started) / 1000;
+      const pace = (job.processed - first) / seconds;
+      const eta = pace > 0 && job.processed < total ? `, ETA ${Math.ceil((total - job.processed) / pace)} s` : "";
+      process.stderr.write(`${job.processed}/${total} answered (${counts(job)})${eta}\n`);
+    },
+    stop() {},
+  };
+}
+
+async function run(opts: Options, api: ApiClient): Promise<void> {
+  const started = Date.now();
+  const body = uploadBody(await readFile(opts.file, "utf8"), opts.column);
+  // The same file (and callback) is the same key: a rerun gets the job the first run created.
+  const key = `verify-list-${createHash("sha256").update(body).update("\0").update(opts.callback ?? "").digest("hex").slice(0, 40)}`;
+  const created = await createJobFromCsv(api, body, {
+    header: { "idempotency-key": key },
+    ...(opts.callback ? { query: { callback_url: opts.callback } } : {}),
+  });
+  if (!created.data) throw failure("the job could not be created", created.response, created.error);
+  let job = created.data;
+  // A job created before this run started is the one an earlier run of the same file created.
+  const resumed = Date.parse(job.created_at) < started - 1_000;
+  process.stderr.write(`Job ${job.id}${resumed ? " (resumed: this file's job from an earlier run)" : ""}: ${job.total.toLocaleString("en")} lines\n`);
+  const bar = progress(job.total, job.processed);
+  try {
+    bar.update(job);
+    while (job.status === "queued" || job.status === "running") {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      const read = await api.GET("/v1/email_verification_jobs/{id}", { params: { path: { id: job.id } } });
+      if (!read.data) throw failure("the job could not be read", read.response, read.error);
+      job = read.data;
+      bar.update(job);
+    }
+  } finally {
+    bar.stop();
+  }
+  if (job.status === "cancelled") throw new ApiFailure(`job ${job.id} was cancelled`);
+  const results = await api.GET("/v1/email_verification_jobs/{id}/results", {
+    params: { path: { id: job.id }, query: { format: "csv", ...(opts.only.length ? { classification: opts.only.join(",") } : {}) } },
+    parseAs: "text",
+  });
+  if (results.error !== undefined || typeof results.data !== "string") throw failure("the results could not be read", results.response, results.error);
+  await writeFile(opts.out, results.data);
+  const rows = results.data.split("\r\n").filter((l) => l !== "").length - 1;
+  process.stderr.write(
+    `Done: valid ${job.counts.valid}, risky ${job.counts.risky}, invalid ${job.counts.invalid}. ` +
+      `${rows.toLocaleString("en")} rows${opts.only.length ? ` (${opts.only.join(", ")})` : ""} written to ${opts.out}\n`,
+  );
+}
+
+async function main(): Promise<void> {
+  try {
+    const opts = options(process.argv.slice(2), process.env);
+    await run(opts, createApiClient({ baseUrl: opts.apiUrl, apiKey: opts.apiKey }));
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ApiFailure) {
+      process.stderr.write(`verify-list: ${error.message}\n`);
+      process.exit(error instanceof UsageError ? 2 : 1);
+    }
+    const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : "";
+    process.stderr.write(`verify-list: ${error instanceof Error ? error.message : String(error)}${cause}\n`);
+    process.exit(1);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
