@@ -67,8 +67,9 @@ export function parseSmtpTimeout(raw: unknown): number {
 function parseEmailAddress(raw: unknown): string {
   if (raw === undefined || raw === null) throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   if (typeof raw !== "string") throw new ApiError(400, "email_address must be a string");
-  // Only ASCII whitespace is trimmed; anything else is the syntax check's business.
-  const value = raw.replace(/^[\t\n\v\f\r ]+|[\t\n\v\f\r ]+$/g, "");
+  // Only ASCII whitespace (the syntax check's own trimming: TAB, LF, FF, CR, SPACE) is trimmed; a
+  // vertical tab is not whitespace there, and anything else is the syntax check's business.
+  const value = raw.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "");
   if (value === "") throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   return value;
 }

@@ -20,6 +20,7 @@ export const SYNTAX_ERRORS = {
   localTooLong: "The local part is longer than 64 octets.",
   localDots: "The local part starts or ends with a dot or has two dots in a row.",
   localCharacter: "The local part contains a character that is not allowed.",
+  localCombiningMark: "The local part, or a part of it between dots, starts with a combining mark.",
   mixedQuoting: "The local part mixes quoted and unquoted text.",
   quotedUnterminated: "The quoted local part has no closing quote.",
   quotedCharacter: "The quoted local part contains a character that is not allowed.",
@@ -27,6 +28,7 @@ export const SYNTAX_ERRORS = {
   addressLiteral: "Address literals such as [192.0.2.1] are not accepted.",
   domainTrailingDot: "The domain ends with a dot.",
   domainCharacter: "The domain contains a character that is not allowed.",
+  domainInvisible: "The domain contains an invisible character (such as a soft hyphen or a zero-width space).",
   invalidIdn: "The domain is not a valid internationalized domain name.",
   invalidDomain: "The domain is not a valid host name.",
   domainTooLong: "The domain is longer than 253 octets.",
@@ -107,6 +109,15 @@ const CONTROL_CHARACTER = /\p{Cc}/u;
 const NON_ASCII = /[^\x00-\x7f]/;
 /** RFC 5321 atext plus non-ASCII letters, marks and digits (RFC 6531 UTF8-non-ascii, narrowed to letters, marks and digits). */
 const DOT_ATOM_TEXT = /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~.\p{L}\p{M}\p{N}]+$/u;
+/** A combining mark with nothing to combine with: at the start of the local part or of one of its dot-separated atoms. */
+const LEADING_MARK = /(^|\.)\p{M}/u;
+/**
+ * Characters UTS 46 maps to nothing (soft hyphen, zero-width space, word joiner, variation selectors,
+ * the byte-order mark): "exa\u200Bmple.com" would be checked as example.com while the result echoes
+ * what was sent, so such a domain is refused instead. ZWNJ and ZWJ are kept: IDNA2008 allows them in
+ * context (CheckJoiners), and they are not mapped away.
+ */
+const INVISIBLE = /(?![\u200c\u200d])\p{Default_Ignorable_Code_Point}/u;
 /** Every ASCII character but letters, digits, hyphen and dot: none of them can be in a host name. */
 const NON_LDH_ASCII = /[\x00-\x2c\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]/;
 const LDH_LABEL = /^[a-z0-9-]+$/;
@@ -125,6 +136,7 @@ function checkDomain(domain: string): Checked<string> {
   if (domain.includes("(") || domain.includes(")")) return { ok: false, error: SYNTAX_ERRORS.comment };
   if (LABEL_SEPARATORS.test(domain.at(-1) ?? "")) return { ok: false, error: SYNTAX_ERRORS.domainTrailingDot };
   if (CONTROL_CHARACTER.test(domain)) return { ok: false, error: SYNTAX_ERRORS.controlCharacter };
+  if (INVISIBLE.test(domain)) return { ok: false, error: SYNTAX_ERRORS.domainInvisible };
   // ASCII characters that can never be in a host name get their own message before IDNA sees them.
   if (NON_LDH_ASCII.test(domain)) return { ok: false, error: SYNTAX_ERRORS.domainCharacter };
   const rawLabels = domain.split(LABEL_SEPARATORS);
@@ -184,7 +196,11 @@ export function toAsciiDomain(domain: string): string | null {
 
 type SplitAddress = { local: string; domain: string; quoted: boolean };
 
-/** RFC 5321 Quoted-string: printable ASCII and space, backslash escaping printable ASCII or space. */
+/**
+ * RFC 5321 Quoted-string with RFC 6531's extension: printable ASCII, space and any non-ASCII character
+ * (qtextSMTP =/ UTF8-non-ascii; control characters are refused before this), a backslash escaping
+ * printable ASCII or space only (RFC 6531 leaves quoted-pairSMTP as it was).
+ */
 function splitQuotedLocal(address: string): Checked<SplitAddress> {
   let i = 1;
   for (;;) {
@@ -197,7 +213,7 @@ function splitQuotedLocal(address: string): Checked<SplitAddress> {
       if (escaped < 0x20 || escaped > 0x7e) return { ok: false, error: SYNTAX_ERRORS.quotedCharacter };
       i += 2;
     } else {
-      if (code < 0x20 || code > 0x7e) return { ok: false, error: SYNTAX_ERRORS.quotedCharacter };
+      if (code < 0x20 || code === 0x7f) return { ok: false, error: SYNTAX_ERRORS.quotedCharacter };
       i++;
     }
   }
@@ -224,6 +240,7 @@ function checkDotAtomLocal(local: string): SyntaxErrorMessage | null {
   if (local.includes('"')) return SYNTAX_ERRORS.mixedQuoting;
   if (local.startsWith(".") || local.endsWith(".") || local.includes("..")) return SYNTAX_ERRORS.localDots;
   if (!DOT_ATOM_TEXT.test(local)) return SYNTAX_ERRORS.localCharacter;
+  if (LEADING_MARK.test(local)) return SYNTAX_ERRORS.localCombiningMark;
   return null;
 }
 
@@ -261,7 +278,7 @@ export function parseEmailAddress(input: string): EmailSyntaxResult {
     domain: domainAscii,
     domainAsWritten: domain,
     quotedLocal: quoted,
-    // A quoted local part is ASCII by construction, so this only fires for dot-atoms (RFC 6531).
+    // Dot-atom or quoted (RFC 6531 allows UTF-8 in both): either needs a server with SMTPUTF8.
     nonAsciiLocal: NON_ASCII.test(local),
   };
 }

@@ -73,6 +73,11 @@ const accepted: [input: string, expected: Accepted][] = [
   ["δοκιμή@παράδειγμα.δοκιμή", { domain: "xn--hxajbheg2az3al.xn--jxalpdlp", nonAscii: true }],
   ["用户@例子.广告", { domain: "xn--fsqu00a.xn--4rr70v", nonAscii: true }],
   ["ユーザー@例え.jp", { domain: "xn--r8jz45g.jp", nonAscii: true }],
+  // RFC 6531 extends qtextSMTP with UTF-8: a quoted local part may hold any non-ASCII character.
+  ['"quoted.with.unicode.λ"@example.com', { domain: "example.com", quoted: true, nonAscii: true }],
+  ['"ané x"@example.com', { domain: "example.com", quoted: true, nonAscii: true }],
+  // A combining mark after a base character is part of the letter.
+  ["e\u0301@example.com", { domain: "example.com", nonAscii: true }],
   ["मिश्र@example.in", { domain: "example.in", nonAscii: true }],
   ["מישהו@example.com", { domain: "example.com", nonAscii: true }],
   ["مستخدم@example.com", { domain: "example.com", nonAscii: true }],
@@ -144,8 +149,18 @@ const refused: [input: string, error: SyntaxErrorMessage][] = [
   ['"ana@example.com', E.quotedUnterminated],
   ['"ana\\"@example.com', E.quotedUnterminated],
   ['"ana\\', E.quotedUnterminated],
-  ['"ané"@example.com', E.quotedCharacter],
+  // A backslash still escapes printable ASCII only (RFC 6531 leaves quoted-pairSMTP as it was).
   ['"a\\é"@example.com', E.quotedCharacter],
+  ['"a\u007fb"@example.com', E.controlCharacter],
+  // A combining mark with nothing before it to combine with.
+  ["\u0300@example.com", E.localCombiningMark],
+  ["\u0301ana@example.com", E.localCombiningMark],
+  ["ana.\u0301b@example.com", E.localCombiningMark],
+  // Characters UTS 46 would map away: refused, not checked as another domain than the one echoed.
+  ["test@exa\u200bmple.com", E.domainInvisible],
+  ["test@exa\u00admple.com", E.domainInvisible],
+  ["test@example.com\ufeff", E.domainInvisible],
+  ["test@exa\u2060mple.com", E.domainInvisible],
   ['"a"b"@example.com', E.mixedQuoting],
   // Comments and display names.
   ["ana(work)@example.com", E.comment],

@@ -1,3 +1,4 @@
+import { SYNTAX_ERRORS } from "../../shared/email/syntax.ts";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { EmailVerificationResult } from "../../shared/api.ts";
 import { WARNINGS, ERRORS } from "../../shared/email/verdict.ts";
@@ -127,6 +128,11 @@ describe("parameters", () => {
 
   it("trims surrounding ASCII whitespace into `email`", async () => {
     expect((await verify("  ana@ok.test\t")).email).toBe("ana@ok.test");
+  });
+
+  it("does not trim a vertical tab: it is not ASCII whitespace for the syntax check either, and is answered as the control character it is", async () => {
+    const result = await verify("\u000bana@ok.test\u000b");
+    expect(result).toMatchObject({ email: "\u000bana@ok.test\u000b", classification: "invalid", errors: [SYNTAX_ERRORS.controlCharacter], reason: "syntax" });
   });
 
   it("costs no credits (the account has none)", async () => {
