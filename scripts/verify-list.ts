@@ -66,27 +66,23 @@ function failure(what: string, response: Response, error: unknown): ApiFailure {
 function progress(total: number, answered: number): { update(job: Schemas["VerificationJob"]): void; stop(): void } {
   const started = Date.now();
   const counts = (job: Schemas["VerificationJob"]) => `valid ${job.counts.valid}, risky ${job.counts.risky}, invalid ${job.counts.invalid}`;
+  // From the pace since the start, not counting lines answered before it (syntax failures, an earlier run's).
+  const eta = (job: Schemas["VerificationJob"]) => {
+    const pace = (job.processed - answered) / ((Date.now() - started) / 1000);
+    return pace > 0 && job.processed < total ? `${Math.ceil((total - job.processed) / pace)} s` : job.processed >= total ? "0 s" : "…";
+  };
   if (process.stderr.isTTY) {
-    const bar = new SingleBar(
-      { stream: process.stderr, format: "Verifying |{bar}| {value}/{total} | {counts} | ETA {eta_formatted}", hideCursor: true, etaBuffer: 20 },
-      Presets.shades_classic,
-    );
-    // Lines answered before the bar starts (syntax failures, an earlier run's) do not count towards its ETA.
-    bar.start(total, answered, { counts: "" });
-    return { update: (job) => bar.update(job.processed, { counts: counts(job) }), stop: () => bar.stop() };
+    const bar = new SingleBar({ stream: process.stderr, format: "Verifying |{bar}| {value}/{total} | {counts} | ETA {remaining}", hideCursor: true }, Presets.shades_classic);
+    bar.start(total, answered, { counts: "", remaining: "…" });
+    return { update: (job) => bar.update(job.processed, { counts: counts(job), remaining: eta(job) }), stop: () => bar.stop() };
   }
-  // Not a terminal (a log, CI): one line per change, the ETA from the pace since the first one.
+  // Not a terminal (a log, CI): one line per change.
   let last = -1;
-  let first: number | null = null;
   return {
     update(job) {
       if (job.processed === last) return;
       last = job.processed;
-      first ??= job.processed;
-      const seconds = (Date.now() - started) / 1000;
-      const pace = (job.processed - first) / seconds;
-      const eta = pace > 0 && job.processed < total ? `, ETA ${Math.ceil((total - job.processed) / pace)} s` : "";
-      process.stderr.write(`${job.processed}/${total} answered (${counts(job)})${eta}\n`);
+      process.stderr.write(`${job.processed}/${total} answered (${counts(job)}), ETA ${eta(job)}\n`);
     },
     stop() {},
   };
