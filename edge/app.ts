@@ -17,6 +17,7 @@ import { enforceRateLimit } from "./rate-limits.ts";
 import { registerAccountRoute } from "./routes/account.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
 import { JOBS_PATH, registerJobRoutes } from "./routes/jobs.ts";
+import { registerErasuresRoute } from "./routes/erasures.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
@@ -92,7 +93,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
           },
           servers: [{ url: "/" }],
           tags: [
-            { name: "People", description: "A person's contact details from one identifier; metered by credits" },
+            { name: "People", description: "A person's contact details from one identifier, metered by credits; and the people you received that were erased since" },
             { name: "Email verification", description: "One address checked end to end: syntax, MX over DoH, SMTP, catch-all, score and verdict" },
             { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
             { name: "Account", description: "The calling key's account: balance, limits and usage" },
@@ -116,6 +117,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // Authentication first (401, or 429 for an address with too many failures), then the key's
   // limit for the family (429), then the route's own checks (400 and after).
   app.use("/v1/people", requireApiKey, enforceRateLimit("lookup"));
+  // The erasures feed is read like a lookup and counts as one (no charge).
+  app.use("/v1/people/erasures", requireApiKey, enforceRateLimit("lookup"));
   app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
   // Reading the account costs a database read, like a lookup, and counts as one.
   app.use("/v1/account", requireApiKey, enforceRateLimit("lookup"));
@@ -125,6 +128,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use(JOBS_PATH, requireApiKey, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
   for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("job_reads"));
 
+  registerErasuresRoute(app);
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);

@@ -24,6 +24,11 @@ export type Bindings = RateLimitBindings & {
   JOB_MAX_LINES_PER_DAY?: string;
   JOB_RETRY_DELAY_SECONDS?: string;
   JOB_STALL_SECONDS?: string;
+  JOB_RETENTION_SECONDS?: string;
+  EMAIL_MAX_AGE_SECONDS?: string;
+  EMAIL_RECHECK_SECONDS?: string;
+  EMAIL_REFRESH_BATCH?: string;
+  ACCESS_LOG_RETENTION_SECONDS?: string;
   CALLBACK_ALLOW_PRIVATE_TARGETS?: string;
   /** Seals the accounts' webhook secrets at rest (docs/jobs.md "Callbacks"): base64 of 32 random bytes. */
   WEBHOOK_SECRET_KEY?: string;
@@ -95,6 +100,16 @@ export const EdgeConfigSchema = z.object({
   JOB_RETRY_DELAY_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(43_200).default(300)),
   /** A job with no progress for this long gets its remaining work put back on the queue by the cron. */
   JOB_STALL_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(86_400).default(120)),
+  /** How long a finished job's lines and results are kept; a job may ask for less (retention_seconds). */
+  JOB_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(31_536_000).default(2_592_000)),
+  /** A stored email address is verified again once its last check is this old (docs/operations.md "Personal data"). */
+  EMAIL_MAX_AGE_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(60).max(31_536_000).default(2_592_000)),
+  /** Two mailbox_not_found answers at least this far apart make a stored address undeliverable; also when an inconclusive check is tried again. */
+  EMAIL_RECHECK_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(2_592_000).default(86_400)),
+  /** Stored addresses per re-verification batch: one batch at a time runs as an internal bulk job (0: no re-verification). */
+  EMAIL_REFRESH_BATCH: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(100_000).default(2_000)),
+  /** How long the access log (who received whom) and erasure notices are kept. */
+  ACCESS_LOG_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(86_400).max(315_360_000).default(31_536_000)),
   /** Seals the accounts' webhook secrets at rest; without it no callback can be signed (each attempt fails, logged). */
   WEBHOOK_SECRET_KEY: z.preprocess(
     emptyToUndefined,

@@ -6,7 +6,9 @@ import { createApp } from "./app.ts";
 import { openRequestDatabase } from "./db/client.ts";
 import { loadConfig, type Bindings } from "./env.ts";
 import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/consumer.ts";
+import { applyJobRetention } from "./jobs/retention.ts";
 import { describeError, writeLog } from "./log.ts";
+import { runPeopleDataCron } from "./people-data.ts";
 
 const app = createApp();
 
@@ -34,11 +36,32 @@ export default {
     writeLog("info", { event: "queue_batch", queue: batch.queue, messages: batch.messages.length, duration_ms: Date.now() - started });
   },
   async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {
+    const deps = jobsDeps(env);
+    const config = loadConfig(env);
+    // Each part on its own: one that fails (logged) does not keep the others from running.
     try {
-      const requeued = await requeueStalledWork(jobsDeps(env));
+      const requeued = await requeueStalledWork(deps);
       if (requeued.turns + requeued.callbacks + requeued.abandoned_jobs_deleted > 0) writeLog("info", { event: "stalled_work_requeued", ...requeued });
     } catch (error) {
       writeLog("error", { event: "stalled_work_check_failed", error: describeError(error) });
+    }
+    try {
+      const report = await runPeopleDataCron(deps.db, deps.queue, {
+        maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS,
+        recheckSeconds: config.EMAIL_RECHECK_SECONDS,
+        refreshBatch: config.EMAIL_REFRESH_BATCH,
+        accessLogRetentionSeconds: config.ACCESS_LOG_RETENTION_SECONDS,
+        jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
+      });
+      if (Object.values(report).some((v) => v !== 0 && v !== null)) writeLog("info", { event: "people_data_cron", ...report });
+    } catch (error) {
+      writeLog("error", { event: "people_data_cron_failed", error: describeError(error) });
+    }
+    try {
+      const report = await applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS);
+      if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "job_retention", ...report });
+    } catch (error) {
+      writeLog("error", { event: "job_retention_failed", error: describeError(error) });
     }
   },
 } satisfies ExportedHandler<Bindings>;

@@ -4,7 +4,7 @@
  * the charge and the read go to the database together (see routes/people.ts).
  */
 import { sql, type SQL } from "drizzle-orm";
-import { ERROR_MESSAGES, type ContactInfo } from "../shared/api.ts";
+import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../shared/api.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../shared/email/lists.ts";
 import type { Database } from "./db/client.ts";
 import { ApiError } from "./lib/errors.ts";
@@ -59,6 +59,22 @@ export function parsePeopleQuery(query: Record<string, string | undefined>): Peo
   return ids;
 }
 
+export type PeopleInclude = (typeof PEOPLE_INCLUDES)[number];
+
+/** `include`: comma-separated names of PEOPLE_INCLUDES; anything else is 400 naming it. */
+export function parseIncludes(raw: string | undefined): Set<PeopleInclude> {
+  const out = new Set<PeopleInclude>();
+  if (raw === undefined || raw.trim() === "") return out;
+  for (const part of raw.split(",")) {
+    const value = part.trim();
+    if (!(PEOPLE_INCLUDES as readonly string[]).includes(value)) {
+      throw new ApiError(400, `Unknown include "${value.slice(0, 40)}": expected ${PEOPLE_INCLUDES.join(", ")}`);
+    }
+    out.add(value as PeopleInclude);
+  }
+  return out;
+}
+
 type PersonRow = {
   profnet_id: number | null;
   profnet_public_identifier: string | null;
@@ -67,6 +83,7 @@ type PersonRow = {
   codehost_username: string | null;
   socialnet_username: string | null;
   microblog_username: string | null;
+  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at] per deliverable address. */
   emails: string;
   phones: string;
 };
@@ -91,8 +108,8 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
   return db.all<PersonRow>(sql`
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
-           (select json_group_array(email) from
-              (select email from person_emails where person_id = p.id order by first_seen_at, id)) as emails,
+           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at)) from
+              (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id)) as emails,
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
     from people p
@@ -109,7 +126,36 @@ export function isPersonalEmail(email: string): boolean {
   return isFreeProviderDomain(domain) || isDisposableDomain(domain);
 }
 
-export function toContactInfo(row: PersonRow): ContactInfo {
+/**
+ * The statement that records a 200 lookup's disclosure (who received whom, and when), for the batch
+ * that charges it, right after the charge: it writes only when the charge did (the charge is this
+ * connection's last insert, with this request's id).
+ */
+export function recordAccessQuery(db: Database, personId: SQL, accountId: string, keyId: string, requestId: string) {
+  return db.run(sql`
+    insert into person_access_log (person_id, account_id, key_id, created_at)
+    select ${personId}, ${accountId}, ${keyId}, ${Date.now()}
+    where changes() = 1 and exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`);
+}
+
+const iso = (ms: number) => new Date(Number(ms)).toISOString();
+
+type StoredEmail = [email: string, firstSeenAt: number, lastSeenAt: number, classification: "valid" | "risky" | "invalid" | null, smtpOutcome: string | null, checkedAt: number | null];
+
+function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt]: StoredEmail): EmailDetail {
+  return {
+    email,
+    type: isPersonalEmail(email) ? "personal" : "work",
+    first_seen_at: iso(firstSeenAt),
+    last_seen_at: iso(lastSeenAt),
+    verification:
+      classification === null || checkedAt === null
+        ? null
+        : { classification, smtp_outcome: smtpOutcome as NonNullable<EmailDetail["verification"]>["smtp_outcome"], checked_at: iso(checkedAt) },
+  };
+}
+
+export function toContactInfo(row: PersonRow, include: ReadonlySet<PeopleInclude> = new Set()): ContactInfo {
   const info: ContactInfo = {
     profnet_id: row.profnet_id === null ? null : Number(row.profnet_id),
     profnet_public_identifier: row.profnet_public_identifier,
@@ -120,12 +166,13 @@ export function toContactInfo(row: PersonRow): ContactInfo {
     microblog_username: row.microblog_username,
   };
   const seen = new Set<string>();
-  const emails = (JSON.parse(row.emails) as string[]).filter((e) => {
+  const stored = (JSON.parse(row.emails) as StoredEmail[]).filter(([e]) => {
     const key = e.toLowerCase();
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
   });
+  const emails = stored.map(([e]) => e);
   // Emails and phones are all present or all absent (docs/api.md "GET /v1/people"): phones only with emails.
   if (emails.length > 0) {
     info.email_addresses = emails;
@@ -133,5 +180,6 @@ export function toContactInfo(row: PersonRow): ContactInfo {
     info.work_email_addresses = emails.filter((e) => !isPersonalEmail(e));
     info.phone_numbers = JSON.parse(row.phones) as string[];
   }
+  if (include.has("email_details")) info.email_details = stored.map(emailDetail);
   return info;
 }

@@ -11,6 +11,8 @@ import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setA
 import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
+import { accessReport, erasePeople, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
+import { suppressionKey } from "./admin/suppression-key.ts";
 import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
 
 const USAGE = `Usage: npm run admin -- <command> [options]
@@ -33,6 +35,17 @@ Commands:
       --strict       exit with status 1 when any line was rejected (valid lines are still imported)
       --source NAME  recorded on new emails and phones (default: the file's name)
       --batch-size N rows per write transaction (default ${DEFAULT_BATCH_SIZE}, at most ${MAX_BATCH_SIZE})
+      A line that carries an erased identifier or address is rejected (reason "suppressed").
+  people erase (--profnet-id N | --codehost-id N | --profnet-public-identifier S |
+                --codehost-login S | --email E) [--reason TEXT]
+                                            Delete the person and suppress their identifiers and
+                                            addresses (keyed hashes) so no import brings them back;
+                                            accounts that received them see it in
+                                            GET /v1/people/erasures. --email alone also suppresses
+                                            an address nobody has (an opt-out)
+  people access-report (--profnet-id N | ... | --email E)
+                                            What is held about the person and which accounts
+                                            received it, when, and how often
 
 Every command takes:
   --json   print exactly one JSON object on stdout (errors too: {"error": "..."})
@@ -43,6 +56,8 @@ Environment:
                                       serves, .data/dev.db, created and migrated on first use;
                                       for the libSQL server \`npm start\` runs, the token is read
                                       from .data/libsql-<port>.token)
+  SUPPRESSION_KEY                     keys the erasure hashes (base64 of 32 bytes; never change it);
+                                      for the local database, made on first use in .data/
 
 Exit status: 0 success, 1 failure (unknown account or key, rejected lines with --strict, ...),
 2 usage error.`;
@@ -116,6 +131,26 @@ function progressReporter(): { onProgress?: (progress: ImportProgress) => void; 
       if (started) bar.stop();
     },
   };
+}
+
+const PERSON_SELECTORS: Options = {
+  "profnet-id": { type: "string" },
+  "codehost-id": { type: "string" },
+  "profnet-public-identifier": { type: "string" },
+  "codehost-login": { type: "string" },
+  email: { type: "string" },
+};
+
+/** Exactly one of the person selectors. */
+function personSelector(values: Values): PersonSelector {
+  const given = Object.keys(PERSON_SELECTORS).filter((name) => values[name] !== undefined);
+  if (given.length !== 1) throw new UsageError(`exactly one of ${Object.keys(PERSON_SELECTORS).map((n) => `--${n}`).join(", ")} is required`);
+  const name = given[0]!;
+  const kind = name.replaceAll("-", "_") as PersonSelector["kind"];
+  if (kind === "profnet_id" || kind === "codehost_id") return { kind, value: integerOption(values, name, (n) => n >= 1, "a positive integer") };
+  const value = requiredOption(values, name);
+  if (kind === "email" && !value.includes("@")) throw new UsageError(`--email must be an email address, got ${JSON.stringify(value)}`);
+  return { kind, value };
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -230,13 +265,45 @@ const COMMANDS: Record<string, Command> = {
       try {
         // Loaded on demand: its validation libraries would add a third of a second to every command.
         const { importPeople } = await import("./admin/people-import.ts");
-        summary = await importPeople(db.$client, file, { batchSize, source, onProgress: progress.onProgress });
+        summary = await importPeople(db.$client, file, { batchSize, source, onProgress: progress.onProgress, suppressionKey: suppressionKey() });
       } finally {
         progress.stop();
       }
       const failed = values.strict === true && summary.rejected > 0;
       if (failed) process.stderr.write(`admin: ${summary.rejected} lines were rejected (--strict)\n`);
       return { json: summary, text: formatImportSummary(summary), exitStatus: failed ? 1 : 0 };
+    },
+  },
+  "people erase": {
+    args: [],
+    options: { ...PERSON_SELECTORS, reason: { type: "string" } },
+    async run(db, { values }) {
+      const selector = personSelector(values);
+      const reason = values.reason === undefined ? null : requiredOption(values, "reason");
+      const key = suppressionKey();
+      if (!key) throw new AdminError(SUPPRESSION_KEY_MESSAGES.missing);
+      const result = await erasePeople(db.$client, key, selector, reason);
+      if (result.erased === 0 && selector.kind !== "email") return { json: { erased: 0 }, text: "Nobody matches: nothing erased", exitStatus: 1 };
+      return {
+        json: result,
+        text: `Erased ${result.erased} ${result.erased === 1 ? "person" : "people"}; ${result.suppressed} identifiers and addresses suppressed`,
+      };
+    },
+  },
+  "people access-report": {
+    args: [],
+    options: PERSON_SELECTORS,
+    async run(db, { values }) {
+      const report = await accessReport(db.$client, personSelector(values));
+      const { matches, ...json } = report;
+      if (!report.person) return { json, text: "Nobody matches: we hold nothing about this person", exitStatus: 1 };
+      if (matches > 1) process.stderr.write(`admin: ${matches} people have this address; this report is the first one's (name one by an identifier for another)\n`);
+      const text = [
+        JSON.stringify(report.person, null, 2),
+        report.recipients.length ? "Received by:" : "Received by: nobody",
+        ...report.recipients.map((r) => `  ${r.account_id}  ${JSON.stringify(r.account_name)}  ${r.lookups} lookups, ${r.first_received_at} .. ${r.last_received_at}`),
+      ];
+      return { json, text: text.join("\n") };
     },
   },
 };

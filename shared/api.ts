@@ -28,6 +28,28 @@ export const ERROR_MESSAGES = {
   malformedJson: "Malformed JSON body",
 } as const;
 
+/** The values of GET /v1/people's `include`: additions a client asks for by name. */
+export const PEOPLE_INCLUDES = ["email_details"] as const;
+
+/** One returned address, where it came from and what our own engine last said of it (docs/api.md "email_details"). */
+export const EmailDetail = z
+  .object({
+    email: z.string(),
+    type: z.enum(["personal", "work"]).openapi({ description: "As personal_email_addresses and work_email_addresses split them" }),
+    first_seen_at: z.string().openapi({ description: "When an import first brought the address (RFC 3339, UTC)", example: "2026-03-02T09:15:00.000Z" }),
+    last_seen_at: z.string().openapi({ description: "When an import last carried it (RFC 3339, UTC)", example: "2026-11-20T09:15:00.000Z" }),
+    verification: z
+      .object({
+        classification: z.enum(["valid", "risky", "invalid"]),
+        smtp_outcome: SmtpOutcome.nullable().openapi({ description: "As details.smtp_outcome in a verification result" }),
+        checked_at: z.string().openapi({ description: "RFC 3339, UTC", example: "2026-11-24T03:02:11.000Z" }),
+      })
+      .nullable()
+      .openapi({ description: "The last re-verification of the stored address by this service's own engine; null until the first" }),
+  })
+  .openapi("EmailDetail");
+export type EmailDetail = z.infer<typeof EmailDetail>;
+
 export const ContactInfo = z
   .object({
     profnet_id: z.number().int().nullable(),
@@ -41,6 +63,9 @@ export const ContactInfo = z
     codehost_username: z.string().nullable(),
     socialnet_username: z.string().nullable(),
     microblog_username: z.string().nullable(),
+    email_details: z.array(EmailDetail).optional().openapi({
+      description: "Only with include=email_details: one object per address of email_addresses, in the same order",
+    }),
   })
   .openapi("ContactInfo");
 export type ContactInfo = z.infer<typeof ContactInfo>;
@@ -51,7 +76,29 @@ export const PeopleQuery = z.object({
   profnet_public_identifier: z.string().optional().openapi({ example: "ada-lovelace" }),
   codehost_id: z.string().optional().openapi({ description: "Decimal positive integer up to 2^53-1" }),
   codehost_login: z.string().optional().openapi({ example: "octocat" }),
+  include: z.string().optional().openapi({ description: `Comma-separated additions to the answer, of: ${PEOPLE_INCLUDES.join(", ")} (no extra credit)`, example: "email_details" }),
 });
+
+/** GET /v1/people/erasures: people the calling account received and that were erased since then. */
+export const ErasuresQuery = z.object({
+  since: z.string().optional().openapi({ description: "RFC 3339; erasures at or after it (default: all kept)", example: "2026-11-01T00:00:00Z" }),
+  cursor: z.string().optional().openapi({ description: "next_cursor of the previous page" }),
+  limit: z.string().optional().openapi({ description: "1..1000, default 100" }),
+});
+
+export const ErasuresPage = z
+  .object({
+    erasures: z.array(
+      z.object({
+        profnet_id: z.number().int().nullable(),
+        codehost_id: z.number().int().nullable(),
+        erased_at: z.string().openapi({ description: "RFC 3339, UTC" }),
+      }),
+    ),
+    next_cursor: z.string().nullable().openapi({ description: "Pass as cursor for the next page; null when this page is the last one for now" }),
+  })
+  .openapi("ErasuresPage");
+export type ErasuresPage = z.infer<typeof ErasuresPage>;
 
 export const ScoreDetails = z
   .object({

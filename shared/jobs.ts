@@ -27,6 +27,8 @@ export const JOB_INPUT_ERRORS = {
   notAnArray: "email_addresses must be an array of strings",
   unsupported: "Unsupported content type: send application/json or text/csv",
   callbackNotAUrl: "callback_url must be a URL",
+  retentionNotAnInteger: "retention_seconds must be an integer number of seconds",
+  retentionRange: (max: number) => `retention_seconds must be an integer between 0 and ${max}`,
   csvLineTooLong: (line: number) => `Line ${line}: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
   jsonLineTooLong: (index: number) => `email_addresses[${index}]: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
 } as const;
@@ -68,6 +70,10 @@ export const JobCreateRequest = z
           example: ["ana@example.com", "ben@example.org"],
         }),
       smtp_timeout: SmtpTimeoutParam.optional(),
+      retention_seconds: z
+        .union([z.number(), z.string()], { error: JOB_INPUT_ERRORS.retentionNotAnInteger })
+        .optional()
+        .openapi({ description: "Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default 2,592,000, thirty days); 0: until the callback was delivered, or one hour", example: 86400 }),
       callback_url: z
         .string({ error: JOB_INPUT_ERRORS.callbackNotAUrl })
         .nullable()
@@ -83,6 +89,7 @@ export type JobCreateRequest = z.infer<typeof JobCreateRequest>;
 export const JobCreateQuery = z.object({
   smtp_timeout: z.string().optional().openapi({ description: "Integer seconds 1..60, default 10", example: "10" }),
   callback_url: z.string().optional().openapi({ description: "As in the JSON body" }),
+  retention_seconds: z.string().optional().openapi({ description: "As in the JSON body", example: "86400" }),
 });
 
 export const JOB_STATUSES = ["queued", "running", "completed", "cancelled"] as const;
@@ -114,6 +121,10 @@ export const VerificationJob = z
       .openapi({ description: "Where the job stands in the scheduling (0 once it has ended); read with the job, as of the read" }),
     smtp_timeout: z.number().int(),
     results_url: z.string().openapi({ example: "/v1/email_verification_jobs/job_Qx3m9TtGkZ0lJ2rA/results" }),
+    retention_seconds: z.number().int().openapi({
+      description: "How long after the job ends its lines and results are kept (0: until its callback was delivered, or one hour without one); then they are deleted and the results endpoints answer 410",
+    }),
+    results_expired: z.boolean().openapi({ description: "true once the results were deleted (retention, or DELETE with purge=true); counts and summary stay" }),
   })
   .openapi("VerificationJob");
 export type VerificationJob = z.infer<typeof VerificationJob>;

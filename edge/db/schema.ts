@@ -99,8 +99,28 @@ export const personEmails = sqliteTable(
     source: text("source").notNull(),
     firstSeenAt: integer("first_seen_at").notNull().default(now),
     lastSeenAt: integer("last_seen_at").notNull().default(now),
+    /**
+     * The last re-verification by our own engine (docs/operations.md "Personal data"): its classification, its
+     * details.smtp_outcome and reason, and when (ms). Null until the first check.
+     */
+    classification: text("classification", { enum: ["valid", "risky", "invalid"] }),
+    smtpOutcome: text("smtp_outcome"),
+    reason: text("reason"),
+    checkedAt: integer("checked_at"),
+    /** When a check first said mailbox_not_found, in the current run of such answers (null once one says otherwise). */
+    notFoundAt: integer("not_found_at"),
+    /** Set when a second mailbox_not_found at least EMAIL_RECHECK_SECONDS after the first made the address undeliverable: no lookup returns it from then on; cleared only by a check that finds the mailbox. */
+    undeliverableAt: integer("undeliverable_at"),
+    /** When the address is next due for a check (ms): 0 for a new one (soon after import); the cron takes the oldest first. */
+    nextCheckAt: integer("next_check_at").notNull().default(0),
   },
-  (t) => [uniqueIndex("person_emails_person_email_unique").on(t.personId, sql`lower(${t.email})`)],
+  (t) => [
+    uniqueIndex("person_emails_person_email_unique").on(t.personId, sql`lower(${t.email})`),
+    // The cron's re-verification takes the addresses due, oldest first.
+    index("person_emails_next_check_idx").on(t.nextCheckAt),
+    // An address's checks are written to every person that has it, and an erasure by address finds them all.
+    index("person_emails_email_idx").on(sql`lower(${t.email})`),
+  ],
 );
 
 export const personPhones = sqliteTable(
@@ -161,6 +181,10 @@ export const verificationJobs = sqliteTable(
      * A create that died half way leaves it 1; the cron deletes such a job.
      */
     writing: integer("writing").notNull().default(0),
+    /** What the job asked for at creation (retention_seconds); null: JOB_RETENTION_SECONDS. */
+    retentionSeconds: integer("retention_seconds"),
+    /** 1 once its lines and results are deleted (retention ran out, or DELETE ?purge=true): its results endpoints answer 410. */
+    resultsExpired: integer("results_expired").notNull().default(0),
   },
   (t) => [
     uniqueIndex("verification_jobs_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
@@ -168,6 +192,8 @@ export const verificationJobs = sqliteTable(
     index("verification_jobs_account_created_idx").on(t.accountId, t.createdAt),
     index("verification_jobs_account_status_idx").on(t.accountId, t.status),
     index("verification_jobs_status_updated_idx").on(t.status, t.updatedAt),
+    // The cron's retention finds finished jobs whose results are still held, by when they ended.
+    index("verification_jobs_retention_idx").on(t.resultsExpired, t.completedAt),
     check("verification_jobs_status_known", sql`${t.status} in ('queued', 'running', 'completed', 'cancelled')`),
   ],
 );
@@ -221,4 +247,49 @@ export const verificationJobItems = sqliteTable(
     // A finished job's results page reads its answered lines by position, whatever lies between them.
     index("verification_job_items_done_idx").on(t.jobId, t.position).where(sql`${t.state} = 'done'`),
   ],
+);
+
+/**
+ * Identifiers and addresses of people erased (docs/operations.md "Personal data"), as keyed hashes:
+ * HMAC-SHA256 under SUPPRESSION_KEY of "<kind>:<value>" (text identifiers and addresses lower-cased), never the
+ * value itself. An import line that carries one is refused, so an erased person never comes back.
+ */
+export const suppressions = sqliteTable("suppressions", {
+  hash: text("hash").primaryKey(),
+  kind: text("kind", { enum: ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "email"] }).notNull(),
+  reason: text("reason"),
+  createdAt: integer("created_at").notNull().default(now),
+});
+
+/**
+ * Every disclosure of a person: one row per 200 lookup, written in the same batch as its charge. Kept
+ * ACCESS_LOG_RETENTION_SECONDS; an erasure deletes the person's rows and keeps, per account that
+ * received the person, an erasure notice.
+ */
+export const personAccessLog = sqliteTable(
+  "person_access_log",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    personId: integer("person_id").notNull(),
+    accountId: text("account_id").notNull(),
+    keyId: text("key_id").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [index("person_access_log_person_idx").on(t.personId, t.accountId), index("person_access_log_created_idx").on(t.createdAt)],
+);
+
+/**
+ * The erasures feed (GET /v1/people/erasures): for each account that received an erased person, the
+ * person's two ids and when the erasure happened. Nothing else of the person is kept.
+ */
+export const erasureNotices = sqliteTable(
+  "erasure_notices",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: text("account_id").notNull(),
+    profnetId: integer("profnet_id"),
+    codehostId: integer("codehost_id"),
+    erasedAt: integer("erased_at").notNull(),
+  },
+  (t) => [index("erasure_notices_account_idx").on(t.accountId, t.erasedAt, t.id)],
 );

@@ -19,7 +19,7 @@ const MAX_CSV_RECORD_CHARS = 64 * 1024;
 /** The bytes handed to the CSV parser at a time. */
 const CSV_SLICE_BYTES = 64 * 1024;
 
-export type JobRequest = { addresses: string[]; smtpTimeout: unknown; callbackUrl: unknown };
+export type JobRequest = { addresses: string[]; smtpTimeout: unknown; callbackUrl: unknown; retentionSeconds: unknown };
 
 const tooMany = () => new ApiError(413, JOB_INPUT_ERRORS.tooManyAddresses);
 
@@ -37,7 +37,7 @@ function fromJson(bytes: Uint8Array): JobRequest {
     if (issue.code === "too_big" && issue.path.length === 1) throw tooMany();
     throw new ApiError(400, issue.message);
   }
-  return { addresses: parsed.data.email_addresses, smtpTimeout: parsed.data.smtp_timeout, callbackUrl: parsed.data.callback_url };
+  return { addresses: parsed.data.email_addresses, smtpTimeout: parsed.data.smtp_timeout, callbackUrl: parsed.data.callback_url, retentionSeconds: parsed.data.retention_seconds };
 }
 
 const ADDRESS_HEADERS = new Set(["email_address", "email"]);
@@ -95,12 +95,22 @@ export function addressesFromCsv(bytes: Uint8Array): Promise<string[]> {
   });
 }
 
-/** The parameters of a job from its body; query parameters carry smtp_timeout and callback_url for CSV. */
-export async function parseJobBody(contentType: string, bytes: Uint8Array, query: { smtp_timeout?: string; callback_url?: string }): Promise<JobRequest> {
+/** retention_seconds: an integer 0..max (a JSON number, or its decimal digits), or the default when absent. */
+export function parseRetentionSeconds(raw: unknown, max: number): number {
+  if (raw === undefined || raw === null) return max;
+  const text = typeof raw === "number" ? String(raw) : typeof raw === "string" ? raw.trim() : "";
+  if (!/^[0-9]{1,10}$/.test(text)) throw new ApiError(400, typeof raw === "number" || typeof raw === "string" ? JOB_INPUT_ERRORS.retentionRange(max) : JOB_INPUT_ERRORS.retentionNotAnInteger);
+  const value = Number(text);
+  if (value > max) throw new ApiError(400, JOB_INPUT_ERRORS.retentionRange(max));
+  return value;
+}
+
+/** The parameters of a job from its body; query parameters carry smtp_timeout, callback_url and retention_seconds for CSV. */
+export async function parseJobBody(contentType: string, bytes: Uint8Array, query: { smtp_timeout?: string; callback_url?: string; retention_seconds?: string }): Promise<JobRequest> {
   const type = contentType.split(";")[0]!.trim().toLowerCase();
   let request: JobRequest;
   if (type === "application/json" || type.endsWith("+json")) request = fromJson(bytes);
-  else if (type === "text/csv" || type === "application/csv") request = { addresses: await addressesFromCsv(bytes), smtpTimeout: undefined, callbackUrl: undefined };
+  else if (type === "text/csv" || type === "application/csv") request = { addresses: await addressesFromCsv(bytes), smtpTimeout: undefined, callbackUrl: undefined, retentionSeconds: undefined };
   else throw new ApiError(415, JOB_INPUT_ERRORS.unsupported);
   if (request.addresses.length === 0) throw new ApiError(400, JOB_INPUT_ERRORS.empty);
   // As for single verifications, the query string wins over the body.
@@ -108,5 +118,6 @@ export async function parseJobBody(contentType: string, bytes: Uint8Array, query
     addresses: request.addresses,
     smtpTimeout: query.smtp_timeout !== undefined && query.smtp_timeout.trim() !== "" ? query.smtp_timeout : request.smtpTimeout,
     callbackUrl: query.callback_url !== undefined && query.callback_url.trim() !== "" ? query.callback_url : request.callbackUrl,
+    retentionSeconds: query.retention_seconds !== undefined && query.retention_seconds.trim() !== "" ? query.retention_seconds : request.retentionSeconds,
   };
 }

@@ -22,6 +22,11 @@ const INSERT_ROWS = 2_500;
  * held it for about a second, and ten at once pushed lookups past their timeout).
  */
 export const LINES_PER_TRANSACTION = 5_000;
+/** JOB_RETENTION_SECONDS' default: what a job created before retention_seconds existed (null) keeps its results for. */
+export const DEFAULT_JOB_RETENTION_SECONDS = 2_592_000;
+/** results_expired: 0 results held; 1 expired, lines being deleted (the cron); 2 every line deleted. */
+export const RESULTS_EXPIRED = { held: 0, deleting: 1, deleted: 2 } as const;
+
 /** A job still being written after this long was abandoned by a create that died; the cron deletes it. */
 export const ABANDONED_CREATE_MS = 10 * 60_000;
 /** The window of the daily line quota (JOB_MAX_LINES_PER_DAY). */
@@ -104,11 +109,13 @@ export function jobJson(row: JobRow): VerificationJob {
     queue: queueState(row),
     smtp_timeout: Number(row.smtp_timeout),
     results_url: `/v1/email_verification_jobs/${row.id}/results`,
+    retention_seconds: row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds),
+    results_expired: Number(row.results_expired) > 0,
   };
 }
 
 const JOB_COLUMNS = sql.raw(
-  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at",
+  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_expired",
 );
 
 /** A job as its account sees it: one still being written does not exist yet. */
@@ -130,7 +137,7 @@ export async function jobById(db: Database, id: string): Promise<JobRow | null> 
   return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and writing = 0`))[0] ?? null;
 }
 
-export type NewJob = { id: string; accountId: string; smtpTimeout: number; callbackUrl: string | null; idempotencyKey: string | null; requestHash: string; total: number };
+export type NewJob = { id: string; accountId: string; smtpTimeout: number; callbackUrl: string | null; idempotencyKey: string | null; requestHash: string; total: number; retentionSeconds: number };
 export type JobLimits = { maxRunning: number; maxLinesPerDay: number };
 
 export type StartedJob =
@@ -151,8 +158,8 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
   const now = Date.now();
   const since = now - LINE_QUOTA_WINDOW_MS;
   const [inserted, existing, usage] = await db.batch([
-    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, writing)
-      select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1
+    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, writing, retention_seconds)
+      select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
       where (select count(*) from verification_jobs where account_id = ${job.accountId} and status in ('queued', 'running')) < ${limits.maxRunning}
         and (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) + ${job.total} <= ${limits.maxLinesPerDay}
       on conflict do nothing`),

@@ -14,7 +14,8 @@ import type { AppEnv } from "../env.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
 import { enqueueTurns } from "../jobs/consumer.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
-import { parseJobBody } from "../jobs/input.ts";
+import { parseJobBody, parseRetentionSeconds } from "../jobs/input.ts";
+import { purgeResults } from "../jobs/retention.ts";
 import {
   cancelJob,
   doneRowsQuery,
@@ -35,7 +36,7 @@ import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification-params.ts";
-import { prepareAddress } from "../verify.ts";
+import { newLines } from "../jobs/new-lines.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 export const JOBS_PATH = "/v1/email_verification_jobs";
@@ -52,6 +53,8 @@ export const JOB_MESSAGES = {
   badIdempotencyKey: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
   badLimit: `limit must be an integer between 1 and ${MAX_PAGE}`,
   badCursor: "Invalid cursor",
+  resultsExpired: "Job results have expired",
+  badPurge: "purge must be true or false",
   badFilter: (name: string, value: string, allowed: readonly string[]) => `Unknown ${name} "${value}": expected one or more of ${allowed.join(", ")}, comma-separated`,
   tooManyRunning: (max: number) => `Too many jobs running: an account may have ${max} queued or running at once; wait for one to finish or cancel one`,
   dailyQuota: (max: number, used: number) =>
@@ -196,34 +199,6 @@ function idempotencyKey(c: Context<AppEnv>): string | null {
   return key;
 }
 
-/** Addresses checked between two yields to the event loop while a job's lines are prepared. */
-const PREPARE_SLICE = 2_000;
-
-/**
- * The lines as stored: each checked once per distinct address; a line that fails the syntax check
- * is answered now. 100,000 syntax checks take most of a second of CPU: the work yields to the event
- * loop every PREPARE_SLICE addresses, so other requests in the same isolate (their database answers
- * arriving) are not held up behind it past their own timeouts.
- */
-async function newLines(addresses: string[]): Promise<NewLine[]> {
-  const first = new Map<string, number>();
-  const lines: NewLine[] = [];
-  for (let position = 0; position < addresses.length; position++) {
-    if (position > 0 && position % PREPARE_SLICE === 0) await new Promise((resolve) => setTimeout(resolve, 0));
-    const email = addresses[position]!;
-    const prepared = prepareAddress(email);
-    if (!prepared.ok) {
-      lines.push({ email, domain: "", duplicateOf: null, done: prepared.result });
-      continue;
-    }
-    const key = `${prepared.parsed.local}@${prepared.parsed.domain}`;
-    const earlier = first.get(key);
-    if (earlier === undefined) first.set(key, position);
-    lines.push({ email, domain: prepared.parsed.domain, duplicateOf: earlier ?? null, done: null });
-  }
-  return lines;
-}
-
 function accepted(c: Context<AppEnv>, job: JobRow) {
   return c.json(jobJson(job), 202, { Location: `${JOBS_PATH}/${job.id}` });
 }
@@ -234,8 +209,10 @@ async function create(c: Context<AppEnv>) {
   const request = await parseJobBody(c.req.header("content-type") ?? "", new Uint8Array(await c.req.arrayBuffer()), {
     smtp_timeout: c.req.query("smtp_timeout"),
     callback_url: c.req.query("callback_url"),
+    retention_seconds: c.req.query("retention_seconds"),
   });
   const smtpTimeout = parseSmtpTimeout(request.smtpTimeout);
+  const retentionSeconds = parseRetentionSeconds(request.retentionSeconds, config.JOB_RETENTION_SECONDS);
   let callbackUrl: string | null = null;
   if (request.callbackUrl !== undefined && request.callbackUrl !== null && request.callbackUrl !== "") {
     const checked = checkCallbackUrl(request.callbackUrl, config.CALLBACK_ALLOW_PRIVATE_TARGETS);
@@ -243,12 +220,13 @@ async function create(c: Context<AppEnv>) {
     callbackUrl = checked.url;
   }
   const key = idempotencyKey(c);
-  const requestHash = await sha256Hex(JSON.stringify([request.addresses, smtpTimeout, callbackUrl]));
+  // A retention asked for is part of the request (a retry with another is a different request); the default is not.
+  const requestHash = await sha256Hex(JSON.stringify([request.addresses, smtpTimeout, callbackUrl, ...(request.retentionSeconds === undefined ? [] : [retentionSeconds])]));
   const db = requestDatabase(c);
 
   const id = newId("job");
   const limits = { maxRunning: config.JOB_MAX_RUNNING, maxLinesPerDay: config.JOB_MAX_LINES_PER_DAY };
-  const started = await startJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: request.addresses.length }, limits);
+  const started = await startJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: request.addresses.length, retentionSeconds }, limits);
   switch (started.kind) {
     case "existing":
       if (started.requestHash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
@@ -290,6 +268,13 @@ async function jobOr404(c: Context<AppEnv>): Promise<JobRow> {
   const job = await findJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id") ?? "");
   // Another account's job and no job at all look the same.
   if (!job) throw new ApiError(404, JOB_MESSAGES.notFound);
+  return job;
+}
+
+/** The job whose results are asked for: 410 once they were deleted (retention, or a purge). */
+async function jobWithResults(c: Context<AppEnv>): Promise<JobRow> {
+  const job = await jobOr404(c);
+  if (Number(job.results_expired) > 0) throw new ApiError(410, JOB_MESSAGES.resultsExpired);
   return job;
 }
 
@@ -345,10 +330,10 @@ async function results(c: Context<AppEnv>) {
   if (!wantsCsv) {
     const limit = pageLimit(c.req.query("limit"));
     const from = decodeCursor(c.req.query("cursor"));
-    const job = await jobOr404(c);
+    const job = await jobWithResults(c);
     return c.json(filtered ? await filteredPage(c, job, from, limit, filter) : await page(c, job, from, limit), 200);
   }
-  const job = await jobOr404(c);
+  const job = await jobWithResults(c);
   return csvStream(c, job, filtered ? filter : null);
 }
 
@@ -431,9 +416,15 @@ export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
   app.get(`${JOBS_PATH}/:id`, async (c) => c.json(jobJson(await jobOr404(c)), 200));
   app.get(`${JOBS_PATH}/:id/results`, results);
   app.delete(`${JOBS_PATH}/:id`, async (c) => {
-    const outcome = await cancelJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id"));
+    const rawPurge = c.req.query("purge");
+    if (rawPurge !== undefined && !["true", "false"].includes(rawPurge.trim())) throw new ApiError(400, JOB_MESSAGES.badPurge);
+    const purge = rawPurge?.trim() === "true";
+    const db = requestDatabase(c);
+    const outcome = await cancelJob(db, c.get("auth").accountId, c.req.param("id"));
     if (!outcome) throw new ApiError(404, JOB_MESSAGES.notFound);
-    const { job, cancelled } = outcome;
+    const { cancelled } = outcome;
+    // A purge deletes the results now: reads answer 410 at once, the first lines go in this request and any rest in the cron's next runs.
+    const job = purge ? ((await purgeResults(db, outcome.job)) ?? outcome.job) : outcome.job;
     if (cancelled && job.callback_state === "pending") {
       // Its callback says it ended; should the queue refuse the message, the cron sends it.
       await c.env.JOBS_QUEUE!.send({ kind: "callback", job: job.id, attempt: 0 }).catch((error: unknown) =>

@@ -5,7 +5,7 @@ import { balanceQuery, chargeForMatchQuery } from "../credits.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { findPersonQuery, matchingPersonId, parsePeopleQuery, toContactInfo } from "../people.ts";
+import { findPersonQuery, matchingPersonId, parseIncludes, parsePeopleQuery, recordAccessQuery, toContactInfo } from "../people.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const creditHeaders = {
@@ -21,12 +21,14 @@ export const peopleRoute = createRoute({
   summary: "Look up a person's contact details",
   description:
     "Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; " +
-    "the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing.",
+    "the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. " +
+    "include=email_details adds email_details (where each address came from and when our engine last checked it) at no extra cost. " +
+    "Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).",
   security: [{ bearerAuth: [] }],
   request: { query: PeopleQuery },
   responses: {
     200: { description: "A profile was found", content: { "application/json": { schema: ContactInfo } }, headers: creditHeaders },
-    400: errorResponse(ERROR_MESSAGES.peopleParamRequired + ", or an identifier is malformed", creditHeaders),
+    400: errorResponse(ERROR_MESSAGES.peopleParamRequired + ", an identifier is malformed, or an unknown include value (named)", creditHeaders),
     402: errorResponse("Insufficient credits", creditHeaders),
     404: errorResponse(ERROR_MESSAGES.profileNotFound, creditHeaders),
     ...authenticatedErrorResponses,
@@ -36,7 +38,7 @@ export const peopleRoute = createRoute({
 export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(peopleRoute, async (c) => {
     const config = c.get("config");
-    const { accountId } = c.get("auth");
+    const { accountId, keyId } = c.get("auth");
     const db = requestDatabase(c);
     const cost = config.LOOKUP_COST;
     const chargeHeaders = (charged: number, remaining: number) => ({
@@ -45,8 +47,10 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
     });
 
     let ids;
+    let include;
     try {
       ids = parsePeopleQuery(c.req.valid("query"));
+      include = parseIncludes(c.req.valid("query").include);
     } catch (err) {
       // Still tell the caller where their balance stands; a bad request costs nothing.
       if (err instanceof ApiError) {
@@ -57,15 +61,18 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
     }
 
     // One round trip: one batch (one transaction) charges only when someone matches and the balance
-    // covers the cost, then reads the person and the balance as they are after it.
-    const [chargedRows, personRows, balanceRows] = await db.batch([
-      chargeForMatchQuery(db, accountId, cost, c.get("requestId"), matchingPersonId(ids)),
+    // covers the cost, records that disclosure in the access log when it charged, then reads the
+    // person and the balance as they are after it.
+    const requestId = c.get("requestId");
+    const [chargedRows, , personRows, balanceRows] = await db.batch([
+      chargeForMatchQuery(db, accountId, cost, requestId, matchingPersonId(ids)),
+      recordAccessQuery(db, matchingPersonId(ids), accountId, keyId, requestId),
       findPersonQuery(db, ids),
       balanceQuery(db, accountId),
     ]);
     const charged = chargedRows[0];
     const person = personRows[0];
-    if (charged && person) return c.json(toContactInfo(person), 200, chargeHeaders(cost, Number(charged.balance_after)));
+    if (charged && person) return c.json(toContactInfo(person, include), 200, chargeHeaders(cost, Number(charged.balance_after)));
     // Nothing charged: the balance was short (which is all that stops a charge when someone matched,
     // and 402 wins over 404), or nobody matched.
     const balance = Number(balanceRows[0]?.credit_balance ?? 0);

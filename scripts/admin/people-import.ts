@@ -12,6 +12,7 @@ import { AdminError } from "../../edge/db/admin.ts";
 import { DEFAULT_BATCH_SIZE, DEFAULT_MAX_LINE_BYTES, MAX_LISTED_REJECTIONS } from "./people-import-limits.ts";
 import { detectImportFormat, readPeopleRows, type ImportFormat } from "./people-file.ts";
 import { parsePersonRecord } from "./people-record.ts";
+import { recordHashes, suppressedAmong } from "./people-privacy.ts";
 import { upsertPeopleBatch, type BatchRow, type RowOutcome } from "./people-upsert.ts";
 
 const PROGRESS_EVERY_ROWS = 250;
@@ -24,6 +25,8 @@ export type ImportOptions = {
   batchSize?: number;
   maxLineBytes?: number;
   onProgress?: (progress: ImportProgress) => void;
+  /** SUPPRESSION_KEY: lines that carry an erased identifier or address are rejected. Without it, an import into a database with suppressions fails. */
+  suppressionKey?: string;
 };
 
 export type Rejection = { line: number; reason: string };
@@ -150,7 +153,14 @@ export async function importPeople(client: Client, path: string, options: Import
   const flush = async () => {
     const [firstRow] = batch;
     try {
-      tally.add([...batchRejections, ...(firstRow ? await writeBatch(client, batch, source, tally) : [])]);
+      // Erased people stay erased: a line with any suppressed identifier or address is rejected, and nothing of it stored.
+      const hashes = batch.map((row) => (options.suppressionKey ? recordHashes(options.suppressionKey, row.record) : []));
+      const suppressed = firstRow ? await suppressedAmong(client, options.suppressionKey, hashes.flat()) : new Set<string>();
+      if (suppressed.size > 0) {
+        batchRejections.push(...batch.filter((_, i) => hashes[i]!.some((h) => suppressed.has(h))).map((row) => ({ line: row.line, outcome: "rejected" as const, reason: "suppressed" })));
+        batch = batch.filter((_, i) => !hashes[i]!.some((h) => suppressed.has(h)));
+      }
+      tally.add([...batchRejections, ...(batch.length > 0 ? await writeBatch(client, batch, source, tally) : [])]);
     } catch (error) {
       throw new AdminError(
         `Import stopped at the batch starting on line ${firstRow?.line}: ${(error as Error).message} ` +

@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { ContactInfo } from "../../shared/api.ts";
 import { creditLedger, accounts } from "../../edge/db/schema.ts";
 import { call, callWith, databaseRequestsServed, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
@@ -254,5 +254,8 @@ describe("GET /v1/people: database round trips (docs/api.md \"Hot path\"), count
     await roundTrips(funded.token, `profnet_id=${ids.profnet_id}`);
     const miss = await roundTrips(funded.token, `profnet_id=${uniqueIds().profnet_id}`);
     expect([miss.res.status, miss.roundTrips, miss.res.headers.get("x-credits-remaining")]).toEqual([404, 1, "1"]);
+    // The access log is written in the same batch: the two 200s, and nothing for the 402.
+    const [logged] = await db.all<{ n: number }>(sql`select count(*) as n from person_access_log where person_id = (select id from people where profnet_id = ${ids.profnet_id})`);
+    expect(Number(logged!.n)).toBe(3);
   });
 });

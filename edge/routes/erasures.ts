@@ -1,0 +1,103 @@
+/**
+ * GET /v1/people/erasures (docs/api.md, the section of that name): the people the calling account received in a
+ * 200 lookup and that were erased since then, so it can delete its own copies (GDPR Article 19). An account
+ * only ever sees erasures of people it received: the notices are written per receiving account at erasure.
+ */
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { sql } from "drizzle-orm";
+import { ErasuresPage, ErasuresQuery } from "../../shared/api.ts";
+import { requestDatabase } from "../db/client.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1_000;
+
+export const ERASURE_MESSAGES = {
+  badSince: "since must be an RFC 3339 date-time, such as 2026-11-01T00:00:00Z",
+  badCursor: "cursor is not one this endpoint returned",
+  badLimit: `limit must be an integer between 1 and ${MAX_LIMIT}`,
+} as const;
+
+export const erasuresRoute = createRoute({
+  method: "get",
+  path: "/v1/people/erasures",
+  operationId: "listPeopleErasures",
+  tags: ["People"],
+  summary: "People you received that were erased since a date",
+  description:
+    "The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: " +
+    "delete your own copies of them. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). " +
+    "Counts against the lookup rate limit; costs no credits.",
+  security: [{ bearerAuth: [] }],
+  request: { query: ErasuresQuery },
+  responses: {
+    200: { description: "A page of erasures", content: { "application/json": { schema: ErasuresPage } } },
+    400: errorResponse(`${ERASURE_MESSAGES.badSince}; ${ERASURE_MESSAGES.badCursor}; or ${ERASURE_MESSAGES.badLimit}`),
+    ...authenticatedErrorResponses,
+  },
+});
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function parseSince(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return 0;
+  const value = raw.trim();
+  const ms = RFC3339.test(value) ? Date.parse(value.replace(" ", "T")) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new ApiError(400, ERASURE_MESSAGES.badSince);
+  return ms;
+}
+
+/** The cursor: the last notice's time and id, so a page resumes after it whatever is erased meanwhile. */
+const encodeCursor = (erasedAt: number, id: number) => btoa(`e:${erasedAt}:${id}`).replace(/=+$/, "");
+function decodeCursor(raw: string | undefined): { erasedAt: number; id: number } | null {
+  if (raw === undefined || raw === "") return null;
+  let text = "";
+  try {
+    text = atob(raw);
+  } catch {
+    throw new ApiError(400, ERASURE_MESSAGES.badCursor);
+  }
+  const m = /^e:(\d{1,15}):(\d{1,15})$/.exec(text);
+  if (!m) throw new ApiError(400, ERASURE_MESSAGES.badCursor);
+  return { erasedAt: Number(m[1]), id: Number(m[2]) };
+}
+
+function parseLimit(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return DEFAULT_LIMIT;
+  const n = /^[0-9]{1,4}$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+  if (!(n >= 1 && n <= MAX_LIMIT)) throw new ApiError(400, ERASURE_MESSAGES.badLimit);
+  return n;
+}
+
+type NoticeRow = { id: number; profnet_id: number | null; codehost_id: number | null; erased_at: number };
+
+export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(erasuresRoute, async (c) => {
+    const query = c.req.valid("query");
+    const since = parseSince(query.since);
+    const after = decodeCursor(query.cursor);
+    const limit = parseLimit(query.limit);
+    const { accountId } = c.get("auth");
+    // One row past the page says whether another follows; the (account_id, erased_at, id) index serves it.
+    const rows = await requestDatabase(c).all<NoticeRow>(sql`
+      select id, profnet_id, codehost_id, erased_at from erasure_notices
+      where account_id = ${accountId} and erased_at >= ${since}
+        ${after ? sql`and (erased_at > ${after.erasedAt} or (erased_at = ${after.erasedAt} and id > ${after.id}))` : sql``}
+      order by erased_at, id limit ${limit + 1}`);
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return c.json(
+      {
+        erasures: page.map((r) => ({
+          profnet_id: r.profnet_id === null ? null : Number(r.profnet_id),
+          codehost_id: r.codehost_id === null ? null : Number(r.codehost_id),
+          erased_at: new Date(Number(r.erased_at)).toISOString(),
+        })),
+        next_cursor: rows.length > limit && last ? encodeCursor(Number(last.erased_at), Number(last.id)) : null,
+      },
+      200,
+    );
+  });
+}

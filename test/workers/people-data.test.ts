@@ -1,0 +1,311 @@
+/**
+ * The life of personal data inside workerd (docs/operations.md "Personal data"): email_details, the access log,
+ * re-verification of stored addresses through the bulk engine (the real probe and the fixture mail servers),
+ * erasure and the erasures feed, and retention of bulk jobs.
+ */
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { createClient } from "@libsql/client/web";
+import { sql } from "drizzle-orm";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
+import { VerificationJob } from "../../shared/jobs.ts";
+import worker from "../../edge/index.ts";
+import { REFRESH_ACCOUNT_ID, writeStoredEmailAnswers } from "../../edge/people-data.ts";
+import { applyJobRetention } from "../../edge/jobs/retention.ts";
+import { erasePeople } from "../../scripts/admin/people-privacy.ts";
+import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
+import { call, cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
+
+const SUPPRESSION_KEY = TEST_WEBHOOK_SECRET_KEY;
+const adminClient = () => createClient({ url: inject("databaseUrl"), authToken: inject("databaseAuthToken") });
+
+async function lookup(token: string, query: string) {
+  const res = await call(`/v1/people?${query}`, { token });
+  return { res, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function runCron(vars: Record<string, string> = {}) {
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController(), { ...env, ...vars } as never);
+  await waitOnExecutionContext(ctx);
+}
+
+const emailRows = (personId: number) =>
+  db.all<{ email: string; classification: string | null; reason: string | null; not_found_at: number | null; undeliverable_at: number | null; next_check_at: number }>(sql`
+    select email, classification, reason, not_found_at, undeliverable_at, next_check_at from person_emails where person_id = ${personId} order by id`);
+
+describe("GET /v1/people?include=email_details", () => {
+  it("adds email_details in the order of email_addresses, at no extra credit; without include the keys are exactly ContactInfo's", async () => {
+    const { token } = await newAccount(10);
+    const ids = uniqueIds();
+    const personId = await insertPerson({ profnet_id: ids.profnet_id, emails: ["ada@gmail.com", "ada@engines.example"], phones: ["+14155550123"] });
+    await writeStoredEmailAnswers(db, [{ email: "ADA@engines.example", classification: "valid", smtp_outcome: "accepted", reason: "deliverable", checked_at: Date.parse("2026-11-20T10:00:00Z") }], { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400 });
+    expect((await emailRows(personId)).map((r) => r.classification)).toEqual([null, "valid"]);
+
+    const plain = await lookup(token, `profnet_id=${ids.profnet_id}`);
+    expect(plain.res.status).toBe(200);
+    expect(Object.keys(plain.body).sort()).toEqual(
+      ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "email_addresses", "personal_email_addresses", "work_email_addresses", "phone_numbers", "codehost_username", "socialnet_username", "microblog_username"].sort(),
+    );
+
+    const detailed = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details`);
+    expect(detailed.res.status).toBe(200);
+    expect(detailed.res.headers.get("x-credits-charged")).toBe("1");
+    const body = ContactInfo.strict().parse(detailed.body);
+    expect(body.email_addresses).toEqual(["ada@gmail.com", "ada@engines.example"]);
+    expect(body.email_details).toEqual([
+      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), verification: null },
+      {
+        email: "ada@engines.example",
+        type: "work",
+        first_seen_at: "1970-01-01T00:00:01.001Z",
+        last_seen_at: expect.any(String),
+        verification: { classification: "valid", smtp_outcome: "accepted", checked_at: "2026-11-20T10:00:00.000Z" },
+      },
+    ]);
+  });
+
+  it("any other include value is 400 naming it, and costs nothing", async () => {
+    const { token } = await newAccount(10);
+    const ids = uniqueIds();
+    await insertPerson({ profnet_id: ids.profnet_id, emails: ["a@example.org"] });
+    const bad = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details,phones_history`);
+    expect(bad.res.status).toBe(400);
+    expect(bad.body).toEqual({ error: 'Unknown include "phones_history": expected email_details' });
+    expect(bad.res.headers.get("x-credits-charged")).toBe("0");
+    expect(bad.res.headers.get("x-credits-remaining")).toBe("10");
+  });
+});
+
+describe("the access log", () => {
+  it("records each 200 lookup with its account and key; a 402, a 404 and a 400 record nothing", async () => {
+    const { token, accountId, keyId } = await newAccount(1);
+    const ids = uniqueIds();
+    const personId = await insertPerson({ profnet_id: ids.profnet_id, emails: ["a@example.org"] });
+    expect((await lookup(token, `profnet_id=${ids.profnet_id}`)).res.status).toBe(200);
+    expect((await lookup(token, `profnet_id=${ids.profnet_id}`)).res.status).toBe(402);
+    expect((await lookup(token, `profnet_id=${uniqueIds().profnet_id}`)).res.status).toBe(402);
+    const other = await newAccount(5);
+    expect((await lookup(other.token, `profnet_id=${uniqueIds().profnet_id}`)).res.status).toBe(404);
+    expect((await lookup(other.token, `profnet_id=x`)).res.status).toBe(400);
+    const rows = await db.all<{ account_id: string; key_id: string }>(sql`select account_id, key_id from person_access_log where person_id = ${personId}`);
+    expect(rows).toEqual([{ account_id: accountId, key_id: keyId }]);
+    expect(await db.all(sql`select 1 from person_access_log where account_id = ${other.accountId}`)).toEqual([]);
+  });
+});
+
+describe("re-verification of stored addresses through the bulk engine", () => {
+  /** Only this test's addresses are due; the cron makes a refresh job, the queue runs it on the real probe, the next cron writes its answers. */
+  async function refreshRound(vars: Record<string, string>) {
+    await runCron(vars);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const [open] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and status in ('queued', 'running')`);
+      if (Number(open!.n) === 0) break;
+      if (Date.now() > deadline) throw new Error("the refresh job did not finish");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await runCron({ ...vars, EMAIL_REFRESH_BATCH: "0" });
+  }
+
+  it("a second mailbox_not_found at least EMAIL_RECHECK_SECONDS later makes an address undeliverable; catch-all, blocks and greylisting never do", async () => {
+    const { token } = await newAccount(10);
+    const ids = uniqueIds();
+    const emails = ["ana@ok.test", "nobody@ok.test", "someone@catchall.test", "policy@ok.test", "grey@ok.test"];
+    const personId = await insertPerson({ profnet_id: ids.profnet_id, emails, phones: ["+14155550123"] });
+    await db.run(sql`update person_emails set next_check_at = 9000000000000 where person_id != ${personId}`);
+    const vars = { EMAIL_RECHECK_SECONDS: "2", JOB_RETRY_DELAY_SECONDS: "0" };
+
+    await refreshRound(vars);
+    let rows = await emailRows(personId);
+    expect(rows.map((r) => [r.email, r.classification, r.reason, r.undeliverable_at === null, r.not_found_at !== null])).toEqual([
+      ["ana@ok.test", "valid", "deliverable", true, false],
+      ["nobody@ok.test", "invalid", "mailbox_not_found", true, true],
+      ["someone@catchall.test", "risky", "catch_all", true, false],
+      ["policy@ok.test", "risky", "policy_block", true, false],
+      ["grey@ok.test", "risky", "temporary_failure", true, false],
+    ]);
+    // One 5.1.1 is not enough: the address is still sold, and due again EMAIL_RECHECK_SECONDS after it.
+    const nobody = rows[1]!;
+    expect(nobody.next_check_at).toBe(Number(nobody.not_found_at) + 2_000);
+    expect((await lookup(token, `profnet_id=${ids.profnet_id}`)).body.email_addresses).toEqual(emails);
+
+    // Everything due again now; the second answer for nobody@ comes at least 2 s after the first.
+    await new Promise((r) => setTimeout(r, Math.max(0, Number(nobody.not_found_at) + 2_100 - Date.now())));
+    await db.run(sql`update person_emails set next_check_at = 0 where person_id = ${personId}`);
+    await refreshRound(vars);
+    rows = await emailRows(personId);
+    expect(rows.map((r) => [r.email, r.undeliverable_at !== null])).toEqual([
+      ["ana@ok.test", false],
+      ["nobody@ok.test", true],
+      ["someone@catchall.test", false],
+      ["policy@ok.test", false],
+      ["grey@ok.test", false],
+    ]);
+    const after = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details`);
+    expect(after.body.email_addresses).toEqual(["ana@ok.test", "someone@catchall.test", "policy@ok.test", "grey@ok.test"]);
+    expect((after.body.email_details as { email: string }[]).map((d) => d.email)).toEqual(after.body.email_addresses);
+    // The refresh jobs leave nothing behind once retention has run.
+    for (let i = 0; i < 3; i++) await applyJobRetention(db, 2_592_000);
+    await runCron({ EMAIL_REFRESH_BATCH: "0" });
+    expect(await db.all(sql`select id from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID}`)).toEqual([]);
+  });
+
+  it("two not-found answers closer together than EMAIL_RECHECK_SECONDS do not; a person with only undeliverable addresses has no emails and no phones; a deliverable answer revives", async () => {
+    const { token } = await newAccount(10);
+    const ids = uniqueIds();
+    const personId = await insertPerson({ profnet_id: ids.profnet_id, emails: ["gone@example.org"], phones: ["+14155550123"] });
+    const config = { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400 };
+    const at = Date.parse("2026-11-01T00:00:00Z");
+    const notFound = (checked_at: number) => ({ email: "gone@example.org", classification: "invalid", smtp_outcome: "mailbox_not_found", reason: "mailbox_not_found", checked_at });
+    await writeStoredEmailAnswers(db, [notFound(at)], config);
+    await writeStoredEmailAnswers(db, [notFound(at + 3_600_000)], config);
+    expect((await emailRows(personId))[0]).toMatchObject({ undeliverable_at: null, not_found_at: at, next_check_at: at + 86_400_000 });
+    // A block in between says nothing about the mailbox: the run of not-found answers goes on.
+    await writeStoredEmailAnswers(db, [{ ...notFound(at + 7_200_000), classification: "risky", smtp_outcome: "policy_block", reason: "policy_block" }], config);
+    await writeStoredEmailAnswers(db, [notFound(at + 86_400_000)], config);
+    expect((await emailRows(personId))[0]).toMatchObject({ undeliverable_at: at + 86_400_000, next_check_at: at + 86_400_000 + 2_592_000_000 });
+    // An older answer written late changes nothing.
+    await writeStoredEmailAnswers(db, [{ ...notFound(at + 1), classification: "valid", reason: "deliverable" }], config);
+    expect((await emailRows(personId))[0]!.undeliverable_at).toBe(at + 86_400_000);
+
+    const gone = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details`);
+    expect(gone.res.status).toBe(200);
+    expect(gone.body).not.toHaveProperty("email_addresses");
+    expect(gone.body).not.toHaveProperty("phone_numbers");
+    // Asked for, email_details is there, as for a person we never had an address for: empty.
+    expect(gone.body.email_details).toEqual([]);
+
+    await writeStoredEmailAnswers(db, [{ email: "gone@example.org", classification: "valid", smtp_outcome: "accepted", reason: "deliverable", checked_at: at + 90_000_000 }], config);
+    expect((await lookup(token, `profnet_id=${ids.profnet_id}`)).body).toMatchObject({ email_addresses: ["gone@example.org"], phone_numbers: ["+14155550123"] });
+  });
+});
+
+describe("erasure and GET /v1/people/erasures", () => {
+  async function feed(token: string, query = "") {
+    const res = await call(`/v1/people/erasures${query}`, { token });
+    return { res, body: (await res.json()) as ErasuresPage & { error?: string } };
+  }
+
+  it("an erased person is 404 at no charge, and only the accounts that received them learn of it", async () => {
+    const receiver = await newAccount(10);
+    const bystander = await newAccount(10);
+    const ids = uniqueIds();
+    await insertPerson({ ...ids, emails: ["erase-me@example.org"], phones: ["+14155550123"] });
+    const since = new Date(Date.now() - 1_000).toISOString();
+    expect((await lookup(receiver.token, `codehost_login=${ids.codehost_login}`)).res.status).toBe(200);
+    expect((await lookup(receiver.token, `profnet_id=${ids.profnet_id}`)).res.status).toBe(200);
+
+    const client = adminClient();
+    try {
+      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_public_identifier", value: ids.profnet_public_identifier.toUpperCase() }, "data subject request")).toEqual({ erased: 1, suppressed: 5 });
+    } finally {
+      client.close();
+    }
+    for (const query of [`profnet_id=${ids.profnet_id}`, `codehost_id=${ids.codehost_id}`, `codehost_login=${ids.codehost_login}`, `profnet_public_identifier=${ids.profnet_public_identifier}`]) {
+      const miss = await lookup(receiver.token, query);
+      expect([miss.res.status, miss.res.headers.get("x-credits-charged")]).toEqual([404, "0"]);
+    }
+    expect(await db.all(sql`select 1 from person_access_log where account_id = ${receiver.accountId}`)).toEqual([]);
+
+    const mine = await feed(receiver.token, `?since=${encodeURIComponent(since)}`);
+    expect(mine.res.status).toBe(200);
+    expect(ErasuresPage.strict().parse(mine.body)).toEqual({ erasures: [{ profnet_id: ids.profnet_id, codehost_id: ids.codehost_id, erased_at: expect.any(String) }], next_cursor: null });
+    expect(Date.parse(mine.body.erasures[0]!.erased_at)).toBeGreaterThanOrEqual(Date.parse(since));
+    expect((await feed(bystander.token)).body).toEqual({ erasures: [], next_cursor: null });
+    // Later than the erasure: nothing.
+    expect((await feed(receiver.token, `?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body.erasures).toEqual([]);
+  });
+
+  it("pages oldest first with a cursor; bad since, cursor and limit are 400s that say what is wrong", async () => {
+    const { token, accountId } = await newAccount(0);
+    for (let i = 0; i < 5; i++) await db.run(sql`insert into erasure_notices (account_id, profnet_id, codehost_id, erased_at) values (${accountId}, ${1000 + i}, null, ${Date.parse("2026-11-01T00:00:00Z") + (i % 2)})`);
+    const seen: (number | null)[] = [];
+    let cursor = "";
+    for (let pages = 0; ; pages++) {
+      const page = await feed(token, `?since=2026-11-01T00:00:00Z&limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(page.res.status).toBe(200);
+      seen.push(...page.body.erasures.map((e) => e.profnet_id));
+      if (!page.body.next_cursor) break;
+      cursor = page.body.next_cursor;
+      expect(pages).toBeLessThan(5);
+    }
+    expect(seen).toEqual([1000, 1002, 1004, 1001, 1003]);
+    expect((await feed(token, "?since=yesterday")).body).toEqual({ error: "since must be an RFC 3339 date-time, such as 2026-11-01T00:00:00Z" });
+    expect((await feed(token, "?cursor=zzz")).res.status).toBe(400);
+    expect((await feed(token, "?limit=0")).body).toEqual({ error: "limit must be an integer between 1 and 1000" });
+    expect((await call("/v1/people/erasures")).status).toBe(401);
+  });
+});
+
+describe("retention of bulk jobs", () => {
+  const PATH = "/v1/email_verification_jobs";
+  async function finishedJob(token: string, body: Record<string, unknown>) {
+    const res = await call(PATH, { method: "POST", token, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect(res.status, await res.clone().text()).toBe(202);
+    const job = VerificationJob.strict().parse(await res.json());
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const now = VerificationJob.strict().parse(await (await call(`${PATH}/${job.id}`, { token })).json());
+      if (now.status === "completed") return now;
+      if (Date.now() > deadline) throw new Error("job did not complete");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const lines = (id: string) => db.all(sql`select position from verification_job_items where job_id = ${id}`);
+
+  it("deletes exactly the expired jobs' lines; the job keeps its counts and says results_expired, its results are 410", async () => {
+    const { token } = await newAccount(0);
+    const kept = await finishedJob(token, { email_addresses: ["ana@ok.test", "not-an-address"] });
+    const short = await finishedJob(token, { email_addresses: ["ana@ok.test", "nobody@ok.test", "x"], retention_seconds: 60 });
+    expect([kept.retention_seconds, kept.results_expired, short.retention_seconds]).toEqual([2_592_000, false, 60]);
+    // 61 s later by the cron's clock: only the short one has run out.
+    const report = await applyJobRetention(db, 2_592_000, Date.now() + 61_000);
+    expect(report.jobs_expired).toBeGreaterThanOrEqual(1);
+    expect(await lines(short.id)).toEqual([]);
+    expect((await lines(kept.id)).length).toBe(2);
+    const after = VerificationJob.strict().parse(await (await call(`${PATH}/${short.id}`, { token })).json());
+    expect(after).toMatchObject({ status: "completed", processed: 3, counts: short.counts, summary: short.summary, results_expired: true });
+    for (const query of ["", "?format=csv", "?classification=valid"]) {
+      const res = await call(`${PATH}/${short.id}/results${query}`, { token });
+      expect([res.status, await res.json()]).toEqual([410, { error: "Job results have expired" }]);
+    }
+    expect((await call(`${PATH}/${kept.id}/results`, { token })).status).toBe(200);
+  });
+
+  it("retention_seconds 0 without a callback keeps results one hour; DELETE ?purge=true deletes them at once; bad values are 400", async () => {
+    const { token } = await newAccount(0);
+    const zero = await finishedJob(token, { email_addresses: ["ana@ok.test"], retention_seconds: 0 });
+    await applyJobRetention(db, 2_592_000, Date.now() + 30 * 60_000);
+    expect((await lines(zero.id)).length).toBe(1);
+    await applyJobRetention(db, 2_592_000, Date.now() + 61 * 60_000);
+    expect(await lines(zero.id)).toEqual([]);
+
+    const purged = await finishedJob(token, { email_addresses: ["ana@ok.test", "nobody@ok.test"] });
+    const res = await call(`${PATH}/${purged.id}?purge=true`, { method: "DELETE", token });
+    expect(res.status).toBe(200);
+    expect(VerificationJob.strict().parse(await res.json())).toMatchObject({ status: "completed", results_expired: true, processed: 2 });
+    expect(await lines(purged.id)).toEqual([]);
+    expect((await call(`${PATH}/${purged.id}/results`, { token })).status).toBe(410);
+
+    const badPurge = await call(`${PATH}/${purged.id}?purge=yes`, { method: "DELETE", token });
+    expect([badPurge.status, await badPurge.json()]).toEqual([400, { error: "purge must be true or false" }]);
+    for (const retention of [-1, 2_592_001, "soon", 1.5]) {
+      const bad = await call(PATH, { method: "POST", token, headers: { "content-type": "application/json" }, body: JSON.stringify({ email_addresses: ["a@ok.test"], retention_seconds: retention }) });
+      expect([bad.status, ((await bad.json()) as { error: string }).error]).toEqual([400, "retention_seconds must be an integer between 0 and 2592000"]);
+    }
+  });
+
+  it("forgets an Idempotency-Key after 24 hours", async () => {
+    const { token } = await newAccount(0);
+    const headers = { "content-type": "application/json", "idempotency-key": `k-${crypto.randomUUID()}` };
+    const body = JSON.stringify({ email_addresses: ["ana@ok.test"] });
+    const first = (await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string };
+    expect(((await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string }).id).toBe(first.id);
+    await applyJobRetention(db, 2_592_000, Date.now() + 24 * 3_600_000 + 1_000);
+    expect(((await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string }).id).not.toBe(first.id);
+  });
+});
