@@ -162,7 +162,7 @@ export async function startFreshDatabase(): Promise<{ url: string; authToken: st
  * 127.x.y.z; port 25 needs root) answering each command after `delayMs`, and test/fixtures/doh-server.ts
  * serving `zone`: what the bulk-job benchmarks run against. `stop()` ends all of it.
  */
-export async function startJobsStack(opts: { zone: unknown; delayMs: number; edgePort: number; probePort: number }) {
+export async function startJobsStack(opts: { zone: unknown; delayMs: number; edgePort: number; probePort: number; env?: NodeJS.ProcessEnv }) {
   const dir = await mkdtemp(join(tmpdir(), "bench-stack-"));
   const zoneFile = join(dir, "zone.json");
   await writeFile(zoneFile, JSON.stringify(opts.zone));
@@ -174,7 +174,7 @@ export async function startJobsStack(opts: { zone: unknown; delayMs: number; edg
   const doh = await startChild(process.execPath, ["--import", "tsx", join(root, "test/fixtures/doh-server.ts"), "--zone", zoneFile, "--port", "0"], { ready: /listening on \S+/ });
   const dohUrl = /listening on (\S+)/.exec(doh.stdout)![1]!;
   // Settings from the caller's environment would change what is measured.
-  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_)/.test(k)).map((k) => [k, undefined]));
+  const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_|EMAIL_|ACCESS_LOG_)/.test(k)).map((k) => [k, undefined]));
   const database = await startFreshDatabase();
   const { child: stack } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     env: {
@@ -186,6 +186,7 @@ export async function startJobsStack(opts: { zone: unknown; delayMs: number; edg
       DOH_URL: dohUrl,
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
       WRANGLER_LOG: "warn",
+      ...opts.env,
     },
     ready: /Demo key:\s+\S+\s/,
   });

@@ -18,6 +18,7 @@ import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
 import { median } from "./stats.ts";
 import { jobsScaleMarkdown, runJobsScale } from "./jobs-scale.ts";
+import { peopleRefreshMarkdown, runPeopleRefresh } from "./people-refresh.ts";
 import { fairShareMarkdown, runFairShare } from "./fair-share.ts";
 import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts";
@@ -104,6 +105,7 @@ const jobsScale = await runJobsScale({ ...plan.jobs, log });
 const jobUpload = await runJobUpload({ log });
 const createLoad = await runJobsCreateLoad({ ...plan.createLoad, log });
 const fair = await runFairShare({ ...plan.fair, log });
+const refresh = await runPeopleRefresh({ ...plan.jobs, log });
 
 // ---- The report ----
 
@@ -159,6 +161,7 @@ ${tsxCommand("jobs-scale.ts", `--addresses ${plan.jobs.addresses} --domains ${pl
 ${tsxCommand("job-upload.ts", "")}
 ${tsxCommand("jobs-create-load.ts", `--jobs ${plan.createLoad.jobs} --addresses ${plan.createLoad.addresses} --clients ${plan.createLoad.clients}`)}
 ${tsxCommand("fair-share.ts", `--big ${plan.fair.big} --small ${plan.fair.small} --delay-ms ${plan.fair.delayMs} --head-start-ms ${plan.fair.headStartMs}`)}
+${tsxCommand("people-refresh.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -175,6 +178,7 @@ for both npm tools keeps their rows comparable.
 - The same ${verify.list.addresses.length} addresses as one bulk job (median): ${jobHeadline()}.
 - A bulk job of ${jobsScale.addresses.toLocaleString("en")} addresses over ${jobsScale.domains.toLocaleString("en")} domains: ${(jobsScale.wallMs / 1000).toFixed(1)} s from upload to \`completed\` (${Math.round(jobsScale.addresses / (jobsScale.wallMs / 1000))} addresses/s), ${jobsScale.csv.right.toLocaleString("en")} verdicts right, ${jobsScale.database.done === jobsScale.addresses && jobsScale.database.counted === jobsScale.addresses ? "every line answered exactly once" : "**not every line answered exactly once**"}, ${jobsScale.smtp.connections.toLocaleString("en")} SMTP connections (${(jobsScale.addresses / Math.max(1, jobsScale.smtp.connections)).toFixed(1)} addresses each).
 - Fair shares: a ${fair.small}-line job created while another account's ${fair.big.toLocaleString("en")}-line job runs at the same mail server took ${fair.smallSharedS.toFixed(1)} s, ${fair.smallRatio.toFixed(2)}× its ${fair.smallAloneS.toFixed(1)} s alone (goal: at most 2× + 5 s); the big job took ${fair.bigGrowthS.toFixed(1)} s longer than alone.
+- Re-verifying ${refresh.addresses.toLocaleString("en")} stored addresses (the same list, as people): ${(refresh.wallMs / 1000).toFixed(1)} s from the cron to every answer written back, ${refresh.right.toLocaleString("en")} verdicts right, ${refresh.smtp.connections.toLocaleString("en")} SMTP connections (${(refresh.addresses / Math.max(1, refresh.smtp.connections)).toFixed(1)} addresses each); lookups ${refresh.lookups.baselinePerSecond.toFixed(0)}/s before, ${refresh.lookups.duringPerSecond.toFixed(0)}/s during it.
 - Import: ${median(imports.map((r) => r.importRowsPerSecond)).toFixed(0)} rows/s into an empty database, ${median(imports.map((r) => r.reimportRowsPerSecond)).toFixed(0)} rows/s re-importing the same ${plan.import.rows.toLocaleString("en")} rows.
 
 ## 1. Edge overhead
@@ -300,6 +304,14 @@ domain, two accounts. Each job alone first, then the big one and, ${plan.fair.he
 polled every 200 ms. The probe paces the mail server at PROBE_DESTINATION_RCPT_RATE (100 RCPT/s), which is what both jobs share.
 
 ${fairShareMarkdown(fair)}
+
+## 11. Re-verifying stored addresses
+
+bench/people-refresh.ts, one run: the stack of section 7, the same list imported as ${refresh.addresses.toLocaleString("en")} people (one address each), then one cron run that
+starts the internal refresh job (docs/operations.md "Personal data") and the cron runs that write its answers back to the people. Next to section 7's
+bulk job of the same list: ${(jobsScale.wallMs / 1000).toFixed(1)} s and ${jobsScale.smtp.connections.toLocaleString("en")} SMTP connections there.
+
+${peopleRefreshMarkdown(refresh)}
 `;
 
 /** The bulk-job pass of section 2 in one sentence. */

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/v1/people/erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * People you received that were erased since a date
+         * @description The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: delete your own copies of them. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). Counts against the lookup rate limit; costs no credits.
+         */
+        get: operations["listPeopleErasures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/people": {
         parameters: {
             query?: never;
@@ -13,7 +33,7 @@ export interface paths {
         };
         /**
          * Look up a person's contact details
-         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing.
+         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (where each address came from and when our engine last checked it) at no extra cost. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
          */
         get: operations["lookupPerson"];
         put?: never;
@@ -79,7 +99,7 @@ export interface paths {
         put?: never;
         /**
          * Create a bulk verification job
-         * @description A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. At most 10 MB and 100,000 addresses, each at most 320 bytes of UTF-8. An Idempotency-Key header makes a retried create return the first job. Counts against the key's job-creation and verification rate limits. Verification costs no credits.
+         * @description A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. At most 10 MB and 100,000 addresses, each at most 320 bytes of UTF-8. An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). Counts against the key's job-creation and verification rate limits. Verification costs no credits.
          */
         post: operations["createVerificationJob"];
         delete?: never;
@@ -104,7 +124,7 @@ export interface paths {
         post?: never;
         /**
          * Cancel a job: no new checks start; results already in stay readable
-         * @description A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. A job that has ended is answered as it is. Idempotent.
+         * @description A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. A job that has ended is answered as it is. Idempotent. With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.
          */
         delete: operations["cancelVerificationJob"];
         options?: never;
@@ -207,6 +227,24 @@ export interface components {
             smtp_timeout: number;
             /** @example /v1/email_verification_jobs/job_Qx3m9TtGkZ0lJ2rA/results */
             results_url: string;
+            /** @description How long after the job ends its lines and results are kept (0: until its callback was delivered, or one hour without one); then they are deleted and the results endpoints answer 410 */
+            retention_seconds: number;
+            /** @description true once the results were deleted (retention, or DELETE with purge=true); counts and summary stay */
+            results_expired: boolean;
+        };
+        ErasuresPage: {
+            erasures: {
+                profnet_id: number | null;
+                codehost_id: number | null;
+                /** @description RFC 3339, UTC */
+                erased_at: string;
+            }[];
+            /** @description Pass as cursor for the next page; null when this page is the last one for now */
+            next_cursor: string | null;
+        };
+        Error: {
+            /** @example Unauthorized */
+            error: string;
         };
         ContactInfo: {
             profnet_id: number | null;
@@ -220,10 +258,41 @@ export interface components {
             codehost_username: string | null;
             socialnet_username: string | null;
             microblog_username: string | null;
+            /** @description Only with include=email_details: one object per address of email_addresses, in the same order */
+            email_details?: components["schemas"]["EmailDetail"][];
         };
-        Error: {
-            /** @example Unauthorized */
-            error: string;
+        EmailDetail: {
+            email: string;
+            /**
+             * @description As personal_email_addresses and work_email_addresses split them
+             * @enum {string}
+             */
+            type: "personal" | "work";
+            /**
+             * @description When an import first brought the address (RFC 3339, UTC)
+             * @example 2026-03-02T09:15:00.000Z
+             */
+            first_seen_at: string;
+            /**
+             * @description When an import last carried it (RFC 3339, UTC)
+             * @example 2026-11-20T09:15:00.000Z
+             */
+            last_seen_at: string;
+            /** @description The last re-verification of the stored address by this service's own engine; null until the first */
+            verification: {
+                /** @enum {string} */
+                classification: "valid" | "risky" | "invalid";
+                /**
+                 * @description As details.smtp_outcome in a verification result
+                 * @enum {string|null}
+                 */
+                smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
+                /**
+                 * @description RFC 3339, UTC
+                 * @example 2026-11-24T03:02:11.000Z
+                 */
+                checked_at: string;
+            } | null;
         };
         EmailVerificationResult: {
             email: string;
@@ -415,6 +484,11 @@ export interface components {
              */
             smtp_timeout?: number | string;
             /**
+             * @description Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default 2,592,000, thirty days); 0: until the callback was delivered, or one hour
+             * @example 86400
+             */
+            retention_seconds?: number | string;
+            /**
              * @description An https URL that receives the finished job, signed (Standard Webhooks)
              * @example https://example.com/hooks/verification
              */
@@ -445,6 +519,75 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listPeopleErasures: {
+        parameters: {
+            query?: {
+                /** @description RFC 3339; erasures at or after it (default: all kept) */
+                since?: string;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description 1..1000, default 100 */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of erasures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasuresPage"];
+                };
+            };
+            /** @description since must be an RFC 3339 date-time, such as 2026-11-01T00:00:00Z; cursor is not one this endpoint returned; or limit must be an integer between 1 and 1000 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     lookupPerson: {
         parameters: {
             query?: {
@@ -454,6 +597,8 @@ export interface operations {
                 /** @description Decimal positive integer up to 2^53-1 */
                 codehost_id?: string;
                 codehost_login?: string;
+                /** @description Comma-separated additions to the answer, of: email_details (no extra credit) */
+                include?: string;
             };
             header?: never;
             path?: never;
@@ -474,7 +619,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactInfo"];
                 };
             };
-            /** @description One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required, or an identifier is malformed */
+            /** @description One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required, an identifier is malformed, or an unknown include value (named) */
             400: {
                 headers: {
                     /** @description Credits this request cost */
@@ -806,6 +951,8 @@ export interface operations {
                 smtp_timeout?: string;
                 /** @description As in the JSON body */
                 callback_url?: string;
+                /** @description As in the JSON body */
+                retention_seconds?: string;
             };
             header?: {
                 "idempotency-key"?: string;
@@ -831,7 +978,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationJob"];
                 };
             };
-            /** @description Malformed body, no addresses, an address over 320 bytes, a bad smtp_timeout, callback_url or Idempotency-Key */
+            /** @description Malformed body, no addresses, an address over 320 bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -964,7 +1111,10 @@ export interface operations {
     };
     cancelVerificationJob: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: delete the job's results now */
+                purge?: "true" | "false";
+            };
             header?: never;
             path: {
                 id: string;
@@ -980,6 +1130,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VerificationJob"];
+                };
+            };
+            /** @description purge must be true or false */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid bearer token */
@@ -1076,6 +1235,15 @@ export interface operations {
             };
             /** @description No job found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Job results have expired: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable) */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };

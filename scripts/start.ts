@@ -178,6 +178,11 @@ async function main() {
     // A local try should not wait five minutes for a greylisted (or, offline, unresolvable) address.
     JOB_RETRY_DELAY_SECONDS: process.env.JOB_RETRY_DELAY_SECONDS ?? "30",
     JOB_STALL_SECONDS: process.env.JOB_STALL_SECONDS,
+    JOB_RETENTION_SECONDS: process.env.JOB_RETENTION_SECONDS,
+    EMAIL_MAX_AGE_SECONDS: process.env.EMAIL_MAX_AGE_SECONDS,
+    EMAIL_RECHECK_SECONDS: process.env.EMAIL_RECHECK_SECONDS,
+    EMAIL_REFRESH_BATCH: process.env.EMAIL_REFRESH_BATCH,
+    ACCESS_LOG_RETENTION_SECONDS: process.env.ACCESS_LOG_RETENTION_SECONDS,
     CALLBACK_ALLOW_PRIVATE_TARGETS: process.env.CALLBACK_ALLOW_PRIVATE_TARGETS,
     WEBHOOK_SECRET_KEY: ensureWebhookSecretKey(),
   });

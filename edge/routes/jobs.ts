@@ -106,7 +106,8 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     description:
       "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
       `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. ` +
-      "An Idempotency-Key header makes a retried create return the first job. " +
+      "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
+      "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
       "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
     security: [{ bearerAuth: [] }],
     request: {
@@ -122,7 +123,7 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     },
     responses: {
       202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-      400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, callback_url or Idempotency-Key`),
+      400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key`),
       409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
       413: errorResponse(`${JOB_INPUT_ERRORS.bodyTooLarge}; or ${JOB_INPUT_ERRORS.tooManyAddresses}`),
       415: errorResponse(JOB_INPUT_ERRORS.unsupported),
@@ -168,6 +169,7 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
       200: { description: "A page, or the CSV", content: { "application/json": { schema: JobResultsPage }, "text/csv": { schema: z.string() } } },
       400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}; or a classification or reason outside the vocabulary, named`),
       404: errorResponse(JOB_MESSAGES.notFound),
+      410: errorResponse(`${JOB_MESSAGES.resultsExpired}: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable)`),
       ...authenticatedErrorResponses,
     },
   });
@@ -179,10 +181,16 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     summary: "Cancel a job: no new checks start; results already in stay readable",
     description:
       "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
-      "A job that has ended is answered as it is. Idempotent.",
+      "A job that has ended is answered as it is. Idempotent. " +
+      "With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.",
     security: [{ bearerAuth: [] }],
-    request: { params: JobIdParam },
-    responses: { 200: json(VerificationJob, "The job as it is now"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
+    request: { params: JobIdParam, query: z.object({ purge: z.enum(["true", "false"]).optional().openapi({ description: "true: delete the job's results now" }) }) },
+    responses: {
+      200: json(VerificationJob, "The job as it is now"),
+      400: errorResponse(JOB_MESSAGES.badPurge),
+      404: errorResponse(JOB_MESSAGES.notFound),
+      ...authenticatedErrorResponses,
+    },
   });
 }
 

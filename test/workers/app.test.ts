@@ -39,6 +39,7 @@ describe("the app surface", () => {
       "createVerificationJob",
       "getAccount",
       "getVerificationJob",
+      "listPeopleErasures",
       "listVerificationJobResults",
       "lookupPerson",
       "verifyEmail",

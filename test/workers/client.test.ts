@@ -30,6 +30,11 @@ describe("the typed client", () => {
     expect(ContactInfo.strict().parse(person.data).email_addresses).toEqual(["ana@example.com"]);
     expect(person.response.headers.get("x-credits-remaining")).toBe("9");
     called.add("lookupPerson");
+    const detailed = await api.GET("/v1/people", { params: { query: { profnet_id: String(ids.profnet_id), include: "email_details" } } });
+    expect(detailed.data?.email_details?.map((d) => [d.email, d.type, d.verification])).toEqual([["ana@example.com", "work", null]]);
+    const erasures = await api.GET("/v1/people/erasures", { params: { query: { since: "2026-01-01T00:00:00Z" } } });
+    expect(erasures.data).toEqual({ erasures: [], next_cursor: null });
+    called.add("listPeopleErasures");
     const missing = await api.GET("/v1/people", { params: { query: { profnet_id: String(ids.profnet_id + 1) } } });
     expect([missing.response.status, missing.error]).toEqual([404, { error: "No profile found for the given parameters" }]);
 
@@ -41,7 +46,7 @@ describe("the typed client", () => {
     called.add("verifyEmailPost");
 
     const account = await api.GET("/v1/account");
-    expect(AccountInfo.strict().parse(account.data).credit_balance).toBe(9);
+    expect(AccountInfo.strict().parse(account.data).credit_balance).toBe(8);
     called.add("getAccount");
 
     const created = await api.POST("/v1/email_verification_jobs", { body: { email_addresses: ["ana@ok.test", "not-an-address"] }, params: { header: { "idempotency-key": "client-test" } } });
@@ -69,6 +74,10 @@ describe("the typed client", () => {
     const cancelled = await api.DELETE("/v1/email_verification_jobs/{id}", { params: { path: { id: VerificationJob.parse(fromCsv.data).id } } });
     expect(cancelled.response.status).toBe(200);
     called.add("cancelVerificationJob");
+    const purged = await api.DELETE("/v1/email_verification_jobs/{id}", { params: { path: { id: job.id }, query: { purge: "true" } } });
+    expect(VerificationJob.strict().parse(purged.data)).toMatchObject({ status: "completed", results_expired: true });
+    const gone = await api.GET("/v1/email_verification_jobs/{id}/results", { params: { path: { id: job.id } } });
+    expect([gone.response.status, gone.error]).toEqual([410, { error: "Job results have expired" }]);
 
     expect([...called].sort()).toEqual([...operations].sort());
   });

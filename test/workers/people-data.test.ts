@@ -117,7 +117,7 @@ describe("re-verification of stored addresses through the bulk engine", () => {
     const emails = ["ana@ok.test", "nobody@ok.test", "someone@catchall.test", "policy@ok.test", "grey@ok.test"];
     const personId = await insertPerson({ profnet_id: ids.profnet_id, emails, phones: ["+14155550123"] });
     await db.run(sql`update person_emails set next_check_at = 9000000000000 where person_id != ${personId}`);
-    const vars = { EMAIL_RECHECK_SECONDS: "2", JOB_RETRY_DELAY_SECONDS: "0" };
+    const vars = { EMAIL_REFRESH_BATCH: "2000", EMAIL_RECHECK_SECONDS: "2", JOB_RETRY_DELAY_SECONDS: "0" };
 
     await refreshRound(vars);
     let rows = await emailRows(personId);
