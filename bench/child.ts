@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +31,15 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     setTimeout(() => process.exit(130), 10_000).unref();
     void Promise.all(exits).then(() => process.exit(130));
   });
+}
+
+/** A process's peak resident set (VmHWM) in MiB; 0 once it is gone. */
+export async function vmHwmMiB(pid: number): Promise<number> {
+  try {
+    return Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
 }
 
 /** Starts a long-running child and resolves once its stdout matches `ready`; stderr is kept for errors. */
@@ -195,6 +204,18 @@ export async function startJobsStack(opts: { zone: unknown; delayMs: number; edg
     doh: doh.child,
     stack,
     database,
+    /** Each process's peak resident set (VmHWM), MiB, by part of the stack. */
+    async peakMemory(): Promise<Record<string, number>> {
+      const peak: Record<string, number> = {};
+      for (const p of processTree(stack.pid!)) {
+        const part = p.pid === stack.pid ? "npm start process (probe)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node)";
+        peak[part] = Math.max(peak[part] ?? 0, await vmHwmMiB(p.pid));
+      }
+      peak["libSQL server"] = await vmHwmMiB(database.child.pid!);
+      peak["mail server fixture"] = await vmHwmMiB(mta.child.pid!);
+      peak["DoH fixture"] = await vmHwmMiB(doh.child.pid!);
+      return peak;
+    },
     async stop() {
       await stopChild(stack);
       await database.close();

@@ -15,13 +15,12 @@
  *
  * Peak memory is each process's VmHWM (its peak resident set) when the job has completed.
  */
-import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
-import { childCounters, processTree, startJobsStack } from "./child.ts";
+import { childCounters, startJobsStack } from "./child.ts";
 
 const EDGE_PORT = 8797;
 const PROBE_PORT = 8796;
@@ -74,20 +73,13 @@ export function buildScaleList(addresses: number, domains: number, seed: number)
   return { emails, zone };
 }
 
-async function peakRss(pid: number): Promise<number> {
-  try {
-    return Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-}
 
 export async function runJobsScale(opts: { addresses: number; domains: number; delayMs: number; seed: number; log?: (m: string) => void }): Promise<JobsScaleResult> {
   const log = opts.log ?? (() => {});
   if (opts.domains > 250 * 250) throw new Error("at most 62,500 domains (one 127.2.x.y address each)");
   if (process.getuid?.() !== 0) throw new Error("The bulk job benchmark needs root: its mail server listens on port 25, where the probe dials.");
   const { emails, zone } = buildScaleList(opts.addresses, opts.domains, opts.seed);
-  const { mta, doh, stack, database, stop } = await startJobsStack({ zone, delayMs: opts.delayMs, edgePort: EDGE_PORT, probePort: PROBE_PORT });
+  const { mta, database, peakMemory, stop } = await startJobsStack({ zone, delayMs: opts.delayMs, edgePort: EDGE_PORT, probePort: PROBE_PORT });
   try {
     const db = openDatabase(database.url, database.authToken);
     const account = await createAccount(db, "bench jobs at scale", 0);
@@ -115,14 +107,7 @@ export async function runJobsScale(opts: { addresses: number; domains: number; d
     const wallMs = performance.now() - started;
     log(`bulk job: completed in ${(wallMs / 1000).toFixed(1)} s`);
 
-    const peakRssMiB: Record<string, number> = {};
-    for (const p of processTree(stack.pid!)) {
-      const part = p.pid === stack.pid ? "npm start process (probe)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node)";
-      peakRssMiB[part] = Math.max(peakRssMiB[part] ?? 0, await peakRss(p.pid));
-    }
-    peakRssMiB["libSQL server"] = await peakRss(database.child.pid!);
-    peakRssMiB["mail server fixture"] = await peakRss(mta.pid!);
-    peakRssMiB["DoH fixture"] = await peakRss(doh.pid!);
+    const peakRssMiB = await peakMemory();
     const smtp = await childCounters<JobsScaleResult["smtp"]>(mta);
 
     // The results as a user downloads them: one CSV row per input line, in input order.

@@ -10,14 +10,14 @@
  *
  * Peak memory is each process's VmHWM (its peak resident set) at the end.
  */
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { importPeople } from "../scripts/admin/people-import.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
-import { childCounters, processTree, startJobsStack } from "./child.ts";
+import { childCounters, startJobsStack } from "./child.ts";
 import { buildScaleList } from "./jobs-scale.ts";
 
 const EDGE_PORT = 8795;
@@ -46,13 +46,6 @@ export type PeopleRefreshResult = {
   smtp: { connections: number; transactions: number; rcpts: number; quit: number };
 };
 
-async function peakRss(pid: number): Promise<number> {
-  try {
-    return Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-}
 
 /** Looks up random people at a fixed concurrency until stopped; counts the answers per second and their latency. */
 function lookupLoad(base: string, tokens: string[], profnetIds: number[]) {
@@ -85,7 +78,7 @@ export async function runPeopleRefresh(opts: { addresses: number; domains: numbe
   const log = opts.log ?? (() => {});
   if (process.getuid?.() !== 0) throw new Error("The re-verification benchmark needs root: its mail server listens on port 25, where the probe dials.");
   const { emails, zone } = buildScaleList(opts.addresses, opts.domains, opts.seed);
-  const { mta, doh, stack, database, stop } = await startJobsStack({
+  const { mta, database, peakMemory, stop } = await startJobsStack({
     zone,
     delayMs: opts.delayMs,
     edgePort: EDGE_PORT,
@@ -174,14 +167,7 @@ export async function runPeopleRefresh(opts: { addresses: number; domains: numbe
     }
     const undeliverableAfterOneCheck = rows.filter((r) => r.undeliverable_at !== null).length;
 
-    const peakRssMiB: Record<string, number> = {};
-    for (const p of processTree(stack.pid!)) {
-      const part = p.pid === stack.pid ? "npm start process (probe)" : p.command.includes("workerd") ? "workerd" : "wrangler (Node)";
-      peakRssMiB[part] = Math.max(peakRssMiB[part] ?? 0, await peakRss(p.pid));
-    }
-    peakRssMiB["libSQL server"] = await peakRss(database.child.pid!);
-    peakRssMiB["mail server fixture"] = await peakRss(mta.pid!);
-    peakRssMiB["DoH fixture"] = await peakRss(doh.pid!);
+    const peakRssMiB = await peakMemory();
     db.$client.close();
     return {
       addresses: emails.length,
