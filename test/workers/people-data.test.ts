@@ -1,17 +1,15 @@
 /**
  * The life of personal data inside workerd (docs/operations.md "Personal data"): email_details, the access log,
  * re-verification of stored addresses through the bulk engine (the real probe and the fixture mail servers),
- * erasure and the erasures feed, and retention of bulk jobs.
+ * erasure and the erasures feed (retention of bulk jobs: job-retention.test.ts).
  */
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createClient } from "@libsql/client/web";
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
-import { VerificationJob } from "../../shared/jobs.ts";
-import worker from "../../edge/index.ts";
-import { REFRESH_ACCOUNT_ID, writeStoredEmailAnswers } from "../../edge/people-data.ts";
+import { REFRESH_ACCOUNT_ID, runPeopleDataCron, writeStoredEmailAnswers, type PeopleDataConfig } from "../../edge/people-data.ts";
+import type { JobsQueue } from "../../edge/jobs/consumer.ts";
 import { applyJobRetention } from "../../edge/jobs/retention.ts";
 import { erasePeople } from "../../scripts/admin/people-privacy.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
@@ -27,10 +25,10 @@ async function lookup(token: string, query: string) {
   return { res, body: (await res.json()) as Record<string, unknown> };
 }
 
-async function runCron(vars: Record<string, string> = {}) {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController(), { ...env, ...vars } as never);
-  await waitOnExecutionContext(ctx);
+/** The cron's personal-data part, with these settings, on the Worker's own queue (the consumer runs the refresh job's turns). */
+async function runCron(settings: Partial<PeopleDataConfig> = {}) {
+  const queue = (env as unknown as { JOBS_QUEUE: JobsQueue }).JOBS_QUEUE;
+  await runPeopleDataCron(db, queue, { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400, refreshBatch: 2_000, accessLogRetentionSeconds: 31_536_000, jobRetentionSeconds: 2_592_000, ...settings });
 }
 
 const emailRows = (personId: number) =>
@@ -99,8 +97,8 @@ describe("the access log", () => {
 
 describe("re-verification of stored addresses through the bulk engine", () => {
   /** Only this test's addresses are due; the cron makes a refresh job, the queue runs it on the real probe, the next cron writes its answers. */
-  async function refreshRound(vars: Record<string, string>) {
-    await runCron(vars);
+  async function refreshRound(settings: Partial<PeopleDataConfig>) {
+    await runCron(settings);
     const deadline = Date.now() + 20_000;
     for (;;) {
       const [open] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and status in ('queued', 'running')`);
@@ -108,7 +106,7 @@ describe("re-verification of stored addresses through the bulk engine", () => {
       if (Date.now() > deadline) throw new Error("the refresh job did not finish");
       await new Promise((r) => setTimeout(r, 100));
     }
-    await runCron({ ...vars, EMAIL_REFRESH_BATCH: "0" });
+    await runCron({ ...settings, refreshBatch: 0 });
   }
 
   it("a second mailbox_not_found at least EMAIL_RECHECK_SECONDS later makes an address undeliverable; catch-all, blocks and greylisting never do", async () => {
@@ -117,7 +115,7 @@ describe("re-verification of stored addresses through the bulk engine", () => {
     const emails = ["ana@ok.test", "nobody@ok.test", "someone@catchall.test", "policy@ok.test", "grey@ok.test"];
     const personId = await insertPerson({ profnet_id: ids.profnet_id, emails, phones: ["+14155550123"] });
     await db.run(sql`update person_emails set next_check_at = 9000000000000 where person_id != ${personId}`);
-    const vars = { EMAIL_REFRESH_BATCH: "2000", EMAIL_RECHECK_SECONDS: "2", JOB_RETRY_DELAY_SECONDS: "0" };
+    const vars = { recheckSeconds: 2 };
 
     await refreshRound(vars);
     let rows = await emailRows(personId);
@@ -150,7 +148,7 @@ describe("re-verification of stored addresses through the bulk engine", () => {
     expect((after.body.email_details as { email: string }[]).map((d) => d.email)).toEqual(after.body.email_addresses);
     // The refresh jobs leave nothing behind once retention has run.
     for (let i = 0; i < 3; i++) await applyJobRetention(db, 2_592_000);
-    await runCron({ EMAIL_REFRESH_BATCH: "0" });
+    await runCron({ refreshBatch: 0 });
     expect(await db.all(sql`select id from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID}`)).toEqual([]);
   });
 
@@ -238,74 +236,5 @@ describe("erasure and GET /v1/people/erasures", () => {
     expect((await feed(token, "?cursor=zzz")).res.status).toBe(400);
     expect((await feed(token, "?limit=0")).body).toEqual({ error: "limit must be an integer between 1 and 1000" });
     expect((await call("/v1/people/erasures")).status).toBe(401);
-  });
-});
-
-describe("retention of bulk jobs", () => {
-  const PATH = "/v1/email_verification_jobs";
-  async function finishedJob(token: string, body: Record<string, unknown>) {
-    const res = await call(PATH, { method: "POST", token, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    expect(res.status, await res.clone().text()).toBe(202);
-    const job = VerificationJob.strict().parse(await res.json());
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const now = VerificationJob.strict().parse(await (await call(`${PATH}/${job.id}`, { token })).json());
-      if (now.status === "completed") return now;
-      if (Date.now() > deadline) throw new Error("job did not complete");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const lines = (id: string) => db.all(sql`select position from verification_job_items where job_id = ${id}`);
-
-  it("deletes exactly the expired jobs' lines; the job keeps its counts and says results_expired, its results are 410", async () => {
-    const { token } = await newAccount(0);
-    const kept = await finishedJob(token, { email_addresses: ["ana@ok.test", "not-an-address"] });
-    const short = await finishedJob(token, { email_addresses: ["ana@ok.test", "nobody@ok.test", "x"], retention_seconds: 60 });
-    expect([kept.retention_seconds, kept.results_expired, short.retention_seconds]).toEqual([2_592_000, false, 60]);
-    // 61 s later by the cron's clock: only the short one has run out.
-    const report = await applyJobRetention(db, 2_592_000, Date.now() + 61_000);
-    expect(report.jobs_expired).toBeGreaterThanOrEqual(1);
-    expect(await lines(short.id)).toEqual([]);
-    expect((await lines(kept.id)).length).toBe(2);
-    const after = VerificationJob.strict().parse(await (await call(`${PATH}/${short.id}`, { token })).json());
-    expect(after).toMatchObject({ status: "completed", processed: 3, counts: short.counts, summary: short.summary, results_expired: true });
-    for (const query of ["", "?format=csv", "?classification=valid"]) {
-      const res = await call(`${PATH}/${short.id}/results${query}`, { token });
-      expect([res.status, await res.json()]).toEqual([410, { error: "Job results have expired" }]);
-    }
-    expect((await call(`${PATH}/${kept.id}/results`, { token })).status).toBe(200);
-  });
-
-  it("retention_seconds 0 without a callback keeps results one hour; DELETE ?purge=true deletes them at once; bad values are 400", async () => {
-    const { token } = await newAccount(0);
-    const zero = await finishedJob(token, { email_addresses: ["ana@ok.test"], retention_seconds: 0 });
-    await applyJobRetention(db, 2_592_000, Date.now() + 30 * 60_000);
-    expect((await lines(zero.id)).length).toBe(1);
-    await applyJobRetention(db, 2_592_000, Date.now() + 61 * 60_000);
-    expect(await lines(zero.id)).toEqual([]);
-
-    const purged = await finishedJob(token, { email_addresses: ["ana@ok.test", "nobody@ok.test"] });
-    const res = await call(`${PATH}/${purged.id}?purge=true`, { method: "DELETE", token });
-    expect(res.status).toBe(200);
-    expect(VerificationJob.strict().parse(await res.json())).toMatchObject({ status: "completed", results_expired: true, processed: 2 });
-    expect(await lines(purged.id)).toEqual([]);
-    expect((await call(`${PATH}/${purged.id}/results`, { token })).status).toBe(410);
-
-    const badPurge = await call(`${PATH}/${purged.id}?purge=yes`, { method: "DELETE", token });
-    expect([badPurge.status, await badPurge.json()]).toEqual([400, { error: "purge must be true or false" }]);
-    for (const retention of [-1, 2_592_001, "soon", 1.5]) {
-      const bad = await call(PATH, { method: "POST", token, headers: { "content-type": "application/json" }, body: JSON.stringify({ email_addresses: ["a@ok.test"], retention_seconds: retention }) });
-      expect([bad.status, ((await bad.json()) as { error: string }).error]).toEqual([400, "retention_seconds must be an integer between 0 and 2592000"]);
-    }
-  });
-
-  it("forgets an Idempotency-Key after 24 hours", async () => {
-    const { token } = await newAccount(0);
-    const headers = { "content-type": "application/json", "idempotency-key": `k-${crypto.randomUUID()}` };
-    const body = JSON.stringify({ email_addresses: ["ana@ok.test"] });
-    const first = (await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string };
-    expect(((await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string }).id).toBe(first.id);
-    await applyJobRetention(db, 2_592_000, Date.now() + 24 * 3_600_000 + 1_000);
-    expect(((await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string }).id).not.toBe(first.id);
   });
 });
