@@ -198,7 +198,7 @@ type SplitAddress = { local: string; domain: string; quoted: boolean };
 
 /**
  * RFC 5321 Quoted-string with RFC 6531's extension: printable ASCII, space and any non-ASCII character
- * (qtextSMTP =/ UTF8-non-ascii; control characters are refused before this), a backslash escaping
+ * (qtextSMTP =/ UTF8-non-ascii: a lone surrogate, which no UTF-8 can carry, is refused; control characters are refused before this), a backslash escaping
  * printable ASCII or space only (RFC 6531 leaves quoted-pairSMTP as it was).
  */
 function splitQuotedLocal(address: string): Checked<SplitAddress> {
@@ -211,6 +211,11 @@ function splitQuotedLocal(address: string): Checked<SplitAddress> {
       if (i + 1 >= address.length) return { ok: false, error: SYNTAX_ERRORS.quotedUnterminated };
       const escaped = address.charCodeAt(i + 1);
       if (escaped < 0x20 || escaped > 0x7e) return { ok: false, error: SYNTAX_ERRORS.quotedCharacter };
+      i += 2;
+    } else if (code >= 0xd800 && code <= 0xdfff) {
+      // Non-ASCII is UTF-8 on the wire: a surrogate counts only as half of a pair, never alone.
+      const low = address.charCodeAt(i + 1);
+      if (code > 0xdbff || !(low >= 0xdc00 && low <= 0xdfff)) return { ok: false, error: SYNTAX_ERRORS.quotedCharacter };
       i += 2;
     } else {
       if (code < 0x20 || code === 0x7f) return { ok: false, error: SYNTAX_ERRORS.quotedCharacter };

@@ -75,6 +75,7 @@ const accepted: [input: string, expected: Accepted][] = [
   ["ユーザー@例え.jp", { domain: "xn--r8jz45g.jp", nonAscii: true }],
   // RFC 6531 extends qtextSMTP with UTF-8: a quoted local part may hold any non-ASCII character.
   ['"quoted.with.unicode.λ"@example.com', { domain: "example.com", quoted: true, nonAscii: true }],
+  ['"math.𝒜"@example.com', { domain: "example.com", quoted: true, nonAscii: true }],
   ['"ané x"@example.com', { domain: "example.com", quoted: true, nonAscii: true }],
   // A combining mark after a base character is part of the letter.
   ["e\u0301@example.com", { domain: "example.com", nonAscii: true }],
@@ -151,6 +152,10 @@ const refused: [input: string, error: SyntaxErrorMessage][] = [
   ['"ana\\', E.quotedUnterminated],
   // A backslash still escapes printable ASCII only (RFC 6531 leaves quoted-pairSMTP as it was).
   ['"a\\é"@example.com', E.quotedCharacter],
+  // A lone surrogate is no character at all (UTF-8 cannot carry it); a pair is one (𝒜 is U+1D49C).
+  ['"\ud800"@example.com', E.quotedCharacter],
+  ['"a\udc00b"@example.com', E.quotedCharacter],
+  ['"a\ud835"@example.com', E.quotedCharacter],
   ['"a\u007fb"@example.com', E.controlCharacter],
   // A combining mark with nothing before it to combine with.
   ["\u0300@example.com", E.localCombiningMark],
@@ -314,7 +319,9 @@ function expectObeysEveryRule(input: string): void {
   expect(email).not.toMatch(/\p{Cc}/u);
   expect(octets(local)).toBeLessThanOrEqual(MAX_LOCAL_OCTETS);
   if (parsed.quotedLocal) {
-    expect(local).toMatch(/^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"$/);
+    // RFC 6531: qtext also takes any non-ASCII character, well-formed (UTF-8 has no lone surrogates).
+    expect(local).toMatch(/^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e]|[^\x00-\x7f])*"$/u);
+    expect(local.isWellFormed()).toBe(true);
   } else {
     expect(local).toMatch(/^[\w!#$%&'*+\-/=?^`{|}~\p{L}\p{M}\p{N}]+(?:\.[\w!#$%&'*+\-/=?^`{|}~\p{L}\p{M}\p{N}]+)*$/u);
   }
