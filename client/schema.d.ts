@@ -350,6 +350,11 @@ export interface components {
             smtp_ms: number | null;
             dns_cached: boolean | null;
             catch_all_cached: boolean | null;
+            /**
+             * @description The mailbox provider or security gateway behind the MX hosts (google, microsoft, yahoo, apple, zoho, fastmail, proton, yandex, mailru, gmx, ionos, ovh, proofpoint, mimecast, barracuda, cisco, trendmicro, …), from a table of MX host suffixes; null when none matches
+             * @example google
+             */
+            mx_provider: string | null;
         };
         /**
          * @description Why the result is what it is, in one word; the vocabulary of job summaries and result filters (docs/api.md, Reasons)

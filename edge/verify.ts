@@ -6,6 +6,7 @@ import type { EmailVerificationResult, VerificationDetails } from "../shared/api
 import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
+import { ACCEPTS_AT_RCPT_PROVIDERS, mxProvider } from "../shared/email/mx-providers.ts";
 import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
 import type { ProbeMxHost } from "../shared/probe-contract.ts";
 import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../shared/smtp-outcome.ts";
@@ -54,9 +55,15 @@ const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
   refused_target: "not_checked",
 };
 
-function smtpFact(call: ProbeCallResult | null): SmtpFact {
+/**
+ * What SMTP established. At a provider that accepts every recipient at RCPT time (Yahoo, most Microsoft 365
+ * tenants: ACCEPTS_AT_RCPT_PROVIDERS), an accepted address whose catch-all test gave no answer counts as
+ * catch-all: the acceptance proves nothing there, so it is never `valid` on its own.
+ */
+function smtpFact(call: ProbeCallResult | null, provider: string | null): SmtpFact {
   if (!call || !call.ok) return { status: "not_checked", catchAll: null };
-  return { status: SMTP_STATUS[call.response.outcome], catchAll: call.response.catch_all };
+  const catchAll = call.response.catch_all ?? (provider !== null && ACCEPTS_AT_RCPT_PROVIDERS.has(provider) && call.response.outcome === "accepted" ? true : null);
+  return { status: SMTP_STATUS[call.response.outcome], catchAll };
 }
 
 /** An address after the checks that need no I/O: its final answer (bad syntax), or what the rest needs. */
@@ -100,6 +107,7 @@ export function completeVerification(
   probe: ProbeCallResult | null,
 ): EmailVerificationResult {
   const { parsed } = prepared;
+  const provider = mxProvider(dns.hosts);
   const result = buildVerificationResult({
     email: parsed.email,
     syntax: { ok: true, quotedLocal: parsed.quotedLocal, nonAsciiLocal: parsed.nonAsciiLocal },
@@ -108,7 +116,7 @@ export function completeVerification(
     roleAccount: prepared.roleAccount,
     typoSuggestion: prepared.typoSuggestion,
     mx: MX_FACT[dns.status],
-    smtp: smtpFact(probe),
+    smtp: smtpFact(probe, provider),
   });
   const reply = probe?.ok ? probe.response.reply : null;
   const complete = {
@@ -125,6 +133,7 @@ export function completeVerification(
       smtp_ms: probe ? probe.ms : null,
       dns_cached: dns.cached,
       catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
+      mx_provider: provider,
     },
   };
   return { ...complete, reason: verificationReason(complete) };
@@ -160,5 +169,6 @@ function emptyDetails(domain: string | null): VerificationDetails {
     smtp_ms: null,
     dns_cached: null,
     catch_all_cached: null,
+    mx_provider: null,
   };
 }

@@ -150,6 +150,10 @@ export const VerificationDetails = z
     smtp_ms: z.number().int().nullable(),
     dns_cached: z.boolean().nullable(),
     catch_all_cached: z.boolean().nullable(),
+    mx_provider: z.string().nullable().openapi({
+      description: "The mailbox provider or security gateway behind the MX hosts (google, microsoft, yahoo, apple, zoho, fastmail, proton, yandex, mailru, gmx, ionos, ovh, proofpoint, mimecast, barracuda, cisco, trendmicro, …), from a table of MX host suffixes; null when none matches",
+      example: "google",
+    }),
   })
   .openapi("VerificationDetails");
 export type VerificationDetails = z.infer<typeof VerificationDetails>;

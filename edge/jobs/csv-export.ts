@@ -19,6 +19,7 @@ export const CSV_COLUMNS = [
   "warnings",
   "reason",
   "checked_at",
+  "mx_provider",
 ] as const;
 
 const FORMULA_START = /^[=+\-@\t\r]/;
@@ -53,7 +54,8 @@ export function csvRow(line: string, result: JobResult | null, state: "pending" 
         r.warnings.join("; "),
         r.reason,
         r.checked_at,
+        r.details?.mx_provider,
       ]
-    : [email, state, null, null, null, null, null, null, null, null, null, null];
+    : [email, state, null, null, null, null, null, null, null, null, null, null, null];
   return `${cells.map(csvCell).join(",")}\r\n`;
 }

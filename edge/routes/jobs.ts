@@ -31,6 +31,7 @@ import {
   type ResultFilter,
   type ResultRow,
 } from "../jobs/store.ts";
+import { mxProvider } from "../../shared/email/mx-providers.ts";
 import { verificationReason } from "../../shared/email/verdict.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
@@ -313,6 +314,8 @@ function lineResult(row: ResultRow): JobResult {
   const stored = JSON.parse(row.result!) as EmailVerificationResult;
   return {
     ...stored,
+    // Results stored before mx_provider existed get it from their MX hosts, by the same table.
+    ...(stored.details ? { details: { ...stored.details, mx_provider: stored.details.mx_provider ?? mxProvider(stored.details.mx_hosts) } } : {}),
     email: lineEmail(row.email),
     // Results stored before `reason` existed get it from the same rules.
     reason: stored.reason ?? verificationReason(stored),

@@ -35,6 +35,7 @@ function result(facts: Partial<VerificationFacts>, outcome: SmtpOutcome | null):
       smtp_ms: null,
       dns_cached: null,
       catch_all_cached: null,
+      mx_provider: null,
     },
   };
 }

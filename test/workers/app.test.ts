@@ -51,7 +51,7 @@ describe("the app surface", () => {
     expect(doc.webhooks.verificationJobEnded.post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/VerificationJob" });
     const people = doc.paths["/v1/people"].get;
     expect(people.parameters.map((p: any) => p.name).sort()).toEqual(
-      ["codehost_id", "codehost_login", "profnet_id", "profnet_public_identifier"],
+      ["codehost_id", "codehost_login", "include", "profnet_id", "profnet_public_identifier"],
     );
     expect(Object.keys(people.responses).sort()).toEqual(["200", "400", "401", "402", "404", "429", "503"]);
     expect(Object.keys(people.responses["429"].headers).sort()).toEqual(["RateLimit-Policy", "Retry-After"]);

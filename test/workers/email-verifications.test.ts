@@ -155,6 +155,15 @@ describe("verdicts through DoH and the probe", () => {
     expect(r.details!.smtp_reply).toMatchObject({ code: 250 });
   });
 
+  it("names the provider behind the MX hosts; where every recipient is accepted at RCPT time (Yahoo, Microsoft 365) an accepted address is catch-all, risky", async () => {
+    expect((await verify("ana@ok.test")).details!.mx_provider).toBeNull();
+    expect((await verify("ana@gmail.com")).details).toMatchObject({ mx_provider: "google", smtp_outcome: "accepted" });
+    for (const [email, provider] of [["someone@yahoo-hosted.test", "yahoo"], ["someone@m365-hosted.test", "microsoft"]] as const) {
+      const r = await verify(email);
+      expect([r.classification, r.reason, r.checks.accepts_any_email, r.details!.mx_provider], email).toEqual(["risky", "catch_all", true, provider]);
+    }
+  });
+
   it("an unknown mailbox is invalid", async () => {
     const r = await verify("ghost@unknown.test");
     expect(r).toMatchObject({ classification: "invalid", valid: false, score: 0, errors: [ERRORS.mailboxNotFound] });

@@ -150,8 +150,8 @@ describe("filtered results", () => {
     const job = await create(token, MIXED);
     await waitFor(token, job.id);
     const lines = (await (await call(`${PATH}/${job.id}/results?format=csv&reason=mailbox_not_found,syntax`, { token })).text()).trimEnd().split("\r\n");
-    expect(lines[0]!.split(",").slice(-2)).toEqual(["reason", "checked_at"]);
-    expect(lines.slice(1).map((l) => [l.split(",")[0], l.split(",").at(-2)])).toEqual([
+    expect(lines[0]!.split(",").slice(-3)).toEqual(["reason", "checked_at", "mx_provider"]);
+    expect(lines.slice(1).map((l) => [l.split(",")[0], l.split(",").at(-3)])).toEqual([
       ["nobody@ok.test", "mailbox_not_found"],
       ["not-an-address", "syntax"],
     ]);

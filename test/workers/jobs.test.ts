@@ -323,9 +323,9 @@ describe("reading and cancelling", () => {
     const res = await call(`${PATH}/${job.id}/results?format=csv`, { token });
     expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
     const lines = (await res.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("email,classification,valid,score,smtp_deliverable,accepts_any_email,disposable,typo_suggestion,mx_record,warnings,reason,checked_at");
+    expect(lines[0]).toBe("email,classification,valid,score,smtp_deliverable,accepts_any_email,disposable,typo_suggestion,mx_record,warnings,reason,checked_at,mx_provider");
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual(["'=HYPERLINK(x)@ok.test", "'+1@ok.test", "'-x@ok.test", "'@ok.test", "ana@ok.test"]);
-    expect(lines[5]).toMatch(/^ana@ok\.test,valid,true,95,true,false,false,,true,,deliverable,\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(lines[5]).toMatch(/^ana@ok\.test,valid,true,95,true,false,false,,true,,deliverable,\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z,$/);
     const byAccept = await call(`${PATH}/${job.id}/results`, { token, headers: { accept: "text/csv" } });
     expect(await byAccept.text()).toBe(lines.join("\r\n") + "\r\n");
   });
