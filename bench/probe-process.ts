@@ -7,7 +7,8 @@ import { createHmac, randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { build } from "esbuild";
+// @ts-expect-error: a plain ES module without types, shared with the Dockerfile and npm run build:probe
+import { buildProbe } from "../probe/build.mjs";
 import { PROBE_PATH, ProbeResponse, signProbeRequest, type ProbeRequest } from "../shared/probe-contract.ts";
 import { freePortOn } from "../test/fixtures/smtp-servers.ts";
 import { root, startChild } from "./child.ts";
@@ -27,17 +28,7 @@ export async function buildProbeBundle(dir: string, revision?: string): Promise<
     execFileSync("sh", ["-c", `git -C "$1" archive "$2" probe shared | tar -x -C "$3"`, "sh", root, revision, source]);
   }
   const outfile = join(dir, `probe-${revision ?? "current"}.mjs`);
-  await build({
-    entryPoints: [join(source, "probe/main.ts")],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node24",
-    outfile,
-    nodePaths: [join(root, "node_modules")],
-    logLevel: "silent",
-  });
-  return outfile;
+  return buildProbe(outfile, { entry: join(source, "probe/main.ts"), nodePaths: [join(root, "node_modules")], logLevel: "silent" });
 }
 
 export async function startProbeProcess(bundle: string, smtpPort: number, extraEnv: Record<string, string> = {}) {
@@ -50,6 +41,8 @@ export async function startProbeProcess(bundle: string, smtpPort: number, extraE
       PROBE_HELO_NAME: "probe1.bench.example",
       PROBE_SMTP_PORT: String(smtpPort),
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      // Several bench probes may run at once: none takes the metrics port.
+      PROBE_METRICS_LISTEN: "off",
       ...extraEnv,
     },
     ready: /probe listening/,

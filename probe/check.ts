@@ -3,6 +3,7 @@
  * caller asks (CheckRequest), what it gets back (CheckOutcome), and the check while it waits in a
  * destination's queue or rides a transaction (QueuedCheck).
  */
+import { countDestinationEvent } from "./metrics.ts";
 import { randomBytes } from "node:crypto";
 import type { SmtpReply } from "./smtp/reply.ts";
 import type { SessionFailure, SmtpStage } from "./smtp/session.ts";
@@ -106,5 +107,6 @@ export function blankOutcome(): CheckOutcome {
  * recipient. One JSON object per line, like the rest of the probe's logs.
  */
 export function destinationEvent(event: "backoff" | "tarpit", address: string, fields: Record<string, string | number>): void {
+  countDestinationEvent(event);
   console.warn(JSON.stringify({ level: "warn", msg: `destination ${event}`, destination: address, ...fields }));
 }

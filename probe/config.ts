@@ -86,15 +86,34 @@ export const PROBE_SETTINGS = z.object({
   PROBE_RCPT_LIMIT_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
   /** The least an accepted address waits for its catch-all answer (3x its own reply time if longer). */
   PROBE_CATCH_ALL_MIN_WAIT_MS: int(0, 60_000, 1_500),
+  /** Where GET /metrics (Prometheus) listens, host:port, apart from the public port; "off": nowhere. Served by the probe process (npm run probe). */
+  PROBE_METRICS_LISTEN: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .default("127.0.0.1:9788")
+      .refine((v) => v === "off" || /^(\[[0-9a-fA-F:.]+\]|[^\s:/]+):\d{1,5}$/.test(v), { message: 'PROBE_METRICS_LISTEN must be host:port (such as 127.0.0.1:9788) or "off"' }),
+  ),
 });
+
+/** PROBE_METRICS_LISTEN as host and port, or null when off. */
+function metricsListen(value: string): { host: string; port: number } | null {
+  if (value === "off") return null;
+  const at = value.lastIndexOf(":");
+  return { host: value.slice(0, at).replace(/^\[|\]$/g, ""), port: Number(value.slice(at + 1)) };
+}
 
 const ProbeConfigSchema = PROBE_SETTINGS
   .refine((c) => c.PROBE_DESTINATION_BACKOFF_MIN_MS <= c.PROBE_DESTINATION_BACKOFF_MAX_MS, {
     message: "PROBE_DESTINATION_BACKOFF_MIN_MS must not exceed PROBE_DESTINATION_BACKOFF_MAX_MS",
   })
+  .refine((c) => { const m = metricsListen(c.PROBE_METRICS_LISTEN); return m === null || (m.port <= 65535 && (m.port === 0 || m.port !== c.PORT)); }, {
+    message: "PROBE_METRICS_LISTEN must be a port of its own (not PORT, the public one) up to 65535",
+  })
   .transform((c) => ({
     port: c.PORT,
     listenHost: c.PROBE_LISTEN_HOST,
+    metricsListen: metricsListen(c.PROBE_METRICS_LISTEN),
     secret: c.PROBE_SECRET,
     heloName: c.PROBE_HELO_NAME.toLowerCase(),
     mailFrom: c.PROBE_MAIL_FROM ?? `verify@${c.PROBE_HELO_NAME.toLowerCase()}`,

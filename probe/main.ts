@@ -4,6 +4,7 @@
  * their own deadlines (at most 120 s), every SMTP session closed with QUIT, then exit.
  */
 import { loadProbeConfig, ProbeConfigError } from "./config.ts";
+import { startMetricsServer } from "./metrics.ts";
 import { startProbeServer } from "./server.ts";
 
 // A promise nobody awaited that fails is one check's bug, not a reason to drop every check in
@@ -16,13 +17,14 @@ process.on("unhandledRejection", (reason) => {
 try {
   const config = loadProbeConfig(process.env);
   const probe = await startProbeServer(config);
+  const metrics = config.metricsListen ? await startMetricsServer(probe.service.scheduler, config.metricsListen.host, config.metricsListen.port) : null;
   console.log(
-    JSON.stringify({ level: "info", msg: "probe listening", url: probe.url, helo: config.heloName, smtp_port: config.smtpPort }),
+    JSON.stringify({ level: "info", msg: "probe listening", url: probe.url, metrics: metrics?.url ?? null, helo: config.heloName, smtp_port: config.smtpPort }),
   );
   const stop = () => {
     const { checks_in_flight } = probe.service.scheduler.stats();
     console.log(JSON.stringify({ level: "info", msg: "probe draining", checks_in_flight }));
-    void probe.close().then(() => {
+    void Promise.all([probe.close(), metrics?.close()]).then(() => {
       console.log(JSON.stringify({ level: "info", msg: "probe stopped" }));
       process.exit(0);
     });

@@ -4,6 +4,7 @@
  * mailbox stops the walk; a refused connection, a timeout, a refused greeting or a server that
  * breaks the protocol moves on to the next address. Nothing runs past the request's deadline.
  */
+import { countCheck } from "./metrics.ts";
 import type { ProbeAttempt, ProbeOutcome, ProbeRequestParsed, ProbeResponse, SmtpReplySummary } from "../shared/probe-contract.ts";
 import type { ProbeConfig } from "./config.ts";
 import type { CheckOutcome, Scheduler } from "./scheduler.ts";
@@ -76,7 +77,9 @@ function failureOutcome(check: CheckOutcome): ProbeOutcome {
 }
 
 export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt = monotonicNow()): Promise<ProbeResponse> {
-  return (await walkHosts(request, deps, startedAt))!;
+  const response = (await walkHosts(request, deps, startedAt))!;
+  countCheck(response.outcome);
+  return response;
 }
 
 /**
@@ -90,7 +93,9 @@ export async function runBatchProbe(
   startedAt: number,
   batch: { deferAt: number | undefined; tenant: string },
 ): Promise<ProbeResponse | null> {
-  return walkHosts(request, deps, startedAt, batch);
+  const response = await walkHosts(request, deps, startedAt, batch);
+  countCheck(response ? response.outcome : "deferred");
+  return response;
 }
 
 async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, batch?: { deferAt: number | undefined; tenant: string }): Promise<ProbeResponse | null> {

@@ -5,6 +5,7 @@
  * recipient limit, a session that died when reused) goes to pacing; whether the server pushed back
  * goes to the caller, which backs off and closes the session.
  */
+import { countRcptReply } from "./metrics.ts";
 import type { CatchAllCache } from "./catch-all-cache.ts";
 import { blankOutcome, destinationEvent, type CheckOutcome, type QueuedCheck } from "./check.ts";
 import type { Pacing } from "./pacing.ts";
@@ -74,6 +75,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
 
   const onReply = (index: number, reply: SmtpReply) => {
     sawReply = true;
+    countRcptReply(reply.code);
     const now = monotonicNow();
     deps.answered(now);
     const gap = pacing.rcptReplied(reply.code, lastReplyAt, now);

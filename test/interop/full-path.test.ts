@@ -10,7 +10,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+// @ts-expect-error: a plain ES module without types, shared with the Dockerfile and npm run build:probe
+import { buildProbe } from "../../probe/build.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount, createApiKey } from "../../edge/db/admin.ts";
 import { startLibsqlServer } from "../../scripts/libsql-server.ts";
@@ -49,6 +50,7 @@ let postfix: RunningPostfix | undefined;
 let doh: RunningDohStack | undefined;
 let database: Awaited<ReturnType<typeof startLibsqlServer>> | undefined;
 let workDir = "";
+let metricsUrl = "";
 const children: ChildProcess[] = [];
 let api = "";
 let token = "";
@@ -106,8 +108,9 @@ beforeAll(async () => {
 
   // The probe exactly as it ships: the bundle, run by plain node, configured by its environment.
   const bundle = join(workDir, "probe.mjs");
-  await build({ entryPoints: [join(root, "probe/main.ts")], bundle: true, platform: "node", format: "esm", target: "node24", outfile: bundle, logLevel: "silent" });
+  await buildProbe(bundle, { logLevel: "silent" });
   const probePort = await freePortOn(["127.0.0.1"]);
+  metricsUrl = `http://127.0.0.1:${await freePortOn(["127.0.0.1"])}/metrics`;
   await startChild(
     process.execPath,
     [bundle],
@@ -119,6 +122,7 @@ beforeAll(async () => {
       // Postfix listens on loopback, which a production probe refuses to dial.
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
       PROBE_CONNECT_TIMEOUT_MS: "1000",
+      PROBE_METRICS_LISTEN: new URL(metricsUrl).host,
     },
     /probe listening/,
   );
@@ -232,5 +236,14 @@ describe("Worker -> DoH (unbound + dnsdist) -> probe -> Postfix", () => {
     const r = await verify(email);
     expect(r).toMatchObject({ classification: "invalid", valid: false, score: 0, errors: [error] });
     expect(r.details!.smtp_outcome).toBeNull();
+  });
+
+  it("the shipped probe's /metrics counted what it did, by outcome and RCPT reply class", async () => {
+    const text = await (await fetch(metricsUrl)).text();
+    const sample = (name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+    expect(sample('probe_checks_total{outcome="accepted"}')).toBeGreaterThanOrEqual(1);
+    expect(sample('probe_checks_total{outcome="mailbox_not_found"}')).toBeGreaterThanOrEqual(1);
+    expect(sample('probe_rcpt_replies_total{class="5xx"}')).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/^probe_sessions_open \d+$/m);
   });
 });

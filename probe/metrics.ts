@@ -1,0 +1,87 @@
+/**
+ * The probe's metrics in the Prometheus text format (prom-client), served on PROBE_METRICS_LISTEN (default
+ * 127.0.0.1:9788), never on the public port: what an operator of a fleet graphs and alerts on (docs/probe.md
+ * "Metrics"). Counters are counted where things happen (a check answered, a RCPT reply read, a destination
+ * that pushed back); gauges are read from the scheduler at each scrape. No label carries an address, a domain
+ * or a recipient: outcomes, reply classes and event kinds only.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
+import type { ProbeOutcome } from "../shared/smtp-outcome.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+/** Counters of this process: one probe per process in production. */
+const counters = new Registry();
+
+const checks = new Counter({
+  name: "probe_checks_total",
+  help: "Checks answered, by outcome (accepted, mailbox_not_found, policy_block, temporary_failure, ...); deferred ones handed back unasked",
+  labelNames: ["outcome"] as const,
+  registers: [counters],
+});
+const rcptReplies = new Counter({
+  name: "probe_rcpt_replies_total",
+  help: "Replies to RCPT TO by class (2xx, 4xx, 5xx), catch-all tests included: the 5xx share is what receivers punish",
+  labelNames: ["class"] as const,
+  registers: [counters],
+});
+const destinationEvents = new Counter({
+  name: "probe_destination_events_total",
+  help: "Mail servers that pushed back: backoff (refused or dropped a session, throttled) and tarpit (a refusal came late)",
+  labelNames: ["event"] as const,
+  registers: [counters],
+});
+
+export const countCheck = (outcome: ProbeOutcome | "deferred") => checks.inc({ outcome });
+export const countRcptReply = (code: number) => rcptReplies.inc({ class: `${Math.min(5, Math.max(2, Math.floor(code / 100)))}xx` });
+export const countDestinationEvent = (event: "backoff" | "tarpit") => destinationEvents.inc({ event });
+
+/** The gauges of one scheduler, read at each scrape. */
+function schedulerGauges(scheduler: Scheduler): Registry {
+  const registry = new Registry();
+  const gauge = (name: string, help: string, read: (s: ReturnType<Scheduler["stats"]>) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read(scheduler.stats()));
+      },
+    });
+  gauge("probe_checks_in_flight", "Checks admitted and not answered yet", (s) => s.checks_in_flight);
+  gauge("probe_queue_depth", "Checks waiting: for a place among the destinations, or in a destination's queue", (s) => s.checks_queued);
+  gauge("probe_sessions_open", "SMTP sessions open", (s) => s.sessions_open);
+  gauge("probe_sessions_idle", "SMTP sessions open and idle (warm, waiting for work)", (s) => s.sessions_idle);
+  gauge("probe_destinations", "Mail-server addresses the scheduler tracks", (s) => s.destinations);
+  gauge("probe_catch_all_cached", "Domains whose catch-all answer is cached", (s) => s.catch_all_cached);
+  return registry;
+}
+
+export type MetricsServer = { url: string; close(): Promise<void> };
+
+/** Serves GET /metrics on host:port for this scheduler, plus the process's own (CPU, memory, event loop). */
+export async function startMetricsServer(scheduler: Scheduler, host: string, port: number): Promise<MetricsServer> {
+  const process = new Registry();
+  collectDefaultMetrics({ register: process });
+  const registry = Registry.merge([counters, schedulerGauges(scheduler), process]);
+  const server: Server = createServer((req, res) => {
+    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
+      res.writeHead(404, { "content-type": "text/plain" }).end("Not found\n");
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { "content-type": registry.contentType }).end(text),
+      () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable\n"),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const { address, port: bound } = server.address() as AddressInfo;
+  return {
+    url: `http://${address.includes(":") ? `[${address}]` : address}:${bound}/metrics`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

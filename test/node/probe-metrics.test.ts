@@ -1,0 +1,97 @@
+/**
+ * The probe's GET /metrics (Prometheus text format, probe/metrics.ts) against a fixture mail server: checks by
+ * outcome, RCPT replies by class, the scheduler's gauges; and PROBE_METRICS_LISTEN's rules.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadProbeConfig, ProbeConfigError } from "../../probe/config.ts";
+import { startMetricsServer, type MetricsServer } from "../../probe/metrics.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { PROBE_PATH, ProbeResponse, signProbeRequest } from "../../shared/probe-contract.ts";
+import { freePortOn, startMailServer, type RunningServer } from "../fixtures/smtp-servers.ts";
+import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
+
+const MX = "127.0.0.62";
+let mail: RunningServer;
+let probe: RunningProbe;
+let metrics: MetricsServer;
+
+const baseEnv = () => ({
+  PORT: "0",
+  PROBE_LISTEN_HOST: "127.0.0.1",
+  PROBE_SECRET: TEST_PROBE_SECRET,
+  PROBE_HELO_NAME: "probe1.verify.example",
+  PROBE_SMTP_PORT: String(mail.port),
+  PROBE_ALLOW_PRIVATE_TARGETS: "true",
+});
+
+beforeAll(async () => {
+  mail = await startMailServer({ host: MX, port: await freePortOn([MX]), mailboxes: ["ana@metrics.test"] });
+  probe = await startProbeServer(loadProbeConfig(baseEnv()));
+  metrics = await startMetricsServer(probe.service.scheduler, "127.0.0.1", 0);
+});
+
+afterAll(async () => {
+  await Promise.all([metrics?.close(), probe?.close(), mail?.close()]);
+});
+
+async function check(email: string) {
+  const payload = JSON.stringify({ email, mx: [{ host: "mx.metrics.test", preference: 10, addresses: [MX] }], deadline_ms: 3000 });
+  const headers = await signProbeRequest(TEST_PROBE_SECRET, { method: "POST", path: PROBE_PATH, body: payload });
+  const res = await fetch(`${probe.url}${PROBE_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: payload });
+  return ProbeResponse.parse(await res.json());
+}
+
+/** The samples of a scrape: "name{labels}" -> value. */
+async function scrape(): Promise<{ contentType: string | null; samples: Map<string, number> }> {
+  const res = await fetch(metrics.url);
+  expect(res.status).toBe(200);
+  const samples = new Map<string, number>();
+  for (const line of (await res.text()).split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return { contentType: res.headers.get("content-type"), samples };
+}
+
+describe("GET /metrics", () => {
+  it("counts checks by outcome and RCPT replies by class, and reads the scheduler's gauges at each scrape", async () => {
+    const before = (await scrape()).samples;
+    const at = (s: Map<string, number>, name: string) => s.get(name) ?? 0;
+    expect((await check("ana@metrics.test")).outcome).toBe("accepted");
+    expect((await check("nobody@metrics.test")).outcome).toBe("mailbox_not_found");
+    const { contentType, samples } = await scrape();
+    expect(contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(at(samples, 'probe_checks_total{outcome="accepted"}') - at(before, 'probe_checks_total{outcome="accepted"}')).toBe(1);
+    expect(at(samples, 'probe_checks_total{outcome="mailbox_not_found"}') - at(before, 'probe_checks_total{outcome="mailbox_not_found"}')).toBe(1);
+    // ana accepted; her domain's random address refused (the catch-all test); nobody refused.
+    expect(at(samples, 'probe_rcpt_replies_total{class="2xx"}') - at(before, 'probe_rcpt_replies_total{class="2xx"}')).toBe(1);
+    expect(at(samples, 'probe_rcpt_replies_total{class="5xx"}') - at(before, 'probe_rcpt_replies_total{class="5xx"}')).toBeGreaterThanOrEqual(2);
+    expect(samples.get("probe_destinations")).toBe(1);
+    expect(samples.get("probe_sessions_open")).toBe(samples.get("probe_sessions_idle"));
+    expect(samples.get("probe_checks_in_flight")).toBe(0);
+    expect(samples.get("probe_queue_depth")).toBe(0);
+    expect(samples.has("process_resident_memory_bytes")).toBe(true);
+    // No label names a recipient, a domain or an address.
+    for (const name of samples.keys()) expect(name).not.toMatch(/metrics\.test|127\.0\.0\.62|@/);
+  });
+
+  it("answers 404 to anything but GET /metrics", async () => {
+    expect((await fetch(metrics.url.replace("/metrics", "/"))).status).toBe(404);
+    expect((await fetch(metrics.url, { method: "POST" })).status).toBe(404);
+  });
+});
+
+describe("PROBE_METRICS_LISTEN", () => {
+  const load = (value: string | undefined, port = "8788") => loadProbeConfig({ ...baseEnv(), PORT: port, PROBE_METRICS_LISTEN: value });
+  it("defaults to 127.0.0.1:9788; takes host:port, [v6]:port or off", () => {
+    expect(load(undefined).metricsListen).toEqual({ host: "127.0.0.1", port: 9788 });
+    expect(load("0.0.0.0:9100").metricsListen).toEqual({ host: "0.0.0.0", port: 9100 });
+    expect(load("[::1]:9100").metricsListen).toEqual({ host: "::1", port: 9100 });
+    expect(load("off").metricsListen).toBeNull();
+  });
+  it("refuses the public port and anything that is not host:port", () => {
+    expect(() => load("127.0.0.1:8788")).toThrow(/PROBE_METRICS_LISTEN must be a port of its own/);
+    for (const bad of ["9788", "localhost", "127.0.0.1:99999", "http://127.0.0.1:9788"]) expect(() => load(bad), bad).toThrow(ProbeConfigError);
+  });
+});
