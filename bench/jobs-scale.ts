@@ -168,7 +168,8 @@ export function jobsScaleMarkdown(r: JobsScaleResult): string {
   ].join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/** The command line of the list benchmarks (this one and people-refresh.ts): the list's size, the servers' delay, the seed. */
+export function scaleListArgs(): { addresses: number; domains: number; delayMs: number; seed: number } {
   const { values } = parseArgs({
     options: {
       addresses: { type: "string", default: "100000" },
@@ -177,12 +178,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       seed: { type: "string", default: "7" },
     },
   });
-  const result = await runJobsScale({
-    addresses: Number(values.addresses),
-    domains: Number(values.domains),
-    delayMs: Number(values["delay-ms"]),
-    seed: Number(values.seed),
-    log: (m) => process.stderr.write(`${m}\n`),
-  });
-  console.log(jobsScaleMarkdown(result));
+  return { addresses: Number(values.addresses), domains: Number(values.domains), delayMs: Number(values["delay-ms"]), seed: Number(values.seed) };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(jobsScaleMarkdown(await runJobsScale({ ...scaleListArgs(), log: (m) => process.stderr.write(`${m}\n`) })));
 }

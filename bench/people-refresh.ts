@@ -13,12 +13,11 @@
 import { rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { importPeople } from "../scripts/admin/people-import.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { childCounters, startJobsStack } from "./child.ts";
-import { buildScaleList } from "./jobs-scale.ts";
+import { buildScaleList, scaleListArgs } from "./jobs-scale.ts";
 
 const EDGE_PORT = 8795;
 const PROBE_PORT = 8794;
@@ -209,20 +208,5 @@ export function peopleRefreshMarkdown(r: PeopleRefreshResult): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({
-    options: {
-      addresses: { type: "string", default: "100000" },
-      domains: { type: "string", default: "1000" },
-      "delay-ms": { type: "string", default: "5" },
-      seed: { type: "string", default: "7" },
-    },
-  });
-  const result = await runPeopleRefresh({
-    addresses: Number(values.addresses),
-    domains: Number(values.domains),
-    delayMs: Number(values["delay-ms"]),
-    seed: Number(values.seed),
-    log: (m) => process.stderr.write(`${m}\n`),
-  });
-  console.log(peopleRefreshMarkdown(result));
+  console.log(peopleRefreshMarkdown(await runPeopleRefresh({ ...scaleListArgs(), log: (m) => process.stderr.write(`${m}\n`) })));
 }
