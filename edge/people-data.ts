@@ -15,6 +15,7 @@
 import { sql } from "drizzle-orm";
 import type { EmailVerificationResult } from "../shared/api.ts";
 import { verificationReason } from "../shared/email/verdict.ts";
+import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
 import { enqueueTurns, type JobsQueue } from "./jobs/consumer.ts";
 import { newLines } from "./jobs/new-lines.ts";
@@ -53,8 +54,6 @@ export type PeopleDataConfig = {
 const inList = (values: string[]) => sql.raw(values.map((v) => `'${v}'`).join(", "));
 const rowsAffected = (result: unknown) => Number((result as { rowsAffected?: number }).rowsAffected ?? 0);
 
-/** SQLite's lower() folds ASCII letters only: addresses are told apart in memory exactly as the database tells them apart. */
-const sqliteLower = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
 export type StoredEmailAnswer = { email: string; classification: string; smtp_outcome: string | null; reason: string; checked_at: number };
 

@@ -12,6 +12,7 @@
 import type { Client, InStatement } from "@libsql/client";
 import { createHmac } from "node:crypto";
 import { AdminError } from "../../edge/db/admin.ts";
+import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { IDENTIFIER_FIELDS, type IdentifierField, type PersonRecord } from "./people-record.ts";
 
 export type SuppressionKind = IdentifierField | "email";
@@ -21,8 +22,6 @@ export const SUPPRESSION_KEY_MESSAGES = {
   missing: "SUPPRESSION_KEY is not set: erasures and imports into this database need it (the same key, always; see docs/operations.md \"Personal data\")",
 } as const;
 
-/** SQLite's lower(): ASCII letters only, as the unique indexes compare identifiers and addresses. */
-const sqliteLower = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
 export function suppressionHash(key: string, kind: SuppressionKind, value: string | number): string {
   const normal = typeof value === "number" ? String(value) : sqliteLower(value.trim());

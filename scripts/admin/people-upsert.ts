@@ -25,6 +25,7 @@
  *   though last_seen_at still records that this import saw the data.
  */
 import type { Client, InStatement } from "@libsql/client";
+import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { IDENTIFIER_FIELDS, PERSON_FIELDS, type IdentifierField, type PersonField, type PersonRecord } from "./people-record.ts";
 
 export type BatchRow = { line: number; record: PersonRecord };
@@ -52,14 +53,6 @@ type KnownPerson = {
 
 const IMMUTABLE_ID_FIELDS = ["profnet_id", "codehost_id"] as const satisfies readonly IdentifierField[];
 const TEXT_IDENTIFIER_FIELDS: ReadonlySet<PersonField> = new Set(["profnet_public_identifier", "codehost_login"]);
-
-/**
- * SQLite's lower() folds ASCII letters only, and the unique indexes are on lower(): matching in
- * memory must fold exactly the same way or it would disagree with the database.
- */
-function sqliteLower(text: string): string {
-  return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
-}
 
 function identityKey(field: IdentifierField, value: string | number): string {
   return `${field}\u0000${TEXT_IDENTIFIER_FIELDS.has(field) ? sqliteLower(String(value)) : value}`;
