@@ -194,6 +194,10 @@ export async function startJobsStack(opts: { zone: unknown; delayMs: number; edg
       PROBE_PORT: String(opts.probePort),
       DOH_URL: dohUrl,
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      // The fixture mail server does not defend against harvesting, and these benches measure
+      // throughput: the unknown-recipient budget is off unless the caller sets it (bench/harvest.ts).
+      PROBE_DESTINATION_UNKNOWN_RATIO: "1",
+      PROBE_DESTINATION_UNKNOWN_PER_HOUR: "0",
       WRANGLER_LOG: "warn",
       ...opts.env,
     },

@@ -4,6 +4,7 @@
  * destination's queue or rides a transaction (QueuedCheck).
  */
 import { countDestinationEvent } from "./metrics.ts";
+import type { HarvestRcpt } from "./harvest-budget.ts";
 import { randomBytes } from "node:crypto";
 import type { SmtpReply } from "./smtp/reply.ts";
 import type { SessionFailure, SmtpStage } from "./smtp/session.ts";
@@ -74,7 +75,12 @@ export type QueuedCheck = {
   provisional: CheckOutcome | null;
   /** Where the check is now, for the timeout message. */
   waitingFor: string;
+  /** Its RCPT in the destination's unknown-recipient budget, once sent (harvest-budget.ts). */
+  harvest?: HarvestRcpt;
 };
+
+/** The lane of a check in its destination's queue and budget: its bulk tenant, or null for a single check. */
+export const laneOf = (p: QueuedCheck): string | null => (p.req.tenant === undefined ? null : p.req.tenant);
 
 /** A local part nobody has: 16 random letters and digits. */
 export function randomLocalPart(): string {
@@ -102,11 +108,14 @@ export function blankOutcome(): CheckOutcome {
   };
 }
 
+/** What a destination did that an operator should see: pushed back, tarpitted, or spent our unknown-recipient budget. */
+export type DestinationEvent = "backoff" | "tarpit" | "harvest_budget";
+
 /**
  * An operator's line about a mail server that pushed back: its IP address and what happened, never a
  * recipient. One JSON object per line, like the rest of the probe's logs.
  */
-export function destinationEvent(event: "backoff" | "tarpit", address: string, fields: Record<string, string | number>): void {
+export function destinationEvent(event: DestinationEvent, address: string, fields: Record<string, string | number>): void {
   countDestinationEvent(event);
   console.warn(JSON.stringify({ level: "warn", msg: `destination ${event}`, destination: address, ...fields }));
 }

@@ -86,6 +86,15 @@ export const PROBE_SETTINGS = z.object({
   PROBE_RCPT_LIMIT_MEMORY_MS: int(0, 7 * 86_400_000, 3_600_000),
   /** The least an accepted address waits for its catch-all answer (3x its own reply time if longer). */
   PROBE_CATCH_ALL_MIN_WAIT_MS: int(0, 60_000, 1_500),
+  /**
+   * Harvest-aware pacing (docs/probe.md "Unknown recipients"): the largest share of a destination's RCPTs in any
+   * PROBE_DESTINATION_WINDOW_SECONDS that may be refused as unknown users, once 10 were sent. 1: no limit.
+   */
+  PROBE_DESTINATION_UNKNOWN_RATIO: z.coerce.number().gt(0, "PROBE_DESTINATION_UNKNOWN_RATIO must be above 0").max(1, "PROBE_DESTINATION_UNKNOWN_RATIO must be at most 1").default(0.3),
+  /** The sliding window of that share, in seconds (Forcepoint's harvest defence counts over 60 s). */
+  PROBE_DESTINATION_WINDOW_SECONDS: int(1, 3_600, 60),
+  /** Unknown-user refusals one destination address may give us in any hour; 0: no hourly limit. */
+  PROBE_DESTINATION_UNKNOWN_PER_HOUR: int(0, 10_000_000, 200),
   /** Where GET /metrics (Prometheus) listens, host:port, apart from the public port; "off": nowhere. Served by the probe process (npm run probe). */
   PROBE_METRICS_LISTEN: z.preprocess(
     emptyToUndefined,
@@ -144,6 +153,9 @@ const ProbeConfigSchema = PROBE_SETTINGS
     tarpitModeMs: c.PROBE_TARPIT_MODE_MS,
     rcptLimitMemoryMs: c.PROBE_RCPT_LIMIT_MEMORY_MS,
     catchAllMinWaitMs: c.PROBE_CATCH_ALL_MIN_WAIT_MS,
+    unknownRatio: c.PROBE_DESTINATION_UNKNOWN_RATIO,
+    unknownWindowMs: c.PROBE_DESTINATION_WINDOW_SECONDS * 1000,
+    unknownPerHour: c.PROBE_DESTINATION_UNKNOWN_PER_HOUR,
   }));
 
 export type ProbeConfig = z.output<typeof ProbeConfigSchema>;

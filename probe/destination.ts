@@ -14,7 +14,7 @@
  *   of the queue while the address backs off.
  */
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, destinationEvent, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
+import { blankOutcome, destinationEvent, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
 import type { ProbeConfig } from "./config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
@@ -22,16 +22,20 @@ import { SessionPool, type PoolConfig, type Slot } from "./session-pool.ts";
 import type { OpenResult, SmtpSession } from "./smtp/session.ts";
 import { runTransaction, type CatchAllTest } from "./transaction.ts";
 import { monotonicNow } from "./clock.ts";
-import { FairQueue } from "./fair-queue.ts";
+import { FairQueue, type Lane } from "./fair-queue.ts";
+import { CATCH_ALL_LANE, type HarvestBudget } from "./harvest-budget.ts";
+import { countHarvestDeferral } from "./metrics.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
-export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom">;
+export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;
 
 /** What a destination needs from the scheduler that owns it. */
 export type DestinationContext = {
   config: DestinationConfig;
   catchAll: CatchAllCache;
   memory: DestinationMemory;
+  /** This address's unknown-recipient budget (harvest-budget.ts), which outlives the destination. */
+  budget: HarvestBudget;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
   acquireSessionSlot(deadline: number): Promise<(() => void) | null>;
   /** This destination now has an idle session (one another destination could take the place of), or no longer has one. */
@@ -42,7 +46,7 @@ export type DestinationContext = {
 
 export class Destination {
   /** Single checks first, then bulk tenants in turn (fair-queue.ts). */
-  readonly #queue = new FairQueue<QueuedCheck>((p) => (p.req.tenant === undefined ? null : p.req.tenant));
+  readonly #queue = new FairQueue<QueuedCheck>(laneOf);
   readonly #pacing: Pacing;
   readonly #pool: SessionPool;
   /** When this server last answered a RCPT: it is working, however slowly. */
@@ -50,6 +54,9 @@ export class Destination {
   #wakeTimer: NodeJS.Timeout | undefined;
   #pumpScheduled = false;
   #empty = true;
+  /** The unknown-recipient budget holds bulk work back now (logged once per episode). */
+  #budgetHeld = false;
+  #budgetLoggedAt = -Infinity;
   lastActivity = monotonicNow();
 
   constructor(
@@ -66,6 +73,11 @@ export class Destination {
       openFailed: (failed) => this.#openFailed(failed),
       emptied: () => this.#noteEmpty(),
     });
+  }
+
+  /** This address's unknown-recipient budget. */
+  get budget(): HarvestBudget {
+    return this.ctx.budget;
   }
 
   get queued(): number {
@@ -137,9 +149,17 @@ export class Destination {
     this.ctx.emptyChanged(this, empty);
   }
 
-  /** A batch check still waiting its turn at a server that answered others meanwhile: handed back unasked. */
+  /**
+   * A batch check still waiting its turn at its deferAt is handed back unasked when the server
+   * answered others meanwhile (it paces us), or when the address's unknown-recipient budget holds
+   * its lane back (the job asks again later: not a failure).
+   */
   #defer(p: QueuedCheck): void {
-    if (p.settled || p.provisional || !p.waitingFor.startsWith("a session") || this.#answeredAt < p.submittedAt) return;
+    if (p.settled || p.provisional || !p.waitingFor.startsWith("a session")) return;
+    const lane = laneOf(p);
+    const heldByBudget = lane !== null && !this.ctx.budget.admits(lane, monotonicNow());
+    if (!heldByBudget && this.#answeredAt < p.submittedAt) return;
+    if (heldByBudget) countHarvestDeferral();
     this.#settle(p, { ...blankOutcome(), deferred: true });
   }
 
@@ -177,12 +197,17 @@ export class Destination {
     if (paused !== null) return this.#wakeAt(paused);
     for (const slot of this.#pool.ready()) {
       if (this.#queue.length === 0) return;
+      const sent = this.#dispatch(slot);
       // Out of RCPT tokens: the rate is what limits this destination now, not its sessions.
-      if (this.#dispatch(slot) === "rate") return;
+      if (sent === "rate") return;
+      // Everything waiting is bulk work the unknown-recipient budget holds back until it grows.
+      if (sent === "budget") return this.#wakeOnBudget();
     }
     if (this.#queue.length === 0 || this.#pacing.pausedUntil(monotonicNow()) !== null) return;
+    const sendable = this.#sendable(monotonicNow());
+    if (sendable === 0) return this.#wakeOnBudget();
     const pool = this.#pool;
-    let open = this.#pacing.sessionsToOpen(this.#queue.length, { slots: pool.slots, opening: pool.opening, reusable: pool.reusable() }, monotonicNow());
+    let open = this.#pacing.sessionsToOpen(sendable, { slots: pool.slots, opening: pool.opening, reusable: pool.reusable() }, monotonicNow());
     if (open === 0) return;
     let deadline = 0;
     for (const p of this.#queue) deadline = Math.max(deadline, p.req.deadline);
@@ -190,18 +215,39 @@ export class Destination {
     while (open-- > 0) void pool.open(deadline, host);
   }
 
+  /** Checks waiting whose lane the unknown-recipient budget lets through now (single checks always). */
+  #sendable(now: number): number {
+    const budget = this.ctx.budget;
+    if (!budget.enabled) return this.#queue.length;
+    let n = 0;
+    for (const [lane, waiting] of this.#queue.lanes()) if (lane === null || budget.admits(lane, now)) n += waiting;
+    return n;
+  }
+
+  #wakeOnBudget(): void {
+    const at = this.ctx.budget.nextRelief(monotonicNow());
+    if (at !== null) this.#wakeAt(at);
+  }
+
   /** Takes what the session may carry from the queue and sends it as one transaction. */
-  #dispatch(slot: Slot & { session: SmtpSession }): "sent" | "rate" | "retired" | "nothing" {
+  #dispatch(slot: Slot & { session: SmtpSession }): "sent" | "rate" | "retired" | "nothing" | "budget" {
     const s = slot.session;
     if (!s.usable) {
       if (!s.closed) void this.#pool.retire(slot);
       return "retired";
     }
-    const size = this.#pacing.transactionSize(s, monotonicNow());
+    const now = monotonicNow();
+    const size = this.#pacing.transactionSize(s, now);
     const batch: QueuedCheck[] = [];
     const tests = new Map<string, CatchAllTest>();
     let blocked = false;
-    for (let p = this.#queue.peek(); p !== undefined && batch.length + tests.size < size.rcpts; p = this.#queue.peek()) {
+    // The unknown-recipient budget: each RCPT charged its lane's risk; a lane it cannot take waits.
+    const budget = this.ctx.budget;
+    const plan = budget.enabled ? budget.plan(now) : null;
+    const risks = new Map<Lane, number>();
+    const riskOf = (lane: Lane) => risks.get(lane) ?? risks.set(lane, budget.risk(lane, now)).get(lane)!;
+    const held = new Set<Lane>();
+    for (let p = this.#queue.peekExcept(held); p !== undefined && batch.length + tests.size < size.rcpts; p = this.#queue.peekExcept(held)) {
       if (p.utf8 && !s.smtpUtf8) {
         // Another MX of the domain may offer SMTPUTF8: the walk goes on (stage "ehlo").
         this.#settle(p, {
@@ -225,6 +271,17 @@ export class Destination {
         blocked = true;
         break;
       }
+      const lane = laneOf(p);
+      if (plan) {
+        // The random address of a catch-all test is an unknown user wherever it is refused.
+        const rcpts = test ? 2 : 1;
+        const risk = riskOf(lane) + (test ? 1 : 0);
+        if (lane !== null && !budget.fits(plan, rcpts, risk)) {
+          held.add(lane);
+          continue;
+        }
+        budget.add(plan, rcpts, risk);
+      }
       if (test) {
         const at = p.req.recipient.lastIndexOf("@");
         tests.set(key, { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} });
@@ -232,17 +289,23 @@ export class Destination {
       batch.push(p);
       this.#queue.take(p);
     }
+    this.#noteBudget(held.size > 0, now);
     if (batch.length === 0) {
+      if (held.size > 0 && !blocked) return "budget";
       // Nothing fits in what this session may still be refused: a fresh session takes the rest.
       if (!blocked) return "nothing";
       void this.#pool.retire(slot);
       return "retired";
     }
-    const wait = this.#pacing.takeRcpts(batch.length + tests.size, monotonicNow());
+    const wait = this.#pacing.takeRcpts(batch.length + tests.size, now);
     if (wait > 0) {
       this.#queue.putBack(batch);
-      this.#wakeAt(monotonicNow() + wait);
+      this.#wakeAt(now + wait);
       return "rate";
+    }
+    if (plan) {
+      for (const p of batch) p.harvest = budget.sent(laneOf(p), riskOf(laneOf(p)), now);
+      for (const t of tests.values()) t.harvest = budget.sent(CATCH_ALL_LANE, 1, now);
     }
     void this.#transact(slot, batch, [...tests.values()]);
     return "sent";
@@ -258,6 +321,9 @@ export class Destination {
       settle: (p, outcome) => this.#settle(p, outcome),
       answered: (now) => (this.#answeredAt = now),
     });
+    for (const p of end.unasked) p.harvest?.cancel();
+    for (const p of batch) p.harvest?.close();
+    for (const t of tests) t.harvest?.close();
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
       if (p.settled) continue;
@@ -269,6 +335,15 @@ export class Destination {
     else if (end.clean) this.#pacing.transactionClean();
     this.#pool.checkIn(slot, end.pushback !== null);
     this.#schedulePump();
+  }
+
+  /** Logs when the budget starts holding bulk work back here: once per window at most, however often it flips. */
+  #noteBudget(holding: boolean, now: number): void {
+    if (holding === this.#budgetHeld) return;
+    this.#budgetHeld = holding;
+    if (!holding || now - this.#budgetLoggedAt < this.ctx.config.unknownWindowMs) return;
+    this.#budgetLoggedAt = now;
+    destinationEvent("harvest_budget", this.address, this.ctx.budget.counts(now));
   }
 
   #pushedBack(why: string): void {

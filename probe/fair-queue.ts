@@ -50,6 +50,22 @@ export class FairQueue<T> {
     return tenant === undefined ? undefined : this.#tenants.get(tenant)![0];
   }
 
+  /** The check served next among the lanes not in `skip` (single checks are never skipped), left in place. */
+  peekExcept(skip: ReadonlySet<Lane>): T | undefined {
+    if (skip.size === 0 || this.#interactive.length > 0) return this.peek();
+    for (let i = 0; i < this.#rotation.length; i++) {
+      const tenant = this.#rotation[(this.#next + i) % this.#rotation.length]!;
+      if (!skip.has(tenant)) return this.#tenants.get(tenant)![0];
+    }
+    return undefined;
+  }
+
+  /** Each lane with waiting checks (null: the single checks) and how many wait in it. */
+  *lanes(): IterableIterator<[Lane, number]> {
+    if (this.#interactive.length > 0) yield [null, this.#interactive.length];
+    for (const tenant of this.#rotation) yield [tenant, this.#tenants.get(tenant)!.length];
+  }
+
   /** Takes `item` out to be sent: its tenant's turn passes to the next tenant. */
   take(item: T): boolean {
     const tenant = this.laneOf(item);

@@ -28,14 +28,21 @@ const rcptReplies = new Counter({
 });
 const destinationEvents = new Counter({
   name: "probe_destination_events_total",
-  help: "Mail servers that pushed back: backoff (refused or dropped a session, throttled) and tarpit (a refusal came late)",
+  help: "Mail servers that pushed back: backoff (refused or dropped a session, throttled), tarpit (a refusal came late), harvest_budget (our unknown-recipient budget there ran out)",
   labelNames: ["event"] as const,
+  registers: [counters],
+});
+
+const harvestDeferrals = new Counter({
+  name: "probe_harvest_deferrals_total",
+  help: "Batch checks handed back unasked because their destination had spent its unknown-recipient budget (harvest-aware pacing)",
   registers: [counters],
 });
 
 export const countCheck = (outcome: ProbeOutcome | "deferred") => checks.inc({ outcome });
 export const countRcptReply = (code: number) => rcptReplies.inc({ class: `${Math.min(5, Math.max(2, Math.floor(code / 100)))}xx` });
-export const countDestinationEvent = (event: "backoff" | "tarpit") => destinationEvents.inc({ event });
+export const countDestinationEvent = (event: "backoff" | "tarpit" | "harvest_budget") => destinationEvents.inc({ event });
+export const countHarvestDeferral = () => harvestDeferrals.inc();
 
 /** The gauges of one scheduler, read at each scrape. */
 function schedulerGauges(scheduler: Scheduler): Registry {

@@ -13,12 +13,18 @@ import { Destination, type DestinationConfig } from "./destination.ts";
 import { DestinationMemory, type MemoryConfig } from "./destination-memory.ts";
 import { Limiter } from "./limits.ts";
 import { monotonicNow } from "./clock.ts";
+import { HarvestBudget, type HarvestConfig } from "./harvest-budget.ts";
+import { TtlCache } from "../shared/ttl-cache.ts";
 
 export type { CheckOutcome, CheckRequest } from "./check.ts";
 
 export type SchedulerConfig = DestinationConfig &
   MemoryConfig &
+  HarvestConfig &
   Pick<ProbeConfig, "maxConcurrency" | "maxQueued" | "catchAllTtlMs" | "catchAllCacheEntries" | "maxDestinations" | "destinationForgetMs">;
+
+/** A forgotten destination's unknown-recipient budget is kept this long: its hourly count must survive it. */
+const BUDGET_MEMORY_MS = 3_600_000;
 
 /** How often destinations idle past PROBE_DESTINATION_FORGET_MS are looked for. */
 const SWEEP_MS = 60_000;
@@ -38,6 +44,8 @@ type PlaceWaiter = { req: CheckRequest; submittedAt: number; resolve: (outcome: 
 export class Scheduler {
   readonly catchAll: CatchAllCache;
   readonly memory: DestinationMemory;
+  /** Unknown-recipient budgets of destinations forgotten within the hour (a live destination holds its own). */
+  readonly #budgets: TtlCache<string, HarvestBudget>;
   readonly #destinations = new Map<string, Destination>();
   /** Destinations with nothing queued and nothing open, the longest so first: the ones that may be forgotten. */
   readonly #forgettable = new Set<Destination>();
@@ -52,6 +60,7 @@ export class Scheduler {
   constructor(readonly config: SchedulerConfig) {
     this.catchAll = new CatchAllCache(config.catchAllTtlMs, config.catchAllCacheEntries);
     this.memory = new DestinationMemory(config);
+    this.#budgets = new TtlCache(config.destinationMemoryEntries, monotonicNow);
     this.#sessions = new Limiter(config.maxConcurrency);
     this.#sweep = setInterval(() => this.#forgetIdle(), SWEEP_MS);
     this.#sweep.unref();
@@ -162,10 +171,13 @@ export class Scheduler {
       if (oldest.done) return null;
       this.#forget(oldest.value);
     }
+    const budget = this.#budgets.get(address) ?? new HarvestBudget(address, this.config);
+    this.#budgets.delete(address);
     const destination = new Destination(address, {
       config: this.config,
       catchAll: this.catchAll,
       memory: this.memory,
+      budget,
       acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline),
       idleChanged: (d, hasIdle) => {
         this.#withIdle.delete(d);
@@ -189,6 +201,7 @@ export class Scheduler {
   }
 
   #forget(d: Destination): void {
+    this.#budgets.set(d.address, d.budget, BUDGET_MEMORY_MS);
     this.#destinations.delete(d.address);
     this.#forgettable.delete(d);
     this.#withIdle.delete(d);

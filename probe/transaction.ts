@@ -14,9 +14,10 @@ import { classifyRcptReply, isThrottling } from "./smtp/classify.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 import { isPositive, type SmtpSession } from "./smtp/session.ts";
 import { monotonicNow } from "./clock.ts";
+import { isUnknownUser, type HarvestRcpt } from "./harvest-budget.ts";
 
 /** A random address sent to learn whether the server accepts any address at `domain`. */
-export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void };
+export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void; harvest?: HarvestRcpt };
 
 export type TransactionDeps = {
   address: string;
@@ -82,13 +83,14 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     if (gap !== null) destinationEvent("tarpit", deps.address, { reply_ms: gap });
     lastReplyAt = now;
     if (!s.pipelining) roundTrips++;
+    const cls = classifyRcptReply(reply);
+    (index >= batch.length ? tests[index - batch.length]?.harvest : batch[index]?.harvest)?.replied(isUnknownUser(cls, reply), now);
     if (index >= batch.length) {
       tests[index - batch.length]?.finish(catchAllFromReply(reply));
       return;
     }
     const p = batch[index]!;
     if (p.settled) return;
-    const cls = classifyRcptReply(reply);
     if (cls === "too_many_recipients" || isThrottling(reply)) {
       if (!(cls === "too_many_recipients" && pacing.recipientLimitReached(index, now))) throttled = true;
       if (pacing.mayRetry(p.retries)) return void retry.push(p);
@@ -100,7 +102,11 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     // Without PIPELINING the random address is only asked about for a domain with an accepted address.
     const accepted = new Set(batch.filter((_, i) => replies[i] && isPositive(replies[i]!)).map((p) => `${p.domain} ${p.req.host.toLowerCase()}`));
     const asked = tests.filter((t) => accepted.has(`${t.domain} ${t.host.toLowerCase()}`));
-    for (const t of tests) if (!asked.includes(t)) t.finish(null);
+    for (const t of tests) {
+      if (asked.includes(t)) continue;
+      t.finish(null);
+      t.harvest?.cancel();
+    }
     tests.splice(0, tests.length, ...asked);
     return asked.map((t) => t.recipient);
   };

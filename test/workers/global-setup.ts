@@ -48,6 +48,11 @@ export default async function setup(project: TestProject) {
       PROBE_HELO_NAME: "probe.edge-tests.example",
       PROBE_SMTP_PORT: String(mail.port),
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      // Every test shares this probe and its few loopback mail servers for the whole run: the
+      // unknown-recipient budget (which would hold their lists for an hour) is tested on its own,
+      // against a defending server, in test/node/probe-harvest.test.ts.
+      PROBE_DESTINATION_UNKNOWN_RATIO: "1",
+      PROBE_DESTINATION_UNKNOWN_PER_HOUR: "0",
     }),
   );
   const probeFixture = await startProbeFixture(PROBE_SECRET);

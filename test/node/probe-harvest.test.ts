@@ -1,0 +1,208 @@
+/**
+ * Harvest-aware pacing (probe/harvest-budget.ts): the budget's arithmetic, then the scheduler against
+ * an SMTP fixture that defends itself as Forcepoint does (more than half of at least 20 recipients in
+ * its window unknown: 554 5.7.1 for that client IP), on a time scale of one second for the minute.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { runBatchProbe, runProbe } from "../../probe/probe.ts";
+import { HarvestBudget, MIN_SAMPLE } from "../../probe/harvest-budget.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
+import type { ProbeResponse } from "../../shared/probe-contract.ts";
+import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
+import { testScheduler } from "../fixtures/scheduler.ts";
+import { freePortOn } from "../fixtures/smtp-servers.ts";
+
+describe("the unknown-recipient budget of one destination", () => {
+  const config = { unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 200 };
+
+  it("lets anything through until 10 RCPTs were sent in the window, then keeps the expected unknown share at most the ratio", () => {
+    const b = new HarvestBudget("192.0.2.1", config);
+    const rcpts = [];
+    for (let i = 0; i < MIN_SAMPLE - 1; i++) {
+      expect(b.admits("dirty", 1_000)).toBe(true);
+      rcpts.push(b.sent("dirty", b.risk("dirty", 1_000), 1_000));
+    }
+    // 9 sent, each expected to be an unknown user at one half: the tenth would make it judged at 4.5 / 10.
+    expect(b.admits("dirty", 1_000)).toBe(false);
+    rcpts.forEach((r, i) => r.replied(i % 2 === 0, 1_100));
+    expect(b.counts(1_100)).toEqual({ sent_in_window: 9, unknown_in_window: 5, unknown_last_hour: 5 });
+    expect(b.admits("dirty", 1_200)).toBe(false);
+    // The window moves on: 60 s after they were sent, they no longer count (the hour still does).
+    expect(b.nextRelief(1_200)).toBe(61_000);
+    expect(b.admits("dirty", 61_000)).toBe(true);
+    expect(b.counts(61_000)).toEqual({ sent_in_window: 0, unknown_in_window: 0, unknown_last_hour: 5 });
+  });
+
+  it("a lane whose answers are good costs less than the ratio and makes room for a dirty one (known-good work mixed in)", () => {
+    const b = new HarvestBudget("192.0.2.1", config);
+    for (let i = 0; i < 20; i++) b.sent("clean", 0.5, 0).replied(false, 10);
+    for (let i = 0; i < 4; i++) b.sent("dirty", 0.5, 0).replied(true, 10);
+    expect(b.risk("clean", 20)).toBeCloseTo(1 / 22);
+    expect(b.risk("dirty", 20)).toBeCloseTo(5 / 6);
+    // 4 unknown of 24: six dirty RCPTs (expected 0.83 unknown each) still fit, 9 of 30 ...
+    const plan = b.plan(20);
+    let dirty = 0;
+    while (b.fits(plan, 1, b.risk("dirty", 20))) {
+      b.add(plan, 1, b.risk("dirty", 20));
+      dirty++;
+    }
+    expect(dirty).toBe(6);
+    // ... and a clean one, which lowers the share, fits where the dirty one does not, and makes room for it.
+    expect(b.fits(plan, 1, b.risk("dirty", 20))).toBe(false);
+    expect(b.fits(plan, 1, b.risk("clean", 20))).toBe(true);
+    for (let i = 0; i < 4; i++) b.add(plan, 1, b.risk("clean", 20));
+    expect(b.fits(plan, 1, b.risk("dirty", 20))).toBe(true);
+  });
+
+  it("never passes the hourly limit, counting the RCPTs still waiting for their reply as unknown", () => {
+    const b = new HarvestBudget("192.0.2.1", { unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 3 });
+    b.sent("t", 0.5, 0).replied(true, 1);
+    b.sent("t", 0.5, 2_000).replied(true, 2_001);
+    const pending = b.sent("t", 0.5, 4_000);
+    expect(b.admits("t", 4_001)).toBe(false);
+    pending.replied(false, 4_002);
+    expect(b.admits("t", 4_003)).toBe(true);
+    b.sent("t", 0.5, 5_000).replied(true, 5_001);
+    expect(b.admits("t", 3_599_999)).toBe(false);
+    // The first refusal leaves the hour at 3,600,001.
+    expect(b.nextRelief(3_599_999)).toBe(3_600_001);
+    expect(b.admits("t", 3_600_001)).toBe(true);
+  });
+
+  it("a RCPT never sent (its session found dead) is not counted", () => {
+    const b = new HarvestBudget("192.0.2.1", config);
+    for (let i = 0; i < 9; i++) b.sent("t", 0.5, 0).cancel();
+    expect(b.counts(1)).toEqual({ sent_in_window: 0, unknown_in_window: 0, unknown_last_hour: 0 });
+    expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, hourWorst: 0 });
+  });
+
+  it("ratio 1 and no hourly limit: nothing is counted or held", () => {
+    const b = new HarvestBudget("192.0.2.1", { unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 0 });
+    expect(b.enabled).toBe(false);
+    expect(b.admits("t", 0)).toBe(true);
+  });
+});
+
+const ip = (n: number) => `127.0.0.${n}`;
+let port = 0;
+const fixtures: MtaFixture[] = [];
+const schedulers: Scheduler[] = [];
+
+beforeAll(async () => {
+  port = await freePortOn(Array.from({ length: 10 }, (_, i) => ip(160 + i)));
+});
+
+afterAll(async () => {
+  await Promise.all(schedulers.map((s) => s.close()));
+  await Promise.all(fixtures.map((f) => f.close()));
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** Forcepoint's default on a 1 s scale: more than half of at least 20 recipients in the window unknown blocks the IP. */
+const FORCEPOINT_SCALED = { windowMs: 1_000, minRecipients: 20, ratio: 0.5, blockMs: 60_000 };
+/** The probe's defaults on the same scale. */
+const BUDGET_SCALED: Partial<SchedulerConfig> = { unknownRatio: 0.3, unknownWindowMs: 1_000, unknownPerHour: 0 };
+
+async function mta(n: number, options: Omit<MtaFixtureOptions, "host" | "port">): Promise<MtaFixture> {
+  const f = await startMtaFixture({ host: ip(n), port, ...options });
+  fixtures.push(f);
+  return f;
+}
+
+function scheduler(overrides: Partial<SchedulerConfig>): Scheduler {
+  const s = testScheduler(port, { maxRcptsPerTransaction: 20, ...overrides });
+  schedulers.push(s);
+  return s;
+}
+
+const mxOf = (email: string, address: string) => [{ host: `mx.${email.slice(email.indexOf("@") + 1)}`, preference: 10, addresses: [address] }];
+const deps = (s: Scheduler) => ({ config: { allowPrivateTargets: true }, scheduler: s });
+
+/**
+ * Runs `emails` as a job does: every address in a batch with queue_ms, the ones handed back asked
+ * again at once, until each has an answer. Returns the answers and how many times each tenant was deferred.
+ */
+async function runJob(s: Scheduler, address: string, lists: Record<string, string[]>, queueMs = 800) {
+  const answers = new Map<string, ProbeResponse>();
+  const deferrals: Record<string, number> = Object.fromEntries(Object.keys(lists).map((t) => [t, 0]));
+  const one = async (tenant: string, email: string): Promise<void> => {
+    for (;;) {
+      const started = Date.now();
+      const r = await runBatchProbe({ email, mx: mxOf(email, address), deadline_ms: 20_000, catch_all_check: true }, deps(s), started, { deferAt: started + queueMs, tenant });
+      if (r) return void answers.set(email, r);
+      deferrals[tenant]!++;
+    }
+  };
+  await Promise.all(Object.entries(lists).flatMap(([tenant, emails]) => emails.map((e) => one(tenant, e))));
+  return { answers, deferrals };
+}
+
+/** `n` addresses at `domain`, every `unknownEvery`-th one... : `known` ones are mailboxes, the rest unknown users. */
+function list(domain: string, n: number, isKnown: (i: number) => boolean) {
+  const emails = Array.from({ length: n }, (_, i) => `${isKnown(i) ? "user" : "nobody"}${i}@${domain}`);
+  return { emails, known: emails.filter((e) => e.startsWith("user")) };
+}
+
+describe("harvest-aware pacing against a Forcepoint-style defence", () => {
+  it("without the budget a list 60% unknown trips the block; with it every verdict is right and there is no block", async () => {
+    // The control: the same list, the budget off (ratio 1, no hourly limit), against its own server.
+    const { emails, known } = list("dirty.test", 50, (i) => i % 5 < 2);
+    const control = await mta(160, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
+    const off = await runJob(scheduler({ unknownRatio: 1, unknownPerHour: 0 }), ip(160), { t: emails });
+    expect(control.harvest.blocks.length).toBeGreaterThan(0);
+    expect([...off.answers.values()].filter((r) => r.outcome === "policy_block").length).toBeGreaterThan(0);
+
+    const f = await mta(161, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
+    const warn = vi.spyOn(console, "warn");
+    const on = await runJob(scheduler(BUDGET_SCALED), ip(161), { t: emails });
+    expect(f.harvest.blocks).toEqual([]);
+    expect(f.harvest.blockedReplies).toBe(0);
+    for (const e of emails) expect([e, on.answers.get(e)?.outcome]).toEqual([e, known.includes(e) ? "accepted" : "mailbox_not_found"]);
+    // The budget held the list back (handed back, asked again), and said so once per episode, naming the IP, never an address.
+    expect(on.deferrals.t).toBeGreaterThan(0);
+    const logged = warn.mock.calls.map((c) => String(c[0])).filter((l) => l.includes("harvest_budget"));
+    expect(logged.length).toBeGreaterThan(0);
+    expect(JSON.parse(logged[0]!)).toMatchObject({ level: "warn", msg: "destination harvest_budget", destination: ip(161) });
+    expect(logged.join("\n")).not.toMatch(/@/);
+  }, 60_000);
+
+  it("a clean tenant's work goes on while a dirty one's is held, and makes room for it", async () => {
+    const dirty = list("dirty2.test", 24, () => false).emails;
+    const clean = list("clean2.test", 60, () => true).emails;
+    const f = await mta(162, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
+    const run = await runJob(scheduler(BUDGET_SCALED), ip(162), { dirty, clean });
+    expect(f.harvest.blocks).toEqual([]);
+    expect(dirty.every((e) => run.answers.get(e)?.outcome === "mailbox_not_found")).toBe(true);
+    expect(clean.every((e) => run.answers.get(e)?.outcome === "accepted")).toBe(true);
+    expect(run.deferrals.clean).toBe(0);
+    expect(run.deferrals.dirty).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("a single check still runs when the budget is spent (a person is waiting), and counts against it", async () => {
+    const f = await mta(163, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
+    const s = scheduler({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 6 });
+    const dirty = list("dirty3.test", 12, () => false).emails;
+    const job = await Promise.all(
+      dirty.map((email) => {
+        const started = Date.now();
+        return runBatchProbe({ email, mx: mxOf(email, ip(163)), deadline_ms: 10_000, catch_all_check: false }, deps(s), started, { deferAt: started + 600, tenant: "t" });
+      }),
+    );
+    // Six unknown users in the hour: the rest of the list is handed back, unasked.
+    expect(job.filter((r) => r?.outcome === "mailbox_not_found")).toHaveLength(6);
+    expect(job.filter((r) => r === null)).toHaveLength(6);
+    const started = Date.now();
+    const single = await runProbe({ email: "nobody-single@dirty3.test", mx: mxOf("x@dirty3.test", ip(163)), deadline_ms: 5_000, catch_all_check: false }, deps(s));
+    expect(single.outcome).toBe("mailbox_not_found");
+    expect(Date.now() - started).toBeLessThan(1_000);
+    const rcpts = f.connections.flatMap((c) => c.commands.filter((x) => x.startsWith("RCPT")));
+    expect(rcpts).toHaveLength(7);
+    // The batch checks that were never sent were not asked at all.
+    const start = Date.now();
+    const again = await runBatchProbe({ email: dirty[11]!, mx: mxOf(dirty[11]!, ip(163)), deadline_ms: 10_000, catch_all_check: false }, deps(s), start, { deferAt: start + 300, tenant: "t" });
+    expect(again).toBeNull();
+  }, 30_000);
+});
