@@ -25,7 +25,7 @@ export async function buildProbeBundle(dir: string, revision?: string): Promise<
   if (revision) {
     source = join(dir, `src-${revision}`);
     await mkdir(source, { recursive: true });
-    execFileSync("sh", ["-c", `git -C "$1" archive "$2" probe shared | tar -x -C "$3"`, "sh", root, revision, source]);
+    execFileSync("sh", ["-c", `git -C "$1" archive "$2" probe shared edge/mx | tar -x -C "$3"`, "sh", root, revision, source]);
   }
   const outfile = join(dir, `probe-${revision ?? "current"}.mjs`);
   return buildProbe(outfile, { entry: join(source, "probe/main.ts"), nodePaths: [join(root, "node_modules")], logLevel: "silent" });

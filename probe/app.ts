@@ -1,7 +1,7 @@
 /**
  * The probe's HTTP surface (docs/probe.md "The SMTP probe"): POST /v1/probe (one address) and
  * POST /v1/probe/batch (many, streamed back as NDJSON), both signed by the Worker and served by the
- * same scheduler, and GET /healthz. A body is bounded before it is read, the signature checked
+ * same scheduler, and GET /healthz (with the self-audit's last finding, probe/reputation.ts). A body is bounded before it is read, the signature checked
  * before it is parsed, and every answer parsed through the shared schema before it is sent.
  */
 import { Hono, type Context } from "hono";
@@ -24,6 +24,7 @@ import { readBodyWithin } from "../shared/bounded-body.ts";
 import { monotonicNow } from "./clock.ts";
 import type { ProbeConfig } from "./config.ts";
 import { runBatchProbe, runProbe, type ProbeDeps } from "./probe.ts";
+import { ReputationAudit } from "./reputation.ts";
 import { ReplayGuard } from "./replay-guard.ts";
 import { Scheduler } from "./scheduler.ts";
 
@@ -33,10 +34,12 @@ export type ProbeService = ProbeDeps & {
   draining: boolean;
   /** The nonces of requests accepted within the signature window. */
   replays: ReplayGuard;
+  /** The self-audit of the probe's public addresses (started by startProbeServer, not here). */
+  audit: ReputationAudit;
 };
 
-export function createProbeService(config: ProbeConfig): ProbeService {
-  return { config, scheduler: new Scheduler(config), draining: false, replays: new ReplayGuard() };
+export function createProbeService(config: ProbeConfig, options: { audit?: ReputationAudit } = {}): ProbeService {
+  return { config, scheduler: new Scheduler(config), draining: false, replays: new ReplayGuard(), audit: options.audit ?? new ReputationAudit(config) };
 }
 
 const busy = (c: Context, why: string) => c.json({ error: why }, 503, { "Retry-After": "1" });
@@ -85,7 +88,7 @@ export function createProbeApp(service: ProbeService): Hono {
   const app = new Hono();
   const { scheduler } = service;
 
-  app.get("/healthz", (c) => c.json({ ok: !service.draining, draining: service.draining, ...scheduler.stats() }));
+  app.get("/healthz", (c) => c.json({ ok: !service.draining, draining: service.draining, ...scheduler.stats(), reputation: service.audit.snapshot() }));
 
   app.post(PROBE_PATH, async (c) => {
     const started = monotonicNow();

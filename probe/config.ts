@@ -2,7 +2,9 @@
  * The probe's configuration (docs/probe.md "The SMTP probe"), parsed once at start-up. A missing or malformed
  * setting stops the process with a message naming it.
  */
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { normalizeDnsName } from "../edge/mx/doh.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
 
@@ -11,6 +13,24 @@ const int = (min: number, max: number, fallback: number) => z.coerce.number().in
 /** A fully qualified host name: what a mail server expects after EHLO, and what our PTR record says. */
 const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/i;
 const MAILBOX = /^[^\s@<>]{1,64}@[^\s@<>]{1,253}$/;
+
+/** Comma-separated items, trimmed, empty ones dropped. */
+const list = (value: string) => value.split(",").map((v) => v.trim()).filter((v) => v !== "");
+
+/**
+ * One public address of the probe in canonical form (IPv4 dotted quad, IPv6 RFC 5952; an
+ * IPv4-mapped IPv6 address as IPv4), or null when it is not a unicast IP literal.
+ */
+export function canonicalPublicIp(value: string): string | null {
+  let address: ipaddr.IPv4 | ipaddr.IPv6;
+  if (ipaddr.IPv4.isValidFourPartDecimal(value)) address = ipaddr.IPv4.parse(value);
+  else if (!value.includes("%") && ipaddr.IPv6.isValid(value)) {
+    const v6 = ipaddr.IPv6.parse(value);
+    address = v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6;
+  } else return null;
+  if (["unspecified", "multicast", "broadcast"].includes(address.range())) return null;
+  return address.toString();
+}
 
 /** The probe's settings as environment variables: names, bounds and defaults (docs/probe.md lists them from here). */
 export const PROBE_SETTINGS = z.object({
@@ -33,6 +53,45 @@ export const PROBE_SETTINGS = z.object({
   /** The envelope sender; defaults to verify@<PROBE_HELO_NAME>, an address on our own name. */
   PROBE_MAIL_FROM: z.preprocess(emptyToUndefined, z.string().regex(MAILBOX, "PROBE_MAIL_FROM must be an email address").optional()),
   PROBE_SMTP_PORT: int(1, 65535, 25),
+  /**
+   * The probe's own public addresses, comma-separated: the ones receivers see, whose reverse DNS,
+   * SPF and blocklist entries the self-audit checks. Required unless PROBE_ALLOW_PRIVATE_TARGETS=true.
+   */
+  PROBE_PUBLIC_IPS: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .optional()
+      .superRefine((value, ctx) => {
+        if (value === undefined) return;
+        const items = list(value);
+        if (items.length === 0) ctx.addIssue({ code: "custom", message: "PROBE_PUBLIC_IPS must list at least one IP address" });
+        for (const item of items) {
+          if (canonicalPublicIp(item) === null) {
+            ctx.addIssue({ code: "custom", message: `PROBE_PUBLIC_IPS must be comma-separated unicast IPv4/IPv6 addresses; "${item.slice(0, 60)}" is not one` });
+          }
+        }
+      }),
+  ),
+  /** The DNS-over-HTTPS resolver (RFC 8484) the self-audit asks. */
+  PROBE_DOH_URL: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .default("https://cloudflare-dns.com/dns-query")
+      .refine((v) => URL.canParse(v) && ["http:", "https:"].includes(new URL(v).protocol), { message: "PROBE_DOH_URL must be an http(s) URL" }),
+  ),
+  /** Seconds between two self-audits (one runs at start). */
+  PROBE_AUDIT_INTERVAL_SECONDS: int(10, 86_400, 900),
+  /** DNS blocklists the self-audit looks the public addresses up in, comma-separated; empty: none. */
+  PROBE_DNSBL_ZONES: z
+    .string()
+    .default("zen.spamhaus.org,b.barracudacentral.org,bl.spamcop.net")
+    .superRefine((value, ctx) => {
+      for (const zone of list(value)) {
+        if (normalizeDnsName(zone) === null) ctx.addIssue({ code: "custom", message: `PROBE_DNSBL_ZONES must be comma-separated DNS names; "${zone.slice(0, 60)}" is not one` });
+      }
+    }),
   PROBE_ALLOW_PRIVATE_TARGETS: z.preprocess(
     emptyToUndefined,
     z.enum(["true", "false"], { message: "PROBE_ALLOW_PRIVATE_TARGETS must be true or false" }).default("false"),
@@ -112,12 +171,26 @@ function metricsListen(value: string): { host: string; port: number } | null {
   return { host: value.slice(0, at).replace(/^\[|\]$/g, ""), port: Number(value.slice(at + 1)) };
 }
 
-const ProbeConfigSchema = PROBE_SETTINGS
+/**
+ * The settings checked together and renamed. `requirePublicIps`: PROBE_PUBLIC_IPS is required when
+ * private targets are refused (production); `npm start`'s local probe alone passes false.
+ */
+const probeConfigSchema = (requirePublicIps: boolean) => PROBE_SETTINGS
   .refine((c) => c.PROBE_DESTINATION_BACKOFF_MIN_MS <= c.PROBE_DESTINATION_BACKOFF_MAX_MS, {
     message: "PROBE_DESTINATION_BACKOFF_MIN_MS must not exceed PROBE_DESTINATION_BACKOFF_MAX_MS",
   })
   .refine((c) => { const m = metricsListen(c.PROBE_METRICS_LISTEN); return m === null || (m.port <= 65535 && (m.port === 0 || m.port !== c.PORT)); }, {
     message: "PROBE_METRICS_LISTEN must be a port of its own (not PORT, the public one) up to 65535",
+  })
+  .superRefine((c, ctx) => {
+    if (requirePublicIps && c.PROBE_PUBLIC_IPS === undefined && c.PROBE_ALLOW_PRIVATE_TARGETS === "false") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["PROBE_PUBLIC_IPS"],
+        message:
+          "PROBE_PUBLIC_IPS is required (set it to this probe's public IPv4/IPv6 addresses, comma-separated, such as 203.0.113.7,2001:db8::7: the self-audit checks their reverse DNS, SPF and blocklist entries)",
+      });
+    }
   })
   .transform((c) => ({
     port: c.PORT,
@@ -156,16 +229,28 @@ const ProbeConfigSchema = PROBE_SETTINGS
     unknownRatio: c.PROBE_DESTINATION_UNKNOWN_RATIO,
     unknownWindowMs: c.PROBE_DESTINATION_WINDOW_SECONDS * 1000,
     unknownPerHour: c.PROBE_DESTINATION_UNKNOWN_PER_HOUR,
+    /** Canonical, deduplicated; empty when PROBE_PUBLIC_IPS is not set (the self-audit is then off). */
+    publicIps: [...new Set(list(c.PROBE_PUBLIC_IPS ?? "").map((ip) => canonicalPublicIp(ip)!))],
+    dohUrl: c.PROBE_DOH_URL,
+    auditIntervalMs: c.PROBE_AUDIT_INTERVAL_SECONDS * 1000,
+    dnsblZones: [...new Set(list(c.PROBE_DNSBL_ZONES).map((zone) => normalizeDnsName(zone)!))],
   }));
 
-export type ProbeConfig = z.output<typeof ProbeConfigSchema>;
+const SCHEMAS = { required: probeConfigSchema(true), optional: probeConfigSchema(false) };
+
+export type ProbeConfig = z.output<ReturnType<typeof probeConfigSchema>>;
 
 export class ProbeConfigError extends Error {
   override name = "ProbeConfigError";
 }
 
-export function loadProbeConfig(env: Record<string, string | undefined>): ProbeConfig {
-  const result = ProbeConfigSchema.safeParse(env);
+/**
+ * The configuration from the environment, or a ProbeConfigError naming every bad setting.
+ * `publicIpsOptional`: only for a local development probe (`npm start`), which may run without
+ * PROBE_PUBLIC_IPS and so without the self-audit even when it refuses private targets.
+ */
+export function loadProbeConfig(env: Record<string, string | undefined>, options: { publicIpsOptional?: boolean } = {}): ProbeConfig {
+  const result = (options.publicIpsOptional ? SCHEMAS.optional : SCHEMAS.required).safeParse(env);
   if (!result.success) {
     const problems = result.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
     throw new ProbeConfigError(`Invalid probe configuration: ${problems.join("; ")}`);

@@ -17,9 +17,9 @@ process.on("unhandledRejection", (reason) => {
 try {
   const config = loadProbeConfig(process.env);
   const probe = await startProbeServer(config);
-  const metrics = config.metricsListen ? await startMetricsServer(probe.service.scheduler, config.metricsListen.host, config.metricsListen.port) : null;
+  const metrics = config.metricsListen ? await startMetricsServer(probe.service, config.metricsListen.host, config.metricsListen.port) : null;
   console.log(
-    JSON.stringify({ level: "info", msg: "probe listening", url: probe.url, metrics: metrics?.url ?? null, helo: config.heloName, smtp_port: config.smtpPort }),
+    JSON.stringify({ level: "info", msg: "probe listening", url: probe.url, metrics: metrics?.url ?? null, helo: config.heloName, smtp_port: config.smtpPort, public_ips: config.publicIps, audit: config.publicIps.length > 0 }),
   );
   const stop = () => {
     const { checks_in_flight } = probe.service.scheduler.stats();

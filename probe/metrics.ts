@@ -9,6 +9,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { ProbeOutcome } from "../shared/smtp-outcome.ts";
+import { AUDIT_CHECKS, type ReputationAudit } from "./reputation.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 /** Counters of this process: one probe per process in production. */
@@ -65,13 +66,39 @@ function schedulerGauges(scheduler: Scheduler): Registry {
   return registry;
 }
 
+/** The self-audit's gauges, read at each scrape (docs/probe.md "Self-audit"). */
+function auditGauges(audit: ReputationAudit): Registry {
+  const registry = new Registry();
+  new Gauge({
+    name: "probe_reputation_degraded",
+    help: "1 when the self-audit found an error (wrong PTR or forward DNS, SPF not pass, listed on a blocklist), else 0",
+    registers: [registry],
+    collect() {
+      this.set(audit.degraded ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "probe_audit_check_ok",
+    help: "1 when the self-audit check (ptr, fcrdns, spf, dnsbl) found no error for any public address, else 0",
+    labelNames: ["check"] as const,
+    registers: [registry],
+    collect() {
+      for (const check of AUDIT_CHECKS) this.set({ check }, audit.checkOk(check) ? 1 : 0);
+    },
+  });
+  return registry;
+}
+
 export type MetricsServer = { url: string; close(): Promise<void> };
 
-/** Serves GET /metrics on host:port for this scheduler, plus the process's own (CPU, memory, event loop). */
-export async function startMetricsServer(scheduler: Scheduler, host: string, port: number): Promise<MetricsServer> {
+/**
+ * Serves GET /metrics on host:port for this probe's scheduler and self-audit (a ProbeService has
+ * both), plus the process's own (CPU, memory, event loop).
+ */
+export async function startMetricsServer(probe: { scheduler: Scheduler; audit: ReputationAudit }, host: string, port: number): Promise<MetricsServer> {
   const process = new Registry();
   collectDefaultMetrics({ register: process });
-  const registry = Registry.merge([counters, schedulerGauges(scheduler), process]);
+  const registry = Registry.merge([counters, schedulerGauges(probe.scheduler), auditGauges(probe.audit), process]);
   const server: Server = createServer((req, res) => {
     if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
       res.writeHead(404, { "content-type": "text/plain" }).end("Not found\n");

@@ -11,6 +11,7 @@ export type RunningProbe = {
   /**
    * Stops accepting connections, answers new requests on open ones 503, lets every check in flight
    * finish within its own deadline, closes every SMTP session with QUIT, then closes the server.
+   * The self-audit (started with the server) stops at once.
    */
   close(): Promise<void>;
 };
@@ -18,9 +19,13 @@ export type RunningProbe = {
 export async function startProbeServer(config: ProbeConfig): Promise<RunningProbe> {
   const service = createProbeService(config);
   const app = createProbeApp(service);
+  service.audit.start();
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.listenHost }, () => resolve(s as Server));
-    s.once("error", reject);
+    s.once("error", (err) => {
+      service.audit.close();
+      reject(err);
+    });
   });
   const { address, port } = server.address() as AddressInfo;
   const host = address.includes(":") ? `[${address}]` : address;
@@ -31,6 +36,7 @@ export async function startProbeServer(config: ProbeConfig): Promise<RunningProb
     close: () =>
       (closing ??= (async () => {
         service.draining = true;
+        service.audit.close();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         await service.scheduler.drained();
         await service.scheduler.close();

@@ -234,7 +234,7 @@ async function startExtras(): Promise<{ probeUrl?: string; probeSecret?: string 
       PORT: process.env.PROBE_PORT ?? "8788",
       PROBE_LISTEN_HOST: host,
       PROBE_SECRET: secret,
-    }),
+    }, { publicIpsOptional: true }),
   );
   stoppers.push(() => probe.close());
   log(`probe on ${probe.url} (HELO ${probe.service.config.heloName})`);

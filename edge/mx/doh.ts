@@ -12,7 +12,13 @@ import { Buffer } from "node:buffer";
 import dnsPacket from "dns-packet";
 import { raceAbort, readBytesWithin } from "../../shared/bounded-body.ts";
 
-export type DohRecordType = "MX" | "A" | "AAAA";
+/**
+ * The record types this client asks for. PTR data is a name (normalized like MX exchanges: lower
+ * case, no trailing dot); TXT data is one string per record, its character-strings concatenated
+ * without separators (RFC 7208 §3.3, as SPF reads them) and decoded as UTF-8 (invalid bytes become
+ * U+FFFD).
+ */
+export type DohRecordType = "MX" | "A" | "AAAA" | "PTR" | "TXT";
 
 /** Largest DNS message accepted (a DNS message cannot be longer over TCP either). */
 export const MAX_DOH_RESPONSE_BYTES = 65_535;
@@ -101,7 +107,7 @@ export type DohQueryOptions = {
   maxBytes?: number;
 };
 
-const TYPE_CODES: Record<DohRecordType, number> = { A: 1, MX: 15, AAAA: 28 };
+const TYPE_CODES: Record<DohRecordType, number> = { A: 1, PTR: 12, MX: 15, TXT: 16, AAAA: 28 };
 
 function fail(reason: DohFailureReason, detail?: string): DohFailure {
   return detail === undefined ? { failed: true, reason } : { failed: true, reason, detail };
@@ -280,6 +286,15 @@ export function parseDohResponse<T extends DohRecordType>(
     } else if (a.type === "A" || a.type === "AAAA") {
       if (typeof a.data !== "string") continue;
       out.push(a.data.toLowerCase());
+    } else if (a.type === "PTR") {
+      if (typeof a.data !== "string") continue;
+      const target = lowerName(a.data);
+      if (target.length === 0) continue;
+      out.push(target);
+    } else if (a.type === "TXT") {
+      const text = txtString(a.data);
+      if (text === null) continue;
+      out.push(text);
     }
     ttl = Math.min(ttl, ttlOf(a));
   }
@@ -314,7 +329,8 @@ export function parseDohResponse<T extends DohRecordType>(
 
 /**
  * Walks a whole DNS message without decoding it: header, bounded section counts, every owner name
- * and every name inside MX/NS/CNAME/PTR/DNAME/SOA data, record lengths within the buffer. A name's
+ * and every name inside MX/NS/CNAME/PTR/DNAME/SOA data, TXT character-strings filling their record
+ * data exactly, record lengths within the buffer. A name's
  * compression pointer must point strictly before the start of the label run it ends (the start of
  * the name, or the previous pointer's target), so the targets strictly decrease and no pointer
  * loop can exist; a pointer into the header, a forward or self pointer, or a loop is an error.
@@ -363,6 +379,13 @@ export function validateDnsMessage(
           // SOA
           const afterRname = name(name(offset));
           if (afterRname + 20 > rdataEnd) return { ok: false, error: "bad SOA data" };
+          break;
+        }
+        case 16: {
+          // TXT: one or more <length><bytes> character-strings filling the record data exactly
+          let at = offset;
+          while (at < rdataEnd) at += 1 + buf[at]!;
+          if (at !== rdataEnd) return { ok: false, error: "bad TXT data" };
           break;
         }
         case 1: // A
@@ -451,6 +474,19 @@ function lowerName(n: string): string {
 
 function sameName(a: string, b: string): boolean {
   return lowerName(a) === lowerName(b);
+}
+
+/** A TXT record's character-strings joined without separators (RFC 7208 §3.3), or null if malformed. */
+function txtString(data: unknown): string | null {
+  const parts = Array.isArray(data) ? data : [data];
+  if (parts.length === 0) return null;
+  const bytes: Uint8Array[] = [];
+  for (const part of parts) {
+    if (part instanceof Uint8Array) bytes.push(part);
+    else if (typeof part === "string") bytes.push(Buffer.from(part, "utf8"));
+    else return null;
+  }
+  return Buffer.concat(bytes).toString("utf8");
 }
 
 function ttlOf(a: { ttl?: number | undefined }): number {

@@ -14,6 +14,8 @@ import {
 import { startDohServer, type DohServer, type Zone } from "../fixtures/doh-server.ts";
 import { testZone } from "../fixtures/test-zone.ts";
 
+const LONG_SPF = `v=spf1 ${Array.from({ length: 30 }, (_, i) => `ip4:198.51.100.${i}`).join(" ")} -all`;
+
 const zone: Zone = {
   ...testZone,
   "refused.test": "REFUSED",
@@ -27,6 +29,10 @@ const zone: Zone = {
   "mx.glue.test": { A: ["127.0.0.31"], AAAA: ["::1"] },
   "delay.test": { A: ["127.0.0.32"], delayMs: 300 },
   "delay-once.test": { A: ["127.0.0.33"], delayMs: 300, delayCount: 1 },
+  "10.2.0.192.in-addr.arpa": { PTR: ["Probe1.Verify.Example."] },
+  "txt.test": { TXT: ["v=spf1 ip4:192.0.2.10 -all", "other=1"], ttl: 30 },
+  "long-txt.test": { TXT: [LONG_SPF] },
+  "alias-txt.test": { CNAME: "txt.test" },
 };
 
 let server: DohServer;
@@ -107,6 +113,44 @@ describe("answers", () => {
       ],
     });
     expect(parseDohResponse(buf, 7, "www.x.test", "A")).toMatchObject({ answers: ["192.0.2.9"], ttl: 20 });
+  });
+});
+
+describe("PTR and TXT", () => {
+  it("PTR names are normalized like MX exchanges (lower case, no trailing dot)", async () => {
+    const r = await queryDoh(server.url, "10.2.0.192.in-addr.arpa", "PTR", T);
+    expect(r).toEqual({ failed: false, rcode: "NOERROR", answers: ["probe1.verify.example"], ttl: 300, additional: [] });
+    expect(server.queries).toEqual([{ name: "10.2.0.192.in-addr.arpa", type: "PTR" }]);
+    expect(await queryDoh(server.url, "11.2.0.192.in-addr.arpa", "PTR", T)).toMatchObject({ rcode: "NXDOMAIN", answers: [] });
+  });
+
+  it("TXT gives one string per record; NODATA when the name has none", async () => {
+    expect(await queryDoh(server.url, "txt.test", "TXT", T)).toMatchObject({ rcode: "NOERROR", answers: ["v=spf1 ip4:192.0.2.10 -all", "other=1"], ttl: 30 });
+    expect(await queryDoh(server.url, "ttl.test", "TXT", T)).toMatchObject({ rcode: "NOERROR", answers: [] });
+    expect(await queryDoh(server.url, "alias-txt.test", "TXT", T)).toMatchObject({ answers: ["v=spf1 ip4:192.0.2.10 -all", "other=1"] });
+  });
+
+  it("a TXT record over 255 bytes arrives as several character-strings, joined without spaces (RFC 7208 §3.3)", async () => {
+    expect(LONG_SPF.length).toBeGreaterThan(255);
+    const res = await fetch(server.url, {
+      method: "POST",
+      headers: { "content-type": "application/dns-message" },
+      body: dnsPacket.encode({ type: "query", id: 5, flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: "TXT", class: "IN", name: "long-txt.test" }] }),
+    });
+    const wire = dnsPacket.decode(Buffer.from(await res.arrayBuffer()));
+    const chunks = (wire.answers![0] as dnsPacket.TxtAnswer).data as Buffer[];
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const c of chunks) expect(c.length).toBeLessThanOrEqual(255);
+    expect(await queryDoh(server.url, "long-txt.test", "TXT", T)).toMatchObject({ answers: [LONG_SPF] });
+  });
+
+  it("TXT character-strings that overrun their record data make the message malformed", () => {
+    // Header id 1, QR, 1 question, 1 answer; question "ok.test" TXT IN.
+    const question = [2, 0x6f, 0x6b, 4, 0x74, 0x65, 0x73, 0x74, 0, 0, 16, 0, 1];
+    const rr = (rdata: number[]) => [0xc0, 12, 0, 16, 0, 1, 0, 0, 0, 60, 0, rdata.length, ...rdata];
+    const packet = (rdata: number[]) => Buffer.from([0, 1, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, ...question, ...rr(rdata)]);
+    expect(parseDohResponse(packet([2, 0x68, 0x69, 1, 0x21]), 1, "ok.test", "TXT")).toMatchObject({ answers: ["hi!"] });
+    expect(parseDohResponse(packet([5, 0x68, 0x69]), 1, "ok.test", "TXT")).toMatchObject({ failed: true, reason: "malformed" });
   });
 });
 

@@ -27,7 +27,7 @@ const baseEnv = () => ({
 beforeAll(async () => {
   mail = await startMailServer({ host: MX, port: await freePortOn([MX]), mailboxes: ["ana@metrics.test"] });
   probe = await startProbeServer(loadProbeConfig(baseEnv()));
-  metrics = await startMetricsServer(probe.service.scheduler, "127.0.0.1", 0);
+  metrics = await startMetricsServer(probe.service, "127.0.0.1", 0);
 });
 
 afterAll(async () => {

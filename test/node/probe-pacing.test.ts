@@ -13,7 +13,7 @@ import { Pacing, type SessionUse } from "../../probe/pacing.ts";
 import { TtlCache } from "../../shared/ttl-cache.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 
-const REQUIRED = { PROBE_SECRET: TEST_PROBE_SECRET, PROBE_HELO_NAME: "probe1.verify.example" };
+const REQUIRED = { PROBE_SECRET: TEST_PROBE_SECRET, PROBE_HELO_NAME: "probe1.verify.example", PROBE_PUBLIC_IPS: "192.0.2.10" };
 const defaults = loadProbeConfig(REQUIRED);
 const T0 = 1_000_000;
 const ADDRESS = "192.0.2.25";

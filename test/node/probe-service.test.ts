@@ -319,7 +319,7 @@ describe("stopping", () => {
 });
 
 describe("configuration", () => {
-  const base = { PROBE_SECRET: SECRET, PROBE_HELO_NAME: "probe1.verify.example" };
+  const base = { PROBE_SECRET: SECRET, PROBE_HELO_NAME: "probe1.verify.example", PROBE_PUBLIC_IPS: "192.0.2.10" };
 
   it("defaults: port 25, no private targets, MAIL FROM on our own HELO name", () => {
     const c = loadProbeConfig(base);
