@@ -7,6 +7,7 @@
  */
 import {
   PROBE_PATH,
+  PROBE_REPUTATION_HEADER,
   ProbeResponse,
   signProbeRequest,
   type ProbeRequest,
@@ -14,6 +15,7 @@ import {
 import type { ProbeCallFailure } from "../shared/smtp-outcome.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
 import { writeLog } from "./log.ts";
+import { TtlCache } from "../shared/ttl-cache.ts";
 
 export type ProbeCallResult =
   | { ok: true; response: ProbeResponse; ms: number }
@@ -41,9 +43,33 @@ const MIN_FAILOVER_BUDGET_MS = 1_000;
  */
 export function probeOrder(urls: readonly string[], domain: string): string[] {
   if (urls.length <= 1) return [...urls];
-  const scored = urls.map((url) => ({ url, score: rendezvousScore(url, domain) }));
-  scored.sort((a, b) => b.score - a.score || (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
+  const scored = urls.map((url) => ({ url, score: rendezvousScore(url, domain), degraded: degradedProbes.get(url) === true }));
+  // A probe whose self-audit says receivers may refuse it goes last (still used when all are);
+  // among the others, and among the degraded ones, the rendezvous order stands.
+  scored.sort((a, b) => Number(a.degraded) - Number(b.degraded) || b.score - a.score || (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
   return scored.map((s) => s.url);
+}
+
+/**
+ * What each probe's answers last said of its reputation (the PROBE_REPUTATION_HEADER it sends on every
+ * answer; the probe audits itself every 15 minutes by default), kept per isolate for as long: a
+ * probe not heard from since counts as healthy again. True: degraded.
+ */
+const degradedProbes = new TtlCache<string, boolean>(256);
+const REPUTATION_MEMORY_MS = 15 * 60_000;
+
+/** Notes the reputation a probe's answer carried (any answer, an error status too); a missing header changes nothing. */
+export function noteProbeReputation(probeUrl: string, headers: Headers): void {
+  const status = headers.get(PROBE_REPUTATION_HEADER);
+  if (status !== "ok" && status !== "degraded") return;
+  const degraded = status === "degraded";
+  if (degraded && degradedProbes.get(probeUrl) !== true) writeLog("warn", { event: "probe_reputation_degraded", probe: new URL(probeUrl).origin });
+  degradedProbes.set(probeUrl, degraded, REPUTATION_MEMORY_MS);
+}
+
+/** Forgets what probes said of their reputation (tests). */
+export function forgetProbeReputations(): void {
+  degradedProbes.clear();
 }
 
 /** FNV-1a over "probe\ndomain", then murmur3's 32-bit finalizer so that similar inputs spread. */
@@ -100,6 +126,7 @@ async function callOneProbe(probeUrl: string, secret: string, request: ProbeRequ
   try {
     const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { method: "POST", path: PROBE_PATH, body })) };
     const res = await fetch(new URL(PROBE_PATH, probeUrl), { method: "POST", headers, body, signal: controller.signal });
+    noteProbeReputation(probeUrl, res.headers);
     if (!res.ok) {
       await res.body?.cancel();
       return { ok: false, reason: "error_status", status: res.status, ms: elapsed() };

@@ -12,6 +12,7 @@ import {
   PROBE_MAX_BODY_BYTES,
   PROBE_NONCE_HEADER,
   PROBE_PATH,
+  PROBE_REPUTATION_HEADER,
   PROBE_SIGNATURE_HEADER,
   PROBE_TIMESTAMP_HEADER,
   ProbeBatchLine,
@@ -87,6 +88,12 @@ function parseBody<T>(c: Context, body: string, schema: { safeParse(v: unknown):
 export function createProbeApp(service: ProbeService): Hono {
   const app = new Hono();
   const { scheduler } = service;
+
+  // Every answer says how the self-audit last found this probe, so the Worker can rank it (edge/probe-client.ts).
+  app.use(async (c, next) => {
+    await next();
+    c.res.headers.set(PROBE_REPUTATION_HEADER, service.audit.snapshot().status);
+  });
 
   app.get("/healthz", (c) => c.json({ ok: !service.draining, draining: service.draining, ...scheduler.stats(), reputation: service.audit.snapshot() }));
 

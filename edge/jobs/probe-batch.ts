@@ -12,6 +12,7 @@ import {
   signProbeRequest,
   type ProbeBatchRequest,
 } from "../../shared/probe-contract.ts";
+import { noteProbeReputation } from "../probe-client.ts";
 
 /** A ProbeResponse line is a few kilobytes at most (64 attempts, 512-character replies). */
 const MAX_LINE_BYTES = 256 * 1024;
@@ -36,6 +37,7 @@ export async function callProbeBatch(
   try {
     const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { method: "POST", path: PROBE_BATCH_PATH, body })) };
     res = await fetch(new URL(PROBE_BATCH_PATH, probeUrl), { method: "POST", headers, body, signal });
+    noteProbeReputation(probeUrl, res.headers);
   } catch {
     return fail(signal.aborted ? "deadline" : "unreachable");
   }
