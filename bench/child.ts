@@ -171,13 +171,13 @@ export async function startFreshDatabase(): Promise<{ url: string; authToken: st
  * 127.x.y.z; port 25 needs root) answering each command after `delayMs`, and test/fixtures/doh-server.ts
  * serving `zone`: what the bulk-job benchmarks run against. `stop()` ends all of it.
  */
-export async function startJobsStack(opts: { zone: unknown; delayMs: number; edgePort: number; probePort: number; env?: NodeJS.ProcessEnv }) {
+export async function startJobsStack(opts: { zone: unknown; delayMs: number; edgePort: number; probePort: number; env?: NodeJS.ProcessEnv; mtaArgs?: string[] }) {
   const dir = await mkdtemp(join(tmpdir(), "bench-stack-"));
   const zoneFile = join(dir, "zone.json");
   await writeFile(zoneFile, JSON.stringify(opts.zone));
   const mta = await startChild(
     process.execPath,
-    ["--import", "tsx", join(root, "test/fixtures/mta-fixture.ts"), "--host", "0.0.0.0", "--port", "25", "--delay-ms", String(opts.delayMs)],
+    ["--import", "tsx", join(root, "test/fixtures/mta-fixture.ts"), "--host", "0.0.0.0", "--port", "25", "--delay-ms", String(opts.delayMs), ...(opts.mtaArgs ?? [])],
     { ready: /listening/ },
   );
   const doh = await startChild(process.execPath, ["--import", "tsx", join(root, "test/fixtures/doh-server.ts"), "--zone", zoneFile, "--port", "0"], { ready: /listening on \S+/ });

@@ -20,6 +20,7 @@ import { median } from "./stats.ts";
 import { jobsScaleMarkdown, runJobsScale } from "./jobs-scale.ts";
 import { peopleRefreshMarkdown, runPeopleRefresh } from "./people-refresh.ts";
 import { fairShareMarkdown, runFairShare } from "./fair-share.ts";
+import { harvestMarkdown, runHarvest } from "./harvest.ts";
 import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
@@ -40,6 +41,7 @@ const plan = quick
       jobs: { addresses: 10_000, domains: 200, delayMs: 5, seed: 7 },
       createLoad: { jobs: 3, addresses: 20_000, clients: 10 },
       fair: { big: 1_000, small: 150, delayMs: 20, headStartMs: 2_000 },
+      harvest: { lines: 400, scale: 60 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -52,6 +54,7 @@ const plan = quick
       jobs: { addresses: 100_000, domains: 1_000, delayMs: 5, seed: 7 },
       createLoad: { jobs: 10, addresses: 100_000, clients: 20 },
       fair: { big: 2_000, small: 300, delayMs: 20, headStartMs: 2_000 },
+      harvest: { lines: 2_000, scale: 60 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -106,6 +109,7 @@ const jobUpload = await runJobUpload({ log });
 const createLoad = await runJobsCreateLoad({ ...plan.createLoad, log });
 const fair = await runFairShare({ ...plan.fair, log });
 const refresh = await runPeopleRefresh({ ...plan.jobs, log });
+const harvest = await runHarvest({ ...plan.harvest, log });
 
 // ---- The report ----
 
@@ -162,6 +166,7 @@ ${tsxCommand("job-upload.ts", "")}
 ${tsxCommand("jobs-create-load.ts", `--jobs ${plan.createLoad.jobs} --addresses ${plan.createLoad.addresses} --clients ${plan.createLoad.clients}`)}
 ${tsxCommand("fair-share.ts", `--big ${plan.fair.big} --small ${plan.fair.small} --delay-ms ${plan.fair.delayMs} --head-start-ms ${plan.fair.headStartMs}`)}
 ${tsxCommand("people-refresh.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
+${tsxCommand("harvest.ts", `--lines ${plan.harvest.lines} --scale ${plan.harvest.scale}`)}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -312,6 +317,13 @@ starts the internal refresh job (docs/operations.md "Personal data") and the cro
 bulk job of the same list: ${(jobsScale.wallMs / 1000).toFixed(1)} s and ${jobsScale.smtp.connections.toLocaleString("en")} SMTP connections there.
 
 ${peopleRefreshMarkdown(refresh)}
+
+## 12. A dirty list at a server that defends against harvesting
+
+bench/harvest.ts, one run: this API as a bulk job on the stack of section 7 (the probe's unknown-recipient budget on, docs/probe.md
+"Unknown recipients"), then each npm verifier, each against a fresh mail server.
+
+${harvestMarkdown(harvest)}
 `;
 
 /** The bulk-job pass of section 2 in one sentence. */

@@ -71,6 +71,10 @@ async function startStack(): Promise<void> {
       PROBE_HELO_NAME: "probe1.interop.example",
       // Postfix listens on loopback, which a production probe refuses to dial.
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      // A crash in the middle of a 1,000-line job, half unknown at one Postfix: the unknown-recipient
+      // budget would stretch it to hours (200 an hour); it is tested in test/node/probe-harvest.test.ts.
+      PROBE_DESTINATION_UNKNOWN_RATIO: "1",
+      PROBE_DESTINATION_UNKNOWN_PER_HOUR: "0",
       JOB_STALL_SECONDS: "2",
       JOB_RETRY_DELAY_SECONDS: "2",
       WRANGLER_LOG: "info",

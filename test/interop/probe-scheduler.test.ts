@@ -40,6 +40,10 @@ function startProbe(): Promise<RunningProbe> {
       PROBE_HELO_NAME: "probe1.interop.example",
       // Postfix listens on loopback, which a production probe refuses to dial.
       PROBE_ALLOW_PRIVATE_TARGETS: "true",
+      // What Postfix does with a session's errors is tested here, with lists half unknown at once; the
+      // unknown-recipient budget would hold them for minutes (test/node/probe-harvest.test.ts tests it).
+      PROBE_DESTINATION_UNKNOWN_RATIO: "1",
+      PROBE_DESTINATION_UNKNOWN_PER_HOUR: "0",
     }),
   );
 }
