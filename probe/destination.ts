@@ -52,6 +52,7 @@ export class Destination {
   /** When this server last answered a RCPT: it is working, however slowly. */
   #answeredAt = 0;
   #wakeTimer: NodeJS.Timeout | undefined;
+  #wakeTimerAt = 0;
   #pumpScheduled = false;
   #empty = true;
   /** The unknown-recipient budget holds bulk work back now (logged once per episode). */
@@ -182,8 +183,13 @@ export class Destination {
     });
   }
 
+  /** Pumps again at `at`, or earlier if already due earlier (a back-off, the RCPT bucket and the budget each ask). */
   #wakeAt(at: number): void {
-    if (this.#wakeTimer) return;
+    if (this.#wakeTimer) {
+      if (this.#wakeTimerAt <= at) return;
+      clearTimeout(this.#wakeTimer);
+    }
+    this.#wakeTimerAt = at;
     this.#wakeTimer = setTimeout(() => {
       this.#wakeTimer = undefined;
       this.#pump();
@@ -247,6 +253,8 @@ export class Destination {
     const risks = new Map<Lane, number>();
     const riskOf = (lane: Lane) => risks.get(lane) ?? risks.set(lane, budget.risk(lane, now)).get(lane)!;
     const held = new Set<Lane>();
+    /** RCPTs of each lane put in this transaction so far: in flight, as far as the budget is concerned. */
+    const added = new Map<Lane, number>();
     for (let p = this.#queue.peekExcept(held); p !== undefined && batch.length + tests.size < size.rcpts; p = this.#queue.peekExcept(held)) {
       if (p.utf8 && !s.smtpUtf8) {
         // Another MX of the domain may offer SMTPUTF8: the walk goes on (stage "ehlo").
@@ -276,11 +284,12 @@ export class Destination {
         // The random address of a catch-all test is an unknown user wherever it is refused.
         const rcpts = test ? 2 : 1;
         const risk = riskOf(lane) + (test ? 1 : 0);
-        if (lane !== null && !budget.fits(plan, rcpts, risk)) {
+        if (lane !== null && !budget.fits(plan, rcpts, risk, !test && budget.lowersShare(lane, (added.get(lane) ?? 0) + 1, now))) {
           held.add(lane);
           continue;
         }
         budget.add(plan, rcpts, risk);
+        added.set(lane, (added.get(lane) ?? 0) + 1);
       }
       if (test) {
         const at = p.req.recipient.lastIndexOf("@");
@@ -321,9 +330,10 @@ export class Destination {
       settle: (p, outcome) => this.#settle(p, outcome),
       answered: (now) => (this.#answeredAt = now),
     });
-    for (const p of end.unasked) p.harvest?.cancel();
-    for (const p of batch) p.harvest?.close();
-    for (const t of tests) t.harvest?.close();
+    const ended = monotonicNow();
+    for (const p of end.unasked) p.harvest?.cancel(ended);
+    for (const p of batch) p.harvest?.close(ended);
+    for (const t of tests) t.harvest?.close(ended);
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
       if (p.settled) continue;

@@ -26,9 +26,11 @@ export type HarvestConfig = Pick<ProbeConfig, "unknownRatio" | "unknownWindowMs"
 /** Below this many RCPTs in the window, the share is not judged (Forcepoint judges from 20). */
 export const MIN_SAMPLE = 10;
 const HOUR_MS = 3_600_000;
-/** A lane's risk is (unknown + PRIOR_UNKNOWN) / (answered + PRIOR_WEIGHT): one half with no answers yet. */
+/** A lane's risk is (unknown + PRIOR_UNKNOWN) / (answered + PRIOR_WEIGHT) over its last answers: one half with none yet. */
 const PRIOR_UNKNOWN = 1;
 const PRIOR_WEIGHT = 2;
+/** The answers per lane (and address) a risk is read from, at most, within the last hour. */
+const LANE_MEMORY = 100;
 
 /** The lane of a check: a bulk tenant, or null for the single checks (a person waiting). */
 export type HarvestLane = string | null;
@@ -59,20 +61,21 @@ export class HarvestRcpt {
   }
 
   /** Never sent after all (the session was found dead before it went out). */
-  cancel(): void {
-    if (this.state === "pending") this.budget.settle(this, "cancelled", 0);
+  cancel(now: number): void {
+    if (this.state === "pending") this.budget.settle(this, "cancelled", now);
   }
 
   /** The transaction ended without a reply to it: sent, not refused as unknown. */
-  close(): void {
-    if (this.state === "pending") this.budget.settle(this, "known", 0);
+  close(now: number): void {
+    if (this.state === "pending") this.budget.settle(this, "known", now);
   }
 }
 
 /** What one transaction being assembled would add, on top of what the window holds. */
 export type HarvestPlan = { sent: number; unknown: number; hourWorst: number };
 
-type LaneCounts = { answered: number; unknown: number };
+/** A lane's last answers at this address (refused as unknown or not), and its RCPTs awaiting a reply. */
+type LaneHistory = { answers: { at: number; unknown: boolean }[]; unknown: number; pending: number };
 
 export class HarvestBudget {
   /** RCPTs of the last window, oldest first; the counts below are kept in step with it. */
@@ -82,7 +85,7 @@ export class HarvestBudget {
   #unknown = 0;
   #pending = 0;
   #pendingRisk = 0;
-  readonly #lanes = new Map<HarvestLane, LaneCounts>();
+  readonly #lanes = new Map<HarvestLane, LaneHistory>();
   /** When each unknown-user refusal of the last hour came, oldest first (kept only with an hourly limit). */
   readonly #unknownTimes: number[] = [];
 
@@ -96,26 +99,39 @@ export class HarvestBudget {
     return this.config.unknownRatio < 1 || this.config.unknownPerHour > 0;
   }
 
-  #lane(lane: HarvestLane): LaneCounts {
-    let counts = this.#lanes.get(lane);
-    if (!counts) this.#lanes.set(lane, (counts = { answered: 0, unknown: 0 }));
-    return counts;
+  /** The lane's history with answers older than the hour (or beyond LANE_MEMORY) dropped; an empty one for a lane not seen. */
+  #lane(lane: HarvestLane, now: number, create = true): LaneHistory {
+    let h = this.#lanes.get(lane);
+    if (!h) {
+      h = { answers: [], unknown: 0, pending: 0 };
+      if (!create) return h;
+      this.#lanes.set(lane, h);
+    }
+    let drop = 0;
+    while (drop < h.answers.length && (h.answers.length - drop > LANE_MEMORY || h.answers[drop]!.at <= now - HOUR_MS)) {
+      if (h.answers[drop]!.unknown) h.unknown--;
+      drop++;
+    }
+    if (drop > 0) h.answers.splice(0, drop);
+    return h;
   }
 
   /** @internal A RCPT's reply (or its absence) moves it out of pending. */
   settle(r: HarvestRcpt, state: Exclude<RcptState, "pending">, now: number): void {
     r.state = state;
+    const lane = this.#lane(r.lane, now);
+    lane.pending--;
+    if (state !== "cancelled") {
+      lane.answers.push({ at: now, unknown: state === "unknown" });
+      if (state === "unknown") lane.unknown++;
+    }
     if (state === "unknown" && this.config.unknownPerHour > 0) this.#unknownTimes.push(now);
+    if (lane.answers.length === 0 && lane.pending === 0) this.#lanes.delete(r.lane);
     if (!r.inWindow) return;
     this.#pending--;
     this.#pendingRisk -= r.risk;
     if (state === "cancelled") return void this.#sent--;
-    const lane = this.#lane(r.lane);
-    lane.answered++;
-    if (state === "unknown") {
-      this.#unknown++;
-      lane.unknown++;
-    }
+    if (state === "unknown") this.#unknown++;
   }
 
   #expire(now: number): void {
@@ -128,15 +144,7 @@ export class HarvestBudget {
       if (r.state === "pending") {
         this.#pending--;
         this.#pendingRisk -= r.risk;
-        continue;
-      }
-      const lane = this.#lane(r.lane);
-      lane.answered--;
-      if (r.state === "unknown") {
-        this.#unknown--;
-        lane.unknown--;
-      }
-      if (lane.answered === 0) this.#lanes.delete(r.lane);
+      } else if (r.state === "unknown") this.#unknown--;
     }
     if (this.#head > 1024 && this.#head * 2 > this.#window.length) {
       this.#window.splice(0, this.#head);
@@ -148,11 +156,24 @@ export class HarvestBudget {
     if (drop > 0) this.#unknownTimes.splice(0, drop);
   }
 
-  /** The share of unknown users a RCPT of `lane` is expected to be, from this address's recent answers. */
+  /** The share of unknown users a RCPT of `lane` is expected to be, from its last answers at this address. */
   risk(lane: HarvestLane, now: number): number {
-    this.#expire(now);
-    const counts = this.#lanes.get(lane);
-    return ((counts?.unknown ?? 0) + PRIOR_UNKNOWN) / ((counts?.answered ?? 0) + PRIOR_WEIGHT);
+    const h = this.#lane(lane, now, false);
+    return (h.unknown + PRIOR_UNKNOWN) / (h.answers.length + PRIOR_WEIGHT);
+  }
+
+  /**
+   * Whether `lane`'s work lowers the share whatever the window holds, so that it may go even when the
+   * share is over the ratio (clean work mixed in): at least 10 answers, and a pessimistic reading of
+   * them, its RCPTs awaiting a reply (and `extra` more) counted as unknown, still within the ratio.
+   * Counting the ones in flight is what keeps a lane that turns dirty from running ahead of its answers.
+   */
+  lowersShare(lane: HarvestLane, extra: number, now: number): boolean {
+    if (lane === CATCH_ALL_LANE) return false;
+    const h = this.#lane(lane, now, false);
+    if (h.answers.length < MIN_SAMPLE) return false;
+    const inFlight = h.pending + extra;
+    return (h.unknown + inFlight + PRIOR_WEIGHT) / (h.answers.length + inFlight + PRIOR_WEIGHT) <= this.config.unknownRatio;
   }
 
   /** The window as it stands: the start of a plan for the next transaction. */
@@ -161,13 +182,15 @@ export class HarvestBudget {
     return { sent: this.#sent, unknown: this.#unknown + this.#pendingRisk, hourWorst: this.#unknownTimes.length + this.#pending };
   }
 
-  /** Whether `rcpts` more RCPTs of total risk `risk` stay within both limits. */
-  fits(plan: HarvestPlan, rcpts: number, risk: number): boolean {
+  /**
+   * Whether `rcpts` more RCPTs of total risk `risk` stay within both limits; `lowers`: they are work
+   * that lowers the share (lowersShare), which may go however high the share is now.
+   */
+  fits(plan: HarvestPlan, rcpts: number, risk: number, lowers = false): boolean {
     const c = this.config;
     if (c.unknownPerHour > 0 && plan.hourWorst + rcpts > c.unknownPerHour) return false;
     const sent = plan.sent + rcpts;
-    // Work expected to be refused less often than the ratio lowers the share however high it is now.
-    return c.unknownRatio >= 1 || sent < MIN_SAMPLE || plan.unknown + risk <= c.unknownRatio * sent || risk <= c.unknownRatio * rcpts;
+    return c.unknownRatio >= 1 || sent < MIN_SAMPLE || plan.unknown + risk <= c.unknownRatio * sent || lowers;
   }
 
   /** Adds what was just put in the transaction to the plan. */
@@ -179,7 +202,7 @@ export class HarvestBudget {
 
   /** Whether one RCPT of `lane` may go now. */
   admits(lane: HarvestLane, now: number): boolean {
-    return !this.enabled || this.fits(this.plan(now), 1, this.risk(lane, now));
+    return !this.enabled || this.fits(this.plan(now), 1, this.risk(lane, now), this.lowersShare(lane, 1, now));
   }
 
   /** A RCPT going out now, charged at `risk`: tell it the reply. */
@@ -187,6 +210,7 @@ export class HarvestBudget {
     this.#expire(now);
     const rcpt = new HarvestRcpt(now, lane, risk, this);
     this.#window.push(rcpt);
+    this.#lane(lane, now).pending++;
     this.#sent++;
     this.#pending++;
     this.#pendingRisk += risk;

@@ -105,7 +105,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     for (const t of tests) {
       if (asked.includes(t)) continue;
       t.finish(null);
-      t.harvest?.cancel();
+      t.harvest?.cancel(monotonicNow());
     }
     tests.splice(0, tests.length, ...asked);
     return asked.map((t) => t.recipient);

@@ -48,10 +48,30 @@ describe("the unknown-recipient budget of one destination", () => {
     }
     expect(dirty).toBe(6);
     // ... and a clean one, which lowers the share, fits where the dirty one does not, and makes room for it.
-    expect(b.fits(plan, 1, b.risk("dirty", 20))).toBe(false);
-    expect(b.fits(plan, 1, b.risk("clean", 20))).toBe(true);
+    expect(b.fits(plan, 1, b.risk("dirty", 20), b.lowersShare("dirty", 1, 20))).toBe(false);
+    expect(b.lowersShare("clean", 1, 20)).toBe(true);
+    expect(b.fits(plan, 1, b.risk("clean", 20), true)).toBe(true);
     for (let i = 0; i < 4; i++) b.add(plan, 1, b.risk("clean", 20));
     expect(b.fits(plan, 1, b.risk("dirty", 20))).toBe(true);
+  });
+
+  it("a lane lowers the share only on 10 answers or more, read pessimistically, its RCPTs in flight counted as unknown", () => {
+    const b = new HarvestBudget("192.0.2.1", config);
+    for (let i = 0; i < 9; i++) b.sent("clean", 0.5, 0).replied(false, 10);
+    // Nine good answers are not enough to go past the ratio on.
+    expect(b.lowersShare("clean", 1, 20)).toBe(false);
+    b.sent("clean", 0.5, 20).replied(false, 30);
+    expect(b.lowersShare("clean", 1, 40)).toBe(true);
+    // Ten good answers and three more in flight: (0 + 3 + 2) / (10 + 3 + 2) = 0.33, over the ratio.
+    for (let i = 0; i < 3; i++) b.sent("clean", 0.1, 40);
+    expect(b.lowersShare("clean", 0, 50)).toBe(false);
+    // Two unknown among 20: (2 + 2) / (20 + 2) = 0.18, still lower.
+    const mixed = new HarvestBudget("192.0.2.2", config);
+    for (let i = 0; i < 20; i++) mixed.sent("m", 0.5, 0).replied(i < 2, 10);
+    expect(mixed.lowersShare("m", 0, 20)).toBe(true);
+    // A lane's history outlives the window (answers of the last hour, the last 100).
+    expect(mixed.risk("m", 3_000_000)).toBeCloseTo(3 / 22);
+    expect(mixed.risk("m", 3_600_011)).toBe(0.5);
   });
 
   it("never passes the hourly limit, counting the RCPTs still waiting for their reply as unknown", () => {
@@ -71,7 +91,7 @@ describe("the unknown-recipient budget of one destination", () => {
 
   it("a RCPT never sent (its session found dead) is not counted", () => {
     const b = new HarvestBudget("192.0.2.1", config);
-    for (let i = 0; i < 9; i++) b.sent("t", 0.5, 0).cancel();
+    for (let i = 0; i < 9; i++) b.sent("t", 0.5, 0).cancel(0);
     expect(b.counts(1)).toEqual({ sent_in_window: 0, unknown_in_window: 0, unknown_last_hour: 0 });
     expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, hourWorst: 0 });
   });
@@ -170,14 +190,19 @@ describe("harvest-aware pacing against a Forcepoint-style defence", () => {
   }, 60_000);
 
   it("a clean tenant's work goes on while a dirty one's is held, and makes room for it", async () => {
-    const dirty = list("dirty2.test", 24, () => false).emails;
-    const clean = list("clean2.test", 60, () => true).emails;
+    const dirty = list("dirty2.test", 40, () => false).emails;
+    const clean = list("clean2.test", 80, () => true).emails;
     const f = await mta(162, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
-    const run = await runJob(scheduler(BUDGET_SCALED), ip(162), { dirty, clean });
+    const s = scheduler(BUDGET_SCALED);
+    // The clean tenant has a record at this server (its first answers); then the dirty one arrives.
+    const warmup = await runJob(s, ip(162), { clean: clean.slice(0, 20) });
+    expect(warmup.deferrals.clean).toBe(0);
+    const run = await runJob(s, ip(162), { dirty, clean: clean.slice(20) });
     expect(f.harvest.blocks).toEqual([]);
     expect(dirty.every((e) => run.answers.get(e)?.outcome === "mailbox_not_found")).toBe(true);
-    expect(clean.every((e) => run.answers.get(e)?.outcome === "accepted")).toBe(true);
+    expect(clean.slice(20).every((e) => run.answers.get(e)?.outcome === "accepted")).toBe(true);
     expect(run.deferrals.clean).toBe(0);
+    // 40 unknown beside 60 good is more than 30%: part of the dirty list had to wait for the window to move on.
     expect(run.deferrals.dirty).toBeGreaterThan(0);
   }, 60_000);
 
