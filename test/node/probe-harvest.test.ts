@@ -6,6 +6,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { runBatchProbe, runProbe } from "../../probe/probe.ts";
 import { HarvestBudget, MIN_SAMPLE } from "../../probe/harvest-budget.ts";
+import type { ProbeConfig } from "../../probe/config.ts";
+import { startMetricsServer } from "../../probe/metrics.ts";
+import { ReputationAudit } from "../../probe/reputation.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
@@ -209,6 +212,9 @@ describe("harvest-aware pacing against a Forcepoint-style defence", () => {
   it("a single check still runs when the budget is spent (a person is waiting), and counts against it", async () => {
     const f = await mta(163, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
     const s = scheduler({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 6 });
+    const metrics = await startMetricsServer({ scheduler: s, audit: new ReputationAudit(s.config as ProbeConfig) }, "127.0.0.1", 0);
+    const deferralsCounted = async () => Number(/^probe_harvest_deferrals_total (\d+)/m.exec(await (await fetch(metrics.url)).text())?.[1]);
+    const before = await deferralsCounted();
     const dirty = list("dirty3.test", 12, () => false).emails;
     const job = await Promise.all(
       dirty.map((email) => {
@@ -219,6 +225,8 @@ describe("harvest-aware pacing against a Forcepoint-style defence", () => {
     // Six unknown users in the hour: the rest of the list is handed back, unasked.
     expect(job.filter((r) => r?.outcome === "mailbox_not_found")).toHaveLength(6);
     expect(job.filter((r) => r === null)).toHaveLength(6);
+    expect((await deferralsCounted()) - before).toBe(6);
+    await metrics.close();
     const started = Date.now();
     const single = await runProbe({ email: "nobody-single@dirty3.test", mx: mxOf("x@dirty3.test", ip(163)), deadline_ms: 5_000, catch_all_check: false }, deps(s));
     expect(single.outcome).toBe("mailbox_not_found");
