@@ -106,7 +106,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (!PEERS.includes(tool) || !values.list) throw new Error(`Usage: peer-verify.ts --tool ${PEERS.join("|")} --list FILE [--concurrency N]`);
   const emails = JSON.parse(readFileSync(values.list, "utf8")) as string[];
   const result = await run(tool, emails, Number(values.concurrency));
-  process.stdout.write(`${JSON.stringify(result)}\n`);
-  // A socket a tool left open (no timeout) must not keep the process alive after the run.
-  process.exit(0);
+  // A socket a tool left open (no timeout) must not keep the process alive after the run; exit once
+  // the answer is written (a pipe takes 64 KiB at once: 2,000 answers are more, and exit cuts them off).
+  process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
 }
