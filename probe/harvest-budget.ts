@@ -89,10 +89,7 @@ export class HarvestBudget {
   /** When each unknown-user refusal of the last hour came, oldest first (kept only with an hourly limit). */
   readonly #unknownTimes: number[] = [];
 
-  constructor(
-    readonly address: string,
-    private readonly config: HarvestConfig,
-  ) {}
+  constructor(private readonly config: HarvestConfig) {}
 
   /** Whether any limit is in force at all (if not, nothing is counted). */
   get enabled(): boolean {

@@ -171,7 +171,7 @@ export class Scheduler {
       if (oldest.done) return null;
       this.#forget(oldest.value);
     }
-    const budget = this.#budgets.get(address) ?? new HarvestBudget(address, this.config);
+    const budget = this.#budgets.get(address) ?? new HarvestBudget(this.config);
     this.#budgets.delete(address);
     const destination = new Destination(address, {
       config: this.config,

@@ -19,7 +19,7 @@ describe("the unknown-recipient budget of one destination", () => {
   const config = { unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 200 };
 
   it("lets anything through until 10 RCPTs were sent in the window, then keeps the expected unknown share at most the ratio", () => {
-    const b = new HarvestBudget("192.0.2.1", config);
+    const b = new HarvestBudget(config);
     const rcpts = [];
     for (let i = 0; i < MIN_SAMPLE - 1; i++) {
       expect(b.admits("dirty", 1_000)).toBe(true);
@@ -37,7 +37,7 @@ describe("the unknown-recipient budget of one destination", () => {
   });
 
   it("a lane whose answers are good costs less than the ratio and makes room for a dirty one (known-good work mixed in)", () => {
-    const b = new HarvestBudget("192.0.2.1", config);
+    const b = new HarvestBudget(config);
     for (let i = 0; i < 20; i++) b.sent("clean", 0.5, 0).replied(false, 10);
     for (let i = 0; i < 4; i++) b.sent("dirty", 0.5, 0).replied(true, 10);
     expect(b.risk("clean", 20)).toBeCloseTo(1 / 22);
@@ -59,7 +59,7 @@ describe("the unknown-recipient budget of one destination", () => {
   });
 
   it("a lane lowers the share only on 10 answers or more, read pessimistically, its RCPTs in flight counted as unknown", () => {
-    const b = new HarvestBudget("192.0.2.1", config);
+    const b = new HarvestBudget(config);
     for (let i = 0; i < 9; i++) b.sent("clean", 0.5, 0).replied(false, 10);
     // Nine good answers are not enough to go past the ratio on.
     expect(b.lowersShare("clean", 1, 20)).toBe(false);
@@ -69,7 +69,7 @@ describe("the unknown-recipient budget of one destination", () => {
     for (let i = 0; i < 3; i++) b.sent("clean", 0.1, 40);
     expect(b.lowersShare("clean", 0, 50)).toBe(false);
     // Two unknown among 20: (2 + 2) / (20 + 2) = 0.18, still lower.
-    const mixed = new HarvestBudget("192.0.2.2", config);
+    const mixed = new HarvestBudget(config);
     for (let i = 0; i < 20; i++) mixed.sent("m", 0.5, 0).replied(i < 2, 10);
     expect(mixed.lowersShare("m", 0, 20)).toBe(true);
     // A lane's history outlives the window (answers of the last hour, the last 100).
@@ -78,7 +78,7 @@ describe("the unknown-recipient budget of one destination", () => {
   });
 
   it("never passes the hourly limit, counting the RCPTs still waiting for their reply as unknown", () => {
-    const b = new HarvestBudget("192.0.2.1", { unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 3 });
+    const b = new HarvestBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 3 });
     b.sent("t", 0.5, 0).replied(true, 1);
     b.sent("t", 0.5, 2_000).replied(true, 2_001);
     const pending = b.sent("t", 0.5, 4_000);
@@ -93,14 +93,14 @@ describe("the unknown-recipient budget of one destination", () => {
   });
 
   it("a RCPT never sent (its session found dead) is not counted", () => {
-    const b = new HarvestBudget("192.0.2.1", config);
+    const b = new HarvestBudget(config);
     for (let i = 0; i < 9; i++) b.sent("t", 0.5, 0).cancel(0);
     expect(b.counts(1)).toEqual({ sent_in_window: 0, unknown_in_window: 0, unknown_last_hour: 0 });
     expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, hourWorst: 0 });
   });
 
   it("ratio 1 and no hourly limit: nothing is counted or held", () => {
-    const b = new HarvestBudget("192.0.2.1", { unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 0 });
+    const b = new HarvestBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 0 });
     expect(b.enabled).toBe(false);
     expect(b.admits("t", 0)).toBe(true);
   });
