@@ -53,6 +53,9 @@ const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
   protocol_error: "assumed",
   // The probe would not dial the hosts (private or reserved addresses): nothing was checked.
   refused_target: "not_checked",
+  // Nothing was sent (the receiver's budget, or a family that is not probed): an assumption, never evidence.
+  budget_spent: "assumed",
+  not_probed: "assumed",
 };
 
 /**

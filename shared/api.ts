@@ -173,6 +173,8 @@ export const VERIFICATION_REASONS = [
   "mailbox_full",
   "connection_failed",
   "smtp_inconclusive",
+  "receiver_budget_spent",
+  "provider_forbids_probing",
   "dns_failure",
   "no_smtp_check",
   "deliverable",

@@ -49,6 +49,15 @@ export const ProbeRequest = z.object({
   deadline_ms: z.number().int().min(500).max(60_000),
   /** Whether to test a random address on the same domain (catch-all detection). */
   catch_all_check: z.boolean().default(true),
+  /**
+   * Whose check this is (the account's opaque digest, as a batch's): each customer has a lane of its
+   * own in every receiver's budget, so one customer's checks cannot spend another's. Absent: the
+   * lane of checks nobody named.
+   */
+  tenant: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/)
+    .optional(),
 });
 export type ProbeRequest = z.input<typeof ProbeRequest>;
 export type ProbeRequestParsed = z.output<typeof ProbeRequest>;
@@ -139,9 +148,20 @@ export const ProbeBatchRequest = z
   });
 export type ProbeBatchRequest = z.input<typeof ProbeBatchRequest>;
 
-/** An answer, or `deferred`: not asked within queue_ms because its server was still busy with others. */
+/**
+ * An answer, or `deferred`: not asked within queue_ms because its server was still busy with others,
+ * or because the receiver's budget holds it (then `retry_after_ms`, when the budget next has room,
+ * and `waiting_on`, the receiver's family: the caller parks the line until then instead of asking again
+ * at once).
+ */
 export const ProbeBatchAnswer = z.object({ email: z.string(), result: ProbeResponse });
-export const ProbeBatchLine = z.union([ProbeBatchAnswer, z.object({ email: z.string(), deferred: z.literal(true) })]);
+export const ProbeBatchDeferred = z.object({
+  email: z.string(),
+  deferred: z.literal(true),
+  retry_after_ms: z.number().int().min(0).max(7 * 86_400_000).optional(),
+  waiting_on: z.string().max(32).optional(),
+});
+export const ProbeBatchLine = z.union([ProbeBatchAnswer, ProbeBatchDeferred]);
 export type ProbeBatchLine = z.infer<typeof ProbeBatchLine>;
 
 const encoder = new TextEncoder();

@@ -20,6 +20,10 @@ import { z } from "zod";
  * - protocol_error: the server spoke something that is not SMTP (oversized lines, garbage), or the
  *   address needs SMTPUTF8 and the server does not offer it.
  * - refused_target: every address was private/reserved and the probe is not allowed to dial it.
+ * - budget_spent: nothing was sent: the receiving server's unknown-recipient budget for this customer
+ *   is spent, or the server asked us to back off (docs/probe.md "Receiver policy").
+ * - not_probed: nothing was sent: the receiver's family is not probed (its policy forbids it, or RCPT
+ *   there accepts every address), shared/email/receiver-policy.ts.
  */
 export const ProbeOutcome = z.enum([
   "accepted",
@@ -32,6 +36,8 @@ export const ProbeOutcome = z.enum([
   "timeout",
   "protocol_error",
   "refused_target",
+  "budget_spent",
+  "not_probed",
 ]);
 export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
 

@@ -167,6 +167,7 @@ const INCONCLUSIVE_REASON: Partial<Record<SmtpOutcome, VerificationReason>> = {
   connection_failed: "connection_failed",
   rejected_unclear: "smtp_inconclusive",
   protocol_error: "smtp_inconclusive",
+  budget_spent: "receiver_budget_spent",
 };
 
 /**

@@ -1,0 +1,328 @@
+/**
+ * How each family of receiving mail servers may be probed (docs/probe.md "Receiver policy"): which
+ * MX names belong to the family, whether a RCPT there may be sent at all, how its unknown-recipient
+ * budget is keyed and sized, how fast and how wide the probe may talk to it, and which replies mean
+ * "back off" or "stop". Data, one row a family, each number tied to its evidence
+ * (../shared/research/provider-limits.md in the team folder, "§" below). Numbers marked THIN rest on
+ * no published threshold: a conservative guess to be tuned by measurement. Operators override any
+ * field of any row with PROBE_RECEIVER_POLICY (probe/config.ts).
+ *
+ * Both sides read it: the Worker to answer families that must not or cannot be probed without a
+ * conversation and to spread the big families over the fleet; the probe for everything else.
+ */
+
+export const RECEIVER_FAMILIES = [
+  "google",
+  "microsoft-eop",
+  "outlook-consumer",
+  "yahoo",
+  "cisco",
+  "forcepoint",
+  "trendmicro",
+  "symantec",
+  "sophos",
+  "mimecast",
+  "proofpoint",
+  "barracuda",
+  "self-hosted",
+] as const;
+export type ReceiverFamily = (typeof RECEIVER_FAMILIES)[number];
+
+/**
+ * What a reply means for the family: `pause` the budget key for `seconds` (doubling on repeats, up to
+ * `maxSeconds`), or `stop` it for `seconds` and alert (a block, a ban: a person must look).
+ */
+export type ReplyRule = {
+  /** The reply code, or its first digit ("4" for every 4xx). */
+  code: number | "4" | "5";
+  /** A prefix of the enhanced status code ("4.7.28", "4.7.5"), when it must match. */
+  enhanced?: string;
+  /** Words the reply text must contain (case-insensitive), when they must. */
+  text?: string;
+  action: "pause" | "stop";
+  seconds: number;
+  maxSeconds?: number;
+};
+
+export type ReceiverPolicy = {
+  family: ReceiverFamily;
+  /** MX host suffixes (a suffix matches the host or any name below it; the longest wins). */
+  suffixes: readonly string[];
+  /**
+   * yes: probe at RCPT. forbidden: the receiver's published policy forbids verifying without sending
+   * (answered without a conversation, `provider_forbids_probing`). accepts_all: RCPT accepts every
+   * address there, so a probe spends reputation for no answer (answered as the catch-all it behaves as).
+   */
+  probe: "yes" | "forbidden" | "accepts_all";
+  /**
+   * What the receiver counts by: our sending IP and the family (google, microsoft: they throttle the
+   * sender's IP whichever of their MX addresses it reaches), or our sending IP and the MX address
+   * (gateways and self-hosted servers count per connecting host).
+   */
+  budgetKey: "probe_ip_family" | "probe_ip_destination";
+  /** The sliding window of the unknown share, seconds. */
+  windowSeconds: number;
+  /** The largest share of unknown users in the window... */
+  unknownRatio: number;
+  /** ...judged once this many RCPTs were sent in it... */
+  minSample: number;
+  /** ...and once more unknown users than this are expected in it: below, no receiver of the family reacts. */
+  unknownFloor: number;
+  /** Unknown-user refusals per hour per budget key (before warm-up). */
+  unknownPerHour: number;
+  /** Unknown-user refusals per hour for the probe's whole /24 (google only: its 421 4.7.28 names the netblock); 0: none. */
+  netblockUnknownPerHour: number;
+  /** SMTP sessions open at once per probe IP to the whole family (probe_ip_family) or to one address. */
+  sessionsPerIp: number;
+  /** RCPT commands per second per probe IP to the family (or to one address). */
+  rcptPerSecond: number;
+  /** RCPTs in one transaction, the catch-all test's included. */
+  rcptsPerTransaction: number;
+  /** Recipient domains in one transaction; 0: any number. */
+  domainsPerTransaction: number;
+  /** Domains of the family whose catch-all answer is known (not catch-all): no random address is sent there. */
+  knownNotCatchAll: readonly string[];
+  /** A new probe IP starts at this fraction of the hourly cap and RCPT rate and grows at most 1.5x a day; 1: no warm-up. */
+  warmupStart: number;
+  /** Spread one domain's addresses over the healthy probes (rendezvous on the address): a family keyed by probe IP. */
+  fleetSpread: boolean;
+  replies: readonly ReplyRule[];
+};
+
+/** The day-over-day growth of a warming probe IP: Google warns that doubling volumes "could result in rate limiting". */
+export const WARMUP_DAILY_GROWTH = 1.5;
+
+/**
+ * Postfix's smtpd_hard_error_limit (§4 Postfix): "421 ... too many errors" means we already went past
+ * its soft limit; pause the address an hour. A 5.7.1 at RCPT is often about one recipient there, so
+ * it stops nothing (a refused greeting or MAIL FROM already marks the address dead: pacing.ts).
+ */
+const SELF_HOSTED_REPLIES: readonly ReplyRule[] = [{ code: 421, text: "too many errors", action: "pause", seconds: 3_600 }];
+
+/** Gateways: "Too many invalid recipients" (Cisco's DHAP drop, §4) means the hour's 250s are suspect. */
+const GATEWAY_REPLIES: readonly ReplyRule[] = [
+  { code: 550, text: "too many invalid recipients", action: "stop", seconds: 4_200 },
+  { code: 554, enhanced: "5.7.1", action: "stop", seconds: 86_400 },
+  { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
+];
+
+/** A gateway row: per destination address, 60 s ratio as today's rule, a tight hourly cap, one session. */
+function gateway(family: ReceiverFamily, suffixes: readonly string[], unknownPerHour: number, replies = GATEWAY_REPLIES): ReceiverPolicy {
+  return {
+    family,
+    suffixes,
+    probe: "yes",
+    budgetKey: "probe_ip_destination",
+    windowSeconds: 60,
+    unknownRatio: 0.3,
+    minSample: 10,
+    // Forcepoint blocks past half of at least 20 recipients in 60 s (≥ 11 unknown): 9 never reaches it.
+    unknownFloor: 9,
+    unknownPerHour,
+    netblockUnknownPerHour: 0,
+    sessionsPerIp: 1,
+    // ≤ 10 RCPT a minute per destination (§8 gateways).
+    rcptPerSecond: 10 / 60,
+    rcptsPerTransaction: 5,
+    domainsPerTransaction: 0,
+    knownNotCatchAll: [],
+    warmupStart: 1,
+    fleetSpread: false,
+    replies,
+  };
+}
+
+export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
+  {
+    // §1, §8 google. Google publishes no harvest threshold; its 421 4.7.28 names "your IP address" and
+    // "your IP Netblock", so the budget is per probe IP and family, and per /24. 1,000 unknown an hour,
+    // 1.5 RCPT/s and 2 sessions are THIN (one 2019 anecdote: ~200 checks in 30-60 min, then failures).
+    family: "google",
+    suffixes: ["google.com", "googlemail.com", "smtp.goog"],
+    probe: "yes",
+    budgetKey: "probe_ip_family",
+    windowSeconds: 3_600,
+    // An anomaly guard borrowed from Forcepoint's 50% (§8): Google publishes no ratio.
+    unknownRatio: 0.5,
+    minSample: 200,
+    unknownFloor: 100,
+    unknownPerHour: 1_000,
+    netblockUnknownPerHour: 1_000,
+    sessionsPerIp: 2,
+    rcptPerSecond: 1.5,
+    // No inbound figure is published; 20 is the probe's own default.
+    rcptsPerTransaction: 20,
+    // 451 4.3.0 "Multiple destination domains per transaction is unsupported" [official].
+    domainsPerTransaction: 1,
+    // gmail.com is not catch-all (Reacher's SkipCatchAll); Workspace domains may be, so they are tested.
+    knownNotCatchAll: ["gmail.com", "googlemail.com"],
+    // "immediately doubling previously sent volumes suddenly could result in rate limiting" [official].
+    warmupStart: 0.2,
+    fleetSpread: true,
+    replies: [
+      // 421 4.7.28 / 4.7.0 "rate limited" or "blocked": pause 30 min, doubling to a day.
+      { code: 421, enhanced: "4.7.28", action: "pause", seconds: 1_800, maxSeconds: 86_400 },
+      { code: 421, enhanced: "4.7.0", action: "pause", seconds: 1_800, maxSeconds: 86_400 },
+      // 421 4.4.5 "Server busy", 421 4.3.0: retry within minutes.
+      { code: 421, enhanced: "4.4.5", action: "pause", seconds: 300, maxSeconds: 900 },
+      { code: 421, enhanced: "4.3.0", action: "pause", seconds: 300, maxSeconds: 900 },
+      // 550 5.7.1 "unsolicited mail ... has been blocked": stop a day and alert.
+      { code: 550, enhanced: "5.7.1", action: "stop", seconds: 86_400 },
+    ],
+  },
+  {
+    // §2a. EOP refuses unknown users at RCPT only with Directory-Based Edge Blocking; 452 4.5.3 on the
+    // second RCPT of a transaction (AS780090, verifiers' reports); 451 4.7.500-699 when a sending IP's
+    // pattern "changes significantly". 500 unknown an hour and 5 sessions are THIN.
+    family: "microsoft-eop",
+    suffixes: ["mail.protection.outlook.com", "protection.outlook.com", "mail.eo.outlook.com"],
+    probe: "yes",
+    budgetKey: "probe_ip_family",
+    windowSeconds: 3_600,
+    unknownRatio: 0.5,
+    minSample: 50,
+    unknownFloor: 25,
+    unknownPerHour: 500,
+    netblockUnknownPerHour: 0,
+    sessionsPerIp: 5,
+    // ≤ 1 transaction a second, and a transaction is one RCPT.
+    rcptPerSecond: 1,
+    rcptsPerTransaction: 1,
+    domainsPerTransaction: 1,
+    knownNotCatchAll: [],
+    warmupStart: 0.2,
+    fleetSpread: true,
+    replies: [
+      { code: 451, enhanced: "4.7.5", action: "pause", seconds: 3_600, maxSeconds: 86_400 },
+      { code: 451, enhanced: "4.7.6", action: "pause", seconds: 3_600, maxSeconds: 86_400 },
+      { code: 451, enhanced: "4.7.8", action: "pause", seconds: 86_400 },
+      { code: 421, enhanced: "4.3.2", action: "pause", seconds: 300, maxSeconds: 900 },
+      { code: 451, enhanced: "4.4.4", action: "pause", seconds: 300, maxSeconds: 900 },
+      // Banned sending IP, banned sender, traffic not accepted: stop and alert.
+      { code: 550, enhanced: "5.7.6", action: "stop", seconds: 86_400 },
+      { code: 550, enhanced: "5.7.511", action: "stop", seconds: 86_400 },
+      { code: 550, enhanced: "5.7.70", action: "stop", seconds: 86_400 },
+    ],
+  },
+  {
+    // §2b. "Senders must not use namespace mining techniques ... verifying email addresses without
+    // sending" [official]; 550 SC-002 is the block for it. Not probed at all.
+    family: "outlook-consumer",
+    suffixes: ["olc.protection.outlook.com"],
+    probe: "forbidden",
+    budgetKey: "probe_ip_family",
+    windowSeconds: 3_600,
+    unknownRatio: 0.3,
+    minSample: 10,
+    unknownFloor: 0,
+    unknownPerHour: 0,
+    netblockUnknownPerHour: 0,
+    sessionsPerIp: 1,
+    rcptPerSecond: 0.1,
+    rcptsPerTransaction: 1,
+    domainsPerTransaction: 1,
+    knownNotCatchAll: [],
+    warmupStart: 1,
+    fleetSpread: false,
+    replies: [{ code: 550, text: "SC-00", action: "stop", seconds: 86_400 }],
+  },
+  {
+    // §3. Yahoo refuses unknown users after DATA, not at RCPT; RCPT accepts random addresses (4+
+    // reports); "Excessive unknown recipients" is a Yahoo block. Not probed: answered as catch-all.
+    family: "yahoo",
+    suffixes: ["yahoodns.net", "yahoo.com"],
+    probe: "accepts_all",
+    budgetKey: "probe_ip_family",
+    windowSeconds: 3_600,
+    unknownRatio: 0.3,
+    minSample: 10,
+    unknownFloor: 0,
+    unknownPerHour: 0,
+    netblockUnknownPerHour: 0,
+    sessionsPerIp: 2,
+    rcptPerSecond: 0.5,
+    rcptsPerTransaction: 1,
+    domainsPerTransaction: 1,
+    knownNotCatchAll: [],
+    warmupStart: 1,
+    fleetSpread: false,
+    replies: [
+      { code: 421, enhanced: "4.7.0", action: "pause", seconds: 14_400 },
+      { code: 451, text: "VS1-", action: "pause", seconds: 86_400 },
+      { code: 553, action: "stop", seconds: 86_400 },
+    ],
+  },
+  // §4: Cisco's DHAP allows 25 invalid recipients an hour per remote host by default and may then
+  // accept silently and drop: 10 keeps well below it.
+  gateway("cisco", ["iphmx.com"], 10),
+  // §4: Forcepoint, 60 s window, block 3 h; ≤ 10 an hour is THIN.
+  gateway("forcepoint", ["mailcontrol.com"], 10, [
+    { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800 },
+    { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
+  ]),
+  // §4: Trend's worked example blocks at more than 5 non-existing recipients.
+  gateway("trendmicro", ["trendmicro.com", "trendmicro.eu"], 5),
+  // §4: Symantec/Broadcom, Sophos, Mimecast, Proofpoint, Barracuda: no default published (THIN).
+  gateway("symantec", ["messagelabs.com"], 5),
+  gateway("sophos", ["sophos.com"], 5),
+  // Mimecast greylists an unseen (IP, sender, recipient) with 451 for 60 s: retry after a minute, not 15.
+  gateway("mimecast", ["mimecast.com", "mimecast.co.za", "mimecast-offshore.com"], 10, [
+    { code: 451, action: "pause", seconds: 60, maxSeconds: 900 },
+    ...GATEWAY_REPLIES,
+  ]),
+  gateway("proofpoint", ["pphosted.com", "ppe-hosted.com"], 10),
+  gateway("barracuda", ["barracudanetworks.com", "barracuda.com"], 10),
+  {
+    // §4 Postfix, §8 self-hosted: many small servers sit behind appliances or fail2ban-like monitors;
+    // 25 an hour is Cisco's default; the 60 s rule is Forcepoint's, below its trigger.
+    family: "self-hosted",
+    suffixes: [],
+    probe: "yes",
+    budgetKey: "probe_ip_destination",
+    windowSeconds: 60,
+    unknownRatio: 0.3,
+    minSample: 10,
+    unknownFloor: 9,
+    unknownPerHour: 25,
+    netblockUnknownPerHour: 0,
+    sessionsPerIp: 4,
+    rcptPerSecond: 100,
+    rcptsPerTransaction: 20,
+    domainsPerTransaction: 0,
+    knownNotCatchAll: [],
+    warmupStart: 1,
+    fleetSpread: false,
+    replies: SELF_HOSTED_REPLIES,
+  },
+];
+
+const BY_FAMILY = new Map(RECEIVER_POLICIES.map((p) => [p.family, p]));
+const FAMILY_BY_SUFFIX = new Map(RECEIVER_POLICIES.flatMap((p) => p.suffixes.map((s) => [s, p.family] as const)));
+
+export function receiverPolicy(family: ReceiverFamily): ReceiverPolicy {
+  return BY_FAMILY.get(family)!;
+}
+
+/** The family of one MX host name: its longest matching suffix's, or self-hosted. */
+export function familyOfHost(host: string): ReceiverFamily {
+  const labels = host.toLowerCase().replace(/\.$/, "").split(".");
+  for (let i = 0; i < labels.length - 1; i++) {
+    const hit = FAMILY_BY_SUFFIX.get(labels.slice(i).join("."));
+    if (hit) return hit;
+  }
+  return "self-hosted";
+}
+
+/** The family behind a domain's MX hosts: the most preferred host's. */
+export function receiverFamily(hosts: readonly { host: string; preference: number }[]): ReceiverFamily {
+  const first = [...hosts].sort((a, b) => a.preference - b.preference)[0];
+  return first ? familyOfHost(first.host) : "self-hosted";
+}
+
+/** Whether a reply matches a rule. */
+export function replyMatches(rule: ReplyRule, reply: { code: number; enhanced: string | null; text: string }): boolean {
+  if (typeof rule.code === "number" ? reply.code !== rule.code : String(reply.code)[0] !== rule.code) return false;
+  if (rule.enhanced !== undefined && !(reply.enhanced ?? "").startsWith(rule.enhanced)) return false;
+  if (rule.text !== undefined && !reply.text.toLowerCase().includes(rule.text.toLowerCase())) return false;
+  return true;
+}
