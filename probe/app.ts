@@ -132,7 +132,17 @@ export function createProbeApp(service: ProbeService): Hono {
         let left = checks.size;
         for (const [email, mx] of checks) {
           void runBatchProbe({ email, mx, deadline_ms: batch.deadline_ms, catch_all_check: batch.catch_all_check }, service, started, { deferAt, tenant: batch.tenant ?? "" })
-            .then((result): ProbeBatchLine => (result ? ProbeBatchLine.parse({ email, result }) : { email, deferred: true }))
+            .then(
+              (result): ProbeBatchLine =>
+                "deferred" in result
+                  ? {
+                      email,
+                      deferred: true,
+                      ...(result.retryAfterMs !== null ? { retry_after_ms: Math.min(result.retryAfterMs, 7 * 86_400_000) } : {}),
+                      ...(result.waitingOn !== null ? { waiting_on: result.waitingOn } : {}),
+                    }
+                  : ProbeBatchLine.parse({ email, result }),
+            )
             .catch((error: unknown): ProbeBatchLine => {
               // One check that throws must not take the others (or the process) with it: it goes
               // back to the caller unasked, to be asked again. The address stays out of the log.

@@ -28,10 +28,12 @@ export type CheckRequest = {
    */
   deferAt?: number;
   /**
-   * Whose bulk work this check is: a batch's tenant ("" when the batch named none). Absent: a single
-   * check, which its destination serves before any bulk work (fair-queue.ts).
+   * Whose check this is: the customer's tenant ("" when nobody was named), its lane in the
+   * receiver's budget (harvest-budget.ts), so one customer cannot spend another's.
    */
   tenant?: string;
+  /** A batch's check, served after the single checks in its tenant's turn (fair-queue.ts); absent: a single check (a person waiting). */
+  bulk?: boolean;
 };
 
 export type CheckFailure = SessionFailure | { kind: "unsupported"; message: string };
@@ -58,6 +60,12 @@ export type CheckOutcome = {
   note: string | null;
   /** Not asked: handed back at its deferAt while the server worked through others (see CheckRequest). */
   deferred: boolean;
+  /**
+   * Not asked because the receiver's budget holds this customer's lane, or the receiver asked us to
+   * back off: its family, and when the budget next has room (probe clock), when known. A single check
+   * so held is answered at once (`budget_spent`); a batch check is handed back (`deferred`).
+   */
+  heldBy: { family: string; reliefAt: number | null } | null;
 };
 
 /** A check in a destination's hands, from its arrival to its answer. */
@@ -79,8 +87,11 @@ export type QueuedCheck = {
   harvest?: HarvestRcpt;
 };
 
-/** The lane of a check in its destination's queue and budget: its bulk tenant, or null for a single check. */
-export const laneOf = (p: QueuedCheck): string | null => (p.req.tenant === undefined ? null : p.req.tenant);
+/** The lane of a check in its destination's queue: its bulk tenant, or null for a single check. */
+export const laneOf = (p: QueuedCheck): string | null => (p.req.bulk ? (p.req.tenant ?? "") : null);
+
+/** The lane of a check in its receiver's budget: its customer's tenant, single checks and batches alike. */
+export const budgetLaneOf = (p: QueuedCheck): string => p.req.tenant ?? "";
 
 /** A local part nobody has: 16 random letters and digits. */
 export function randomLocalPart(): string {
@@ -105,6 +116,7 @@ export function blankOutcome(): CheckOutcome {
     ms: 0,
     note: null,
     deferred: false,
+    heldBy: null,
   };
 }
 

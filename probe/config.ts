@@ -7,6 +7,31 @@ import { z } from "zod";
 import { normalizeDnsName } from "../edge/mx/doh.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
+import { RECEIVER_FAMILIES } from "../shared/email/receiver-policy.ts";
+
+/** One family's overrides in PROBE_RECEIVER_POLICY: any field of its row but its name and reply rules. */
+const PolicyOverride = z
+  .object({
+    suffixes: z.array(z.string().min(1).max(253)).max(100),
+    probe: z.enum(["yes", "forbidden", "accepts_all"]),
+    budgetKey: z.enum(["probe_ip_family", "probe_ip_destination"]),
+    windowSeconds: z.number().int().min(1).max(86_400),
+    unknownRatio: z.number().gt(0).max(1),
+    minSample: z.number().int().min(0).max(100_000),
+    unknownFloor: z.number().min(0).max(100_000),
+    unknownPerHour: z.number().int().min(0).max(10_000_000),
+    netblockUnknownPerHour: z.number().int().min(0).max(10_000_000),
+    sessionsPerIp: z.number().int().min(1).max(10_000),
+    rcptPerSecond: z.number().gt(0).max(10_000),
+    rcptsPerTransaction: z.number().int().min(1).max(100),
+    domainsPerTransaction: z.number().int().min(0).max(100),
+    knownNotCatchAll: z.array(z.string().min(1).max(253)).max(1000),
+    warmupStart: z.number().gt(0).max(1),
+    fleetSpread: z.boolean(),
+  })
+  .partial()
+  .strict();
+const ReceiverPolicyOverrides = z.partialRecord(z.enum(RECEIVER_FAMILIES), PolicyOverride);
 
 const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -152,8 +177,43 @@ export const PROBE_SETTINGS = z.object({
   PROBE_DESTINATION_UNKNOWN_RATIO: z.coerce.number().gt(0, "PROBE_DESTINATION_UNKNOWN_RATIO must be above 0").max(1, "PROBE_DESTINATION_UNKNOWN_RATIO must be at most 1").default(0.3),
   /** The sliding window of that share, in seconds (Forcepoint's harvest defence counts over 60 s). */
   PROBE_DESTINATION_WINDOW_SECONDS: int(1, 3_600, 60),
-  /** Unknown-user refusals one destination address may give us in any hour; 0: no hourly limit. */
-  PROBE_DESTINATION_UNKNOWN_PER_HOUR: int(0, 10_000_000, 200),
+  /** Unknown-user refusals one self-hosted destination address may give us in any hour; 0: no hourly limit. */
+  PROBE_DESTINATION_UNKNOWN_PER_HOUR: int(0, 10_000_000, 25),
+  /**
+   * Overrides of the receiver policy table (shared/email/receiver-policy.ts), as JSON: family -> fields,
+   * e.g. {"google":{"unknownPerHour":500},"cisco":{"unknownPerHour":5}}. Empty: the table as it is.
+   */
+  PROBE_RECEIVER_POLICY: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .default("{}")
+      .transform((value, ctx) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(value);
+        } catch {
+          ctx.addIssue({ code: "custom", message: "PROBE_RECEIVER_POLICY must be JSON, such as {\"google\":{\"unknownPerHour\":500}}" });
+          return z.NEVER;
+        }
+        const parsed = ReceiverPolicyOverrides.safeParse(json);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          ctx.addIssue({ code: "custom", message: `PROBE_RECEIVER_POLICY: ${issue.path.join(".") || "(top)"}: ${issue.message}` });
+          return z.NEVER;
+        }
+        return parsed.data;
+      }),
+  ),
+  /** Every receiver-policy duration divided by it and every rate multiplied: for tests and benches only. */
+  PROBE_POLICY_TIME_SCALE: z.coerce.number().min(1, "PROBE_POLICY_TIME_SCALE must be at least 1").max(100_000).default(1),
+  /** Probes that send from this probe's /24, itself included: Google's per-netblock cap is shared among them. */
+  PROBE_NETBLOCK_PEERS: int(1, 256, 1),
+  /**
+   * Where the probe keeps what must survive a restart (budgets, pauses, warm-up): a JSON file, written
+   * every few seconds and at a clean stop. Empty: kept in memory only (npm start).
+   */
+  PROBE_STATE_FILE: z.preprocess(emptyToUndefined, z.string().max(4096).optional()),
   /** Where GET /metrics (Prometheus) listens, host:port, apart from the public port; "off": nowhere. Served by the probe process (npm run probe). */
   PROBE_METRICS_LISTEN: z.preprocess(
     emptyToUndefined,
@@ -229,6 +289,10 @@ const probeConfigSchema = (requirePublicIps: boolean) => PROBE_SETTINGS
     unknownRatio: c.PROBE_DESTINATION_UNKNOWN_RATIO,
     unknownWindowMs: c.PROBE_DESTINATION_WINDOW_SECONDS * 1000,
     unknownPerHour: c.PROBE_DESTINATION_UNKNOWN_PER_HOUR,
+    receiverPolicy: c.PROBE_RECEIVER_POLICY,
+    policyTimeScale: c.PROBE_POLICY_TIME_SCALE,
+    netblockPeers: c.PROBE_NETBLOCK_PEERS,
+    stateFile: c.PROBE_STATE_FILE ?? null,
     /** Canonical, deduplicated; empty when PROBE_PUBLIC_IPS is not set (the self-audit is then off). */
     publicIps: [...new Set(list(c.PROBE_PUBLIC_IPS ?? "").map((ip) => canonicalPublicIp(ip)!))],
     dohUrl: c.PROBE_DOH_URL,

@@ -14,7 +14,7 @@
  *   of the queue while the address backs off.
  */
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, destinationEvent, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
+import { blankOutcome, budgetLaneOf, destinationEvent, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
 import type { ProbeConfig } from "./config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
@@ -24,7 +24,9 @@ import { runTransaction, type CatchAllTest } from "./transaction.ts";
 import { monotonicNow } from "./clock.ts";
 import { FairQueue, type Lane } from "./fair-queue.ts";
 import { CATCH_ALL_LANE, type HarvestBudget } from "./harvest-budget.ts";
-import { countHarvestDeferral } from "./metrics.ts";
+import { countFamilyEvent, countHarvestDeferral } from "./metrics.ts";
+import type { AppliedPolicy, FamilyGate } from "./receiver-budgets.ts";
+import type { SmtpReply } from "./smtp/reply.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;
@@ -34,8 +36,14 @@ export type DestinationContext = {
   config: DestinationConfig;
   catchAll: CatchAllCache;
   memory: DestinationMemory;
-  /** This address's unknown-recipient budget (harvest-budget.ts), which outlives the destination. */
-  budget: HarvestBudget;
+  /** The receiver family of this address (receiver-budgets.ts). */
+  policy: AppliedPolicy;
+  /** The unknown-recipient budget this address spends (its family's, or its own), which outlives the destination. */
+  budget(now: number): HarvestBudget;
+  /** The RCPT rate this address shares with its whole family (a family keyed by our IP), or null. */
+  gate: FamilyGate | null;
+  /** A reply that may ask us to back off or stop (the family's reply rules). */
+  noteReply(reply: SmtpReply, now: number): void;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
   acquireSessionSlot(deadline: number): Promise<(() => void) | null>;
   /** This destination now has an idle session (one another destination could take the place of), or no longer has one. */
@@ -76,9 +84,9 @@ export class Destination {
     });
   }
 
-  /** This address's unknown-recipient budget. */
+  /** The unknown-recipient budget this address spends. */
   get budget(): HarvestBudget {
-    return this.ctx.budget;
+    return this.ctx.budget(monotonicNow());
   }
 
   get queued(): number {
@@ -110,8 +118,17 @@ export class Destination {
         provisional: null,
         waitingFor: "a session to this address",
       };
-      const dead = this.#pacing.dead(monotonicNow());
+      const now = monotonicNow();
+      const dead = this.#pacing.dead(now);
       if (dead) return this.#settle(p, dead);
+      // A domain whose catch-all answer the family's policy knows gets no random address.
+      if (req.catchAllCheck && this.ctx.policy.knownNotCatchAll.includes(p.domain) && this.ctx.catchAll.get(p.domain, req.host) === null) {
+        this.ctx.catchAll.set(p.domain, req.host, false);
+      }
+      // Over its lane's budget: a single check is answered now, a batch check whose relief comes
+      // after it could be asked goes back at once (the caller parks it until then).
+      const held = this.#held(p, now);
+      if (held && (!req.bulk || held.reliefAt === null || held.reliefAt >= Math.min(req.deferAt ?? req.deadline, req.deadline))) return this.#answerHeld(p, held);
       this.#queue.push(p);
       this.#noteEmpty();
       this.#schedulePump();
@@ -150,17 +167,34 @@ export class Destination {
     this.ctx.emptyChanged(this, empty);
   }
 
+  /** What holds the check's lane back now (its budget, or a pause the receiver asked for), or null. */
+  #held(p: QueuedCheck, now: number): CheckOutcome["heldBy"] {
+    const budget = this.budget;
+    if (budget.admits(budgetLaneOf(p), now)) return null;
+    return { family: this.ctx.policy.family, reliefAt: budget.nextRelief(now) };
+  }
+
+  /** A check its budget holds: a single check answered at once (nothing sent), a batch check handed back. */
+  #answerHeld(p: QueuedCheck, heldBy: NonNullable<CheckOutcome["heldBy"]>): void {
+    if (p.req.bulk) {
+      countHarvestDeferral();
+      countFamilyEvent(heldBy.family, "deferral");
+      return this.#settle(p, { ...blankOutcome(), deferred: true, heldBy });
+    }
+    countFamilyEvent(heldBy.family, "budget_spent");
+    this.#settle(p, { ...blankOutcome(), heldBy });
+  }
+
   /**
    * A batch check still waiting its turn at its deferAt is handed back unasked when the server
-   * answered others meanwhile (it paces us), or when the address's unknown-recipient budget holds
-   * its lane back (the job asks again later: not a failure).
+   * answered others meanwhile (it paces us), or when its lane's budget holds it back (the job parks
+   * it until the relief: not a failure).
    */
   #defer(p: QueuedCheck): void {
     if (p.settled || p.provisional || !p.waitingFor.startsWith("a session")) return;
-    const lane = laneOf(p);
-    const heldByBudget = lane !== null && !this.ctx.budget.admits(lane, monotonicNow());
-    if (!heldByBudget && this.#answeredAt < p.submittedAt) return;
-    if (heldByBudget) countHarvestDeferral();
+    const held = this.#held(p, monotonicNow());
+    if (held) return this.#answerHeld(p, held);
+    if (this.#answeredAt < p.submittedAt) return;
     this.#settle(p, { ...blankOutcome(), deferred: true });
   }
 
@@ -201,6 +235,12 @@ export class Destination {
     this.lastActivity = monotonicNow();
     const paused = this.#pacing.pausedUntil(monotonicNow());
     if (paused !== null) return this.#wakeAt(paused);
+    // The receiver asked the whole key to back off: nothing waits here for that.
+    const stopped = this.budget.pausedUntil(monotonicNow());
+    if (stopped !== null) {
+      for (const p of [...this.#queue]) this.#answerHeld(p, { family: this.ctx.policy.family, reliefAt: stopped });
+      return;
+    }
     for (const slot of this.#pool.ready()) {
       if (this.#queue.length === 0) return;
       const sent = this.#dispatch(slot);
@@ -221,17 +261,26 @@ export class Destination {
     while (open-- > 0) void pool.open(deadline, host);
   }
 
-  /** Checks waiting whose lane the unknown-recipient budget lets through now (single checks always). */
+  /** Checks waiting whose lane the unknown-recipient budget lets through now; single checks it holds are answered at once. */
   #sendable(now: number): number {
-    const budget = this.ctx.budget;
+    const budget = this.budget;
     if (!budget.enabled) return this.#queue.length;
+    const admitted = new Map<string, boolean>();
+    const heldSingles: QueuedCheck[] = [];
     let n = 0;
-    for (const [lane, waiting] of this.#queue.lanes()) if (lane === null || budget.admits(lane, now)) n += waiting;
+    for (const p of this.#queue) {
+      const lane = budgetLaneOf(p);
+      let ok = admitted.get(lane);
+      if (ok === undefined) admitted.set(lane, (ok = budget.admits(lane, now)));
+      if (ok) n++;
+      else if (!p.req.bulk) heldSingles.push(p);
+    }
+    for (const p of heldSingles) this.#answerHeld(p, { family: this.ctx.policy.family, reliefAt: budget.nextRelief(now) });
     return n;
   }
 
   #wakeOnBudget(): void {
-    const at = this.ctx.budget.nextRelief(monotonicNow());
+    const at = this.budget.nextRelief(monotonicNow());
     if (at !== null) this.#wakeAt(at);
   }
 
@@ -248,14 +297,19 @@ export class Destination {
     const tests = new Map<string, CatchAllTest>();
     let blocked = false;
     // The unknown-recipient budget: each RCPT charged its lane's risk; a lane it cannot take waits.
-    const budget = this.ctx.budget;
+    const budget = this.budget;
     const plan = budget.enabled ? budget.plan(now) : null;
-    const risks = new Map<Lane, number>();
-    const riskOf = (lane: Lane) => risks.get(lane) ?? risks.set(lane, budget.risk(lane, now)).get(lane)!;
+    const risks = new Map<string, number>();
+    const riskOf = (lane: string) => risks.get(lane) ?? risks.set(lane, budget.risk(lane, now)).get(lane)!;
     const held = new Set<Lane>();
-    /** RCPTs of each lane put in this transaction so far: in flight, as far as the budget is concerned. */
-    const added = new Map<Lane, number>();
+    /** RCPTs of each budget lane put in this transaction so far: in flight, as far as the budget is concerned. */
+    const added = new Map<string, number>();
+    /** Whose check each catch-all test rides with: the customer it is charged to. */
+    const testOwners = new Map<CatchAllTest, string>();
+    const oneDomain = this.ctx.policy.domainsPerTransaction === 1;
     for (let p = this.#queue.peekExcept(held); p !== undefined && batch.length + tests.size < size.rcpts; p = this.#queue.peekExcept(held)) {
+      // Google refuses a second recipient domain in one transaction (451 4.3.0): the next one waits.
+      if (oneDomain && batch.length > 0 && p.domain !== batch[0]!.domain) break;
       if (p.utf8 && !s.smtpUtf8) {
         // Another MX of the domain may offer SMTPUTF8: the walk goes on (stage "ehlo").
         this.#settle(p, {
@@ -269,7 +323,7 @@ export class Destination {
         continue;
       }
       const key = `${p.domain} ${p.req.host.toLowerCase()}`;
-      const test =
+      let test =
         size.catchAllTest &&
         p.req.catchAllCheck &&
         !tests.has(key) &&
@@ -279,21 +333,27 @@ export class Destination {
         blocked = true;
         break;
       }
-      const lane = laneOf(p);
+      const lane = budgetLaneOf(p);
       if (plan) {
-        // The random address of a catch-all test is an unknown user wherever it is refused.
-        const rcpts = test ? 2 : 1;
-        const risk = riskOf(lane) + (test ? 1 : 0);
-        if (lane !== null && !budget.fits(plan, rcpts, risk, !test && budget.lowersShare(lane, (added.get(lane) ?? 0) + 1, now))) {
-          held.add(lane);
+        // The random address of a catch-all test is an unknown user wherever it is refused; the
+        // check goes without it when only the test does not fit.
+        const fits = (withTest: boolean) =>
+          budget.fits(plan, withTest ? 2 : 1, riskOf(lane) + (withTest ? 1 : 0), !withTest && budget.lowersShare(lane, (added.get(lane) ?? 0) + 1, now), lane);
+        if (test && !fits(true) && fits(false)) test = false;
+        if (!fits(test)) {
+          const queueLane = laneOf(p);
+          if (queueLane === null) this.#answerHeld(p, { family: this.ctx.policy.family, reliefAt: budget.nextRelief(now) });
+          else held.add(queueLane);
           continue;
         }
-        budget.add(plan, rcpts, risk);
+        budget.add(plan, test ? 2 : 1, riskOf(lane) + (test ? 1 : 0), lane);
         added.set(lane, (added.get(lane) ?? 0) + 1);
       }
       if (test) {
         const at = p.req.recipient.lastIndexOf("@");
-        tests.set(key, { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} });
+        const t: CatchAllTest = { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} };
+        tests.set(key, t);
+        testOwners.set(t, lane);
       }
       batch.push(p);
       this.#queue.take(p);
@@ -306,15 +366,21 @@ export class Destination {
       void this.#pool.retire(slot);
       return "retired";
     }
-    const wait = this.#pacing.takeRcpts(batch.length + tests.size, now);
+    // This address's RCPT rate, and its family's when the family counts by our IP.
+    const rcpts = batch.length + tests.size;
+    const gate = this.ctx.gate?.rcpts;
+    const wait = Math.max(this.#pacing.rcptWait(rcpts, now), gate ? gate.wait(rcpts, now) : 0);
     if (wait > 0) {
       this.#queue.putBack(batch);
       this.#wakeAt(now + wait);
       return "rate";
     }
+    this.#pacing.takeRcpts(rcpts, now);
+    gate?.take(rcpts, now);
+    for (let i = 0; i < rcpts; i++) countFamilyEvent(this.ctx.policy.family, "rcpt");
     if (plan) {
-      for (const p of batch) p.harvest = budget.sent(laneOf(p), riskOf(laneOf(p)), now);
-      for (const t of tests.values()) t.harvest = budget.sent(CATCH_ALL_LANE, 1, now);
+      for (const p of batch) p.harvest = budget.sent(budgetLaneOf(p), riskOf(budgetLaneOf(p)), now);
+      for (const t of tests.values()) t.harvest = budget.sent(CATCH_ALL_LANE, 1, now, testOwners.get(t));
     }
     void this.#transact(slot, batch, [...tests.values()]);
     return "sent";
@@ -329,6 +395,10 @@ export class Destination {
       catchAll: this.ctx.catchAll,
       settle: (p, outcome) => this.#settle(p, outcome),
       answered: (now) => (this.#answeredAt = now),
+      replied: (reply, unknown, now) => {
+        if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
+        this.ctx.noteReply(reply, now);
+      },
     });
     const ended = monotonicNow();
     for (const p of end.unasked) p.harvest?.cancel(ended);
@@ -353,7 +423,7 @@ export class Destination {
     this.#budgetHeld = holding;
     if (!holding || now - this.#budgetLoggedAt < this.ctx.config.unknownWindowMs) return;
     this.#budgetLoggedAt = now;
-    destinationEvent("harvest_budget", this.address, this.ctx.budget.counts(now));
+    destinationEvent("harvest_budget", this.address, { family: this.ctx.policy.family, ...this.budget.counts(now) });
   }
 
   #pushedBack(why: string): void {
@@ -362,6 +432,7 @@ export class Destination {
   }
 
   #openFailed(failed: Extract<OpenResult, { ok: false }>): void {
+    if (failed.rejectedReply) this.ctx.noteReply(failed.rejectedReply, monotonicNow());
     if (this.#pool.anyOpen) {
       // Sessions already open here work: this one was turned away (too many connections), so slow down.
       this.#pushedBack(`another session refused (${failed.failure.message})`);

@@ -1,27 +1,43 @@
 /**
- * Harvest-aware pacing for one destination address (docs/probe.md "Unknown recipients"). Receiving
- * gateways defend against directory harvesting by the share of a client's recipients that are unknown
- * users, not by connections: Forcepoint blocks a client for hours once half of its recipients in 60 s
- * are unknown, Trend Micro's example at more than 5 of more than 10 in an hour. A customer's dirty
- * list is exactly that pattern, so each destination address keeps a budget:
+ * The unknown-recipient budget of one budget key (docs/probe.md "Receiver policy"): a receiver's
+ * harvest defence counts the share of a client's recipients that are unknown users, and how many an
+ * hour, and for some families (Google, Microsoft) it counts them by our sending IP across all its MX
+ * addresses. The key is the receiver policy's (probe/receiver-budgets.ts): one budget per family, or
+ * per family and destination address. Its limits:
  *
- * - in any PROBE_DESTINATION_WINDOW_SECONDS, once 10 RCPTs were sent, at most
- *   PROBE_DESTINATION_UNKNOWN_RATIO of them refused as unknown users (5.1.x);
- * - at most PROBE_DESTINATION_UNKNOWN_PER_HOUR unknown-user refusals in any hour.
+ * - in any window (the family's: 60 s at gateways, an hour at Google), once `minSample` RCPTs were
+ *   sent and more than `unknownFloor` unknown users are expected, at most `unknownRatio` of them;
+ * - at most `unknownPerHour` unknown-user refusals an hour, RCPTs awaiting a reply counted as refusals;
+ * - each lane (a customer) may spend a fair part of that hourly cap: 1/n of it with n lanes at work,
+ *   and never more than LONE_LANE_SHARE of it alone, so a customer who arrives finds room;
+ * - while the receiver asked us to back off (a pause) nothing goes.
  *
  * Nobody knows before asking which address is unknown, so a RCPT is charged its *risk*: the share of
- * unknown users among the recent answers to its lane (a bulk tenant, or the single checks) at this
- * address, smoothed towards one half while there are few; the catch-all test's random address is a
- * certain unknown. A RCPT still waiting for its reply counts at its risk; for the hourly limit at
- * worst (as unknown), so that limit is never passed. Work from a lane whose addresses are mostly good
- * costs less than the ratio and so makes room for the rest: clean work is mixed in with dirty work
- * where there is any, and a dirty list alone goes only as fast as the budget allows.
+ * unknown users among the recent answers to its lane, smoothed towards one half while there are few;
+ * the catch-all test's random address is a certain unknown. Work from a lane whose answers *in the
+ * window* are mostly good lowers the share and may go past the ratio (clean work mixed in), but never
+ * past half (Forcepoint's trigger): a clean history older than the window cannot buy a burst.
  *
- * Pure: no timers, every decision takes `now` (the probe's monotonic clock).
+ * Pure: no timers, every decision takes `now` (the probe's clock, Unix-scale milliseconds).
  */
-import type { ProbeConfig } from "./config.ts";
 
-export type HarvestConfig = Pick<ProbeConfig, "unknownRatio" | "unknownWindowMs" | "unknownPerHour">;
+/** The limits one budget applies; the object is the registry's, which may lower or raise them (warm-up). */
+export type BudgetLimits = {
+  unknownRatio: number;
+  unknownWindowMs: number;
+  unknownPerHour: number;
+  /** RCPTs in the window before the share is judged (default MIN_SAMPLE). */
+  minSample?: number;
+  /**
+   * Unknown users in the window that never hold anything back (default 0), read at worst: the
+   * window's refusals plus every RCPT awaiting a reply, so that no more than this many can be refused.
+   */
+  unknownFloor?: number;
+  /** The hour (shorter under PROBE_POLICY_TIME_SCALE). */
+  hourMs?: number;
+};
+/** @deprecated name kept for the scheduler's config type */
+export type HarvestConfig = Pick<BudgetLimits, "unknownRatio" | "unknownWindowMs" | "unknownPerHour">;
 
 /** Below this many RCPTs in the window, the share is not judged (Forcepoint judges from 20). */
 export const MIN_SAMPLE = 10;
@@ -29,11 +45,15 @@ const HOUR_MS = 3_600_000;
 /** A lane's risk is (unknown + PRIOR_UNKNOWN) / (answered + PRIOR_WEIGHT) over its last answers: one half with none yet. */
 const PRIOR_UNKNOWN = 1;
 const PRIOR_WEIGHT = 2;
-/** The answers per lane (and address) a risk is read from, at most, within the last hour. */
+/** The answers per lane (and key) a risk is read from, at most, within the last hour. */
 const LANE_MEMORY = 100;
+/** The most of the hourly cap one lane may hold alone: the rest waits for a customer who arrives. */
+export const LONE_LANE_SHARE = 0.8;
+/** Work that lowers the share may go past the ratio, never past this share (Forcepoint blocks above half). */
+const TRIGGER_SHARE = 0.5;
 
-/** The lane of a check: a bulk tenant, or null for the single checks (a person waiting). */
-export type HarvestLane = string | null;
+/** The lane of a check: its customer's tenant ("" when nobody was named). */
+export type HarvestLane = string;
 
 /**
  * The lane of the catch-all tests' random addresses: certain unknown users wherever the server is
@@ -43,14 +63,19 @@ export const CATCH_ALL_LANE = "\u0000catch-all";
 
 type RcptState = "pending" | "unknown" | "known" | "cancelled";
 
-/** One RCPT sent to this address, from its sending to the end of the window. */
+/** One RCPT sent under this budget, from its sending to the end of the window. */
 export class HarvestRcpt {
   state: RcptState = "pending";
   /** Still counted: not yet older than the window. */
   inWindow = true;
+  /** When its reply came (or it was closed or cancelled): it counts for a window after that. */
+  settledAt: number | null = null;
   constructor(
     readonly at: number,
+    /** Whose history its answer goes to (CATCH_ALL_LANE for a random address). */
     readonly lane: HarvestLane,
+    /** Whose share of the hourly cap it spends: the customer, also for the random address riding with its check. */
+    readonly owner: HarvestLane,
     readonly risk: number,
     private readonly budget: HarvestBudget,
   ) {}
@@ -72,10 +97,25 @@ export class HarvestRcpt {
 }
 
 /** What one transaction being assembled would add, on top of what the window holds. */
-export type HarvestPlan = { sent: number; unknown: number; hourWorst: number };
+export type HarvestPlan = {
+  sent: number;
+  /** Expected unknown users in the window: refusals, and RCPTs awaiting a reply at their risk. */
+  unknown: number;
+  /** Unknown users the window could hold at worst: refusals, and every RCPT awaiting a reply. */
+  windowWorst: number;
+  hourWorst: number;
+  byOwner: Map<HarvestLane, number>;
+};
 
-/** A lane's last answers at this address (refused as unknown or not), and its RCPTs awaiting a reply. */
+/** A lane's last answers under this key (refused as unknown or not), and its RCPTs awaiting a reply. */
 type LaneHistory = { answers: { at: number; unknown: boolean }[]; unknown: number; pending: number };
+
+/** What survives a restart (probe/probe-state.ts): the hour's refusals, the window's answers, a pause. */
+export type BudgetSnapshot = {
+  refusals: [at: number, owner: string][];
+  answers: [at: number, lane: string, unknown: 0 | 1][];
+  pause: { until: number; level: number; stop: boolean } | null;
+};
 
 export class HarvestBudget {
   /** RCPTs of the last window, oldest first; the counts below are kept in step with it. */
@@ -86,14 +126,32 @@ export class HarvestBudget {
   #pending = 0;
   #pendingRisk = 0;
   readonly #lanes = new Map<HarvestLane, LaneHistory>();
-  /** When each unknown-user refusal of the last hour came, oldest first (kept only with an hourly limit). */
-  readonly #unknownTimes: number[] = [];
+  /** Each unknown-user refusal of the last hour (when, whose), oldest first. */
+  readonly #refusals: { at: number; owner: HarvestLane }[] = [];
+  /** Per owner: refusals of the last hour and RCPTs in flight (the hourly cap's worst reading). */
+  readonly #owners = new Map<HarvestLane, { refused: number; pending: number }>();
+  #pause: { until: number; level: number; stop: boolean } | null = null;
 
-  constructor(private readonly config: HarvestConfig) {}
+  constructor(readonly limits: BudgetLimits) {}
+
+  get #hourMs(): number {
+    return this.limits.hourMs ?? HOUR_MS;
+  }
 
   /** Whether any limit is in force at all (if not, nothing is counted). */
   get enabled(): boolean {
-    return this.config.unknownRatio < 1 || this.config.unknownPerHour > 0;
+    return this.limits.unknownRatio < 1 || this.limits.unknownPerHour > 0;
+  }
+
+  #owner(owner: HarvestLane): { refused: number; pending: number } {
+    let o = this.#owners.get(owner);
+    if (!o) this.#owners.set(owner, (o = { refused: 0, pending: 0 }));
+    return o;
+  }
+
+  #dropOwnerIfIdle(owner: HarvestLane): void {
+    const o = this.#owners.get(owner);
+    if (o && o.refused === 0 && o.pending === 0) this.#owners.delete(owner);
   }
 
   /** The lane's history with answers older than the hour (or beyond LANE_MEMORY) dropped; an empty one for a lane not seen. */
@@ -105,7 +163,7 @@ export class HarvestBudget {
       this.#lanes.set(lane, h);
     }
     let drop = 0;
-    while (drop < h.answers.length && (h.answers.length - drop > LANE_MEMORY || h.answers[drop]!.at <= now - HOUR_MS)) {
+    while (drop < h.answers.length && (h.answers.length - drop > LANE_MEMORY || h.answers[drop]!.at <= now - this.#hourMs)) {
       if (h.answers[drop]!.unknown) h.unknown--;
       drop++;
     }
@@ -116,13 +174,20 @@ export class HarvestBudget {
   /** @internal A RCPT's reply (or its absence) moves it out of pending. */
   settle(r: HarvestRcpt, state: Exclude<RcptState, "pending">, now: number): void {
     r.state = state;
+    r.settledAt = now;
     const lane = this.#lane(r.lane, now);
     lane.pending--;
     if (state !== "cancelled") {
       lane.answers.push({ at: now, unknown: state === "unknown" });
       if (state === "unknown") lane.unknown++;
     }
-    if (state === "unknown" && this.config.unknownPerHour > 0) this.#unknownTimes.push(now);
+    const owner = this.#owner(r.owner);
+    owner.pending--;
+    if (state === "unknown" && this.limits.unknownPerHour > 0) {
+      this.#refusals.push({ at: now, owner: r.owner });
+      owner.refused++;
+    }
+    this.#dropOwnerIfIdle(r.owner);
     if (lane.answers.length === 0 && lane.pending === 0) this.#lanes.delete(r.lane);
     if (!r.inWindow) return;
     this.#pending--;
@@ -131,9 +196,14 @@ export class HarvestBudget {
     if (state === "unknown") this.#unknown++;
   }
 
+  /**
+   * Drops what left the window: a RCPT counts until a window after its reply (the receiver counted it
+   * when it arrived, which is before the reply; the time it took there must not shorten our memory of
+   * it), and one awaiting its reply keeps counting, and so does every later one.
+   */
   #expire(now: number): void {
-    const since = now - this.config.unknownWindowMs;
-    while (this.#head < this.#window.length && this.#window[this.#head]!.at <= since) {
+    const since = now - this.limits.unknownWindowMs;
+    while (this.#head < this.#window.length && (this.#window[this.#head]!.settledAt ?? Infinity) <= since) {
       const r = this.#window[this.#head++]!;
       r.inWindow = false;
       if (r.state === "cancelled") continue;
@@ -147,13 +217,18 @@ export class HarvestBudget {
       this.#window.splice(0, this.#head);
       this.#head = 0;
     }
-    const hourAgo = now - HOUR_MS;
+    const hourAgo = now - this.#hourMs;
     let drop = 0;
-    while (drop < this.#unknownTimes.length && this.#unknownTimes[drop]! <= hourAgo) drop++;
-    if (drop > 0) this.#unknownTimes.splice(0, drop);
+    while (drop < this.#refusals.length && this.#refusals[drop]!.at <= hourAgo) {
+      const owner = this.#refusals[drop]!.owner;
+      this.#owner(owner).refused--;
+      this.#dropOwnerIfIdle(owner);
+      drop++;
+    }
+    if (drop > 0) this.#refusals.splice(0, drop);
   }
 
-  /** The share of unknown users a RCPT of `lane` is expected to be, from its last answers at this address. */
+  /** The share of unknown users a RCPT of `lane` is expected to be, from its last answers under this key. */
   risk(lane: HarvestLane, now: number): number {
     const h = this.#lane(lane, now, false);
     return (h.unknown + PRIOR_UNKNOWN) / (h.answers.length + PRIOR_WEIGHT);
@@ -161,74 +236,178 @@ export class HarvestBudget {
 
   /**
    * Whether `lane`'s work lowers the share whatever the window holds, so that it may go even when the
-   * share is over the ratio (clean work mixed in): at least 10 answers, and a pessimistic reading of
-   * them, its RCPTs awaiting a reply (and `extra` more) counted as unknown, still within the ratio.
-   * Counting the ones in flight is what keeps a lane that turns dirty from running ahead of its answers.
+   * share is over the ratio (clean work mixed in): at least 10 answers *within the window*, and a
+   * pessimistic reading of them, its RCPTs awaiting a reply (and `extra` more) counted as unknown,
+   * still within the ratio. Only the window's answers count, as the receiver only counts those.
    */
   lowersShare(lane: HarvestLane, extra: number, now: number): boolean {
     if (lane === CATCH_ALL_LANE) return false;
     const h = this.#lane(lane, now, false);
-    if (h.answers.length < MIN_SAMPLE) return false;
+    const since = now - this.limits.unknownWindowMs;
+    let answered = 0;
+    let unknown = 0;
+    for (let i = h.answers.length - 1; i >= 0 && h.answers[i]!.at > since; i--) {
+      answered++;
+      if (h.answers[i]!.unknown) unknown++;
+    }
+    if (answered < MIN_SAMPLE) return false;
     const inFlight = h.pending + extra;
-    return (h.unknown + inFlight + PRIOR_WEIGHT) / (h.answers.length + inFlight + PRIOR_WEIGHT) <= this.config.unknownRatio;
+    return (unknown + inFlight + PRIOR_WEIGHT) / (answered + inFlight + PRIOR_WEIGHT) <= this.limits.unknownRatio;
   }
 
   /** The window as it stands: the start of a plan for the next transaction. */
   plan(now: number): HarvestPlan {
     this.#expire(now);
-    return { sent: this.#sent, unknown: this.#unknown + this.#pendingRisk, hourWorst: this.#unknownTimes.length + this.#pending };
+    return {
+      sent: this.#sent,
+      unknown: this.#unknown + this.#pendingRisk,
+      windowWorst: this.#unknown + this.#pending,
+      hourWorst: this.#refusals.length + this.#pending,
+      byOwner: new Map(),
+    };
+  }
+
+  /** The most of the hourly cap `owner` may hold now (refusals of the hour and RCPTs in flight). */
+  laneShare(owner: HarvestLane): number {
+    const cap = this.limits.unknownPerHour;
+    let lanes = this.#owners.size;
+    if (!this.#owners.has(owner)) lanes++;
+    return lanes <= 1 ? Math.max(1, Math.floor(cap * LONE_LANE_SHARE)) : Math.max(1, Math.floor(cap / lanes));
   }
 
   /**
-   * Whether `rcpts` more RCPTs of total risk `risk` stay within both limits; `lowers`: they are work
-   * that lowers the share (lowersShare), which may go however high the share is now.
+   * Whether `rcpts` more RCPTs of total risk `risk` for `owner` stay within every limit; `lowers`:
+   * they are work that lowers the share (lowersShare), which may go past the ratio but not past half.
    */
-  fits(plan: HarvestPlan, rcpts: number, risk: number, lowers = false): boolean {
-    const c = this.config;
-    if (c.unknownPerHour > 0 && plan.hourWorst + rcpts > c.unknownPerHour) return false;
+  fits(plan: HarvestPlan, rcpts: number, risk: number, lowers = false, owner?: HarvestLane): boolean {
+    const c = this.limits;
+    if (c.unknownPerHour > 0) {
+      if (plan.hourWorst + rcpts > c.unknownPerHour) return false;
+      if (owner !== undefined) {
+        const o = this.#owners.get(owner);
+        const worst = (o ? o.refused + o.pending : 0) + (plan.byOwner.get(owner) ?? 0);
+        if (worst + rcpts > this.laneShare(owner)) return false;
+      }
+    }
+    if (c.unknownRatio >= 1) return true;
     const sent = plan.sent + rcpts;
-    return c.unknownRatio >= 1 || sent < MIN_SAMPLE || plan.unknown + risk <= c.unknownRatio * sent || lowers;
+    const unknown = plan.unknown + risk;
+    if (sent < (c.minSample ?? MIN_SAMPLE) || unknown <= c.unknownRatio * sent || plan.windowWorst + rcpts <= (c.unknownFloor ?? 0)) return true;
+    return lowers && unknown <= TRIGGER_SHARE * sent;
   }
 
   /** Adds what was just put in the transaction to the plan. */
-  add(plan: HarvestPlan, rcpts: number, risk: number): void {
+  add(plan: HarvestPlan, rcpts: number, risk: number, owner?: HarvestLane): void {
     plan.sent += rcpts;
     plan.unknown += risk;
+    plan.windowWorst += rcpts;
     plan.hourWorst += rcpts;
+    if (owner !== undefined) plan.byOwner.set(owner, (plan.byOwner.get(owner) ?? 0) + rcpts);
   }
 
-  /** Whether one RCPT of `lane` may go now. */
-  admits(lane: HarvestLane, now: number): boolean {
-    return !this.enabled || this.fits(this.plan(now), 1, this.risk(lane, now), this.lowersShare(lane, 1, now));
+  /** Whether `rcpts` RCPTs of `lane` (a check, with its catch-all test when 2) may go now. */
+  admits(lane: HarvestLane, now: number, rcpts = 1): boolean {
+    if (this.pausedUntil(now) !== null) return false;
+    if (!this.enabled) return true;
+    const risk = this.risk(lane, now) * Math.min(rcpts, 1) + Math.max(0, rcpts - 1);
+    return this.fits(this.plan(now), rcpts, risk, rcpts === 1 && this.lowersShare(lane, 1, now), lane);
   }
 
-  /** A RCPT going out now, charged at `risk`: tell it the reply. */
-  sent(lane: HarvestLane, risk: number, now: number): HarvestRcpt {
+  /** A RCPT going out now, charged at `risk` to `owner`'s share: tell it the reply. */
+  sent(lane: HarvestLane, risk: number, now: number, owner: HarvestLane = lane): HarvestRcpt {
     this.#expire(now);
-    const rcpt = new HarvestRcpt(now, lane, risk, this);
+    const rcpt = new HarvestRcpt(now, lane, owner, risk, this);
     this.#window.push(rcpt);
     this.#lane(lane, now).pending++;
+    this.#owner(owner).pending++;
     this.#sent++;
     this.#pending++;
     this.#pendingRisk += risk;
     return rcpt;
   }
 
-  /** When the budget next grows by itself (the oldest RCPT leaves the window, or a refusal the hour), or null. */
+  /**
+   * The receiver asked us to back off (`stop`: it blocked us): nothing goes until `until`. A pause
+   * while one is in force, or soon after, goes up a level (the caller doubles its length).
+   */
+  pause(until: number, stop: boolean, now: number): number {
+    const level = this.#pause && this.#pause.until > now - this.#hourMs ? this.#pause.level + 1 : 0;
+    this.#pause = { until: Math.max(until, this.#pause?.until ?? 0), level, stop };
+    return level;
+  }
+
+  /** The end of a pause in force, or null. */
+  pausedUntil(now: number): number | null {
+    return this.#pause && now < this.#pause.until ? this.#pause.until : null;
+  }
+
+  /** The level the next pause would be at (0 when none was recent): the caller doubles its length per level. */
+  pauseLevel(now: number): number {
+    return this.#pause && this.#pause.until > now - this.#hourMs ? this.#pause.level + 1 : 0;
+  }
+
+  /** When the budget next grows by itself (a pause ends, the oldest RCPT leaves the window, or a refusal the hour), or null. */
   nextRelief(now: number): number | null {
     this.#expire(now);
+    const paused = this.pausedUntil(now);
+    if (paused !== null) return paused;
     const times: number[] = [];
     const oldest = this.#window[this.#head];
-    if (oldest) times.push(oldest.at + this.config.unknownWindowMs);
-    const first = this.#unknownTimes[0];
-    if (first !== undefined && this.#unknownTimes.length + this.#pending >= this.config.unknownPerHour) times.push(first + HOUR_MS);
+    if (oldest && oldest.settledAt !== null) times.push(oldest.settledAt + this.limits.unknownWindowMs);
+    const first = this.#refusals[0];
+    if (first !== undefined) times.push(first.at + this.#hourMs);
     return times.length ? Math.max(now + 1, Math.min(...times)) : null;
   }
 
-  /** For the log and tests: the window's RCPTs and refusals as unknown, and the hour's refusals. */
+  /** For the log, metrics and tests: the window's RCPTs and refusals as unknown, the hour's refusals, what the cap has left. */
   counts(now: number): { sent_in_window: number; unknown_in_window: number; unknown_last_hour: number } {
     this.#expire(now);
-    return { sent_in_window: this.#sent, unknown_in_window: this.#unknown, unknown_last_hour: this.#unknownTimes.length };
+    return { sent_in_window: this.#sent, unknown_in_window: this.#unknown, unknown_last_hour: this.#refusals.length };
+  }
+
+  /** Unknown-user refusals the hourly cap still allows (RCPTs in flight counted as refusals); Infinity without a cap. */
+  left(now: number): number {
+    if (this.limits.unknownPerHour <= 0) return Infinity;
+    this.#expire(now);
+    return Math.max(0, this.limits.unknownPerHour - this.#refusals.length - this.#pending);
+  }
+
+  /** What a restart must not forget. */
+  snapshot(now: number): BudgetSnapshot {
+    this.#expire(now);
+    const answers: BudgetSnapshot["answers"] = [];
+    for (let i = this.#head; i < this.#window.length; i++) {
+      const r = this.#window[i]!;
+      // A RCPT in flight when the probe stops is counted as the worst it could have been.
+      if (r.state !== "cancelled") answers.push([r.at, r.lane, r.state === "known" ? 0 : 1]);
+    }
+    return { refusals: this.#refusals.map((r) => [r.at, r.owner]), answers, pause: this.#pause && { ...this.#pause } };
+  }
+
+  /** Takes back what a previous run counted (before any RCPT of this run). */
+  restore(s: BudgetSnapshot, now: number): void {
+    for (const [at, lane, unknown] of s.answers) {
+      if (at <= now - this.limits.unknownWindowMs) continue;
+      const r = this.sent(lane, unknown, at, lane);
+      r.state = unknown ? "unknown" : "known";
+      this.#pending--;
+      this.#pendingRisk -= unknown;
+      this.#lane(lane, at).pending--;
+      this.#owner(lane).pending--;
+      this.#dropOwnerIfIdle(lane);
+      this.#lane(lane, at).answers.push({ at, unknown: unknown === 1 });
+      if (unknown) {
+        this.#unknown++;
+        this.#lane(lane, at).unknown++;
+      }
+    }
+    for (const [at, owner] of s.refusals) {
+      if (at <= now - this.#hourMs) continue;
+      this.#refusals.push({ at, owner });
+      this.#owner(owner).refused++;
+    }
+    this.#refusals.sort((a, b) => a.at - b.at);
+    if (s.pause && s.pause.until > now) this.#pause = { ...s.pause };
   }
 }
 

@@ -77,6 +77,13 @@ export class TokenBucket {
     this.#at = now;
   }
 
+  /** How many milliseconds until `n` tokens (at most `capacity`) are there; 0: now. Takes nothing. */
+  wait(n: number, now = monotonicNow()): number {
+    this.#refill(now);
+    const want = Math.min(n, this.capacity);
+    return this.#tokens >= want ? 0 : Math.ceil(((want - this.#tokens) * 1000) / this.ratePerSecond);
+  }
+
   /**
    * Takes `n` tokens (at most `capacity`) and returns 0, or takes nothing and returns how many
    * milliseconds to wait until `n` are there.

@@ -11,6 +11,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { ProbeOutcome } from "../shared/smtp-outcome.ts";
 import { AUDIT_CHECKS, type ReputationAudit } from "./reputation.ts";
 import type { Scheduler } from "./scheduler.ts";
+import { monotonicNow } from "./clock.ts";
 
 /** Counters of this process: one probe per process in production. */
 const counters = new Registry();
@@ -40,6 +41,16 @@ const harvestDeferrals = new Counter({
   registers: [counters],
 });
 
+const familyEvents = new Counter({
+  name: "probe_family_events_total",
+  help: "By receiver family (shared/email/receiver-policy.ts): rcpt (RCPTs sent), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), not_probed (a family we do not probe)",
+  labelNames: ["family", "event"] as const,
+  registers: [counters],
+});
+
+export type FamilyEvent = "rcpt" | "unknown" | "deferral" | "budget_spent" | "backoff" | "stop" | "not_probed";
+export const countFamilyEvent = (family: string, event: FamilyEvent) => familyEvents.inc({ family, event });
+
 export const countCheck = (outcome: ProbeOutcome | "deferred") => checks.inc({ outcome });
 export const countRcptReply = (code: number) => rcptReplies.inc({ class: `${Math.min(5, Math.max(2, Math.floor(code / 100)))}xx` });
 export const countDestinationEvent = (event: "backoff" | "tarpit" | "harvest_budget") => destinationEvents.inc({ event });
@@ -63,6 +74,16 @@ function schedulerGauges(scheduler: Scheduler): Registry {
   gauge("probe_sessions_idle", "SMTP sessions open and idle (warm, waiting for work)", (s) => s.sessions_idle);
   gauge("probe_destinations", "Mail-server addresses the scheduler tracks", (s) => s.destinations);
   gauge("probe_catch_all_cached", "Domains whose catch-all answer is cached", (s) => s.catch_all_cached);
+  new Gauge({
+    name: "probe_family_budget_left",
+    help: "Unknown-user refusals the hourly cap of a family keyed by our IP (google, microsoft-eop) still allows, after warm-up",
+    labelNames: ["family"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { family, left } of scheduler.budgets.familyLeft(monotonicNow())) this.set({ family }, left);
+    },
+  });
   return registry;
 }
 

@@ -32,7 +32,10 @@ export type PacingConfig = Pick<
   | "backoffMaxMs"
   | "tarpitReplyMs"
   | "catchAllMinWaitMs"
->;
+> & {
+  /** The RCPT bucket's burst (default: its rate); at least 1. */
+  destinationRcptBurst?: number;
+};
 
 /** What pacing needs to know about an open session. */
 export type SessionUse = { transactions: number; rejections: number; openedAt: number };
@@ -58,7 +61,7 @@ export class Pacing {
     now: number,
   ) {
     this.#sessionLimit = config.maxPerDestination;
-    this.#bucket = new TokenBucket(config.destinationRcptRate, config.destinationRcptRate, now);
+    this.#bucket = new TokenBucket(config.destinationRcptRate, Math.max(1, config.destinationRcptBurst ?? config.destinationRcptRate), now);
   }
 
   /** Sessions this address may have open now: PROBE_MAX_PER_DESTINATION, halved while it pushes back. */
@@ -121,6 +124,11 @@ export class Pacing {
   /** Takes `n` RCPT tokens and returns 0, or takes none and returns how many ms until they are there. */
   takeRcpts(n: number, now: number): number {
     return this.#bucket.take(n, now);
+  }
+
+  /** How many ms until `n` RCPT tokens are there (0: now), taking none. */
+  rcptWait(n: number, now: number): number {
+    return this.#bucket.wait(n, now);
   }
 
   /** A session is closed rather than reused: too many transactions or refusals, too old, or the server drops reused ones. */

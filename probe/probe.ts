@@ -4,7 +4,7 @@
  * mailbox stops the walk; a refused connection, a timeout, a refused greeting or a server that
  * breaks the protocol moves on to the next address. Nothing runs past the request's deadline.
  */
-import { countCheck } from "./metrics.ts";
+import { countCheck, countFamilyEvent } from "./metrics.ts";
 import type { ProbeAttempt, ProbeOutcome, ProbeRequestParsed, ProbeResponse, SmtpReplySummary } from "../shared/probe-contract.ts";
 import type { ProbeConfig } from "./config.ts";
 import type { CheckOutcome, Scheduler } from "./scheduler.ts";
@@ -76,8 +76,11 @@ function failureOutcome(check: CheckOutcome): ProbeOutcome {
   }
 }
 
+/** A batch check handed back unasked: when its receiver's budget next has room (ms from now), and which family, when that is what held it. */
+export type Deferral = { deferred: true; retryAfterMs: number | null; waitingOn: string | null };
+
 export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt = monotonicNow()): Promise<ProbeResponse> {
-  const response = (await walkHosts(request, deps, startedAt))!;
+  const response = (await walkHosts(request, deps, startedAt)) as ProbeResponse;
   countCheck(response.outcome);
   return response;
 }
@@ -92,18 +95,25 @@ export async function runBatchProbe(
   deps: ProbeDeps,
   startedAt: number,
   batch: { deferAt: number | undefined; tenant: string },
-): Promise<ProbeResponse | null> {
+): Promise<ProbeResponse | Deferral> {
   const response = await walkHosts(request, deps, startedAt, batch);
-  countCheck(response ? response.outcome : "deferred");
+  countCheck("deferred" in response ? "deferred" : response.outcome);
   return response;
 }
 
-async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, batch?: { deferAt: number | undefined; tenant: string }): Promise<ProbeResponse | null> {
+async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt: number, batch?: { deferAt: number | undefined; tenant: string }): Promise<ProbeResponse | Deferral> {
   const deferAt = batch?.deferAt;
   const deadline = startedAt + request.deadline_ms - ANSWER_RESERVE_MS;
   const attempts: ProbeAttempt[] = [];
   let decided: { check: CheckOutcome; attempt: ProbeAttempt } | null = null;
   const hosts = [...request.mx].sort((a, b) => a.preference - b.preference);
+  // A family whose policy forbids probing, or whose RCPT accepts anything, is never dialled.
+  const policy = deps.scheduler.budgets.policyOf(hosts[0]!.host);
+  if (policy.probe !== "yes") {
+    countFamilyEvent(policy.family, "not_probed");
+    return notProbed(hosts[0]!.host, startedAt);
+  }
+  const tenant = batch?.tenant ?? request.tenant;
 
   walk: for (const host of hosts) {
     for (const literal of host.addresses) {
@@ -120,9 +130,20 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
         catchAllCheck: request.catch_all_check,
         deadline,
         ...(deferAt !== undefined ? { deferAt } : {}),
-        ...(batch ? { tenant: batch.tenant } : {}),
+        ...(tenant !== undefined ? { tenant } : {}),
+        ...(batch ? { bulk: true } : {}),
       });
-      if (check.deferred) return null;
+      if (check.deferred) {
+        const relief = check.heldBy?.reliefAt ?? null;
+        return { deferred: true, retryAfterMs: relief === null ? null : Math.max(0, relief - monotonicNow()), waitingOn: check.heldBy?.family ?? null };
+      }
+      if (check.heldBy) {
+        // Nothing was sent: the receiver's budget for this customer is spent (or it asked us to back off).
+        const attempt = { ...skippedAttempt(host.host, target.address, "budget_spent", `the ${check.heldBy.family} receiver's budget for this customer is spent`), ms: check.ms };
+        attempts.push(attempt);
+        decided = { check, attempt };
+        break walk;
+      }
       if (check.rcpt) {
         const attempt = toAttempt(host.host, target.address, check, RCPT_OUTCOME[classifyRcptReply(check.rcpt)]);
         attempts.push(attempt);
@@ -186,6 +207,21 @@ function toAttempt(host: string, address: string, check: CheckOutcome, outcome: 
     round_trips: check.roundTrips,
     reused_session: check.reusedSession,
     ms: check.ms,
+  };
+}
+
+function notProbed(host: string, startedAt: number): ProbeResponse {
+  return {
+    outcome: "not_probed",
+    catch_all: null,
+    catch_all_cached: false,
+    reply: null,
+    mx_host: host,
+    mx_address: null,
+    tls: null,
+    pipelining: null,
+    attempts: [],
+    elapsed_ms: Math.max(0, monotonicNow() - startedAt),
   };
 }
 

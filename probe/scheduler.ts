@@ -13,18 +13,14 @@ import { Destination, type DestinationConfig } from "./destination.ts";
 import { DestinationMemory, type MemoryConfig } from "./destination-memory.ts";
 import { Limiter } from "./limits.ts";
 import { monotonicNow } from "./clock.ts";
-import { HarvestBudget, type HarvestConfig } from "./harvest-budget.ts";
-import { TtlCache } from "../shared/ttl-cache.ts";
+import { ReceiverBudgets, type FamilyGate, type ReceiverBudgetConfig } from "./receiver-budgets.ts";
 
 export type { CheckOutcome, CheckRequest } from "./check.ts";
 
 export type SchedulerConfig = DestinationConfig &
   MemoryConfig &
-  HarvestConfig &
+  ReceiverBudgetConfig &
   Pick<ProbeConfig, "maxConcurrency" | "maxQueued" | "catchAllTtlMs" | "catchAllCacheEntries" | "maxDestinations" | "destinationForgetMs">;
-
-/** A forgotten destination's unknown-recipient budget is kept this long: its hourly count must survive it. */
-const BUDGET_MEMORY_MS = 3_600_000;
 
 /** How often destinations idle past PROBE_DESTINATION_FORGET_MS are looked for. */
 const SWEEP_MS = 60_000;
@@ -44,8 +40,8 @@ type PlaceWaiter = { req: CheckRequest; submittedAt: number; resolve: (outcome: 
 export class Scheduler {
   readonly catchAll: CatchAllCache;
   readonly memory: DestinationMemory;
-  /** Unknown-recipient budgets of destinations forgotten within the hour (a live destination holds its own). */
-  readonly #budgets: TtlCache<string, HarvestBudget>;
+  /** The receiver policy and the unknown-recipient budgets, keyed as each family counts (receiver-budgets.ts). */
+  readonly budgets: ReceiverBudgets;
   readonly #destinations = new Map<string, Destination>();
   /** Destinations with nothing queued and nothing open, the longest so first: the ones that may be forgotten. */
   readonly #forgettable = new Set<Destination>();
@@ -60,7 +56,7 @@ export class Scheduler {
   constructor(readonly config: SchedulerConfig) {
     this.catchAll = new CatchAllCache(config.catchAllTtlMs, config.catchAllCacheEntries);
     this.memory = new DestinationMemory(config);
-    this.#budgets = new TtlCache(config.destinationMemoryEntries, monotonicNow);
+    this.budgets = new ReceiverBudgets(config);
     this.#sessions = new Limiter(config.maxConcurrency);
     this.#sweep = setInterval(() => this.#forgetIdle(), SWEEP_MS);
     this.#sweep.unref();
@@ -85,7 +81,7 @@ export class Scheduler {
    * deadline, or its deferAt for a batch check.
    */
   check(req: CheckRequest): Promise<CheckOutcome> {
-    const destination = this.#destinations.get(req.address) ?? this.#place(req.address);
+    const destination = this.#destinations.get(req.address) ?? this.#place(req.address, req.host);
     if (destination) return destination.check(req);
     return new Promise((resolve) => {
       const submittedAt = monotonicNow();
@@ -164,21 +160,35 @@ export class Scheduler {
     }
   }
 
-  /** A new destination for `address`, forgetting the one idle longest when all places are taken; null when none can go. */
-  #place(address: string): Destination | null {
+  /**
+   * A new destination for `address` (its receiver family by `host`, the MX name it was asked for),
+   * forgetting the one idle longest when all places are taken; null when none can go.
+   */
+  #place(address: string, host: string): Destination | null {
     if (this.#destinations.size >= this.config.maxDestinations) {
       const oldest = this.#forgettable.values().next();
       if (oldest.done) return null;
       this.#forget(oldest.value);
     }
-    const budget = this.#budgets.get(address) ?? new HarvestBudget(this.config);
-    this.#budgets.delete(address);
+    const budgets = this.budgets;
+    const policy = budgets.policyOf(host);
+    const gate = budgets.gateOf(policy, monotonicNow());
+    // A family counted per destination caps this address's sessions, RCPT rate and transaction size.
+    const config: DestinationConfig = {
+      ...this.config,
+      maxPerDestination: Math.min(this.config.maxPerDestination, policy.sessionsPerIp),
+      maxRcptsPerTransaction: Math.min(this.config.maxRcptsPerTransaction, policy.rcptsPerTransaction),
+      ...(gate ? {} : { destinationRcptRate: Math.min(this.config.destinationRcptRate, policy.rcptRate), destinationRcptBurst: Math.min(this.config.destinationRcptRate, policy.rcptBurst) }),
+    };
     const destination = new Destination(address, {
-      config: this.config,
+      config,
       catchAll: this.catchAll,
       memory: this.memory,
-      budget,
-      acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline),
+      policy,
+      budget: (now) => budgets.budgetFor(policy, address, now),
+      gate,
+      noteReply: (reply, now) => void budgets.noteReply(policy, address, budgets.budgetFor(policy, address, now), reply, now),
+      acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline, gate),
       idleChanged: (d, hasIdle) => {
         this.#withIdle.delete(d);
         if (hasIdle) this.#withIdle.add(d);
@@ -201,7 +211,6 @@ export class Scheduler {
   }
 
   #forget(d: Destination): void {
-    this.#budgets.set(d.address, d.budget, BUDGET_MEMORY_MS);
     this.#destinations.delete(d.address);
     this.#forgettable.delete(d);
     this.#withIdle.delete(d);
@@ -210,8 +219,8 @@ export class Scheduler {
   /** Gives places that came free to the checks waiting for one, first come first served. */
   #seatWaiters(): void {
     while (this.#placeWaiters.length > 0) {
-      const { address } = this.#placeWaiters[0]!.req;
-      const destination = this.#destinations.get(address) ?? this.#place(address);
+      const { address, host } = this.#placeWaiters[0]!.req;
+      const destination = this.#destinations.get(address) ?? this.#place(address, host);
       if (!destination) return;
       for (const waiter of this.#placeWaiters.filter((w) => w.req.address === address)) {
         this.#placeWaiters.splice(this.#placeWaiters.indexOf(waiter), 1);
@@ -221,12 +230,23 @@ export class Scheduler {
     }
   }
 
-  async #acquireSessionSlot(deadline: number): Promise<(() => void) | null> {
+  /** A session slot within the global limit and, for a family keyed by our IP, within the family's sessions. */
+  async #acquireSessionSlot(deadline: number, gate: FamilyGate | null): Promise<(() => void) | null> {
+    const family = gate ? await gate.sessions.acquire(deadline) : null;
+    if (gate && !family) return null;
     // An idle session elsewhere gives its slot up to a destination with work waiting.
     if (this.#sessions.active >= this.#sessions.max) {
       for (const d of this.#withIdle) if (d.closeOneIdle()) break;
     }
-    return this.#sessions.acquire(deadline);
+    const global = await this.#sessions.acquire(deadline);
+    if (!global) {
+      family?.();
+      return null;
+    }
+    return () => {
+      global();
+      family?.();
+    };
   }
 
   #handOverIdle(d: Destination): void {
@@ -237,6 +257,7 @@ export class Scheduler {
 
   #forgetIdle(): void {
     const now = monotonicNow();
+    this.budgets.sweep(now);
     for (const d of this.#forgettable) if (now - d.lastActivity > this.config.destinationForgetMs) this.#forget(d);
   }
 }

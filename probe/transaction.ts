@@ -28,6 +28,8 @@ export type TransactionDeps = {
   settle(p: QueuedCheck, outcome: CheckOutcome): void;
   /** The server answered a RCPT: it is working, however slowly. */
   answered(now: number): void;
+  /** Every reply to RCPT (`unknown`: refused as an unknown user) and every refusal of MAIL FROM or RSET: the family's rules read them. */
+  replied?(reply: SmtpReply, unknown: boolean, now: number): void;
 };
 
 export type TransactionEnd = {
@@ -84,7 +86,9 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     lastReplyAt = now;
     if (!s.pipelining) roundTrips++;
     const cls = classifyRcptReply(reply);
-    (index >= batch.length ? tests[index - batch.length]?.harvest : batch[index]?.harvest)?.replied(isUnknownUser(cls, reply), now);
+    const unknown = isUnknownUser(cls, reply);
+    (index >= batch.length ? tests[index - batch.length]?.harvest : batch[index]?.harvest)?.replied(unknown, now);
+    deps.replied?.(reply, unknown, now);
     if (index >= batch.length) {
       tests[index - batch.length]?.finish(catchAllFromReply(reply));
       return;
@@ -123,6 +127,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
 
   const unanswered = batch.filter((p) => !p.settled && !retry.includes(p));
   const refusal = result.reset && !isPositive(result.reset) ? result.reset : result.mail && !isPositive(result.mail) ? result.mail : null;
+  if (refusal) deps.replied?.(refusal, false, monotonicNow());
   if (refusal && isThrottling(refusal)) {
     throttled = true;
     retry.push(...unanswered);

@@ -39,8 +39,13 @@ async function mta(n: number, options: Omit<MtaFixtureOptions, "host" | "port">)
   return f;
 }
 
+/**
+ * A scheduler with the unknown-recipient budget off (ratio 1, no hourly cap), as the workers and interop
+ * suites run theirs: these tests are about sessions, limits and fairness; the budget has its own
+ * (probe-harvest.test.ts, probe-receivers.test.ts).
+ */
 function scheduler(overrides: Partial<SchedulerConfig> = {}): Scheduler {
-  const s = testScheduler(port, overrides);
+  const s = testScheduler(port, { unknownRatio: 1, unknownPerHour: 0, ...overrides });
   schedulers.push(s);
   return s;
 }
@@ -63,7 +68,9 @@ function probe(s: Scheduler, email: string, addresses: string[], deadlineMs = 5_
 function batchProbe(s: Scheduler, email: string, addresses: string[], deadlineMs: number, deferAt: number | undefined, tenant = ""): Promise<ProbeResponse | null> {
   const domain = email.slice(email.lastIndexOf("@") + 1);
   const mx = addresses.map((address, i) => ({ host: `mx${i}.${domain}`, preference: 10 * (i + 1), addresses: [address] }));
-  return runBatchProbe({ email, mx, deadline_ms: deadlineMs, catch_all_check: true }, { config: { allowPrivateTargets: true }, scheduler: s }, Date.now(), { deferAt, tenant });
+  return runBatchProbe({ email, mx, deadline_ms: deadlineMs, catch_all_check: true }, { config: { allowPrivateTargets: true }, scheduler: s }, Date.now(), { deferAt, tenant }).then((r) =>
+    "deferred" in r ? null : r,
+  );
 }
 
 const rcpts = (f: MtaFixture, c = 0) => f.connections[c]!.commands.filter((x) => x.startsWith("RCPT")).length;
@@ -212,7 +219,12 @@ describe("error limits", () => {
     const s = scheduler({ maxRejectionsPerSession: 100, maxRcptsPerTransaction: 50, maxPerDestination: 1 });
     const emails = [...Array.from({ length: 30 }, (_, i) => `nobody${i}@harsh.test`), ...good];
     const results = await Promise.all(emails.map((e) => probe(s, e, [ip(109)], 15_000)));
-    expect(results.map((r) => r.outcome)).toEqual(emails.map((e) => (e.startsWith("user") ? "accepted" : "mailbox_not_found")));
+    // Postfix's "421 ... too many errors" pauses the address (receiver policy, self-hosted row): what was
+    // not asked by then is answered budget_spent, never a wrong verdict.
+    const right = emails.map((e) => (e.startsWith("user") ? "accepted" : "mailbox_not_found"));
+    results.forEach((r, i) => expect([emails[i], r.outcome]).toEqual([emails[i], r.outcome === "budget_spent" ? "budget_spent" : right[i]]));
+    expect(results.filter((r) => r.outcome !== "budget_spent").length).toBeGreaterThanOrEqual(19);
+    expect(results.some((r) => r.outcome === "budget_spent")).toBe(true);
     expect(f.connections.some((c) => c.serverClosed)).toBe(true);
   });
 });

@@ -1,0 +1,211 @@
+/**
+ * The receiver policy (shared/email/receiver-policy.ts) as the probe applies it: each family's row
+ * with the operator's overrides and the time scale, the unknown-recipient budgets keyed the way each
+ * family counts (per probe IP and family, or per probe IP and destination address), the per-family
+ * session and RCPT limits of a family keyed by our IP, the warm-up of a new probe IP, and what a reply
+ * that says "back off" or "stop" does to the key. docs/probe.md "Receiver policy".
+ *
+ * A probe sends from one IP, so "per probe IP" is per process; a fleet puts its probes in different
+ * /24s or says how many share one (PROBE_NETBLOCK_PEERS), and Google's netblock cap is split among them.
+ */
+import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, familyOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy } from "../shared/email/receiver-policy.ts";
+import { HarvestBudget, type BudgetLimits, type BudgetSnapshot } from "./harvest-budget.ts";
+import { Limiter, TokenBucket } from "./limits.ts";
+import { countFamilyEvent } from "./metrics.ts";
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+/** A destination-keyed budget nobody used for this long (in policy time) is forgotten: its hour is over. */
+const IDLE_BUDGET_HOURS = 1;
+
+export type ReceiverOverrides = Partial<Record<ReceiverFamily, Partial<Omit<ReceiverPolicy, "family" | "replies">>>>;
+
+export type ReceiverBudgetConfig = {
+  /** Operator overrides per family (PROBE_RECEIVER_POLICY). */
+  receiverPolicy: ReceiverOverrides;
+  /** Every policy duration divided by it, every rate multiplied (tests and benches; 1 in production). */
+  policyTimeScale: number;
+  /** Probes sending from this probe's /24 (itself included): Google's netblock cap is shared among them. */
+  netblockPeers: number;
+  /** The self-hosted row's unknown-share settings (PROBE_DESTINATION_*), kept as aliases. */
+  unknownRatio: number;
+  unknownWindowMs: number;
+  unknownPerHour: number;
+};
+
+/** A family's row as applied: durations in (scaled) ms, rates per (scaled) second. */
+export type AppliedPolicy = ReceiverPolicy & { windowMs: number; hourMs: number; rcptRate: number; rcptBurst: number; scale: number };
+
+/** What a family keyed by our IP shares across all its destinations. */
+export type FamilyGate = { sessions: Limiter; rcpts: TokenBucket };
+
+type Warmup = { since: number; factor: number; day: number; frozenDay: number };
+
+export type ReceiverState = { budgets: Record<string, BudgetSnapshot>; warmup: Partial<Record<ReceiverFamily, Warmup>> };
+
+export class ReceiverBudgets {
+  readonly #policies = new Map<ReceiverFamily, AppliedPolicy>();
+  readonly #budgets = new Map<string, { budget: HarvestBudget; usedAt: number; policy: AppliedPolicy }>();
+  readonly #gates = new Map<ReceiverFamily, FamilyGate>();
+  readonly #warmup = new Map<ReceiverFamily, Warmup>();
+  #restored: ReceiverState | null = null;
+
+  constructor(readonly config: ReceiverBudgetConfig) {
+    const scale = config.policyTimeScale;
+    for (const row of RECEIVER_POLICIES) {
+      let p: ReceiverPolicy = { ...row, ...config.receiverPolicy[row.family] };
+      if (row.family === "self-hosted") {
+        p = { ...p, unknownRatio: config.unknownRatio, windowSeconds: config.unknownWindowMs / 1000, unknownPerHour: config.unknownPerHour };
+        p = { ...p, ...config.receiverPolicy[row.family] };
+      }
+      const rcptRate = p.rcptPerSecond * scale;
+      this.#policies.set(row.family, {
+        ...p,
+        scale,
+        windowMs: (p.windowSeconds * 1000) / scale,
+        hourMs: HOUR_MS / scale,
+        rcptRate,
+        // At least one RCPT, at most a transaction's worth or a minute's rate at once.
+        rcptBurst: Math.max(1, Math.min(p.rcptsPerTransaction, rcptRate * (60 / scale) )),
+      });
+    }
+  }
+
+  /** The family of a destination, by the MX host name the check was addressed to. */
+  policyOf(host: string): AppliedPolicy {
+    return this.#policies.get(familyOfHost(host))!;
+  }
+
+  policy(family: ReceiverFamily): AppliedPolicy {
+    return this.#policies.get(family)!;
+  }
+
+  /** The budget key: the family alone where the receiver counts by our IP, else the family and the address. */
+  keyOf(policy: AppliedPolicy, address: string): string {
+    return policy.budgetKey === "probe_ip_family" ? policy.family : `${policy.family} ${address}`;
+  }
+
+  /** The budget a check at `address` of `policy`'s family spends. */
+  budgetFor(policy: AppliedPolicy, address: string, now: number): HarvestBudget {
+    const key = this.keyOf(policy, address);
+    let entry = this.#budgets.get(key);
+    if (!entry) {
+      const limits: BudgetLimits = {
+        unknownRatio: policy.unknownRatio,
+        unknownWindowMs: policy.windowMs,
+        unknownPerHour: this.#hourlyCap(policy, now),
+        minSample: policy.minSample,
+        unknownFloor: policy.unknownFloor,
+        hourMs: policy.hourMs,
+      };
+      entry = { budget: new HarvestBudget(limits), usedAt: now, policy };
+      const saved = this.#restored?.budgets[key];
+      if (saved) entry.budget.restore(saved, now);
+      this.#budgets.set(key, entry);
+    }
+    entry.usedAt = now;
+    if (policy.warmupStart < 1) entry.budget.limits.unknownPerHour = this.#hourlyCap(policy, now);
+    return entry.budget;
+  }
+
+  /** The sessions and RCPT rate a family keyed by our IP shares over its destinations; null for the others. */
+  gateOf(policy: AppliedPolicy, now: number): FamilyGate | null {
+    if (policy.budgetKey !== "probe_ip_family") return null;
+    let gate = this.#gates.get(policy.family);
+    const rate = policy.rcptRate * this.warmupFactor(policy, now);
+    if (!gate || gate.rcpts.ratePerSecond !== rate) {
+      gate = { sessions: gate?.sessions ?? new Limiter(policy.sessionsPerIp), rcpts: new TokenBucket(rate, Math.max(1, Math.min(policy.rcptBurst, rate * 60)), now) };
+      this.#gates.set(policy.family, gate);
+    }
+    return gate;
+  }
+
+  /** The unknown-user cap an hour of a key of this family now: warm-up, and Google's netblock share. */
+  #hourlyCap(policy: AppliedPolicy, now: number): number {
+    if (policy.unknownPerHour <= 0) return 0;
+    let cap = policy.unknownPerHour;
+    if (policy.netblockUnknownPerHour > 0) cap = Math.min(cap, policy.netblockUnknownPerHour / Math.max(1, this.config.netblockPeers));
+    return Math.max(1, Math.floor(cap * this.warmupFactor(policy, now)));
+  }
+
+  /**
+   * A new probe IP's share of the family's caps: warmupStart on its first day, then at most
+   * WARMUP_DAILY_GROWTH times the day before, except after a day on which the family pushed back.
+   */
+  warmupFactor(policy: AppliedPolicy, now: number): number {
+    if (policy.warmupStart >= 1) return 1;
+    const dayMs = DAY_MS / policy.scale;
+    const today = Math.floor(now / dayMs);
+    let w = this.#warmup.get(policy.family) ?? this.#restored?.warmup[policy.family];
+    if (!w) w = { since: now, factor: policy.warmupStart, day: today, frozenDay: -1 };
+    while (w.day < today) {
+      w = { ...w, day: w.day + 1, factor: w.frozenDay === w.day ? w.factor : Math.min(1, w.factor * WARMUP_DAILY_GROWTH) };
+    }
+    this.#warmup.set(policy.family, w);
+    return w.factor;
+  }
+
+  /**
+   * A reply from a destination of this family: when it matches one of the family's rules, the key
+   * is paused (doubling on repeats up to the rule's maximum) or stopped, the warm-up does not grow
+   * today, and it is logged and counted. Returns the action taken, or null.
+   */
+  noteReply(policy: AppliedPolicy, address: string, budget: HarvestBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): "pause" | "stop" | null {
+    const rule = policy.replies.find((r) => replyMatches(r, reply));
+    if (!rule) return null;
+    const level = budget.pauseLevel(now);
+    const seconds = Math.min(rule.seconds * 2 ** level, rule.maxSeconds ?? rule.seconds);
+    const until = now + (seconds * 1000) / policy.scale;
+    budget.pause(until, rule.action === "stop", now);
+    const w = this.#warmup.get(policy.family);
+    if (w) w.frozenDay = Math.floor(now / (DAY_MS / policy.scale));
+    countFamilyEvent(policy.family, rule.action === "stop" ? "stop" : "backoff");
+    const line = {
+      level: rule.action === "stop" ? "error" : "warn",
+      msg: rule.action === "stop" ? "receiver stopped us" : "receiver backoff",
+      family: policy.family,
+      destination: policy.budgetKey === "probe_ip_family" ? null : address,
+      reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
+      pause_seconds: seconds,
+      alert: rule.action === "stop",
+    };
+    console.warn(JSON.stringify(line));
+    return rule.action;
+  }
+
+  /** Forgets destination-keyed budgets unused for an hour (their counts are over); family budgets stay. */
+  sweep(now: number): void {
+    for (const [key, entry] of this.#budgets) {
+      if (entry.policy.budgetKey === "probe_ip_destination" && now - entry.usedAt > IDLE_BUDGET_HOURS * entry.policy.hourMs) {
+        const counts = entry.budget.counts(now);
+        if (counts.unknown_last_hour === 0 && entry.budget.pausedUntil(now) === null) this.#budgets.delete(key);
+      }
+    }
+  }
+
+  /** Per family keyed by our IP: what its hourly cap has left (metrics). */
+  familyLeft(now: number): { family: ReceiverFamily; left: number }[] {
+    const out: { family: ReceiverFamily; left: number }[] = [];
+    for (const entry of this.#budgets.values()) {
+      if (entry.policy.budgetKey === "probe_ip_family") out.push({ family: entry.policy.family, left: entry.budget.left(now) });
+    }
+    return out;
+  }
+
+  /** What a restart must not forget: every budget's hour and window, pauses, warm-up. */
+  snapshot(now: number): ReceiverState {
+    const budgets: Record<string, BudgetSnapshot> = { ...(this.#restored?.budgets ?? {}) };
+    for (const [key, entry] of this.#budgets) budgets[key] = entry.budget.snapshot(now);
+    for (const [key, s] of Object.entries(budgets)) {
+      if (!this.#budgets.has(key) && s.refusals.every(([at]) => at <= now - HOUR_MS) && (!s.pause || s.pause.until <= now)) delete budgets[key];
+    }
+    const warmup: ReceiverState["warmup"] = { ...(this.#restored?.warmup ?? {}) };
+    for (const [family, w] of this.#warmup) warmup[family] = w;
+    return { budgets, warmup };
+  }
+
+  /** Takes back a previous run's state, before this run's first check. */
+  restore(state: ReceiverState): void {
+    this.#restored = state;
+  }
+}
