@@ -14,13 +14,17 @@ import { DestinationMemory, type MemoryConfig } from "./destination-memory.ts";
 import { Limiter } from "./limits.ts";
 import { monotonicNow } from "./clock.ts";
 import { ReceiverBudgets, type FamilyGate, type ReceiverBudgetConfig } from "./receiver-budgets.ts";
+import { loadProbeState, saveProbeState, STATE_SAVE_MS } from "./probe-state.ts";
 
 export type { CheckOutcome, CheckRequest } from "./check.ts";
 
 export type SchedulerConfig = DestinationConfig &
   MemoryConfig &
   ReceiverBudgetConfig &
-  Pick<ProbeConfig, "maxConcurrency" | "maxQueued" | "catchAllTtlMs" | "catchAllCacheEntries" | "maxDestinations" | "destinationForgetMs">;
+  Pick<ProbeConfig, "maxConcurrency" | "maxQueued" | "catchAllTtlMs" | "catchAllCacheEntries" | "maxDestinations" | "destinationForgetMs"> & {
+    /** PROBE_STATE_FILE: where budgets, pauses and warm-up survive a restart (probe-state.ts); null: memory only. */
+    stateFile?: string | null;
+  };
 
 /** How often destinations idle past PROBE_DESTINATION_FORGET_MS are looked for. */
 const SWEEP_MS = 60_000;
@@ -50,6 +54,7 @@ export class Scheduler {
   readonly #placeWaiters: PlaceWaiter[] = [];
   readonly #sessions: Limiter;
   readonly #sweep: NodeJS.Timeout;
+  readonly #save: NodeJS.Timeout | undefined;
   #inFlight = 0;
   #drained: (() => void) | null = null;
 
@@ -57,6 +62,13 @@ export class Scheduler {
     this.catchAll = new CatchAllCache(config.catchAllTtlMs, config.catchAllCacheEntries);
     this.memory = new DestinationMemory(config);
     this.budgets = new ReceiverBudgets(config);
+    const stateFile = config.stateFile;
+    if (stateFile) {
+      const saved = loadProbeState(stateFile);
+      if (saved) this.budgets.restore(saved);
+      this.#save = setInterval(() => saveProbeState(stateFile, this.budgets, monotonicNow()), STATE_SAVE_MS);
+      this.#save.unref();
+    }
     this.#sessions = new Limiter(config.maxConcurrency);
     this.#sweep = setInterval(() => this.#forgetIdle(), SWEEP_MS);
     this.#sweep.unref();
@@ -149,7 +161,9 @@ export class Scheduler {
   /** QUIT on every session; sessions carrying a transaction close when it ends. */
   async close(): Promise<void> {
     clearInterval(this.#sweep);
+    clearInterval(this.#save);
     await Promise.all([...this.#destinations.values()].map((d) => d.shutdown()));
+    if (this.config.stateFile) saveProbeState(this.config.stateFile, this.budgets, monotonicNow());
   }
 
   #maybeDrained(): void {

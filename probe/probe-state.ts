@@ -1,0 +1,68 @@
+/**
+ * What a probe must not forget when it restarts (PROBE_STATE_FILE): every receiver budget's refusals
+ * of the hour and answers of its window, pauses and stops a receiver asked for, and each family's
+ * warm-up. A redeploy must not reset a gateway's count to zero, nor a new IP's ramp to its end.
+ *
+ * One small JSON file on the probe's own disk, written whole to a temporary name and renamed (a crash
+ * mid-write leaves the previous one), every few seconds while something changed and at a clean stop.
+ * A file that cannot be read or does not parse is logged and ignored: the probe then starts as new
+ * IPs do, at the warm-up's start, which errs on the safe side.
+ */
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { z } from "zod";
+import { RECEIVER_FAMILIES } from "../shared/email/receiver-policy.ts";
+import type { ReceiverBudgets, ReceiverState } from "./receiver-budgets.ts";
+
+/** How often the state is written while the probe runs. */
+export const STATE_SAVE_MS = 5_000;
+/** A state file larger than this is not read (it is ours, but a disk can hold anything). */
+const MAX_STATE_BYTES = 64 * 1024 * 1024;
+
+const Snapshot = z.object({
+  refusals: z.array(z.tuple([z.number(), z.string().max(128)])),
+  answers: z.array(z.tuple([z.number(), z.string().max(128), z.union([z.literal(0), z.literal(1)])])),
+  pause: z.object({ until: z.number(), level: z.number().int().min(0), stop: z.boolean() }).nullable(),
+});
+const Warmup = z.object({ since: z.number(), factor: z.number().gt(0).max(1), day: z.number().int(), frozenDay: z.number().int() });
+const StateFile = z.object({
+  version: z.literal(1),
+  saved_at: z.number(),
+  budgets: z.record(z.string().max(300), Snapshot),
+  warmup: z.partialRecord(z.enum(RECEIVER_FAMILIES), Warmup),
+});
+
+/** The state a previous run left, or null (none, unreadable, or not ours: logged). */
+export function loadProbeState(path: string): ReceiverState | null {
+  let text: string;
+  try {
+    const raw = readFileSync(path);
+    if (raw.byteLength > MAX_STATE_BYTES) throw new Error(`larger than ${MAX_STATE_BYTES} bytes`);
+    text = raw.toString("utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") warn("probe state unreadable", err);
+    return null;
+  }
+  try {
+    const parsed = StateFile.parse(JSON.parse(text));
+    return { budgets: parsed.budgets, warmup: parsed.warmup };
+  } catch (err) {
+    warn("probe state ignored", err);
+    return null;
+  }
+}
+
+/** Writes the budgets' state now (temporary file, then rename). */
+export function saveProbeState(path: string, budgets: ReceiverBudgets, now: number): void {
+  const state = budgets.snapshot(now);
+  const tmp = `${path}.tmp`;
+  try {
+    writeFileSync(tmp, JSON.stringify({ version: 1, saved_at: now, ...state }), { mode: 0o600 });
+    renameSync(tmp, path);
+  } catch (err) {
+    warn("probe state not saved", err);
+  }
+}
+
+function warn(msg: string, err: unknown): void {
+  console.warn(JSON.stringify({ level: "warn", msg, error: err instanceof Error ? err.message.slice(0, 200) : String(err).slice(0, 200) }));
+}
