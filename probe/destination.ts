@@ -293,6 +293,11 @@ export class Destination {
     }
     const now = monotonicNow();
     const size = this.#pacing.transactionSize(s, now);
+    // A server that takes one RCPT per transaction (Microsoft 365) gets its catch-all test alone, first.
+    if (!size.catchAllTest && size.rcpts >= 1) {
+      const alone = this.#testAlone(slot, now);
+      if (alone !== null) return alone;
+    }
     const batch: QueuedCheck[] = [];
     const tests = new Map<string, CatchAllTest>();
     let blocked = false;
@@ -386,7 +391,36 @@ export class Destination {
     return "sent";
   }
 
-  async #transact(slot: Slot & { session: SmtpSession }, batch: QueuedCheck[], tests: CatchAllTest[]): Promise<void> {
+  /**
+   * The catch-all test of the check served next, as a transaction of its own, when the answer is
+   * neither known nor being learned: the check follows in the next transaction and finds it (or waits
+   * for it). Null when there is no such test to send; "rate" when the RCPT bucket says wait.
+   */
+  #testAlone(slot: Slot & { session: SmtpSession }, now: number): "sent" | "rate" | null {
+    const p = this.#queue.peek();
+    if (!p || !p.req.catchAllCheck || p.utf8) return null;
+    const cache = this.ctx.catchAll;
+    if (cache.get(p.domain, p.req.host) !== null || cache.pending(p.domain, p.req.host) !== null) return null;
+    const budget = this.budget;
+    const lane = budgetLaneOf(p);
+    if (budget.enabled && !budget.fits(budget.plan(now), 1, 1, false, lane)) return null;
+    const gate = this.ctx.gate?.rcpts;
+    const wait = Math.max(this.#pacing.rcptWait(1, now), gate ? gate.wait(1, now) : 0);
+    if (wait > 0) {
+      this.#wakeAt(now + wait);
+      return "rate";
+    }
+    this.#pacing.takeRcpts(1, now);
+    gate?.take(1, now);
+    countFamilyEvent(this.ctx.policy.family, "rcpt");
+    const at = p.req.recipient.lastIndexOf("@");
+    const test: CatchAllTest = { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} };
+    if (budget.enabled) test.harvest = budget.sent(CATCH_ALL_LANE, 1, now, lane);
+    void this.#transact(slot, [], [test], p.req.deadline);
+    return "sent";
+  }
+
+  async #transact(slot: Slot & { session: SmtpSession }, batch: QueuedCheck[], tests: CatchAllTest[], testsDeadline?: number): Promise<void> {
     this.#pool.checkOut(slot);
     const end = await runTransaction(slot, batch, tests, {
       address: this.address,
@@ -395,6 +429,7 @@ export class Destination {
       catchAll: this.ctx.catchAll,
       settle: (p, outcome) => this.#settle(p, outcome),
       answered: (now) => (this.#answeredAt = now),
+      ...(testsDeadline !== undefined ? { testsDeadline } : {}),
       replied: (reply, unknown, now) => {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
         this.ctx.noteReply(reply, now);

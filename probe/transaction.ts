@@ -30,6 +30,8 @@ export type TransactionDeps = {
   answered(now: number): void;
   /** Every reply to RCPT (`unknown`: refused as an unknown user) and every refusal of MAIL FROM or RSET: the family's rules read them. */
   replied?(reply: SmtpReply, unknown: boolean, now: number): void;
+  /** For a transaction of catch-all tests alone (a server that takes one RCPT per transaction): its deadline. */
+  testsDeadline?: number;
 };
 
 export type TransactionEnd = {
@@ -115,12 +117,14 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     return asked.map((t) => t.recipient);
   };
 
+  // A transaction of tests alone asks them outright; otherwise, without PIPELINING, after the batch.
+  const testsAlone = batch.length === 0;
   const result = await s.transaction({
     mailFrom: deps.mailFrom,
     utf8: batch.some((p) => p.utf8),
-    recipients: [...batch.map((p) => p.req.recipient), ...(s.pipelining ? tests.map((t) => t.recipient) : [])],
-    ...(s.pipelining ? {} : { followUp }),
-    deadline: Math.max(...batch.map((p) => p.req.deadline)),
+    recipients: [...batch.map((p) => p.req.recipient), ...(s.pipelining || testsAlone ? tests.map((t) => t.recipient) : [])],
+    ...(s.pipelining || testsAlone ? {} : { followUp }),
+    deadline: testsAlone ? (deps.testsDeadline ?? monotonicNow()) : Math.max(...batch.map((p) => p.req.deadline)),
     onReply,
   });
   for (const t of tests) t.finish(null);
