@@ -1,4 +1,8 @@
 /**
+ * Over 400 lines: the queue-manager half of the scheduler (what goes in which transaction, under which
+ * budget, when a check waits, is answered or handed back) reads best in one place; its pure decisions
+ * are already apart (pacing.ts, fair-queue.ts, harvest-budget.ts, transaction.ts).
+ *
  * One destination mail server address: the checks waiting for it and what goes in which
  * transaction, the queue-manager half of Postfix's SMTP client side. Its sessions are kept by a
  * SessionPool (session-pool.ts), every decision about how hard to push the address is Pacing's
@@ -66,6 +70,8 @@ export class Destination {
   /** The unknown-recipient budget holds bulk work back now (logged once per episode). */
   #budgetHeld = false;
   #budgetLoggedAt = -Infinity;
+  /** When a random address was last refused here: a gateway that accepts one after that has changed. */
+  #randomRefusedAt = -Infinity;
   lastActivity = monotonicNow();
 
   constructor(
@@ -430,6 +436,7 @@ export class Destination {
       settle: (p, outcome) => this.#settle(p, outcome),
       answered: (now) => (this.#answeredAt = now),
       ...(testsDeadline !== undefined ? { testsDeadline } : {}),
+      catchAllAnswered: (catchAll, now) => this.#catchAllAnswered(catchAll, now),
       replied: (reply, unknown, now) => {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
         this.ctx.noteReply(reply, now);
@@ -450,6 +457,23 @@ export class Destination {
     else if (end.clean) this.#pacing.transactionClean();
     this.#pool.checkIn(slot, end.pushback !== null);
     this.#schedulePump();
+  }
+
+  /**
+   * A gateway that refused a random address within the hour and now accepts one has stopped telling
+   * the truth (Cisco's harvest defence accepts silently and drops past its threshold): the address is
+   * stopped for the hour and an operator alerted. The accepted random address is kept as the
+   * catch-all answer, so what this server accepts meanwhile is never reported valid on that alone.
+   */
+  #catchAllAnswered(catchAll: boolean, now: number): void {
+    if (!catchAll) return void (this.#randomRefusedAt = now);
+    const policy = this.ctx.policy;
+    if (policy.budgetKey !== "probe_ip_destination" || policy.family === "self-hosted" || now - this.#randomRefusedAt > policy.hourMs) return;
+    this.budget.pause(now + policy.hourMs, true, now);
+    countFamilyEvent(policy.family, "stop");
+    console.warn(
+      JSON.stringify({ level: "error", msg: "receiver accepts everything now", family: policy.family, destination: this.address, refused_random_ms_ago: now - this.#randomRefusedAt, alert: true }),
+    );
   }
 
   /** Logs when the budget starts holding bulk work back here: once per window at most, however often it flips. */

@@ -30,6 +30,8 @@ export type TransactionDeps = {
   answered(now: number): void;
   /** Every reply to RCPT (`unknown`: refused as an unknown user) and every refusal of MAIL FROM or RSET: the family's rules read them. */
   replied?(reply: SmtpReply, unknown: boolean, now: number): void;
+  /** A catch-all test's answer: the random address accepted (true) or refused (false). */
+  catchAllAnswered?(catchAll: boolean, now: number): void;
   /** For a transaction of catch-all tests alone (a server that takes one RCPT per transaction): its deadline. */
   testsDeadline?: number;
 };
@@ -92,7 +94,9 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     (index >= batch.length ? tests[index - batch.length]?.harvest : batch[index]?.harvest)?.replied(unknown, now);
     deps.replied?.(reply, unknown, now);
     if (index >= batch.length) {
-      tests[index - batch.length]?.finish(catchAllFromReply(reply));
+      const catchAll = catchAllFromReply(reply);
+      if (catchAll !== null) deps.catchAllAnswered?.(catchAll, now);
+      tests[index - batch.length]?.finish(catchAll);
       return;
     }
     const p = batch[index]!;

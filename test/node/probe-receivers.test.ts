@@ -169,6 +169,28 @@ describe("budgets keyed the way receivers count", () => {
   });
 });
 
+describe("a gateway that starts accepting everything", () => {
+  it("refused a random address, then accepts one: the address is stopped for the hour, an alert logged, and what it accepts is not valid on that alone", async () => {
+    let randoms = 0;
+    const f = await mta(188, {
+      mailboxPrefix: "user",
+      // The first random address is refused as an unknown user; past it the gateway accepts anything (Cisco's silent accept).
+      rcptReply: (address) => (/^[a-z0-9]{16}@/.test(address) && randoms++ > 0 ? "250 2.1.5 Recipient OK" : undefined),
+    });
+    const s = scheduler({ receiverPolicy: { cisco: { rcptPerSecond: 100 } } });
+    const error = vi.spyOn(console, "warn");
+    const host = "mx1.hc1234-56.iphmx.com";
+    expect(await check(s, "user1@first.example", host, ip(188))).toMatchObject({ outcome: "accepted", catch_all: false });
+    const second = await check(s, "user1@second.example", host, ip(188));
+    expect(second).toMatchObject({ outcome: "accepted", catch_all: true });
+    const line = error.mock.calls.map((c) => String(c[0])).find((l) => l.includes("receiver accepts everything now"));
+    expect(JSON.parse(line!)).toMatchObject({ level: "error", family: "cisco", destination: ip(188), alert: true });
+    const before = rcptsOf(f).length;
+    expect((await check(s, "user2@second.example", host, ip(188))).outcome).toBe("budget_spent");
+    expect(rcptsOf(f)).toHaveLength(before);
+  });
+});
+
 describe("warm-up", () => {
   const budgets = (scale = 1) =>
     new ReceiverBudgets({ receiverPolicy: {}, policyTimeScale: scale, netblockPeers: 1, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
