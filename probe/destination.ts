@@ -44,8 +44,8 @@ export type DestinationContext = {
   policy: AppliedPolicy;
   /** The unknown-recipient budget this address spends (its family's, or its own), which outlives the destination. */
   budget(now: number): HarvestBudget;
-  /** The RCPT rate this address shares with its whole family (a family keyed by our IP), or null. */
-  gate: FamilyGate | null;
+  /** The RCPT rate and sessions this address shares with its whole family (a family keyed by our IP), or null. */
+  gate(now: number): FamilyGate | null;
   /** A reply that may ask us to back off or stop (the family's reply rules). */
   noteReply(reply: SmtpReply, now: number): void;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
@@ -379,7 +379,7 @@ export class Destination {
     }
     // This address's RCPT rate, and its family's when the family counts by our IP.
     const rcpts = batch.length + tests.size;
-    const gate = this.ctx.gate?.rcpts;
+    const gate = this.ctx.gate(now)?.rcpts;
     const wait = Math.max(this.#pacing.rcptWait(rcpts, now), gate ? gate.wait(rcpts, now) : 0);
     if (wait > 0) {
       this.#queue.putBack(batch);
@@ -410,7 +410,7 @@ export class Destination {
     const budget = this.budget;
     const lane = budgetLaneOf(p);
     if (budget.enabled && !budget.fits(budget.plan(now), 1, 1, false, lane)) return null;
-    const gate = this.ctx.gate?.rcpts;
+    const gate = this.ctx.gate(now)?.rcpts;
     const wait = Math.max(this.#pacing.rcptWait(1, now), gate ? gate.wait(1, now) : 0);
     if (wait > 0) {
       this.#wakeAt(now + wait);

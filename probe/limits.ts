@@ -64,12 +64,20 @@ export class TokenBucket {
   #at: number;
 
   constructor(
-    readonly ratePerSecond: number,
-    readonly capacity: number,
+    public ratePerSecond: number,
+    public capacity: number,
     now = monotonicNow(),
   ) {
     this.#tokens = capacity;
     this.#at = now;
+  }
+
+  /** A new rate and burst from now on (a warming IP's), keeping the tokens there are. */
+  retune(ratePerSecond: number, capacity: number, now = monotonicNow()): void {
+    this.#refill(now);
+    this.ratePerSecond = ratePerSecond;
+    this.capacity = capacity;
+    this.#tokens = Math.min(this.#tokens, capacity);
   }
 
   #refill(now: number): void {

@@ -111,12 +111,12 @@ export class ReceiverBudgets {
   /** The sessions and RCPT rate a family keyed by our IP shares over its destinations; null for the others. */
   gateOf(policy: AppliedPolicy, now: number): FamilyGate | null {
     if (policy.budgetKey !== "probe_ip_family") return null;
-    let gate = this.#gates.get(policy.family);
     const rate = policy.rcptRate * this.warmupFactor(policy, now);
-    if (!gate || gate.rcpts.ratePerSecond !== rate) {
-      gate = { sessions: gate?.sessions ?? new Limiter(policy.sessionsPerIp), rcpts: new TokenBucket(rate, Math.max(1, Math.min(policy.rcptBurst, rate * 60)), now) };
-      this.#gates.set(policy.family, gate);
-    }
+    const burst = Math.max(1, Math.min(policy.rcptBurst, rate * 60));
+    let gate = this.#gates.get(policy.family);
+    if (!gate) this.#gates.set(policy.family, (gate = { sessions: new Limiter(policy.sessionsPerIp), rcpts: new TokenBucket(rate, burst, now) }));
+    // One bucket per family for every destination of it, retuned in place as the warm-up grows.
+    else if (gate.rcpts.ratePerSecond !== rate) gate.rcpts.retune(rate, burst, now);
     return gate;
   }
 

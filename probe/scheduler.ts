@@ -200,7 +200,7 @@ export class Scheduler {
       memory: this.memory,
       policy,
       budget: (now) => budgets.budgetFor(policy, address, now),
-      gate,
+      gate: (now) => budgets.gateOf(policy, now),
       noteReply: (reply, now) => void budgets.noteReply(policy, address, budgets.budgetFor(policy, address, now), reply, now),
       acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline, gate),
       idleChanged: (d, hasIdle) => {
