@@ -3,6 +3,8 @@
  * that matters is guarded by the state it expects (a line is claimed only when it is claimable,
  * answered only when it is not done yet, a job completed only once), so a message delivered twice, a
  * consumer that dies halfway or a restarted stack can never lose an answer or write one twice.
+ * Over 400 lines on purpose: every statement on the job tables is here, so each guard can be read
+ * beside the others it must agree with (what is due, what is claimable, what holds a slot).
  */
 import { sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
@@ -582,7 +584,7 @@ export const TURNS_PER_STALLED_JOB = 500;
 export const DUE_CALLBACKS_PER_RUN = 1_000;
 
 /**
- * What the cron requeues: turns for the due lines of stalled unfinished jobs (one per CHUNK_SIZE),
+ * What the cron requeues: turns for the due lines of stalled unfinished jobs that have some (one per CHUNK_SIZE),
  * and callbacks whose time has come. A bounded number of each per run, oldest first; exactly those
  * are marked as requeued (not again before another stall period has passed), in the same
  * transaction that reads them, so nothing is marked that was not sent and what is left over comes
@@ -590,8 +592,11 @@ export const DUE_CALLBACKS_PER_RUN = 1_000;
  */
 export async function stalledWork(db: Database, stalledBefore: number): Promise<{ turns: { job: string; turns: number }[]; callbacks: { job: string; attempt: number }[] }> {
   const now = Date.now();
+  // Only jobs with due lines: one whose lines all wait on a receiver (parked) has nothing to send and
+  // must not take the places of jobs that do.
   const stalledJobs = sql`select id from verification_jobs
     where status in ('queued', 'running') and writing = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
+      and exists (select 1 from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and ${dueLine(now, "i.")})
     order by updated_at, id limit ${sql.raw(String(STALLED_JOBS_PER_RUN))}`;
   const dueCallbacks = sql`select id from verification_jobs
     where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}

@@ -118,7 +118,7 @@ describe("a line held by a receiver's budget", () => {
 });
 
 describe("a job whose lines only wait", () => {
-  it("holds no running slot, and the cron sends its turn only once a line is due", async () => {
+  it("holds no running slot, and the cron passes it over until a line is due, then sends its turn", async () => {
     const { token, accountId } = await newAccount(0);
     const id = await queuedJob(accountId, ["held-a@ok.test", "held-b@ok.test"]);
     const limits = { maxRunning: 1, maxLinesPerDay: 1_000 };
@@ -136,8 +136,9 @@ describe("a job whose lines only wait", () => {
     // Stalled, but nothing due: no turn. Due: one.
     await db.run(sql`update verification_jobs set updated_at = 0 where id = ${id}`);
     expect((await stalledWork(db, Date.now())).turns.filter((t) => t.job === id)).toEqual([]);
+    // Not marked as requeued either: a job that only waits takes none of the places of the stalled jobs per run.
+    expect((await db.all<{ updated_at: number }>(sql`select updated_at from verification_jobs where id = ${id}`))[0]!.updated_at).toBe(0);
     await db.run(sql`update verification_job_items set wait_until = ${Date.now() - 1} where job_id = ${id} and position = 0`);
-    await db.run(sql`update verification_jobs set updated_at = 0 where id = ${id}`);
     expect((await stalledWork(db, Date.now())).turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: 1 }]);
   });
 });
