@@ -76,16 +76,14 @@ function smtpFact(call: ProbeCallResult | null, provider: string | null): SmtpFa
 export const familyOf = (mx: readonly ProbeMxHost[]): ReceiverFamily => receiverFamily(mx);
 
 /**
- * The answer for a family that is not probed, given without a conversation (docs/probe.md "Receiver
- * policy"): RCPT there accepts every address (yahoo: the catch-all it behaves as), or the provider
- * forbids verifying without sending (outlook-consumer). Null: the family is probed.
+ * An answer for which nothing was sent, in the probe's own shape (one vocabulary from the probe to the
+ * JSON): not_probed (catchAll true where RCPT accepts every address), or budget_spent (when the
+ * receiver's budget next has room, if known).
  */
-export function unprobedAnswer(family: ReceiverFamily): ProbeCallResult | null {
-  const { probe } = receiverPolicy(family);
-  if (probe === "yes") return null;
+export function nothingSentAnswer(outcome: "not_probed" | "budget_spent", { catchAll = null, retryAfterMs }: { catchAll?: boolean | null; retryAfterMs?: number } = {}): ProbeCallResult {
   const response: ProbeResponse = {
-    outcome: "not_probed",
-    catch_all: probe === "accepts_all" ? true : null,
+    outcome,
+    catch_all: catchAll,
     catch_all_cached: false,
     reply: null,
     mx_host: null,
@@ -94,8 +92,20 @@ export function unprobedAnswer(family: ReceiverFamily): ProbeCallResult | null {
     pipelining: null,
     attempts: [],
     elapsed_ms: 0,
+    ...(retryAfterMs === undefined ? {} : { retry_after_ms: retryAfterMs }),
   };
   return { ok: true, response, ms: 0 };
+}
+
+/**
+ * The answer for a family that is not probed, given without a conversation (docs/probe.md "Receiver
+ * policy"): RCPT there accepts every address (yahoo: the catch-all it behaves as), or the provider
+ * forbids verifying without sending (outlook-consumer). Null: the family is probed.
+ */
+export function unprobedAnswer(family: ReceiverFamily): ProbeCallResult | null {
+  const { probe } = receiverPolicy(family);
+  if (probe === "yes") return null;
+  return nothingSentAnswer("not_probed", { catchAll: probe === "accepts_all" ? true : null });
 }
 
 /** An address after the checks that need no I/O: its final answer (bad syntax), or what the rest needs. */

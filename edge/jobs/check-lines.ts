@@ -9,8 +9,8 @@
  */
 import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../mx/resolve.ts";
-import { probeOrder, rankingKey, type ProbeCallResult } from "../probe-client.ts";
-import { completeVerification, familyOf, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
+import { probeOrder, rankingKey } from "../probe-client.ts";
+import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
 import { callProbeBatch } from "./probe-batch.ts";
 import type { ClaimedLine, LineAnswer } from "./store.ts";
@@ -88,7 +88,7 @@ export async function checkLines(claimed: ClaimedLine[], config: CheckLinesConfi
       continue;
     }
     if (line.mx && waitedTooLong(line.claimed, config.receiverWaitMaxMs)) {
-      await settle(line, completeVerification(line.prepared, line.dns, budgetSpent(undefined)));
+      await settle(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent")));
       continue;
     }
     if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret || overClaimed(line.claimed)) {
@@ -157,7 +157,7 @@ async function askProbe(
         const next = afterDeferral(line.claimed, probeLine.retry_after_ms, config.receiverWaitMaxMs);
         if (next.kind === "defer") await answer({ position: line.claimed.position, kind: "defer" });
         else if (next.kind === "park") await answer({ position: line.claimed.position, kind: "park", until: next.until, waitingOn: probeLine.waiting_on ?? null });
-        else await settle(line, completeVerification(line.prepared, line.dns, budgetSpent(probeLine.retry_after_ms)));
+        else await settle(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent", { retryAfterMs: probeLine.retry_after_ms })));
       } else await settle(line, completeVerification(line.prepared, line.dns, { ok: true, response: probeLine.result, ms: probeLine.result.elapsed_ms }));
     }
   });
@@ -171,23 +171,3 @@ async function askProbe(
   }
 }
 
-/** What a line held by a receiver's budget for longer than it may wait is answered with: nothing was sent, and when the budget has room, if known. */
-function budgetSpent(retryAfterMs: number | undefined): ProbeCallResult {
-  return {
-    ok: true,
-    ms: 0,
-    response: {
-      outcome: "budget_spent",
-      catch_all: null,
-      catch_all_cached: false,
-      reply: null,
-      mx_host: null,
-      mx_address: null,
-      tls: null,
-      pipelining: null,
-      attempts: [],
-      elapsed_ms: 0,
-      ...(retryAfterMs === undefined ? {} : { retry_after_ms: retryAfterMs }),
-    },
-  };
-}
