@@ -3,7 +3,8 @@
  * with the real database and the Worker's own queue handler: a line the probe hands back with
  * `retry_after_ms` is parked until then at no claim, the job says what waits on which receiver and
  * when it should be done, a job whose lines only wait holds no running slot, and a line that waited
- * JOB_RECEIVER_WAIT_MAX_SECONDS is answered risky, receiver_budget_spent, so the job ends. The probe
+ * JOB_RECEIVER_WAIT_MAX_SECONDS is answered risky, receiver_budget_spent, so the job ends; lines at
+ * receivers that are not probed (outlook-consumer, yahoo) never reach the probe. The probe
  * is the stand-in (test/fixtures/probe-fixture.ts): it holds every `held*` address as the real
  * probe's budgets do and records each batch, which is how claims are counted.
  */
@@ -140,5 +141,24 @@ describe("a job whose lines only wait", () => {
     expect((await db.all<{ updated_at: number }>(sql`select updated_at from verification_jobs where id = ${id}`))[0]!.updated_at).toBe(0);
     await db.run(sql`update verification_job_items set wait_until = ${Date.now() - 1} where job_id = ${id} and position = 0`);
     expect((await stalledWork(db, Date.now())).turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: 1 }]);
+  });
+});
+
+describe("a job's lines at receivers that are not probed", () => {
+  it("are answered without a probe call, as single checks are", async () => {
+    const { token, accountId } = await newAccount(0);
+    const tag = crypto.randomUUID().slice(0, 8);
+    const emails = [`ana${tag}@hotmail-hosted.test`, `bob${tag}@yahoo-hosted.test`, `cy${tag}@ok.test`];
+    const id = await queuedJob(accountId, emails);
+    await deliverTurn(id, { JOBS_QUEUE: recordingQueue().queue });
+    const job = await getJob(token, id);
+    expect(job).toMatchObject({ status: "completed", summary: { reason: { provider_forbids_probing: 1, catch_all: 1, deliverable: 1 } } });
+    const results = await Promise.all([0, 1].map(async (p) => EmailVerificationResult.parse(JSON.parse((await line(id, p)).result!))));
+    expect(results.map((r) => [r.reason, r.details!.smtp_outcome, r.details!.receiver_family])).toEqual([
+      ["provider_forbids_probing", "not_probed", "outlook-consumer"],
+      ["catch_all", "not_probed", "yahoo"],
+    ]);
+    // Only the self-hosted address reached the probe.
+    expect([await batchesWith(emails[0]!), await batchesWith(emails[1]!), await batchesWith(emails[2]!)]).toEqual([0, 0, 1]);
   });
 });
