@@ -223,6 +223,17 @@ export interface components {
                 lines_in_progress: number;
                 /** @description Accounts with unfinished jobs now: turns go round them equally, so this job's account gets 1/accounts_sharing of the capacity */
                 accounts_sharing: number;
+                /**
+                 * @description Addresses parked because the receiving servers' budget for this account is spent, by receiver family (docs/jobs.md "Waiting on a receiver"): each is asked again when the budget has room, or answered risky, receiver_budget_spent, once it has waited JOB_RECEIVER_WAIT_MAX_SECONDS; empty when none waits
+                 * @example {
+                 *       "google": 1200
+                 *     }
+                 */
+                waiting_on: {
+                    [key: string]: number;
+                };
+                /** @description When the job should be done, roughly (RFC 3339, UTC): the lines not parked at the rate it has answered lines so far, the parked ones not before the last is due again; null when there is nothing to go by yet, or once the job has ended */
+                estimated_completion_at: string | null;
             };
             smtp_timeout: number;
             /** @example /v1/email_verification_jobs/job_Qx3m9TtGkZ0lJ2rA/results */
@@ -286,7 +297,7 @@ export interface components {
                  * @description As details.smtp_outcome in a verification result
                  * @enum {string|null}
                  */
-                smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
+                smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "budget_spent" | "not_probed" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
                 /**
                  * @description RFC 3339, UTC
                  * @example 2026-11-24T03:02:11.000Z
@@ -344,7 +355,7 @@ export interface components {
              * @description What the mail server said about the address (accepted … refused_target), or probe_* when no probe answered; null when no SMTP check was due
              * @enum {string|null}
              */
-            smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
+            smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "budget_spent" | "not_probed" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
             smtp_tls: boolean | null;
             dns_ms: number | null;
             smtp_ms: number | null;
@@ -355,12 +366,19 @@ export interface components {
              * @example google
              */
             mx_provider: string | null;
+            /**
+             * @description The receiver family whose policy the probe follows for these MX hosts (google, microsoft-eop, outlook-consumer, yahoo, a gateway, self-hosted: docs/probe.md "Receiver policy"); null when no SMTP check was due
+             * @example google
+             */
+            receiver_family?: string | null;
+            /** @description With smtp_outcome budget_spent: when the receiving server's budget for this account next has room (RFC 3339, UTC), when known */
+            smtp_retry_at?: string | null;
         };
         /**
          * @description Why the result is what it is, in one word; the vocabulary of job summaries and result filters (docs/api.md, Reasons)
          * @enum {string}
          */
-        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "dns_failure" | "no_smtp_check" | "deliverable";
+        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable";
         Account: {
             /** @example acc_Jx3bq0V9oWm2Lr8c */
             account_id: string;
@@ -466,7 +484,7 @@ export interface components {
             jobs: {
                 /** @description Jobs that may be queued or running at once (JOB_MAX_RUNNING) */
                 max_running: number;
-                /** @description Jobs queued or running now */
+                /** @description Jobs queued or running now, but for those whose remaining lines all wait on receiving servers' budgets (docs/jobs.md "Waiting on a receiver"): those hold no slot */
                 running: number;
                 /** @description Lines that may be submitted in jobs per rolling 24 hours (JOB_MAX_LINES_PER_DAY) */
                 max_lines_per_24h: number;
@@ -1199,7 +1217,7 @@ export interface operations {
                 format?: "json" | "csv";
                 /** @description Comma-separated, of: valid, risky, invalid */
                 classification?: string;
-                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, disposable, catch_all, policy_block, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, dns_failure, no_smtp_check, deliverable (VerificationReason) */
+                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, disposable, catch_all, policy_block, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, receiver_budget_spent, provider_forbids_probing, dns_failure, no_smtp_check, deliverable (VerificationReason) */
                 reason?: string;
             };
             header?: never;

@@ -23,6 +23,7 @@ export type Bindings = RateLimitBindings & {
   JOB_MAX_RUNNING?: string;
   JOB_MAX_LINES_PER_DAY?: string;
   JOB_RETRY_DELAY_SECONDS?: string;
+  JOB_RECEIVER_WAIT_MAX_SECONDS?: string;
   JOB_STALL_SECONDS?: string;
   JOB_RETENTION_SECONDS?: string;
   EMAIL_MAX_AGE_SECONDS?: string;
@@ -98,6 +99,11 @@ export const EdgeConfigSchema = z.object({
   JOB_MAX_LINES_PER_DAY: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(1_000_000_000).default(1_000_000)),
   /** How long a job waits before it asks again about an address that got a temporary answer (0: never asks again). */
   JOB_RETRY_DELAY_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(43_200).default(300)),
+  /**
+   * The longest a job line waits on a receiver's budget (the probe holds it: docs/jobs.md "Waiting on a
+   * receiver") before it is answered risky, receiver_budget_spent: every job ends within about this.
+   */
+  JOB_RECEIVER_WAIT_MAX_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(604_800).default(86_400)),
   /** A job with no progress for this long gets its remaining work put back on the queue by the cron. */
   JOB_STALL_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(86_400).default(120)),
   /** How long a finished job's lines and results are kept; a job may ask for less (retention_seconds). */

@@ -22,6 +22,7 @@ function jobsDeps(env: Bindings): JobsDeps {
     probeUrls: config.PROBE_URL,
     probeSecret: config.PROBE_SECRET,
     recheckDelaySeconds: config.JOB_RETRY_DELAY_SECONDS,
+    receiverWaitMaxMs: config.JOB_RECEIVER_WAIT_MAX_SECONDS * 1000,
     stallMs: config.JOB_STALL_SECONDS * 1000,
     allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
     webhookSecretKey: config.WEBHOOK_SECRET_KEY,

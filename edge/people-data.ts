@@ -39,8 +39,12 @@ const LOG_DELETES_PER_RUN = 10;
 const MAILBOX_EXISTS = ["deliverable", "mailbox_full"];
 /** Answers that say something definite other than "no such mailbox": the run of not-found answers starts again. */
 const BREAKS_NOT_FOUND_RUN = [...MAILBOX_EXISTS, "catch_all"];
-/** Answers that say nothing about the mailbox: tried again after EMAIL_RECHECK_SECONDS rather than EMAIL_MAX_AGE_SECONDS. */
-const INCONCLUSIVE = ["policy_block", "temporary_failure", "connection_failed", "smtp_inconclusive", "dns_failure", "no_smtp_check"];
+/**
+ * Answers that say nothing about the mailbox: tried again after EMAIL_RECHECK_SECONDS rather than
+ * EMAIL_MAX_AGE_SECONDS (a receiver's budget spent included; a provider that forbids probing is not:
+ * asking sooner would not change its answer).
+ */
+const INCONCLUSIVE = ["policy_block", "temporary_failure", "connection_failed", "smtp_inconclusive", "receiver_budget_spent", "dns_failure", "no_smtp_check"];
 
 export type PeopleDataConfig = {
   maxAgeSeconds: number;

@@ -16,6 +16,7 @@ import type { ProbeCallFailure } from "../shared/smtp-outcome.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
 import { writeLog } from "./log.ts";
 import { TtlCache } from "../shared/ttl-cache.ts";
+import { receiverFamily, receiverPolicy } from "../shared/email/receiver-policy.ts";
 
 export type ProbeCallResult =
   | { ok: true; response: ProbeResponse; ms: number }
@@ -34,20 +35,37 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 const MIN_FAILOVER_BUDGET_MS = 1_000;
 
 /**
- * The probes in the order to ask them for one domain, by rendezvous (highest random weight)
- * hashing: each probe gets a score from a hash of (probe, domain) and the highest score goes
- * first. A domain's catch-all cache, warm SMTP sessions and per-destination limits therefore live on
- * one probe, the fleet shares the domains evenly, and adding or removing a probe moves only the
- * domains whose first choice it is or becomes; the others keep their probe. The rest of the order is
- * where the domain fails over to, and is just as stable.
+ * The probes in the order to ask them for one key (a domain, or at a fleetSpread family an address:
+ * rankingKey), by rendezvous (highest random weight) hashing: each probe gets a score from a hash of
+ * (probe, key) and the highest score goes first. A domain's catch-all cache, warm SMTP sessions and
+ * per-destination limits therefore live on one probe, the fleet shares the domains evenly, and adding
+ * or removing a probe moves only the keys whose first choice it is or becomes; the others keep their
+ * probe. The rest of the order is where the key fails over to, and is just as stable.
  */
-export function probeOrder(urls: readonly string[], domain: string): string[] {
+export function probeOrder(urls: readonly string[], key: string): string[] {
   if (urls.length <= 1) return [...urls];
-  const scored = urls.map((url) => ({ url, score: rendezvousScore(url, domain), degraded: degradedProbes.get(url) === true }));
+  const scored = urls.map((url) => ({ url, score: rendezvousScore(url, key), degraded: degradedProbes.get(url) === true }));
   // A probe whose self-audit says receivers may refuse it goes last (still used when all are);
   // among the others, and among the degraded ones, the rendezvous order stands.
   scored.sort((a, b) => Number(a.degraded) - Number(b.degraded) || b.score - a.score || (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
   return scored.map((s) => s.url);
+}
+
+/**
+ * What an address is ranked by (docs/probe.md "Several probes"): its domain, so a domain's warm
+ * sessions, catch-all answer and per-destination budget live on one probe; or, at a family that
+ * counts by our sending IP (fleetSpread: google, microsoft-eop), the address itself, so one big
+ * domain's addresses spread over the healthy probes and N probes carry N budgets' worth of it.
+ */
+export function rankingKey(email: string, mx: readonly { host: string; preference: number }[]): string {
+  const domain = email.slice(email.lastIndexOf("@") + 1);
+  return receiverPolicy(receiverFamily(mx)).fleetSpread ? email.toLowerCase() : domain;
+}
+
+/** The opaque tenant the probe shares each mail server and each receiver's budget by: a digest of the account, not its id. */
+export async function probeTenant(accountId: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`tenant:${accountId}`)));
+  return [...digest.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /**
@@ -72,11 +90,11 @@ export function forgetProbeReputations(): void {
   degradedProbes.clear();
 }
 
-/** FNV-1a over "probe\ndomain", then murmur3's 32-bit finalizer so that similar inputs spread. */
-function rendezvousScore(url: string, domain: string): number {
-  const key = `${url}\n${domain}`;
+/** FNV-1a over "probe\nkey", then murmur3's 32-bit finalizer so that similar inputs spread. */
+function rendezvousScore(url: string, key: string): number {
+  const input = `${url}\n${key}`;
   let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  for (let i = 0; i < input.length; i++) h = Math.imul(h ^ input.charCodeAt(i), 0x01000193);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -86,7 +104,7 @@ function rendezvousScore(url: string, domain: string): number {
 }
 
 /**
- * Asks the domain's probe; when it cannot be reached or answers an error status (a busy probe
+ * Asks the address's probe (rankingKey); when it cannot be reached or answers an error status (a busy probe
  * says 503), asks the next one with what is left of the deadline. A malformed answer, a missed
  * deadline or a configuration error (401, 400) ends the call: the deadline is the user's, not the
  * fleet's, and a refusal of our request would come from every probe alike.
@@ -99,9 +117,8 @@ export async function callProbe(
 ): Promise<ProbeCallResult> {
   if (probeUrls.length === 0 || !secret) return { ok: false, reason: "not_configured", ms: 0 };
   const started = Date.now();
-  const domain = request.email.slice(request.email.lastIndexOf("@") + 1);
   let last: ProbeCallResult | null = null;
-  for (const url of probeOrder(probeUrls, domain)) {
+  for (const url of probeOrder(probeUrls, rankingKey(request.email, request.mx))) {
     const left = request.deadline_ms - (Date.now() - started);
     if (last && left < MIN_FAILOVER_BUDGET_MS) break;
     const result = await callOneProbe(url, secret, { ...request, deadline_ms: left });

@@ -8,7 +8,8 @@ import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shar
 import { suggestTypo } from "../shared/email/typo.ts";
 import { ACCEPTS_AT_RCPT_PROVIDERS, mxProvider } from "../shared/email/mx-providers.ts";
 import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
-import type { ProbeMxHost } from "../shared/probe-contract.ts";
+import type { ProbeMxHost, ProbeResponse } from "../shared/probe-contract.ts";
+import { receiverFamily, receiverPolicy, type ReceiverFamily } from "../shared/email/receiver-policy.ts";
 import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../shared/smtp-outcome.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
@@ -27,6 +28,8 @@ export type VerifyOptions = {
   smtpTimeoutSeconds: number;
   /** For the log lines the probe call may write. */
   requestId?: string;
+  /** The account's opaque tenant (probeTenant): its own lane in every receiver's budget. */
+  tenant?: string;
 };
 
 const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
@@ -53,9 +56,9 @@ const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
   protocol_error: "assumed",
   // The probe would not dial the hosts (private or reserved addresses): nothing was checked.
   refused_target: "not_checked",
-  // Nothing was sent (the receiver's budget, or a family that is not probed): an assumption, never evidence.
-  budget_spent: "assumed",
-  not_probed: "assumed",
+  // Nothing was sent: the receiver's budget for this customer is spent, or its family is not probed.
+  budget_spent: "budget_spent",
+  not_probed: "not_probed",
 };
 
 /**
@@ -67,6 +70,42 @@ function smtpFact(call: ProbeCallResult | null, provider: string | null): SmtpFa
   if (!call || !call.ok) return { status: "not_checked", catchAll: null };
   const catchAll = call.response.catch_all ?? (provider !== null && ACCEPTS_AT_RCPT_PROVIDERS.has(provider) && call.response.outcome === "accepted" ? true : null);
   return { status: SMTP_STATUS[call.response.outcome], catchAll };
+}
+
+/** The receiver family behind what the probe would dial (shared/email/receiver-policy.ts). */
+export const familyOf = (mx: readonly ProbeMxHost[]): ReceiverFamily => receiverFamily(mx);
+
+/**
+ * An answer for which nothing was sent, in the probe's own shape (one vocabulary from the probe to the
+ * JSON): not_probed (catchAll true where RCPT accepts every address), or budget_spent (when the
+ * receiver's budget next has room, if known).
+ */
+export function nothingSentAnswer(outcome: "not_probed" | "budget_spent", { catchAll = null, retryAfterMs }: { catchAll?: boolean | null; retryAfterMs?: number } = {}): ProbeCallResult {
+  const response: ProbeResponse = {
+    outcome,
+    catch_all: catchAll,
+    catch_all_cached: false,
+    reply: null,
+    mx_host: null,
+    mx_address: null,
+    tls: null,
+    pipelining: null,
+    attempts: [],
+    elapsed_ms: 0,
+    ...(retryAfterMs === undefined ? {} : { retry_after_ms: retryAfterMs }),
+  };
+  return { ok: true, response, ms: 0 };
+}
+
+/**
+ * The answer for a family that is not probed, given without a conversation (docs/probe.md "Receiver
+ * policy"): RCPT there accepts every address (yahoo: the catch-all it behaves as), or the provider
+ * forbids verifying without sending (outlook-consumer). Null: the family is probed.
+ */
+export function unprobedAnswer(family: ReceiverFamily): ProbeCallResult | null {
+  const { probe } = receiverPolicy(family);
+  if (probe === "yes") return null;
+  return nothingSentAnswer("not_probed", { catchAll: probe === "accepts_all" ? true : null });
 }
 
 /** An address after the checks that need no I/O: its final answer (bad syntax), or what the rest needs. */
@@ -108,8 +147,10 @@ export function completeVerification(
   prepared: Extract<PreparedAddress, { ok: true }>,
   dns: MailHostResolution,
   probe: ProbeCallResult | null,
+  now = Date.now(),
 ): EmailVerificationResult {
   const { parsed } = prepared;
+  const mx = probeHostsFor(dns);
   const provider = mxProvider(dns.hosts);
   const result = buildVerificationResult({
     email: parsed.email,
@@ -137,6 +178,8 @@ export function completeVerification(
       dns_cached: dns.cached,
       catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
       mx_provider: provider,
+      receiver_family: mx ? familyOf(mx) : null,
+      smtp_retry_at: probe?.ok && probe.response.outcome === "budget_spent" && probe.response.retry_after_ms !== undefined ? new Date(now + probe.response.retry_after_ms).toISOString() : null,
     },
   };
   return { ...complete, reason: verificationReason(complete) };
@@ -149,12 +192,19 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
   const dns = await resolveDomain(domain, options.dohUrl);
   const mx = probeHostsFor(dns);
   const probe = mx
-    ? await callProbe(
+    ? (unprobedAnswer(familyOf(mx)) ??
+      (await callProbe(
         options.probeUrls ?? [],
         options.probeSecret,
-        { email: `${local}@${domain}`, mx, deadline_ms: options.smtpTimeoutSeconds * 1000, catch_all_check: true },
+        {
+          email: `${local}@${domain}`,
+          mx,
+          deadline_ms: options.smtpTimeoutSeconds * 1000,
+          catch_all_check: true,
+          ...(options.tenant ? { tenant: options.tenant } : {}),
+        },
         options.requestId,
-      )
+      )))
     : null;
   return completeVerification(prepared, dns, probe);
 }
@@ -173,5 +223,7 @@ function emptyDetails(domain: string | null): VerificationDetails {
     dns_cached: null,
     catch_all_cached: null,
     mx_provider: null,
+    receiver_family: null,
+    smtp_retry_at: null,
   };
 }

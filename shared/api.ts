@@ -154,6 +154,14 @@ export const VerificationDetails = z
       description: "The mailbox provider or security gateway behind the MX hosts (google, microsoft, yahoo, apple, zoho, fastmail, proton, yandex, mailru, gmx, ionos, ovh, proofpoint, mimecast, barracuda, cisco, trendmicro, …), from a table of MX host suffixes; null when none matches",
       example: "google",
     }),
+    receiver_family: z.string().nullable().optional().openapi({
+      description:
+        "The receiver family whose policy the probe follows for these MX hosts (google, microsoft-eop, outlook-consumer, yahoo, a gateway, self-hosted: docs/probe.md \"Receiver policy\"); null when no SMTP check was due",
+      example: "google",
+    }),
+    smtp_retry_at: z.string().nullable().optional().openapi({
+      description: "With smtp_outcome budget_spent: when the receiving server's budget for this account next has room (RFC 3339, UTC), when known",
+    }),
   })
   .openapi("VerificationDetails");
 export type VerificationDetails = z.infer<typeof VerificationDetails>;
@@ -237,7 +245,9 @@ export const AccountInfo = z
     jobs: z
       .object({
         max_running: z.number().int().openapi({ description: "Jobs that may be queued or running at once (JOB_MAX_RUNNING)" }),
-        running: z.number().int().openapi({ description: "Jobs queued or running now" }),
+        running: z.number().int().openapi({
+          description: "Jobs queued or running now, but for those whose remaining lines all wait on receiving servers' budgets (docs/jobs.md \"Waiting on a receiver\"): those hold no slot",
+        }),
         max_lines_per_24h: z.number().int().openapi({ description: "Lines that may be submitted in jobs per rolling 24 hours (JOB_MAX_LINES_PER_DAY)" }),
         lines_last_24h: z.number().int().openapi({ description: "Lines submitted in the last 24 hours, cancelled and all-invalid jobs included" }),
       })

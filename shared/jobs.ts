@@ -117,6 +117,14 @@ export const VerificationJob = z
         lines_waiting: z.number().int().openapi({ description: "Lines not answered and not in a consumer's hands: waiting for a turn, or for their recheck" }),
         lines_in_progress: z.number().int().openapi({ description: "Lines a consumer holds now (being checked)" }),
         accounts_sharing: z.number().int().openapi({ description: "Accounts with unfinished jobs now: turns go round them equally, so this job's account gets 1/accounts_sharing of the capacity" }),
+        waiting_on: z.record(z.string(), z.number().int()).openapi({
+          description:
+            "Addresses parked because the receiving servers' budget for this account is spent, by receiver family (docs/jobs.md \"Waiting on a receiver\"): each is asked again when the budget has room, or answered risky, receiver_budget_spent, once it has waited JOB_RECEIVER_WAIT_MAX_SECONDS; empty when none waits",
+          example: { google: 1200 },
+        }),
+        estimated_completion_at: z.string().nullable().openapi({
+          description: "When the job should be done, roughly (RFC 3339, UTC): the lines not parked at the rate it has answered lines so far, the parked ones not before the last is due again; null when there is nothing to go by yet, or once the job has ended",
+        }),
       })
       .openapi({ description: "Where the job stands in the scheduling (0 once it has ended); read with the job, as of the read" }),
     smtp_timeout: z.number().int(),

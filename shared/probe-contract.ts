@@ -107,6 +107,8 @@ export const ProbeResponse = z.object({
   pipelining: z.boolean().nullable(),
   attempts: z.array(ProbeAttempt).max(64),
   elapsed_ms: z.number().int().min(0),
+  /** With outcome budget_spent: when the receiver's budget for this customer next has room, when known. */
+  retry_after_ms: z.number().int().min(0).max(7 * 86_400_000).optional(),
 });
 export type ProbeResponse = z.infer<typeof ProbeResponse>;
 

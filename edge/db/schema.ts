@@ -218,9 +218,9 @@ export const verificationJobItems = sqliteTable(
     duplicateOf: integer("duplicate_of"),
     /**
      * pending; claimed (a consumer is on it until lease_until); recheck (its first answer was temporary:
-     * asked once more at recheck_at); done.
+     * asked once more at recheck_at); waiting (parked on a receiver's budget until wait_until); done.
      */
-    state: text("state", { enum: ["pending", "claimed", "recheck", "done"] }).notNull(),
+    state: text("state", { enum: ["pending", "claimed", "recheck", "waiting", "done"] }).notNull(),
     /** Times the line was claimed, whatever became of the claim (a consumer that died, a database error). */
     claims: integer("claims").notNull().default(0),
     /** Claims whose probe could not be asked (unreachable, an error status): what moves the line to the next probe. */
@@ -229,6 +229,12 @@ export const verificationJobItems = sqliteTable(
     leaseToken: text("lease_token"),
     leaseUntil: integer("lease_until"),
     recheckAt: integer("recheck_at"),
+    /** While waiting: when the receiver's budget has room again (the probe's retry_after_ms), the line's next claim. */
+    waitUntil: integer("wait_until"),
+    /** The receiver family it waits on (the probe's waiting_on), shown on the job. */
+    waitingOn: text("waiting_on"),
+    /** When a receiver's budget first parked it: a line that waited JOB_RECEIVER_WAIT_MAX_SECONDS is answered. */
+    waitingSince: integer("waiting_since"),
     classification: text("classification", { enum: ["valid", "risky", "invalid"] }),
     /** The result's `reason` once done (the vocabulary of summaries and filters). */
     reason: text("reason"),

@@ -30,6 +30,8 @@ export type AnswerWriter = {
   rechecks: Set<number>;
   deferred: Set<number>;
   released: Set<number>;
+  /** Positions parked on a receiver's budget, and until when. */
+  parked: Map<number, number>;
   add(answer: LineAnswer): Promise<void>;
   /** Writes what is left; the job, when one of the writes completed it. */
   finish(): Promise<JobRow | null>;
@@ -47,6 +49,7 @@ export function answerWriter(
   const rechecks = new Set<number>();
   const deferred = new Set<number>();
   const released = new Set<number>();
+  const parked = new Map<number, number>();
   let inFlight: Promise<void> | null = null;
   let failure: unknown = null;
   let completed: JobRow | null = null;
@@ -81,11 +84,13 @@ export function answerWriter(
     rechecks,
     deferred,
     released,
+    parked,
     async add(a) {
       if (failure !== null) throw failure;
       if (a.kind === "recheck") rechecks.add(a.position);
       if (a.kind === "defer") deferred.add(a.position);
       if (a.kind === "release") released.add(a.position);
+      if (a.kind === "park") parked.set(a.position, a.until);
       pending.push(a);
       if (pending.length >= limits.maxPending) await drain();
       else if (pending.length >= limits.writeBatch) void drain();

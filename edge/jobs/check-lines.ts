@@ -9,9 +9,9 @@
  */
 import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../mx/resolve.ts";
-import { probeOrder } from "../probe-client.ts";
-import { completeVerification, prepareAddress, probeHostsFor, resolveDomain, type PreparedAddress } from "../verify.ts";
-import { afterAnswer, afterProbeFailure, overClaimed, probeRank } from "./line-policy.ts";
+import { probeOrder, rankingKey } from "../probe-client.ts";
+import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
+import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
 import { callProbeBatch } from "./probe-batch.ts";
 import type { ClaimedLine, LineAnswer } from "./store.ts";
 
@@ -22,6 +22,8 @@ export type CheckLinesConfig = {
   smtpTimeoutSeconds: number;
   /** JOB_RETRY_DELAY_SECONDS: how long a temporary answer waits for its recheck (0: no recheck). */
   recheckDelaySeconds: number;
+  /** JOB_RECEIVER_WAIT_MAX_SECONDS in ms: how long a line may wait on a receiver's budget before it is answered. */
+  receiverWaitMaxMs: number;
   /** The account's opaque tenant: each probe shares a mail server's turns between tenants. */
   tenant: string;
 };
@@ -75,9 +77,20 @@ export async function checkLines(claimed: ClaimedLine[], config: CheckLinesConfi
   };
 
   // Nothing to dial (invalid domain, DNS failure) or no probe: answered now, as a single check would
-  // be; so is a line claimed too often (its checks keep ending with their consumer).
+  // be; so is a line claimed too often (its checks keep ending with their consumer), one at a receiver
+  // that is not probed (shared/email/receiver-policy.ts), and one that waited on a receiver's budget
+  // for longer than the longest wait.
   const toProbe = new Map<string, Line[]>();
   for (const line of lines) {
+    const unprobed = line.mx ? unprobedAnswer(familyOf(line.mx)) : null;
+    if (unprobed) {
+      await settle(line, completeVerification(line.prepared, line.dns, unprobed));
+      continue;
+    }
+    if (line.mx && waitedTooLong(line.claimed, config.receiverWaitMaxMs)) {
+      await settle(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent")));
+      continue;
+    }
     if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret || overClaimed(line.claimed)) {
       const reason = config.probeUrls.length === 0 || !config.probeSecret ? "not_configured" : "unreachable";
       await settle(line, completeVerification(line.prepared, line.dns, line.mx ? { ok: false, reason, ms: 0 } : null));
@@ -97,13 +110,15 @@ export async function checkLines(claimed: ClaimedLine[], config: CheckLinesConfi
 }
 
 /**
- * The domain's probe in the rendezvous ranking (docs/probe.md "Several probes"), at the place line-policy
+ * The line's probe in the rendezvous ranking (docs/probe.md "Several probes"): its domain's, or at a
+ * family that counts by our sending IP (google, microsoft-eop) its address's, so one big domain's
+ * lines spread over the fleet and each probe's batch carries its share. At the place line-policy
  * gives the line: a probe that cannot be reached (or is busy) hands its lines to the next one at
  * their next claim, as a single verification fails over at once, while a recheck goes where the
  * first answer came from (greylisting remembers the sending address).
  */
 function probeFor(probeUrls: string[], line: Line): string {
-  const order = probeOrder(probeUrls, line.prepared.parsed.domain);
+  const order = probeOrder(probeUrls, rankingKey(`${line.prepared.parsed.local}@${line.prepared.parsed.domain}`, line.mx!));
   return order[probeRank(line.claimed, order.length)]!;
 }
 
@@ -138,8 +153,12 @@ async function askProbe(
   const end = await callProbeBatch(probeUrl, config.probeSecret!, request, async (probeLine) => {
     answered.add(probeLine.email);
     for (const line of byEmail.get(probeLine.email) ?? []) {
-      if ("deferred" in probeLine) await answer({ position: line.claimed.position, kind: "defer" });
-      else await settle(line, completeVerification(line.prepared, line.dns, { ok: true, response: probeLine.result, ms: probeLine.result.elapsed_ms }));
+      if ("deferred" in probeLine) {
+        const next = afterDeferral(line.claimed, probeLine.retry_after_ms, config.receiverWaitMaxMs);
+        if (next.kind === "defer") await answer({ position: line.claimed.position, kind: "defer" });
+        else if (next.kind === "park") await answer({ position: line.claimed.position, kind: "park", until: next.until, waitingOn: probeLine.waiting_on ?? null });
+        else await settle(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent", { retryAfterMs: probeLine.retry_after_ms })));
+      } else await settle(line, completeVerification(line.prepared, line.dns, { ok: true, response: probeLine.result, ms: probeLine.result.elapsed_ms }));
     }
   });
   for (const [email, emailLines] of byEmail) {
@@ -151,3 +170,4 @@ async function askProbe(
     }
   }
 }
+

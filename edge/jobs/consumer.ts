@@ -12,9 +12,10 @@ import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
 import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
 import { answerWriter } from "./answer-writer.ts";
 import { checkLines } from "./check-lines.ts";
-import { LINE_POLICY, requeueDelaySeconds } from "./line-policy.ts";
+import { LINE_POLICY, parkedDelaySeconds, requeueDelaySeconds } from "./line-policy.ts";
 import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
+import { probeTenant } from "../probe-client.ts";
 import {
   bulkCandidates,
   callbackAccount,
@@ -50,6 +51,8 @@ export type JobsDeps = {
   probeSecret: string | undefined;
   /** JOB_RETRY_DELAY_SECONDS: how long a temporary answer waits for its recheck. */
   recheckDelaySeconds: number;
+  /** JOB_RECEIVER_WAIT_MAX_SECONDS, in ms: the longest a line waits on a receiver's budget before it is answered. */
+  receiverWaitMaxMs: number;
   /** A job with no progress for this long is stalled (JOB_STALL_SECONDS). */
   stallMs: number;
   allowPrivateCallbacks: boolean;
@@ -144,12 +147,6 @@ function logTurns(share: FairShare, turns: number, work: Map<string, JobWork>, f
   });
 }
 
-/** The opaque tenant the probe shares each mail server by: a digest of the account, not its id. */
-async function tenantOf(accountId: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`tenant:${accountId}`)));
-  return [...digest.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease: Lease): Promise<void> {
   const jobId = job.id;
   // Lines stay this consumer's until their answers are written, not merely handed to the writer.
@@ -166,7 +163,8 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
       probeSecret: deps.probeSecret,
       smtpTimeoutSeconds: Number(job.smtp_timeout),
       recheckDelaySeconds: deps.recheckDelaySeconds,
-      tenant: await tenantOf(job.account_id),
+      receiverWaitMaxMs: deps.receiverWaitMaxMs,
+      tenant: await probeTenant(job.account_id),
     };
     await checkLines(lines, config, (a) => writer.add(a));
     completed = await writer.finish();
@@ -177,6 +175,10 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
   for (const [kind, positions] of [["defer", writer.deferred], ["release", writer.released], ["recheck", writer.rechecks]] as const) {
     if (positions.size > 0) await enqueueTurns(deps.queue, jobId, positions.size, requeueDelaySeconds(kind, deps.recheckDelaySeconds));
   }
+  // Parked lines: a turn at each relief, never before (the cron finds those parked past a message's longest delay).
+  const byDelay = new Map<number, number>();
+  for (const until of writer.parked.values()) byDelay.set(parkedDelaySeconds(until), (byDelay.get(parkedDelaySeconds(until)) ?? 0) + 1);
+  for (const [delay, lines] of byDelay) await enqueueTurns(deps.queue, jobId, lines, delay);
   if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
 }
 

@@ -6,6 +6,10 @@
  *   first try: asked once more, `recheckDelaySeconds` later, at the same probe;
  * - defer: the probe handed it back unasked (its mail server paces us and was busy with the lines
  *   ahead of it): asked again at once, at no cost;
+ * - park: the probe handed it back unasked because the receiver's budget holds it, and said when it
+ *   next has room: not claimed again before then, at no cost (docs/jobs.md "Waiting on a receiver");
+ *   a line that would wait past `receiverWaitMaxMs` since it was first parked is answered at once,
+ *   risky with the budget's reason, so every job ends;
  * - release: its probe could not be asked (unreachable, an error status, a broken answer): asked
  *   again after a pause, at the next probe in the ranking, and answered "no SMTP check" once that
  *   has happened `maxProbeFailures` times.
@@ -30,13 +34,14 @@ export const LINE_POLICY = {
   redeliverDelaySeconds: 30,
 } as const;
 
-/** What a claim knows of its line's history. */
-export type LineHistory = { claims: number; probeFailures: number; rechecking: boolean };
+/** What a claim knows of its line's history; `waitingSince`: when a receiver's budget first parked it (null: never). */
+export type LineHistory = { claims: number; probeFailures: number; rechecking: boolean; waitingSince: number | null };
 
 export type LineOutcome =
   | { kind: "done" }
   | { kind: "recheck"; recheckAt: number }
   | { kind: "defer" }
+  | { kind: "park"; until: number }
   | { kind: "release" };
 
 /** An answer that may change if asked again: a temporary SMTP outcome, or an assumption after a DNS failure. */
@@ -56,6 +61,22 @@ export function afterProbeFailure(line: LineHistory): "release" | "give_up" {
   return line.probeFailures + 1 < LINE_POLICY.maxProbeFailures ? "release" : "give_up";
 }
 
+/**
+ * A line the probe handed back unasked: asked again at once (its server was busy), parked until the
+ * receiver's budget has room (`retryAfterMs` given), or "give_up" when that would end past the
+ * line's longest wait: answered at once, risky, the receiver's budget spent.
+ */
+export function afterDeferral(line: LineHistory, retryAfterMs: number | undefined, receiverWaitMaxMs: number, now = Date.now()): { kind: "defer" } | { kind: "park"; until: number } | { kind: "give_up" } {
+  if (retryAfterMs === undefined) return { kind: "defer" };
+  const until = now + retryAfterMs;
+  return until >= (line.waitingSince ?? now) + receiverWaitMaxMs ? { kind: "give_up" } : { kind: "park", until };
+}
+
+/** Parked for longer than the longest wait (a budget that kept it past its first estimate): answered at once, budget spent. */
+export function waitedTooLong(line: LineHistory, receiverWaitMaxMs: number, now = Date.now()): boolean {
+  return line.waitingSince !== null && now - line.waitingSince >= receiverWaitMaxMs;
+}
+
 /** Claimed too often to be tried again: answered without an SMTP check at once. */
 export function overClaimed(line: LineHistory): boolean {
   return line.claims > LINE_POLICY.maxClaims;
@@ -64,6 +85,17 @@ export function overClaimed(line: LineHistory): boolean {
 /** Which probe of the domain's ranking asks about the line: one place down per probe failure. */
 export function probeRank(line: LineHistory, probes: number): number {
   return line.probeFailures % probes;
+}
+
+/**
+ * The longest delay a queue message may carry (Cloudflare Queues: 12 hours); a line parked for longer
+ * is found by the cron, which requeues a stalled job's due lines.
+ */
+export const MAX_QUEUE_DELAY_SECONDS = 43_200;
+
+/** When a parked line's turn goes back on the queue: at its relief (seconds from now, rounded up). */
+export function parkedDelaySeconds(until: number, now = Date.now()): number {
+  return Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil((until - now) / 1000)));
 }
 
 /** When the lines that end a run this way go back on the queue (seconds from now). */

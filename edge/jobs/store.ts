@@ -3,6 +3,8 @@
  * that matters is guarded by the state it expects (a line is claimed only when it is claimable,
  * answered only when it is not done yet, a job completed only once), so a message delivered twice, a
  * consumer that dies halfway or a restarted stack can never lose an answer or write one twice.
+ * Over 400 lines on purpose: every statement on the job tables is here, so each guard can be read
+ * beside the others it must agree with (what is due, what is claimable, what holds a slot).
  */
 import { sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
@@ -42,7 +44,14 @@ type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
 /** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
 export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "writing" | "lastClaimAt">> &
   /** Where the job stands in the scheduling (docs/jobs.md "Scheduling"), when the read asked for it. */
-  Partial<{ lines_in_progress: number; accounts_sharing: number }>;
+  Partial<{
+    lines_in_progress: number;
+    accounts_sharing: number;
+    /** Parked lines by the receiver family they wait on, a JSON object; and when the last of them is due again. */
+    waiting_on: string | null;
+    waiting_until: number | null;
+    started_at: number | null;
+  }>;
 
 /**
  * A new job line: either already answered (it failed the syntax check) or to be checked; `domain`
@@ -84,14 +93,48 @@ function reasonSummary(stored: string): Record<string, number> {
   return out;
 }
 
-/** Lines not answered yet, split into waiting for a turn and in a consumer's hands, and how many accounts share the turns. */
+/** Parked lines by family, from the stored JSON object (an unreadable one counts as none). */
+function waitingOn(stored: string | null | undefined): Record<string, number> {
+  let counts: Record<string, unknown> = {};
+  try {
+    counts = stored ? (JSON.parse(stored) as Record<string, unknown>) : {};
+  } catch {
+    // Written by the same read's json_group_object; unreadable only if that changes.
+  }
+  return Object.fromEntries(Object.entries(counts).map(([family, n]) => [family, Number(n) || 0]));
+}
+
+/**
+ * When an unfinished job should be done, roughly: its lines not parked at the rate it has answered
+ * lines so far, and its parked lines not before the last of them is due again. Null while there is
+ * nothing to go by (no line answered yet, and some not parked).
+ */
+export function estimatedCompletion(row: JobRow, parked: number, now = Date.now()): number | null {
+  const remaining = Math.max(0, Number(row.total) - Number(row.processed));
+  const active = Math.max(0, remaining - parked);
+  const parkedUntil = parked > 0 && row.waiting_until != null ? Number(row.waiting_until) : now;
+  if (active === 0) return Math.max(now, parkedUntil);
+  const started = row.started_at == null ? null : Number(row.started_at);
+  const processed = Number(row.processed);
+  if (started === null || processed === 0 || now <= started) return null;
+  return Math.max(Math.round(now + (active * (now - started)) / processed), parkedUntil);
+}
+
+/**
+ * Lines not answered yet, split into waiting for a turn and in a consumer's hands; how many accounts
+ * share the turns; the lines parked on a receiver's budget by family; and when the job should be done.
+ */
 function queueState(row: JobRow): VerificationJob["queue"] {
   const unfinished = row.status === "queued" || row.status === "running";
   const inProgress = unfinished ? Number(row.lines_in_progress ?? 0) : 0;
+  const parked = unfinished ? waitingOn(row.waiting_on) : {};
+  const estimate = unfinished ? estimatedCompletion(row, Object.values(parked).reduce((a, b) => a + b, 0)) : null;
   return {
     lines_waiting: unfinished ? Math.max(0, Number(row.total) - Number(row.processed) - inProgress) : 0,
     lines_in_progress: inProgress,
     accounts_sharing: unfinished ? Number(row.accounts_sharing ?? 0) : 0,
+    waiting_on: parked,
+    estimated_completion_at: iso(estimate),
   };
 }
 
@@ -123,7 +166,11 @@ const JOB_COLUMNS = sql.raw(
 const jobWithQueue = (now: number) => sql`${JOB_COLUMNS},
   (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as lines_in_progress,
   (select count(distinct o.account_id) from verification_jobs o where o.status in ('queued', 'running') and o.writing = 0
-    and o.account_id in (select id from accounts where status = 'active')) as accounts_sharing`;
+    and o.account_id in (select id from accounts where status = 'active')) as accounts_sharing,
+  (select json_group_object(family, lines) from (select coalesce(i.waiting_on, 'unknown') as family, count(*) as lines from verification_job_items i
+    where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'waiting' group by 1)) as waiting_on,
+  (select max(i.wait_until) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'waiting') as waiting_until,
+  started_at`;
 
 export function findJobQuery(db: Database, accountId: string, id: string) {
   return db.all<JobRow>(sql`select ${jobWithQueue(Date.now())} from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
@@ -136,6 +183,15 @@ export async function findJob(db: Database, accountId: string, id: string): Prom
 export async function jobById(db: Database, id: string): Promise<JobRow | null> {
   return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and writing = 0`))[0] ?? null;
 }
+
+/**
+ * "This job holds one of its account's JOB_MAX_RUNNING slots", for statements on verification_jobs:
+ * queued or running, unless every line it has left is parked on a receiver's budget (docs/jobs.md
+ * "Waiting on a receiver"): such a job only waits, and must not keep its account from starting another.
+ */
+export const HOLDS_RUNNING_SLOT = sql.raw(`status in ('queued', 'running') and not (
+    exists (select 1 from verification_job_items w where w.job_id = verification_jobs.id and w.duplicate_of is null and w.state = 'waiting')
+    and not exists (select 1 from verification_job_items w where w.job_id = verification_jobs.id and w.duplicate_of is null and w.state in ('pending', 'claimed', 'recheck')))`);
 
 export type NewJob = { id: string; accountId: string; smtpTimeout: number; callbackUrl: string | null; idempotencyKey: string | null; requestHash: string; total: number; retentionSeconds: number };
 export type JobLimits = { maxRunning: number; maxLinesPerDay: number };
@@ -150,7 +206,8 @@ export type StartedJob =
 /**
  * Starts a job: its row, written only if the account is under both limits, decided inside the
  * INSERT itself so that creates racing each other cannot all pass (the database runs one write at a
- * time); JOB_MAX_RUNNING counts jobs queued, running or still being written, and the daily quota
+ * time); JOB_MAX_RUNNING counts jobs queued, running or still being written (HOLDS_RUNNING_SLOT: not
+ * those whose lines only wait on a receiver), and the daily quota
  * every line submitted in the last 24 hours, whatever became of its job (cancelled, or invalid
  * throughout). The same round trip reads what the answer needs when the row was not written.
  */
@@ -160,13 +217,13 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
   const [inserted, existing, usage] = await db.batch([
     db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, writing, retention_seconds)
       select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
-      where (select count(*) from verification_jobs where account_id = ${job.accountId} and status in ('queued', 'running')) < ${limits.maxRunning}
+      where (select count(*) from verification_jobs where account_id = ${job.accountId} and ${HOLDS_RUNNING_SLOT}) < ${limits.maxRunning}
         and (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) + ${job.total} <= ${limits.maxLinesPerDay}
       on conflict do nothing`),
     db.all<JobRow & { writing: number }>(sql`select ${jobWithQueue(now)}, writing from verification_jobs
       where account_id = ${job.accountId} and idempotency_key = ${job.idempotencyKey} and id != ${job.id}`),
     db.all<{ running: number; lines: number; oldest: number | null }>(sql`select
-        (select count(*) from verification_jobs where account_id = ${job.accountId} and status in ('queued', 'running')) as running,
+        (select count(*) from verification_jobs where account_id = ${job.accountId} and ${HOLDS_RUNNING_SLOT}) as running,
         (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as lines,
         (select min(created_at) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as oldest`),
   ]);
@@ -318,9 +375,14 @@ export function firstUnansweredQuery(db: Database, jobId: string, from: number) 
  */
 const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts where status = 'active')");
 
-/** The lines that are due: pending, a recheck whose time has come, or a claim whose lease ran out (its consumer died). */
+/**
+ * The lines that are due: pending, a recheck or a parked line whose time has come, or a claim whose
+ * lease ran out (its consumer died).
+ */
 const dueLine = (now: number, alias = "") =>
-  sql.raw(`(${alias}state = 'pending' or (${alias}state = 'recheck' and ${alias}recheck_at <= ${Number(now)}) or (${alias}state = 'claimed' and ${alias}lease_until <= ${Number(now)}))`);
+  sql.raw(
+    `(${alias}state = 'pending' or (${alias}state = 'recheck' and ${alias}recheck_at <= ${Number(now)}) or (${alias}state = 'waiting' and ${alias}wait_until <= ${Number(now)}) or (${alias}state = 'claimed' and ${alias}lease_until <= ${Number(now)}))`,
+  );
 
 /**
  * A job with bulk work, as the scheduler weighs it (edge/jobs/fair-share.ts): how many lines are due
@@ -339,18 +401,19 @@ export const MAX_DUE_COUNTED = 10 * CHUNK_SIZE;
 export async function bulkCandidates(db: Database, now = Date.now()): Promise<BulkCandidate[]> {
   const due = (state: string, extra: string) =>
     sql.raw(`(select count(*) from (select 1 from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = '${state}'${extra} limit ${MAX_DUE_COUNTED}))`);
-  const rows = await db.all<{ id: string; account_id: string; last_claim_at: number | null; created_at: number; in_hand: number; pending: number; rechecks: number; expired: number }>(sql`
+  const rows = await db.all<{ id: string; account_id: string; last_claim_at: number | null; created_at: number; in_hand: number; pending: number; rechecks: number; parked: number; expired: number }>(sql`
     select j.id, j.account_id, j.last_claim_at, j.created_at,
       (select count(*) from verification_job_items i where i.job_id = j.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as in_hand,
       ${due("pending", "")} as pending,
       ${due("recheck", ` and i.recheck_at <= ${Number(now)}`)} as rechecks,
+      ${due("waiting", ` and i.wait_until <= ${Number(now)}`)} as parked,
       ${due("claimed", ` and i.lease_until <= ${Number(now)}`)} as expired
     from verification_jobs j
     where j.status in ('queued', 'running') and j.writing = 0 and ${ACCOUNT_ACTIVE}`);
   return rows.map((r) => ({
     job: String(r.id),
     account: String(r.account_id),
-    due: Math.min(MAX_DUE_COUNTED, Number(r.pending) + Number(r.rechecks) + Number(r.expired)),
+    due: Math.min(MAX_DUE_COUNTED, Number(r.pending) + Number(r.rechecks) + Number(r.parked) + Number(r.expired)),
     inHand: Number(r.in_hand),
     lastClaimAt: r.last_claim_at === null ? null : Number(r.last_claim_at),
     createdAt: Number(r.created_at),
@@ -365,7 +428,7 @@ export type Lease = { token: string; ms: number };
 
 export const newLease = (ms: number): Lease => ({ token: crypto.randomUUID(), ms });
 
-type ClaimedRow = { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number };
+type ClaimedRow = { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number; waiting_since: number | null };
 
 const claimedLine = (r: ClaimedRow): ClaimedLine => ({
   position: Number(r.position),
@@ -373,12 +436,13 @@ const claimedLine = (r: ClaimedRow): ClaimedLine => ({
   rechecking: r.recheck_at !== null,
   claims: Number(r.claims),
   probeFailures: Number(r.probe_failures),
+  waitingSince: r.waiting_since === null ? null : Number(r.waiting_since),
 });
 
 /**
  * The statements of one turn of a job (docs/jobs.md "Scheduling"): up to `max` of its due lines
- * claimed under `lease`, in work order: first lines that came back (rechecks whose time has come,
- * claims whose consumer died), then pending ones. Nothing is claimed for a job that is cancelled,
+ * claimed under `lease`, in work order: first lines that came back (rechecks and parked lines whose
+ * time has come, claims whose consumer died), then pending ones. Nothing is claimed for a job that is cancelled,
  * finished or of a disabled account. The job becomes running on its first claim, and its turn is dated.
  */
 function turnStatements(db: Database, jobId: string, lease: Lease, max: number, now: number): [Statement, Statement, Statement] {
@@ -386,14 +450,14 @@ function turnStatements(db: Database, jobId: string, lease: Lease, max: number, 
   const claimable = sql`job_id = ${jobId} and duplicate_of is null
     and (select status from verification_jobs where id = ${jobId}) = 'running'
     and (select a.status from verification_jobs j join accounts a on a.id = j.account_id where j.id = ${jobId}) = 'active'`;
-  const returning = sql.raw("returning position, email, recheck_at, claims, probe_failures");
+  const returning = sql.raw("returning position, email, recheck_at, claims, probe_failures, waiting_since");
   return [
     db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}),
         updated_at = case when status = 'queued' then ${now} else updated_at end, last_claim_at = ${now}
       where id = ${jobId} and status in ('queued', 'running') and writing = 0 and ${ACCOUNT_ACTIVE}`),
     db.all<ClaimedRow>(sql`update verification_job_items ${claim}
-      where rowid in (select rowid from verification_job_items where ${claimable} and state in ('recheck', 'claimed')
-        and case state when 'recheck' then recheck_at <= ${now} else lease_until <= ${now} end
+      where rowid in (select rowid from verification_job_items where ${claimable} and state in ('recheck', 'waiting', 'claimed')
+        and case state when 'recheck' then recheck_at <= ${now} when 'waiting' then wait_until <= ${now} else lease_until <= ${now} end
         order by seq limit ${max}) ${returning}`),
     // What the lines that came back left of this turn, from the pending lines in work order:
     // changes() is the count of the statement before, on the same connection in the same transaction.
@@ -442,7 +506,12 @@ export type LineAnswer =
   /** The probe could not be asked: back to pending, one more probe failure. */
   | { position: number; kind: "release" }
   /** Not asked yet (its mail server was busy with the lines ahead of it): back to pending, this claim not counted. */
-  | { position: number; kind: "defer" };
+  | { position: number; kind: "defer" }
+  /**
+   * Not asked: the receiver's budget holds it until `until` (docs/jobs.md "Waiting on a receiver"):
+   * parked till then, this claim not counted; `waitingOn` is the receiver family, shown on the job.
+   */
+  | { position: number; kind: "park"; until: number; waitingOn: string | null };
 
 /**
  * Writes answers (and the duplicates' copies) in one batch, each only while this lease still holds
@@ -459,6 +528,13 @@ export async function writeAnswers(db: Database, jobId: string, lease: Lease, an
   const statements: Statement[] = [];
   for (const a of answers) {
     const held = sql`job_id = ${jobId} and position = ${a.position} and state = 'claimed' and lease_token = ${lease.token}`;
+    if (a.kind === "park") {
+      statements.push(
+        db.run(sql`update verification_job_items set state = 'waiting', wait_until = ${a.until}, waiting_on = ${a.waitingOn}, waiting_since = coalesce(waiting_since, ${now}),
+          lease_until = null, lease_token = null, claims = max(0, claims - 1) where ${held}`),
+      );
+      continue;
+    }
     if (a.kind === "release" || a.kind === "defer") {
       const counted = a.kind === "defer" ? sql`claims = max(0, claims - 1)` : sql`probe_failures = probe_failures + 1`;
       statements.push(db.run(sql`update verification_job_items set state = 'pending', lease_until = null, lease_token = null, ${counted} where ${held}`));
@@ -508,7 +584,7 @@ export const TURNS_PER_STALLED_JOB = 500;
 export const DUE_CALLBACKS_PER_RUN = 1_000;
 
 /**
- * What the cron requeues: turns for the due lines of stalled unfinished jobs (one per CHUNK_SIZE),
+ * What the cron requeues: turns for the due lines of stalled unfinished jobs that have some (one per CHUNK_SIZE),
  * and callbacks whose time has come. A bounded number of each per run, oldest first; exactly those
  * are marked as requeued (not again before another stall period has passed), in the same
  * transaction that reads them, so nothing is marked that was not sent and what is left over comes
@@ -516,8 +592,11 @@ export const DUE_CALLBACKS_PER_RUN = 1_000;
  */
 export async function stalledWork(db: Database, stalledBefore: number): Promise<{ turns: { job: string; turns: number }[]; callbacks: { job: string; attempt: number }[] }> {
   const now = Date.now();
+  // Only jobs with due lines: one whose lines all wait on a receiver (parked) has nothing to send and
+  // must not take the places of jobs that do.
   const stalledJobs = sql`select id from verification_jobs
     where status in ('queued', 'running') and writing = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
+      and exists (select 1 from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and ${dueLine(now, "i.")})
     order by updated_at, id limit ${sql.raw(String(STALLED_JOBS_PER_RUN))}`;
   const dueCallbacks = sql`select id from verification_jobs
     where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}

@@ -5,7 +5,7 @@ import { AccountInfo } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
-import { LINE_QUOTA_WINDOW_MS } from "../jobs/store.ts";
+import { HOLDS_RUNNING_SLOT, LINE_QUOTA_WINDOW_MS } from "../jobs/store.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
 
 export const accountRoute = createRoute({
@@ -52,7 +52,7 @@ export function accountQuery(accountId: string, now: Date): SQL {
   return sql`
       select a.id, a.name, a.status, a.credit_balance,
              u.lookups_today, u.credits_today, u.lookups_month, u.credits_month,
-             (select count(*) from verification_jobs where account_id = a.id and status in ('queued', 'running')) as jobs_running,
+             (select count(*) from verification_jobs where account_id = a.id and ${HOLDS_RUNNING_SLOT}) as jobs_running,
              (select coalesce(sum(total), 0) from verification_jobs where account_id = a.id and created_at > ${now.getTime() - LINE_QUOTA_WINDOW_MS}) as job_lines_24h
       from accounts a, (
         select count(*) filter (where created_at >= ${dayStart}) as lookups_today,

@@ -6,6 +6,7 @@ import { limitRequestBody } from "../body-limit.ts";
 import type { AppEnv } from "../env.ts";
 import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
 import { verifyEmail } from "../verify.ts";
+import { probeTenant } from "../probe-client.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const PATH = "/v1/email_verifications";
@@ -68,6 +69,8 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
       probeSecret: config.PROBE_SECRET,
       smtpTimeoutSeconds: params.smtpTimeoutSeconds,
       requestId: c.get("requestId"),
+      // The account's own lane in every receiver's budget at the probe, as its jobs have.
+      tenant: await probeTenant(c.get("auth").accountId),
     });
     // The verdict and how it was reached, never the address or its domain.
     Object.assign(c.get("accessLog"), {

@@ -15,6 +15,8 @@ export const WARNINGS = {
   mxHostsAssumed: "The addresses of the MX hosts could not be looked up, so the MX record was assumed.",
   smtpAssumed: "The SMTP check was inconclusive, so deliverability was assumed.",
   smtpNotChecked: "No SMTP check was performed.",
+  providerForbidsProbing: "The mail provider forbids checking addresses without sending mail, so no SMTP check was made.",
+  receiverBudgetSpent: "The receiving mail server's budget of checks for this account is spent, so no SMTP check was made; try again later (details.smtp_retry_at says when, if known).",
   mailboxFull: "The mailbox is full.",
   quotedLocal: "The local part is a quoted string, which many systems do not accept.",
   nonAsciiLocal: "The local part has non-ASCII characters, which need a mail server with SMTPUTF8.",
@@ -51,9 +53,14 @@ export type MxFact =
  * - mailbox_full: the mailbox exists but is over quota; the address may bounce, so risky.
  * - assumed: inconclusive (policy block, greylisting, timeouts, connection failures on every MX).
  * - not_checked: no probe configured, unreachable, or nothing to dial.
+ * - budget_spent: nothing was sent: the receiving server's budget of checks for this customer is
+ *   spent, or it asked us to back off (docs/probe.md "Receiver policy").
+ * - not_probed: nothing was sent, by the receiver's policy (shared/email/receiver-policy.ts): with
+ *   catchAll true, RCPT there accepts every address (answered as the catch-all it behaves as); with
+ *   catchAll null, the provider forbids verifying without sending.
  */
 export type SmtpFact = {
-  status: "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked";
+  status: "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked" | "budget_spent" | "not_probed";
   /** Whether the server accepts any address, whenever the probe learned it (any status); null when not. */
   catchAll: boolean | null;
 };
@@ -102,9 +109,14 @@ function smtpPoints(smtp: SmtpFact): number {
   switch (smtp.status) {
     case "deliverable":
       return smtp.catchAll ? 15 : 35;
+    // A receiver known to accept every address scores as the catch-all it is; one we may not ask, as no check.
+    case "not_probed":
+      return smtp.catchAll ? 15 : 20;
     case "mailbox_full":
     case "assumed":
       return 10;
+    // Nothing was sent: "no SMTP check performed" (docs/api.md "Score").
+    case "budget_spent":
     case "not_checked":
       return 20;
     case "rejected":
@@ -132,7 +144,9 @@ function collectWarnings(f: VerificationFacts): string[] {
   if (f.mx === "implicit") w.push(WARNINGS.implicitMx);
   if (f.mx === "assumed") w.push(WARNINGS.dnsAssumed);
   if (f.mx === "hosts_assumed") w.push(WARNINGS.mxHostsAssumed);
-  if (f.smtp.status === "deliverable" && f.smtp.catchAll) w.push(WARNINGS.catchAll);
+  if ((f.smtp.status === "deliverable" || f.smtp.status === "not_probed") && f.smtp.catchAll) w.push(WARNINGS.catchAll);
+  if (f.smtp.status === "not_probed" && !f.smtp.catchAll) w.push(WARNINGS.providerForbidsProbing);
+  if (f.smtp.status === "budget_spent") w.push(WARNINGS.receiverBudgetSpent);
   if (f.smtp.status === "assumed") w.push(WARNINGS.smtpAssumed);
   if (f.smtp.status === "mailbox_full") w.push(WARNINGS.mailboxFull);
   if (f.smtp.status === "not_checked" && f.syntax.ok && MX_POINTS[f.mx] > 0) w.push(WARNINGS.smtpNotChecked);
@@ -153,7 +167,7 @@ export function classifyVerification(
 ): EmailVerificationResult["classification"] {
   if (errors.length > 0) return "invalid";
   const assumption = f.mx === "assumed" || f.mx === "hosts_assumed" || f.smtp.status === "assumed";
-  const catchAll = f.smtp.status === "deliverable" && f.smtp.catchAll === true;
+  const catchAll = (f.smtp.status === "deliverable" || f.smtp.status === "not_probed") && f.smtp.catchAll === true;
   if (warnings.length > 0 || assumption || catchAll || f.disposable) return "risky";
   return "valid";
 }
@@ -168,22 +182,26 @@ const INCONCLUSIVE_REASON: Partial<Record<SmtpOutcome, VerificationReason>> = {
   rejected_unclear: "smtp_inconclusive",
   protocol_error: "smtp_inconclusive",
   budget_spent: "receiver_budget_spent",
+  not_probed: "provider_forbids_probing",
 };
 
 /**
  * Why a result is what it is, in one word (docs/api.md "Reasons"), read from the result itself so a
  * stored one gives the same answer; the first that applies: the syntax, a domain without mail, the
- * mailbox refused, a disposable domain, a catch-all server, an inconclusive SMTP answer (by its
- * outcome), a failed DNS lookup, no SMTP check, and otherwise deliverable. The 0009 migration spells
- * the same rules in SQL for results stored before the field existed.
+ * mailbox refused, a disposable domain, a catch-all server (one that accepted the address and a
+ * random one, or a receiver not probed because it accepts every address), an inconclusive SMTP answer
+ * or none sent (by its outcome: the receiver's budget spent, a provider that forbids probing), a
+ * failed DNS lookup, no SMTP check, and otherwise deliverable. The 0009 migration spells the same
+ * rules in SQL for results stored before the field existed (none of which has the two outcomes that
+ * came later, budget_spent and not_probed: every result since stores its reason).
  */
 export function verificationReason(r: Omit<EmailVerificationResult, "reason">): VerificationReason {
   if (r.checks.syntax === false) return "syntax";
   if (r.checks.mx_record === false) return "no_mail_domain";
   if (r.checks.smtp_deliverable === false) return "mailbox_not_found";
   if (r.checks.disposable === true) return "disposable";
-  if (r.checks.smtp_deliverable === true && r.checks.accepts_any_email === true) return "catch_all";
   const outcome = r.details?.smtp_outcome;
+  if (r.checks.accepts_any_email === true && (r.checks.smtp_deliverable === true || outcome === "not_probed")) return "catch_all";
   const inconclusive = outcome ? INCONCLUSIVE_REASON[outcome] : undefined;
   if (inconclusive) return inconclusive;
   if (r.score_details.dns_failed_assumption === true) return "dns_failure";

@@ -36,6 +36,11 @@ describe("score table (docs/api.md \"Score\")", () => {
     ["verified", { status: "assumed", catchAll: null }, 20 + 40 + 10 - 5, [WARNINGS.smtpAssumed]],
     ["verified", { status: "not_checked", catchAll: null }, 20 + 40 + 20 - 5, [WARNINGS.smtpNotChecked]],
     ["verified", { status: "mailbox_full", catchAll: null }, 20 + 40 + 10 - 5, [WARNINGS.mailboxFull]],
+    // Nothing sent: the receiver's budget spent, or a provider that forbids probing, score as no SMTP check;
+    // a receiver that accepts every address (not probed) as the catch-all it is.
+    ["verified", { status: "budget_spent", catchAll: null }, 20 + 40 + 20 - 5, [WARNINGS.receiverBudgetSpent]],
+    ["verified", { status: "not_probed", catchAll: null }, 20 + 40 + 20 - 5, [WARNINGS.providerForbidsProbing]],
+    ["verified", { status: "not_probed", catchAll: true }, 20 + 40 + 15 - 5, [WARNINGS.catchAll]],
     ["implicit", { status: "deliverable", catchAll: false }, 20 + 40 + 35 - 5, [WARNINGS.implicitMx]],
     ["assumed", { status: "not_checked", catchAll: null }, 20 + 15 + 20 - 10, [WARNINGS.dnsAssumed, WARNINGS.smtpNotChecked]],
     ["assumed", { status: "deliverable", catchAll: false }, 20 + 15 + 35 - 5, [WARNINGS.dnsAssumed]],
@@ -151,6 +156,9 @@ describe("classification rules", () => {
     ["a quoted local part", { syntax: { ok: true, quotedLocal: true, nonAsciiLocal: false } }],
     ["a non-ASCII local part", { syntax: { ok: true, quotedLocal: false, nonAsciiLocal: true } }],
     ["a full mailbox", { smtp: { status: "mailbox_full", catchAll: null } }],
+    ["the receiver's budget spent", { smtp: { status: "budget_spent", catchAll: null } }],
+    ["a provider that forbids probing", { smtp: { status: "not_probed", catchAll: null } }],
+    ["a provider that accepts every address, not probed", { smtp: { status: "not_probed", catchAll: true } }],
   ];
   it.each(risky)("risky (valid true) with %s", (_name, over) => {
     const r = verdict(over);
@@ -176,6 +184,12 @@ describe("classification rules", () => {
     expect(catchAll.score_details).toMatchObject({ accepts_any_email: true, smtp_verified: true });
     expect(catchAll.checks).toMatchObject({ accepts_any_email: true, smtp_deliverable: true });
     expect(verdict({}).checks.accepts_any_email).toBe(false);
+    // Nothing sent is no assumption and no verification; a known catch-all says so, without a deliverable RCPT.
+    for (const smtpFact of [{ status: "budget_spent", catchAll: null }, { status: "not_probed", catchAll: null }, { status: "not_probed", catchAll: true }] as const) {
+      const r = verdict({ smtp: smtpFact });
+      expect(r.score_details, smtpFact.status).toMatchObject({ smtp_failed_assumption: false, smtp_verified: false, accepts_any_email: smtpFact.catchAll === true });
+      expect(r.checks, smtpFact.status).toMatchObject({ smtp_deliverable: null, accepts_any_email: smtpFact.catchAll });
+    }
   });
 
   it("MX hosts that do not exist: invalid, mx_record false, no SMTP warning", () => {

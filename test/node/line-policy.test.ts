@@ -4,11 +4,23 @@
  * lines to the next) is in test/workers/jobs.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { afterAnswer, afterProbeFailure, LINE_POLICY, overClaimed, probeRank, requeueDelaySeconds, type LineHistory } from "../../edge/jobs/line-policy.ts";
+import {
+  afterAnswer,
+  afterDeferral,
+  afterProbeFailure,
+  LINE_POLICY,
+  MAX_QUEUE_DELAY_SECONDS,
+  overClaimed,
+  parkedDelaySeconds,
+  probeRank,
+  requeueDelaySeconds,
+  waitedTooLong,
+  type LineHistory,
+} from "../../edge/jobs/line-policy.ts";
 import type { EmailVerificationResult } from "../../shared/api.ts";
 import { SmtpOutcome } from "../../shared/smtp-outcome.ts";
 
-const line = (over: Partial<LineHistory> = {}): LineHistory => ({ claims: 1, probeFailures: 0, rechecking: false, ...over });
+const line = (over: Partial<LineHistory> = {}): LineHistory => ({ claims: 1, probeFailures: 0, rechecking: false, waitingSince: null, ...over });
 const result = (smtp_outcome: string | null, dnsAssumed = false) =>
   ({ score_details: dnsAssumed ? { dns_failed_assumption: true } : {}, details: { smtp_outcome } }) as unknown as EmailVerificationResult;
 
@@ -51,4 +63,33 @@ it("a line claimed more than maxClaims times is answered without an SMTP check",
 
 it("lines go back on the queue at once when deferred, after a pause when released, after the recheck delay for a recheck", () => {
   expect([requeueDelaySeconds("defer", 90), requeueDelaySeconds("release", 90), requeueDelaySeconds("recheck", 90)]).toEqual([0, LINE_POLICY.releaseDelaySeconds, 90]);
+});
+
+describe("a line the probe handed back unasked", () => {
+  const NOW = 10_000_000;
+  const DAY = 86_400_000;
+  it.each([
+    ["busy server, no relief given", line(), undefined, { kind: "defer" }],
+    ["first parking: until the relief", line(), 60_000, { kind: "park", until: NOW + 60_000 }],
+    ["a relief of 0 parks until now", line(), 0, { kind: "park", until: NOW }],
+    ["parked before, relief inside the longest wait", line({ waitingSince: NOW - DAY / 2 }), DAY / 4, { kind: "park", until: NOW + DAY / 4 }],
+    ["parked before, relief at the longest wait: answered now", line({ waitingSince: NOW - DAY / 2 }), DAY / 2, { kind: "give_up" }],
+    ["a first relief past the longest wait: answered now", line(), DAY + 1, { kind: "give_up" }],
+  ] as const)("%s", (_, history, retryAfterMs, expected) => {
+    expect(afterDeferral(history, retryAfterMs, DAY, NOW)).toEqual(expected);
+  });
+
+  it.each([
+    [null, false],
+    [NOW - 1, false],
+    [NOW - DAY + 1, false],
+    [NOW - DAY, true],
+    [NOW - 2 * DAY, true],
+  ] as const)("first parked at %s: waited too long: %s", (waitingSince, expected) => {
+    expect(waitedTooLong(line({ waitingSince }), DAY, NOW)).toBe(expected);
+  });
+
+  it("a parked line's turn is queued at its relief, rounded up, never past a message's longest delay", () => {
+    expect([NOW - 5, NOW, NOW + 1, NOW + 1_000, NOW + 1_001, NOW + 30 * DAY].map((until) => parkedDelaySeconds(until, NOW))).toEqual([0, 0, 1, 1, 2, MAX_QUEUE_DELAY_SECONDS]);
+  });
 });

@@ -87,11 +87,11 @@ describe("what the job record shows of the scheduling", () => {
     const big = await queuedJob(a.accountId, 2_000, "big");
     await queuedJob(b.accountId, 300, "small");
     const queue = async () => VerificationJob.parse(await (await call(`${PATH}/${big}`, { token: a.token })).json()).queue;
-    expect(await queue()).toEqual({ lines_waiting: 2_000, lines_in_progress: 0, accounts_sharing: 2 });
+    expect(await queue()).toEqual({ lines_waiting: 2_000, lines_in_progress: 0, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
     await claimTurn(db, big, newLease(30_000), CHUNK_SIZE);
-    expect(await queue()).toEqual({ lines_waiting: 1_800, lines_in_progress: CHUNK_SIZE, accounts_sharing: 2 });
+    expect(await queue()).toEqual({ lines_waiting: 1_800, lines_in_progress: CHUNK_SIZE, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
     await call(`${PATH}/${big}`, { method: "DELETE", token: a.token });
-    expect(await queue()).toEqual({ lines_waiting: 0, lines_in_progress: 0, accounts_sharing: 0 });
+    expect(await queue()).toEqual({ lines_waiting: 0, lines_in_progress: 0, accounts_sharing: 0, waiting_on: {}, estimated_completion_at: null });
   });
 });
 

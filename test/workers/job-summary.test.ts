@@ -72,7 +72,8 @@ describe("the job's summary", () => {
     const job = await create(token, MIXED);
     expect(job.summary.reason).toEqual(Object.fromEntries(VERIFICATION_REASONS.map((r) => [r, r === "syntax" ? 1 : 0])));
     // The 202 says where the new job stands: every line but the syntax failure waiting, its account sharing the turns.
-    expect(job.queue).toEqual({ lines_waiting: MIXED.length - 1, lines_in_progress: 0, accounts_sharing: 1 });
+    // Nothing answered by a probe yet, so no estimate; nothing parked on a receiver.
+    expect(job.queue).toEqual({ lines_waiting: MIXED.length - 1, lines_in_progress: 0, accounts_sharing: 1, waiting_on: {}, estimated_completion_at: null });
     const done = await waitFor(token, job.id);
     const results = await allPages(token, job.id, "");
     expect(results).toHaveLength(MIXED.length);
