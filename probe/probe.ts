@@ -164,7 +164,9 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
   const outcome = decided?.attempt.outcome ?? mostInformativeFailure(attempts);
   const last = decided?.attempt ?? attempts[attempts.length - 1] ?? null;
   const decidingReply = decided ? (decided.check.rcpt ?? decided.check.rejectedReply) : null;
+  const relief = decided?.check.heldBy?.reliefAt ?? null;
   return {
+    ...(relief !== null ? { retry_after_ms: Math.min(7 * 86_400_000, Math.max(0, relief - monotonicNow())) } : {}),
     outcome,
     catch_all: decided ? decided.check.catchAll : null,
     catch_all_cached: decided ? decided.check.catchAllCached : false,

@@ -241,6 +241,9 @@ describe("harvest-aware pacing against a Forcepoint-style defence", () => {
     const started = Date.now();
     const single = await runProbe({ email: "nobody-single@dirty3.test", mx: mxOf("x@dirty3.test", ip(163)), deadline_ms: 5_000, catch_all_check: false, tenant: "t" }, deps(s));
     expect(single.outcome).toBe("budget_spent");
+    // When the lane's budget next has room: an hour after the first refusal at the latest.
+    expect(single.retry_after_ms).toBeGreaterThan(0);
+    expect(single.retry_after_ms).toBeLessThanOrEqual(3_600_000);
     expect(single.attempts[0]).toMatchObject({ outcome: "budget_spent", reply: null });
     expect(Date.now() - started).toBeLessThan(1_000);
     const sent = () => f.connections.flatMap((c) => c.commands.filter((x) => x.startsWith("RCPT"))).length;
