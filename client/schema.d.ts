@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * People you received that were erased since a date
-         * @description The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: delete your own copies of them. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). Counts against the lookup rate limit; costs no credits.
+         * @description The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: each entry carries the four identifiers exactly as your lookups returned them (one entry per distinct set), so you can find and delete your copies. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). Counts against the lookup rate limit; costs no credits.
          */
         get: operations["listPeopleErasures"];
         put?: never;
@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Look up a person's contact details
-         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (where each address came from and when our engine last checked it) at no extra cost. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
+         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
          */
         get: operations["lookupPerson"];
         put?: never;
@@ -235,7 +235,9 @@ export interface components {
         ErasuresPage: {
             erasures: {
                 profnet_id: number | null;
+                profnet_public_identifier: string | null;
                 codehost_id: number | null;
+                codehost_login: string | null;
                 /** @description RFC 3339, UTC */
                 erased_at: string;
             }[];

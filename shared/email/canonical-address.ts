@@ -1,0 +1,58 @@
+/**
+ * One address, one key: the form under which two spellings of the same mailbox compare equal. The people
+ * import de-duplicates a person's addresses by it, a lookup de-duplicates the addresses it returns by it, and an
+ * erasure hashes it (beside the address as written), so that an equivalent spelling can neither bring an erased
+ * address back nor show one mailbox twice (docs/operations.md "Personal data").
+ *
+ * - The domain goes through the same IDNA as the syntax check and comes out as its lower-case A-label form
+ *   (`BÜCHER.de`, `bücher.de` and `xn--bcher-kva.de` are one domain).
+ * - The local part is NFC and lower-cased: we treat addresses case-insensitively everywhere (the database compares
+ *   lower(email)), and NFD and NFC are the same text.
+ * - A quoted local part whose content is a plain dot-atom is the same mailbox unquoted (`"ada"@x` is `ada@x`, RFC
+ *   5321 §4.1.2); one that needs its quotes keeps them, with its escapes resolved.
+ * - Gmail ignores dots in the local part and everything from a `+`, and googlemail.com is gmail.com.
+ *
+ * Pure, and safe in the Worker: tr46 is bundled, never the runtime's URL parser. Something the syntax check
+ * refuses still gets a stable key (trimmed, NFC, lower-cased), so nothing is ever left without one.
+ */
+import { parseEmailAddress } from "./syntax.ts";
+
+const GMAIL_DOMAINS: ReadonlySet<string> = new Set(["gmail.com", "googlemail.com"]);
+/** RFC 5321 atext, non-ASCII letters, marks and digits, and dots not at either end nor doubled: no quotes needed. */
+const PLAIN_DOT_ATOM = /^[a-z0-9!#$%&'*+\-/=?^_`{|}~\p{L}\p{M}\p{N}]+(\.[a-z0-9!#$%&'*+\-/=?^_`{|}~\p{L}\p{M}\p{N}]+)*$/u;
+
+const fold = (text: string) => text.normalize("NFC").toLowerCase().normalize("NFC");
+
+/** The content of a quoted local part: quotes dropped, backslash escapes resolved. */
+function unquote(quoted: string): string {
+  return quoted.slice(1, -1).replace(/\\(.)/gu, "$1");
+}
+
+function canonicalLocal(local: string, quoted: boolean): string {
+  if (!quoted) return fold(local);
+  const content = fold(unquote(local));
+  if (PLAIN_DOT_ATOM.test(content)) return content;
+  return `"${content.replace(/(["\\])/g, "\\$1")}"`;
+}
+
+/** The key two spellings of one mailbox share (see above). */
+export function canonicalAddress(email: string): string {
+  const parsed = parseEmailAddress(email);
+  if (!parsed.ok) return fold(email.trim());
+  let local = canonicalLocal(parsed.local, parsed.quotedLocal);
+  let domain = parsed.domain.toLowerCase();
+  if (GMAIL_DOMAINS.has(domain)) {
+    domain = "gmail.com";
+    local = local.split("+")[0]!.replaceAll(".", "");
+  }
+  return `${local}@${domain}`;
+}
+
+/**
+ * The ASCII domains (lower-case A-label forms) a stored address with this key can be written with: a search of
+ * stored addresses narrows by these, plus any address with non-ASCII text in it, before comparing keys.
+ */
+export function asciiDomainsOf(canonical: string): string[] {
+  const domain = canonical.slice(canonical.lastIndexOf("@") + 1);
+  return domain === "gmail.com" ? [...GMAIL_DOMAINS] : [domain];
+}
