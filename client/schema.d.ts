@@ -362,7 +362,7 @@ export interface components {
          * @description Why the result is what it is, in one word; the vocabulary of job summaries and result filters (docs/api.md, Reasons)
          * @enum {string}
          */
-        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "dns_failure" | "no_smtp_check" | "deliverable";
+        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "typo" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "dns_failure" | "no_smtp_check" | "deliverable";
         Account: {
             /** @example acc_Jx3bq0V9oWm2Lr8c */
             account_id: string;
@@ -1201,7 +1201,7 @@ export interface operations {
                 format?: "json" | "csv";
                 /** @description Comma-separated, of: valid, risky, invalid */
                 classification?: string;
-                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, disposable, catch_all, policy_block, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, dns_failure, no_smtp_check, deliverable (VerificationReason) */
+                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, typo, disposable, catch_all, policy_block, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, dns_failure, no_smtp_check, deliverable (VerificationReason) */
                 reason?: string;
             };
             header?: never;

@@ -170,6 +170,7 @@ export const VERIFICATION_REASONS = [
   "syntax",
   "no_mail_domain",
   "mailbox_not_found",
+  "typo",
   "disposable",
   "catch_all",
   "policy_block",

@@ -128,7 +128,8 @@ function collectWarnings(f: VerificationFacts): string[] {
   if (f.syntax.ok && f.syntax.quotedLocal) w.push(WARNINGS.quotedLocal);
   if (f.syntax.ok && f.syntax.nonAsciiLocal) w.push(WARNINGS.nonAsciiLocal);
   if (f.typoSuggestion) w.push(WARNINGS.typo);
-  if (f.disposable) w.push(WARNINGS.disposable);
+  // A typo-squat on a disposable list (gmial.com) is reported as the typo, the thing the user can fix.
+  if (f.disposable && !f.typoSuggestion) w.push(WARNINGS.disposable);
   if (f.mx === "implicit") w.push(WARNINGS.implicitMx);
   if (f.mx === "assumed") w.push(WARNINGS.dnsAssumed);
   if (f.mx === "hosts_assumed") w.push(WARNINGS.mxHostsAssumed);
@@ -172,14 +173,16 @@ const INCONCLUSIVE_REASON: Partial<Record<SmtpOutcome, VerificationReason>> = {
 /**
  * Why a result is what it is, in one word (docs/api.md "Reasons"), read from the result itself so a
  * stored one gives the same answer; the first that applies: the syntax, a domain without mail, the
- * mailbox refused, a disposable domain, a catch-all server, an inconclusive SMTP answer (by its
+ * mailbox refused, a typo of a provider's domain (with its suggestion, even when the typo-squat is on a disposable
+ * list: the typo is what the user can act on), a disposable domain, a catch-all server, an inconclusive SMTP answer (by its
  * outcome), a failed DNS lookup, no SMTP check, and otherwise deliverable. The 0009 migration spells
- * the same rules in SQL for results stored before the field existed.
+ * the rules of its day (before `typo`) in SQL for results stored before the field existed.
  */
 export function verificationReason(r: Omit<EmailVerificationResult, "reason">): VerificationReason {
   if (r.checks.syntax === false) return "syntax";
   if (r.checks.mx_record === false) return "no_mail_domain";
   if (r.checks.smtp_deliverable === false) return "mailbox_not_found";
+  if (r.checks.typo_suggestion) return "typo";
   if (r.checks.disposable === true) return "disposable";
   if (r.checks.smtp_deliverable === true && r.checks.accepts_any_email === true) return "catch_all";
   const outcome = r.details?.smtp_outcome;

@@ -45,6 +45,8 @@ const CASES: [VerificationReason, Omit<EmailVerificationResult, "reason">][] = [
   ["syntax", result({ syntax: { ok: false, error: "bad" }, mx: "not_checked", smtp: { status: "not_checked", catchAll: null } }, null)],
   ["no_mail_domain", result({ mx: "nxdomain", smtp: { status: "not_checked", catchAll: null }, disposable: true }, null)],
   ["mailbox_not_found", result({ smtp: { status: "rejected", catchAll: false }, disposable: true }, "mailbox_not_found")],
+  // A typo-squat on a disposable list (gmial.com): the typo is what the user can act on.
+  ["typo", result({ typoSuggestion: "ana@gmail.com", disposable: true, smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["disposable", result({ disposable: true, smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["catch_all", result({ smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["policy_block", result({ smtp: { status: "assumed", catchAll: null } }, "policy_block")],
@@ -54,7 +56,7 @@ const CASES: [VerificationReason, Omit<EmailVerificationResult, "reason">][] = [
   ["smtp_inconclusive", result({ smtp: { status: "assumed", catchAll: null } }, "rejected_unclear")],
   ["dns_failure", result({ mx: "assumed", smtp: { status: "not_checked", catchAll: null } }, null)],
   ["no_smtp_check", result({ smtp: { status: "not_checked", catchAll: null } }, "probe_unreachable")],
-  ["deliverable", result({ typoSuggestion: "gmail.com" }, "accepted")],
+  ["deliverable", result({ syntax: { ok: true, quotedLocal: true, nonAsciiLocal: false } }, "accepted")],
 ];
 
 describe("verificationReason", () => {
@@ -66,12 +68,22 @@ describe("verificationReason", () => {
     expect(CASES.map(([reason]) => reason)).toEqual([...VERIFICATION_REASONS]);
   });
 
+  it("a typo of a disposable-listed domain warns of the typo, not of a disposable provider", () => {
+    const r = result({ typoSuggestion: "ana@gmail.com", disposable: true }, "accepted");
+    expect(r.warnings).toContain("The domain looks like a typo of a common provider; see checks.typo_suggestion.");
+    expect(r.warnings).not.toContain("The domain is a disposable email provider.");
+    expect([r.checks.disposable, r.classification]).toEqual([true, "risky"]);
+  });
+
   it("a greylisting answer is a temporary failure too, and a refused target no SMTP check", () => {
     expect(verificationReason(result({ smtp: { status: "assumed", catchAll: null } }, "temporary_failure"))).toBe("temporary_failure");
     expect(verificationReason(result({ smtp: { status: "assumed", catchAll: null } }, "protocol_error"))).toBe("smtp_inconclusive");
     expect(verificationReason(result({ smtp: { status: "assumed", catchAll: null } }, "refused_target"))).toBe("no_smtp_check");
   });
 });
+
+const ALL_CASES = CASES;
+const REASONS_SINCE_0009: readonly VerificationReason[] = ["typo"];
 
 describe("the 0009 migration's back-fill", () => {
   it("gives lines answered before it the reason the function gives, and their jobs the counts", async () => {
@@ -88,7 +100,9 @@ describe("the 0009 migration's back-fill", () => {
     const upTo = migrations.findIndex((f) => f.startsWith("0009_"));
     expect(upTo).toBeGreaterThan(0);
     for (const file of migrations.slice(0, upTo)) await run(file);
-    // Lines as the code before 0009 wrote them: done, with their result, no reason.
+    // Lines as the code before 0009 wrote them: done, with their result, no reason. Reasons added since (typo)
+    // were not in its vocabulary: the back-fill gives those results the reason of its day.
+    const CASES = ALL_CASES.filter(([reason]) => !REASONS_SINCE_0009.includes(reason));
     await client.execute(`insert into accounts (id, name, credit_balance) values ('acc_1', 'a', 0)`);
     await client.execute(`insert into verification_jobs (id, account_id, status, total, processed, smtp_timeout, request_hash, completed_at)
       values ('job_1', 'acc_1', 'completed', ${CASES.length + 1}, ${CASES.length + 1}, 10, 'h', 1700000000000)`);
@@ -107,7 +121,7 @@ describe("the 0009 migration's back-fill", () => {
     expect(rows.map((r) => r.reason)).toEqual([...CASES.map(([, r]) => verificationReason(r)), "deliverable"]);
     expect(rows.every((r) => Number(r.checked_at) === 1700000000000)).toBe(true);
     const [job] = (await client.execute(`select reason_counts from verification_jobs where id = 'job_1'`)).rows;
-    expect(JSON.parse(String(job!.reason_counts))).toEqual({ ...Object.fromEntries(VERIFICATION_REASONS.map((r) => [r, 1])), deliverable: 2 });
+    expect(JSON.parse(String(job!.reason_counts))).toEqual({ ...Object.fromEntries(CASES.map(([r]) => [r, 1])), deliverable: 2 });
     client.close();
   });
 });
