@@ -12,6 +12,7 @@ import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
 import { erasePeople } from "./admin/people-erase.ts";
+import { readFirstLine } from "./admin/stdin-line.ts";
 import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
 import { suppressionKey } from "./admin/suppression-key.ts";
 import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
@@ -145,21 +146,11 @@ const PERSON_SELECTORS: Options = {
   email: { type: "string" },
 };
 
-/** An address is longer than nothing an operator pipes in by mistake: the selector is read up to this many bytes. */
-const MAX_STDIN_SELECTOR_BYTES = 1_024;
-
 /** `--email -`: the address from standard input (its first line), so that it never sits in shell history. */
 async function selectorFromStdin(name: string): Promise<string> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
-    chunks.push(chunk);
-    length += chunk.length;
-    if (length > MAX_STDIN_SELECTOR_BYTES) throw new UsageError(`--${name} -: standard input is longer than ${MAX_STDIN_SELECTOR_BYTES} bytes`);
-  }
-  const line = Buffer.concat(chunks).toString("utf8").split(/\r?\n/)[0]!.trim();
-  if (line === "") throw new UsageError(`--${name} -: standard input is empty (give the address on its first line)`);
-  return line;
+  const read = await readFirstLine(process.stdin);
+  if (!read.ok) throw new UsageError(`--${name} -: ${read.problem}`);
+  return read.line;
 }
 
 /** Exactly one of the person selectors; a text selector given as `-` is read from standard input. */
