@@ -263,6 +263,7 @@ export interface components {
             /** @description Only with include=email_details: one object per address of email_addresses, in the same order */
             email_details?: components["schemas"]["EmailDetail"][];
         };
+        /** @description When our imports first and last carried the address, and our own engine's last check of it. Not where it came from: its source names a supplier and stays private */
         EmailDetail: {
             email: string;
             /**

@@ -47,7 +47,9 @@ export const EmailDetail = z
       .nullable()
       .openapi({ description: "The last re-verification of the stored address by this service's own engine; null until the first" }),
   })
-  .openapi("EmailDetail");
+  .openapi("EmailDetail", {
+    description: "When our imports first and last carried the address, and our own engine's last check of it. Not where it came from: its source names a supplier and stays private",
+  });
 export type EmailDetail = z.infer<typeof EmailDetail>;
 
 export const ContactInfo = z
