@@ -13,7 +13,7 @@
 import type { Client } from "@libsql/client";
 import { createHmac } from "node:crypto";
 import { AdminError } from "../../edge/db/admin.ts";
-import { asciiDomainsOf, canonicalAddress } from "../../shared/email/canonical-address.ts";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { HANDLE_FIELDS, IDENTIFIER_FIELDS, type HandleField, type IdentifierField, type PersonRecord } from "./people-record.ts";
 
@@ -83,24 +83,39 @@ export type PersonSelector =
 
 export type StoredAddress = { id: number; person_id: number; email: string };
 
+const STORED_ADDRESS_COLUMNS = "select id, person_id, email from person_emails";
+/** A Gmail row's local part as its canonical form has it: lower-cased (ASCII, as valid Gmail addresses are), before any +, without dots. */
+const GMAIL_LOCAL = (() => {
+  const local = "lower(substr(email, 1, instr(email, '@') - 1))";
+  return `replace(case when instr(${local}, '+') > 0 then substr(${local}, 1, instr(${local}, '+') - 1) else ${local} end, '.', '')`;
+})();
+
 /**
  * Every stored address row, anyone's, that is one of these addresses in any spelling (the same canonical form).
- * The search narrows by domain in SQL (the ASCII spellings, and any address with non-ASCII text in it) and compares
- * canonical forms here: one pass over person_emails, fine for an operator's erasure or access request.
+ * SQL narrows to the candidates, then the canonical forms are compared here: a plain ASCII address's canonical form
+ * is its lower-cased self (the lower(email) index finds it); a Gmail one is looked for among the addresses that
+ * start with its first letter (the same index), on its local part without dots and +tag; the rare addresses with
+ * quotes or non-ASCII text (a byte length apart from the character length) are all taken, in one pass.
  */
 export async function storedAddressesEquivalentTo(client: Client, emails: string[]): Promise<StoredAddress[]> {
   if (emails.length === 0) return [];
   const wanted = new Set(emails.map(canonicalAddress));
-  const domains = [...new Set([...wanted].flatMap(asciiDomainsOf))];
-  const found = await client.execute({
-    sql: `select id, person_id, email from person_emails
-      where exists (select 1 from json_each(?) where substr(lower(email), -length(value) - 1) = '@' || value) or email glob '*[^ -~]*'
-      order by id`,
-    args: [JSON.stringify(domains)],
-  });
-  return found.rows
-    .map((r) => ({ id: Number(r.id), person_id: Number(r.person_id), email: String(r.email) }))
-    .filter((row) => wanted.has(canonicalAddress(row.email)));
+  const gmailLocals = [...wanted].filter((c) => c.endsWith("@gmail.com") && c.length > "@gmail.com".length).map((c) => c.slice(0, c.lastIndexOf("@")));
+  const queries = [
+    { sql: `${STORED_ADDRESS_COLUMNS} where lower(email) in (select value from json_each(?))`, args: [JSON.stringify([...wanted])] },
+    ...gmailLocals.map((local) => ({
+      sql: `${STORED_ADDRESS_COLUMNS} where lower(email) >= ?1 and lower(email) < ?2
+        and (email like '%@gmail.com' or email like '%@googlemail.com') and ${GMAIL_LOCAL} = ?3`,
+      args: [local[0]!, String.fromCodePoint(local.codePointAt(0)! + 1), local],
+    })),
+    { sql: `${STORED_ADDRESS_COLUMNS} where length(email) != length(cast(email as blob)) or instr(email, '"') > 0`, args: [] },
+  ];
+  const results = await client.batch(queries, "read");
+  const rows = new Map<number, StoredAddress>();
+  for (const result of results) {
+    for (const r of result.rows) rows.set(Number(r.id), { id: Number(r.id), person_id: Number(r.person_id), email: String(r.email) });
+  }
+  return [...rows.values()].filter((row) => wanted.has(canonicalAddress(row.email))).sort((a, b) => a.id - b.id);
 }
 
 /** The ids of the people a selector names (an address, in any spelling, may be stored for several people). */

@@ -67,12 +67,3 @@ export function canonicalAddressByParsing(email: string): string {
   }
   return `${local}@${domain}`;
 }
-
-/**
- * The ASCII domains (lower-case A-label forms) a stored address with this key can be written with: a search of
- * stored addresses narrows by these, plus any address with non-ASCII text in it, before comparing keys.
- */
-export function asciiDomainsOf(canonical: string): string[] {
-  const domain = canonical.slice(canonical.lastIndexOf("@") + 1);
-  return domain === "gmail.com" ? [...GMAIL_DOMAINS] : [domain];
-}
