@@ -75,7 +75,7 @@ async function startFixture(delayMs: number) {
 /** The fixture's counters: it prints one JSON line on SIGUSR2. */
 const serverCounters = (fixture: Awaited<ReturnType<typeof startFixture>>) => childCounters<HotRun["server"]>(fixture.child);
 
-async function runProbe(bundle: string, list: string[], env: Record<string, string> = {}, signing: ProbeSigning = "v2"): Promise<{ wallMs: number; verdicts: Verdict[]; timeouts: number; peakRssMiB: number }> {
+async function runProbe(bundle: string, list: string[], env: Record<string, string> = {}, signing: ProbeSigning = "current"): Promise<{ wallMs: number; verdicts: Verdict[]; timeouts: number; peakRssMiB: number }> {
   const probe = await startProbeProcess(bundle, 25, env);
   try {
     const mx = [{ host: `mx.${DOMAIN}`, preference: 10, addresses: [MX_ADDRESS] }];

@@ -9,7 +9,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 // @ts-expect-error: a plain ES module without types, shared with the Dockerfile and npm run build:probe
 import { buildProbe } from "../probe/build.mjs";
-import { PROBE_PATH, ProbeResponse, signProbeRequest, type ProbeRequest } from "../shared/probe-contract.ts";
+import { PROBE_PATH, ProbeResponse, probeOrigin, signProbeRequest, type ProbeRequest } from "../shared/probe-contract.ts";
 import { freePortOn } from "../test/fixtures/smtp-servers.ts";
 import { root, startChild } from "./child.ts";
 
@@ -60,8 +60,8 @@ function legacyV1Headers(body: string): Record<string, string> {
   return { "x-probe-timestamp": timestamp, "x-probe-signature": `v1=${mac}` };
 }
 
-/** How a probe build checks signatures: today's (v2), or v1 for a build from before it. */
-export type ProbeSigning = "v2" | "v1";
+/** How a probe build checks signatures: today's, or v1 for a build from before it. */
+export type ProbeSigning = "current" | "v1";
 
 /**
  * One signed check. `response` is the answer parsed through today's contract; `outcome` is read from
@@ -70,11 +70,11 @@ export type ProbeSigning = "v2" | "v1";
 export async function probeOnce(
   url: string,
   body: ProbeRequest,
-  signing: ProbeSigning = "v2",
+  signing: ProbeSigning = "current",
 ): Promise<{ status: number; response: ProbeResponse | null; outcome: string | null; ms: number }> {
   const payload = JSON.stringify(body);
   const started = performance.now();
-  const signed = signing === "v1" ? legacyV1Headers(payload) : await signProbeRequest(BENCH_PROBE_SECRET, { method: "POST", path: PROBE_PATH, body: payload });
+  const signed = signing === "v1" ? legacyV1Headers(payload) : await signProbeRequest(BENCH_PROBE_SECRET, { origin: probeOrigin(url), method: "POST", path: PROBE_PATH, body: payload });
   const res = await fetch(`${url}${PROBE_PATH}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...signed },

@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * People you received that were erased since a date
-         * @description The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: delete your own copies of them. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). Counts against the lookup rate limit; costs no credits.
+         * @description The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: each entry carries the four identifiers exactly as your lookups returned them (one entry per distinct set), so you can find and delete your copies. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). Counts against the lookup rate limit; costs no credits.
          */
         get: operations["listPeopleErasures"];
         put?: never;
@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Look up a person's contact details
-         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (where each address came from and when our engine last checked it) at no extra cost. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
+         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
          */
         get: operations["lookupPerson"];
         put?: never;
@@ -246,7 +246,9 @@ export interface components {
         ErasuresPage: {
             erasures: {
                 profnet_id: number | null;
+                profnet_public_identifier: string | null;
                 codehost_id: number | null;
+                codehost_login: string | null;
                 /** @description RFC 3339, UTC */
                 erased_at: string;
             }[];
@@ -272,6 +274,7 @@ export interface components {
             /** @description Only with include=email_details: one object per address of email_addresses, in the same order */
             email_details?: components["schemas"]["EmailDetail"][];
         };
+        /** @description When our imports first and last carried the address, and our own engine's last check of it. Not where it came from: its source names a supplier and stays private */
         EmailDetail: {
             email: string;
             /**
@@ -378,7 +381,7 @@ export interface components {
          * @description Why the result is what it is, in one word; the vocabulary of job summaries and result filters (docs/api.md, Reasons)
          * @enum {string}
          */
-        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable";
+        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "typo" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable";
         Account: {
             /** @example acc_Jx3bq0V9oWm2Lr8c */
             account_id: string;
@@ -1217,7 +1220,7 @@ export interface operations {
                 format?: "json" | "csv";
                 /** @description Comma-separated, of: valid, risky, invalid */
                 classification?: string;
-                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, disposable, catch_all, policy_block, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, receiver_budget_spent, provider_forbids_probing, dns_failure, no_smtp_check, deliverable (VerificationReason) */
+                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, typo, disposable, catch_all, policy_block, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, receiver_budget_spent, provider_forbids_probing, dns_failure, no_smtp_check, deliverable (VerificationReason) */
                 reason?: string;
             };
             header?: never;

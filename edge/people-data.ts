@@ -17,14 +17,14 @@ import type { EmailVerificationResult } from "../shared/api.ts";
 import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
+import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
 import { enqueueTurns, type JobsQueue } from "./jobs/consumer.ts";
 import { newLines } from "./jobs/new-lines.ts";
 import { RESULTS_EXPIRED, startJob, writeJobLines } from "./jobs/store.ts";
 import { newId } from "./lib/tokens.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification-params.ts";
 
-/** The internal account whose jobs re-verify stored addresses: one tenant among the customers in the fair share. */
-export const REFRESH_ACCOUNT_ID = "acc_stored_email_refresh";
+export { REFRESH_ACCOUNT_ID };
 /** An address put in a refresh job is not due again for this long, unless the job's answer says otherwise. */
 export const REFRESH_CLAIM_MS = 24 * 3_600_000;
 /** Answers written to person_emails per statement. */

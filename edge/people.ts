@@ -5,6 +5,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../shared/api.ts";
+import { canonicalAddress } from "../shared/email/canonical-address.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../shared/email/lists.ts";
 import type { Database } from "./db/client.ts";
 import { ApiError } from "./lib/errors.ts";
@@ -127,15 +128,17 @@ export function isPersonalEmail(email: string): boolean {
 }
 
 /**
- * The statement that records a 200 lookup's disclosure (who received whom, and when), for the batch
- * that charges it, right after the charge: it writes only when the charge did (the charge is this
- * connection's last insert, with this request's id).
+ * The statement that records a 200 lookup's disclosure (who received whom, when, and the four identifiers the
+ * answer carried: what an erasure notice will name), for the batch that charges it, right after the charge: it
+ * writes only when the charge did (the charge is this connection's last insert, with this request's id). The
+ * identifiers are read in the same transaction as the person the answer returns, so they are the same.
  */
 export function recordAccessQuery(db: Database, personId: SQL, accountId: string, keyId: string, requestId: string) {
   return db.run(sql`
-    insert into person_access_log (person_id, account_id, key_id, created_at)
-    select ${personId}, ${accountId}, ${keyId}, ${Date.now()}
-    where changes() = 1 and exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`);
+    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login)
+    select p.id, ${accountId}, ${keyId}, ${Date.now()}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login
+    from people p
+    where p.id = ${personId} and changes() = 1 and exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`);
 }
 
 const iso = (ms: number) => new Date(Number(ms)).toISOString();
@@ -166,8 +169,9 @@ export function toContactInfo(row: PersonRow, include: ReadonlySet<PeopleInclude
     microblog_username: row.microblog_username,
   };
   const seen = new Set<string>();
+  // One mailbox once, in its first spelling (shared/email/canonical-address.ts, as the import de-duplicates).
   const stored = (JSON.parse(row.emails) as StoredEmail[]).filter(([e]) => {
-    const key = e.toLowerCase();
+    const key = canonicalAddress(e);
     if (seen.has(key)) return false;
     seen.add(key);
     return true;

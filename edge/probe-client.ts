@@ -9,6 +9,7 @@ import {
   PROBE_PATH,
   PROBE_REPUTATION_HEADER,
   ProbeResponse,
+  probeOrigin,
   signProbeRequest,
   type ProbeRequest,
 } from "../shared/probe-contract.ts";
@@ -24,7 +25,7 @@ export type ProbeCallResult =
 
 /** What each refusal of the request itself says about our configuration. */
 const CONFIGURATION_ERRORS: Record<number, string> = {
-  401: "The probe refused the request's signature: the Worker's PROBE_SECRET is not the probe's",
+  401: "The probe refused the request's signature: the Worker's PROBE_SECRET is not the probe's, or PROBE_URL's origin is not one the probe answers at (its PROBE_ORIGIN)",
   400: "The probe refused the request as outside its contract: the Worker and the probe run different versions",
 };
 
@@ -141,7 +142,7 @@ async function callOneProbe(probeUrl: string, secret: string, request: ProbeRequ
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), request.deadline_ms + RESPONSE_GRACE_MS);
   try {
-    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { method: "POST", path: PROBE_PATH, body })) };
+    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { origin: probeOrigin(probeUrl), method: "POST", path: PROBE_PATH, body })) };
     const res = await fetch(new URL(PROBE_PATH, probeUrl), { method: "POST", headers, body, signal: controller.signal });
     noteProbeReputation(probeUrl, res.headers);
     if (!res.ok) {

@@ -1,8 +1,10 @@
 /**
- * The probe's HTTP surface (docs/probe.md "The SMTP probe"): POST /v1/probe (one address) and
- * POST /v1/probe/batch (many, streamed back as NDJSON), both signed by the Worker and served by the
- * same scheduler, and GET /healthz (with the self-audit's last finding, probe/reputation.ts). A body is bounded before it is read, the signature checked
- * before it is parsed, and every answer parsed through the shared schema before it is sent.
+ * The probe's public HTTP surface (docs/probe.md "The SMTP probe"): POST /v1/probe (one address) and
+ * POST /v1/probe/batch (many, streamed back as NDJSON), both signed by the Worker for this probe's own origin and
+ * served by the same scheduler, and GET /healthz, which says only whether the probe takes work and the self-audit's
+ * status (its findings, public addresses included, and the scheduler's figures are on the metrics listener,
+ * probe/metrics.ts). A body is bounded before it is read, the signature checked before it is parsed, and every
+ * answer parsed through the shared schema before it is sent.
  */
 import { Hono, type Context } from "hono";
 import {
@@ -35,12 +37,17 @@ export type ProbeService = ProbeDeps & {
   draining: boolean;
   /** The nonces of requests accepted within the signature window. */
   replays: ReplayGuard;
+  /**
+   * The origins this probe answers at (PROBE_ORIGIN, else its loopback URLs; set by startProbeServer once the port
+   * is bound): a request signed for any other origin, another probe's, is refused.
+   */
+  origins: string[];
   /** The self-audit of the probe's public addresses (started by startProbeServer, not here). */
   audit: ReputationAudit;
 };
 
 export function createProbeService(config: ProbeConfig, options: { audit?: ReputationAudit } = {}): ProbeService {
-  return { config, scheduler: new Scheduler(config), draining: false, replays: new ReplayGuard(), audit: options.audit ?? new ReputationAudit(config) };
+  return { config, scheduler: new Scheduler(config), draining: false, replays: new ReplayGuard(), origins: [], audit: options.audit ?? new ReputationAudit(config) };
 }
 
 const busy = (c: Context, why: string) => c.json({ error: why }, 503, { "Retry-After": "1" });
@@ -50,8 +57,8 @@ const unauthorized = (c: Context) => c.json({ error: "Unauthorized" }, 401);
 /**
  * The signed body as text, or the error response to send instead. Headers first: a request whose
  * timestamp is stale or whose signature headers are missing is refused before a byte of its body is
- * read. Then the body, bounded; then the MAC over method, path, timestamp, nonce and body; then the
- * nonce, which must not have been seen within the window.
+ * read. Then the body, bounded; then the MAC over this probe's origin, method, path, timestamp, nonce and body;
+ * then the nonce, which must not have been seen within the window.
  */
 async function signedBody(c: Context, service: ProbeService, limit: number): Promise<string | Response> {
   const headers = checkProbeHeaders({
@@ -63,7 +70,7 @@ async function signedBody(c: Context, service: ProbeService, limit: number): Pro
   const declared = Number(c.req.header("content-length") ?? "0");
   const body = declared > limit ? null : await readBodyWithin(c.req.raw.body, limit);
   if (body === null) return c.json({ error: "Request body too large" }, 413);
-  const signed = await verifyProbeSignature(service.config.secret, { method: c.req.method, path: c.req.path, body }, headers);
+  const signed = await verifyProbeSignature(service.config.secret, { origins: service.origins, method: c.req.method, path: c.req.path, body }, headers);
   if (!signed) return unauthorized(c);
   const nonce = service.replays.admit(headers.nonce, headers.timestampSeconds);
   if (nonce === "replayed") return unauthorized(c);
@@ -95,7 +102,8 @@ export function createProbeApp(service: ProbeService): Hono {
     c.res.headers.set(PROBE_REPUTATION_HEADER, service.audit.snapshot().status);
   });
 
-  app.get("/healthz", (c) => c.json({ ok: !service.draining, draining: service.draining, ...scheduler.stats(), reputation: service.audit.snapshot() }));
+  // Public: nothing an outsider could map the fleet or its addresses with. Details: GET /status on the metrics listener.
+  app.get("/healthz", (c) => c.json({ ok: !service.draining, reputation: service.audit.snapshot().status }));
 
   app.post(PROBE_PATH, async (c) => {
     const started = monotonicNow();

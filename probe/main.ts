@@ -4,8 +4,7 @@
  * their own deadlines (at most 120 s), every SMTP session closed with QUIT, then exit.
  */
 import { loadProbeConfig, ProbeConfigError } from "./config.ts";
-import { startMetricsServer } from "./metrics.ts";
-import { startProbeServer } from "./server.ts";
+import { parseProbeOrigins, ProbeOriginError, startProbeServer } from "./server.ts";
 
 // A promise nobody awaited that fails is one check's bug, not a reason to drop every check in
 // flight: log it and keep serving. An uncaught exception is different (Node's state may be
@@ -16,15 +15,24 @@ process.on("unhandledRejection", (reason) => {
 
 try {
   const config = loadProbeConfig(process.env);
-  const probe = await startProbeServer(config);
-  const metrics = config.metricsListen ? await startMetricsServer(probe.service, config.metricsListen.host, config.metricsListen.port) : null;
+  const probe = await startProbeServer(config, { origins: parseProbeOrigins(process.env.PROBE_ORIGIN), metrics: true });
   console.log(
-    JSON.stringify({ level: "info", msg: "probe listening", url: probe.url, metrics: metrics?.url ?? null, helo: config.heloName, smtp_port: config.smtpPort, public_ips: config.publicIps, audit: config.publicIps.length > 0 }),
+    JSON.stringify({
+      level: "info",
+      msg: "probe listening",
+      url: probe.url,
+      origins: probe.service.origins,
+      metrics: probe.metricsUrl,
+      helo: config.heloName,
+      smtp_port: config.smtpPort,
+      public_ips: config.publicIps,
+      audit: config.publicIps.length > 0,
+    }),
   );
   const stop = () => {
     const { checks_in_flight } = probe.service.scheduler.stats();
     console.log(JSON.stringify({ level: "info", msg: "probe draining", checks_in_flight }));
-    void Promise.all([probe.close(), metrics?.close()]).then(() => {
+    void probe.close().then(() => {
       console.log(JSON.stringify({ level: "info", msg: "probe stopped" }));
       process.exit(0);
     });
@@ -32,6 +40,6 @@ try {
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
 } catch (err) {
-  console.error(err instanceof ProbeConfigError ? err.message : `probe failed to start: ${String(err)}`);
+  console.error(err instanceof ProbeConfigError || err instanceof ProbeOriginError ? err.message : `probe failed to start: ${String(err)}`);
   process.exit(1);
 }

@@ -3,10 +3,15 @@
  * 127.0.0.1:9788), never on the public port: what an operator of a fleet graphs and alerts on (docs/probe.md
  * "Metrics"). Counters are counted where things happen (a check answered, a RCPT reply read, a destination
  * that pushed back); gauges are read from the scheduler at each scrape. No label carries an address, a domain
- * or a recipient: outcomes, reply classes and event kinds only.
+ * or a recipient: outcomes, reply classes and event kinds only. The same listener serves GET /status, the
+ * details the public /healthz keeps to itself: the scheduler's figures and the self-audit's findings.
+ *
+ * The listener answers only requests whose Host names it by an IP address or `localhost` with its own port: a page
+ * in a browser on the probe's host could otherwise read it through DNS rebinding (its own name resolved to
+ * 127.0.0.1), as scripts/libsql-server.ts refuses too.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { isIP, type AddressInfo } from "node:net";
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { ProbeOutcome } from "../shared/smtp-outcome.ts";
 import { AUDIT_CHECKS, type ReputationAudit } from "./reputation.ts";
@@ -87,6 +92,28 @@ function schedulerGauges(scheduler: Scheduler): Registry {
   return registry;
 }
 
+/** The replay guard's size, read at each scrape: near its capacity, signed requests start being refused 503. */
+function replayGauges(replays: { size: number; capacity: number }): Registry {
+  const registry = new Registry();
+  new Gauge({
+    name: "probe_replay_guard_nonces",
+    help: "Nonces of signed requests remembered within the signature window (the replay guard's size)",
+    registers: [registry],
+    collect() {
+      this.set(replays.size);
+    },
+  });
+  new Gauge({
+    name: "probe_replay_guard_capacity",
+    help: "Nonces the replay guard can hold; when full, new signed requests are answered 503",
+    registers: [registry],
+    collect() {
+      this.set(replays.capacity);
+    },
+  });
+  return registry;
+}
+
 /** The self-audit's gauges, read at each scrape (docs/probe.md "Self-audit"). */
 function auditGauges(audit: ReputationAudit): Registry {
   const registry = new Registry();
@@ -112,16 +139,39 @@ function auditGauges(audit: ReputationAudit): Registry {
 
 export type MetricsServer = { url: string; close(): Promise<void> };
 
+/** What the metrics listener reads: a ProbeService has all of it. */
+export type MetricsSource = { scheduler: Scheduler; audit: ReputationAudit; replays?: { size: number; capacity: number }; readonly draining?: boolean };
+
+/** A Host header naming this listener by an IP address or localhost, with its port: no DNS name can rebind to it. */
+function hostAllowed(req: IncomingMessage, port: number): boolean {
+  const host = req.headers.host?.toLowerCase() ?? "";
+  const m = /^(\[[0-9a-f:.]+\]|[^:\[\]]+):(\d{1,5})$/.exec(host);
+  if (!m || Number(m[2]) !== port) return false;
+  const name = m[1]!.replace(/^\[|\]$/g, "");
+  return name === "localhost" || isIP(name) !== 0;
+}
+
 /**
- * Serves GET /metrics on host:port for this probe's scheduler and self-audit (a ProbeService has
- * both), plus the process's own (CPU, memory, event loop).
+ * Serves GET /metrics on host:port for this probe's scheduler, self-audit and replay guard, plus the process's own
+ * (CPU, memory, event loop), and GET /status (JSON: draining, the scheduler's figures, the self-audit's snapshot).
  */
-export async function startMetricsServer(probe: { scheduler: Scheduler; audit: ReputationAudit }, host: string, port: number): Promise<MetricsServer> {
+export async function startMetricsServer(probe: MetricsSource, host: string, port: number): Promise<MetricsServer> {
   const process = new Registry();
   collectDefaultMetrics({ register: process });
-  const registry = Registry.merge([counters, schedulerGauges(probe.scheduler), auditGauges(probe.audit), process]);
+  const registry = Registry.merge([counters, schedulerGauges(probe.scheduler), auditGauges(probe.audit), ...(probe.replays ? [replayGauges(probe.replays)] : []), process]);
+  let bound = port;
   const server: Server = createServer((req, res) => {
-    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
+    if (!hostAllowed(req, bound)) {
+      res.writeHead(421, { "content-type": "text/plain" }).end("The Host header must name this listener by IP address or localhost\n");
+      return;
+    }
+    const path = (req.url ?? "").split("?")[0];
+    if (req.method === "GET" && path === "/status") {
+      const status = { draining: probe.draining ?? false, ...probe.scheduler.stats(), replay_guard_nonces: probe.replays?.size ?? null, reputation: probe.audit.snapshot() };
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(status));
+      return;
+    }
+    if (req.method !== "GET" || path !== "/metrics") {
       res.writeHead(404, { "content-type": "text/plain" }).end("Not found\n");
       return;
     }
@@ -134,9 +184,10 @@ export async function startMetricsServer(probe: { scheduler: Scheduler; audit: R
     server.once("error", reject);
     server.listen(port, host, () => resolve());
   });
-  const { address, port: bound } = server.address() as AddressInfo;
+  const address = server.address() as AddressInfo;
+  bound = address.port;
   return {
-    url: `http://${address.includes(":") ? `[${address}]` : address}:${bound}/metrics`,
+    url: `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${bound}/metrics`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

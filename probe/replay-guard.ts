@@ -30,6 +30,10 @@ export class ReplayGuard {
     return this.seen.size;
   }
 
+  get capacity(): number {
+    return this.maxEntries;
+  }
+
   /** Entries come in roughly by time; stale ones at the front go first, and a late straggler soon after. */
   private forgetStale(nowSeconds: number): void {
     for (const [nonce, staleAfter] of this.seen) {

@@ -1,12 +1,19 @@
-/** Runs the probe's HTTP service on @hono/node-server; used by probe/main.ts, `npm start` and tests. */
+/**
+ * Runs the probe's HTTP service on @hono/node-server, and with `metrics` its metrics listener (PROBE_METRICS_LISTEN),
+ * as production runs it: used by probe/main.ts and `npm start` (both with metrics) and by tests.
+ */
 import { serve } from "@hono/node-server";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { probeOrigin } from "../shared/probe-contract.ts";
 import type { ProbeConfig } from "./config.ts";
 import { createProbeApp, createProbeService, type ProbeService } from "./app.ts";
+import { startMetricsServer, type MetricsServer } from "./metrics.ts";
 
 export type RunningProbe = {
   url: string;
+  /** GET /metrics on the metrics listener; null when it was not asked for or PROBE_METRICS_LISTEN is off. */
+  metricsUrl: string | null;
   service: ProbeService;
   /**
    * Stops accepting connections, answers new requests on open ones 503, lets every check in flight
@@ -16,7 +23,47 @@ export type RunningProbe = {
   close(): Promise<void>;
 };
 
-export async function startProbeServer(config: ProbeConfig): Promise<RunningProbe> {
+export type ProbeServerOptions = {
+  /** The origins the Worker signs for (PROBE_ORIGIN); default: this probe's loopback URLs on its port. */
+  origins?: readonly string[];
+  /** Start the metrics listener too (PROBE_METRICS_LISTEN), as production does. */
+  metrics?: boolean;
+};
+
+/** The error PROBE_ORIGIN's parsing gives, worded for the operator. */
+export class ProbeOriginError extends Error {
+  override name = "ProbeOriginError";
+}
+
+/**
+ * PROBE_ORIGIN: the origins (comma-separated) of the URLs the Worker calls this probe at, such as
+ * https://probe1.example.com (behind its TLS proxy). Undefined when not set.
+ */
+export function parseProbeOrigins(value: string | undefined): string[] | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  return value.split(",").map((item) => {
+    const text = item.trim();
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new ProbeOriginError(`PROBE_ORIGIN must be URL origins such as https://probe1.example.com, comma-separated; got ${JSON.stringify(text.slice(0, 80))}`);
+    }
+    if ((url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== text.replace(/\/$/, "")) {
+      throw new ProbeOriginError(`PROBE_ORIGIN must be URL origins (scheme, host and port only) such as https://probe1.example.com; got ${JSON.stringify(text.slice(0, 80))}`);
+    }
+    return url.origin;
+  });
+}
+
+/** Without PROBE_ORIGIN a probe answers requests signed for its own loopback URLs only: a local stack, a test. */
+function loopbackOrigins(listenHost: string, port: number): string[] {
+  const names = ["127.0.0.1", "localhost", "[::1]"];
+  if (!["0.0.0.0", "::", "127.0.0.1", "::1", "localhost"].includes(listenHost)) names.push(listenHost.includes(":") ? `[${listenHost}]` : listenHost);
+  return names.map((name) => probeOrigin(`http://${name}:${port}`));
+}
+
+export async function startProbeServer(config: ProbeConfig, options: ProbeServerOptions = {}): Promise<RunningProbe> {
   const service = createProbeService(config);
   const app = createProbeApp(service);
   service.audit.start();
@@ -28,10 +75,21 @@ export async function startProbeServer(config: ProbeConfig): Promise<RunningProb
     });
   });
   const { address, port } = server.address() as AddressInfo;
+  service.origins = [...(options.origins ?? loopbackOrigins(config.listenHost, port))];
+  let metrics: MetricsServer | null = null;
+  try {
+    if (options.metrics && config.metricsListen) metrics = await startMetricsServer(service, config.metricsListen.host, config.metricsListen.port);
+  } catch (err) {
+    service.audit.close();
+    await service.scheduler.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw err;
+  }
   const host = address.includes(":") ? `[${address}]` : address;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
+    metricsUrl: metrics?.url ?? null,
     service,
     close: () =>
       (closing ??= (async () => {
@@ -42,6 +100,7 @@ export async function startProbeServer(config: ProbeConfig): Promise<RunningProb
         await service.scheduler.close();
         server.closeAllConnections();
         await closed;
+        await metrics?.close();
       })()),
   };
 }

@@ -11,7 +11,9 @@ import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setA
 import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
-import { accessReport, erasePeople, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
+import { erasePeople } from "./admin/people-erase.ts";
+import { readFirstLine } from "./admin/stdin-line.ts";
+import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
 import { suppressionKey } from "./admin/suppression-key.ts";
 import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
 
@@ -38,14 +40,17 @@ Commands:
       A line that carries an erased identifier or address is rejected (reason "suppressed").
   people erase (--profnet-id N | --codehost-id N | --profnet-public-identifier S |
                 --codehost-login S | --email E) [--reason TEXT]
-                                            Delete the person and suppress their identifiers and
-                                            addresses (keyed hashes) so no import brings them back;
+                                            Delete the person and suppress their identifiers,
+                                            handles, phones and addresses (keyed hashes, any
+                                            spelling of an address) so no import brings them back;
                                             accounts that received them see it in
                                             GET /v1/people/erasures. --email alone also suppresses
                                             an address nobody has (an opt-out)
   people access-report (--profnet-id N | ... | --email E)
                                             What is held about the person and which accounts
                                             received it, when, and how often
+      A text selector given as - (--email -) is read from the first line of standard input,
+      so the address stays out of shell history: read -rs EMAIL; printf '%s\\n' "$EMAIL" | ...
 
 Every command takes:
   --json   print exactly one JSON object on stdout (errors too: {"error": "..."})
@@ -141,14 +146,21 @@ const PERSON_SELECTORS: Options = {
   email: { type: "string" },
 };
 
-/** Exactly one of the person selectors. */
-function personSelector(values: Values): PersonSelector {
+/** `--email -`: the address from standard input (its first line), so that it never sits in shell history. */
+async function selectorFromStdin(name: string): Promise<string> {
+  const read = await readFirstLine(process.stdin);
+  if (!read.ok) throw new UsageError(`--${name} -: ${read.problem}`);
+  return read.line;
+}
+
+/** Exactly one of the person selectors; a text selector given as `-` is read from standard input. */
+async function personSelector(values: Values): Promise<PersonSelector> {
   const given = Object.keys(PERSON_SELECTORS).filter((name) => values[name] !== undefined);
   if (given.length !== 1) throw new UsageError(`exactly one of ${Object.keys(PERSON_SELECTORS).map((n) => `--${n}`).join(", ")} is required`);
   const name = given[0]!;
   const kind = name.replaceAll("-", "_") as PersonSelector["kind"];
   if (kind === "profnet_id" || kind === "codehost_id") return { kind, value: integerOption(values, name, (n) => n >= 1, "a positive integer") };
-  const value = requiredOption(values, name);
+  const value = values[name] === "-" ? await selectorFromStdin(name) : requiredOption(values, name);
   if (kind === "email" && !value.includes("@")) throw new UsageError(`--email must be an email address, got ${JSON.stringify(value)}`);
   return { kind, value };
 }
@@ -278,7 +290,7 @@ const COMMANDS: Record<string, Command> = {
     args: [],
     options: { ...PERSON_SELECTORS, reason: { type: "string" } },
     async run(db, { values }) {
-      const selector = personSelector(values);
+      const selector = await personSelector(values);
       const reason = values.reason === undefined ? null : requiredOption(values, "reason");
       const key = suppressionKey();
       if (!key) throw new AdminError(SUPPRESSION_KEY_MESSAGES.missing);
@@ -294,7 +306,7 @@ const COMMANDS: Record<string, Command> = {
     args: [],
     options: PERSON_SELECTORS,
     async run(db, { values }) {
-      const report = await accessReport(db.$client, personSelector(values));
+      const report = await accessReport(db.$client, await personSelector(values));
       const { matches, ...json } = report;
       if (!report.person) return { json, text: "Nobody matches: we hold nothing about this person", exitStatus: 1 };
       if (matches > 1) process.stderr.write(`admin: ${matches} people have this address; this report is the first one's (name one by an identifier for another)\n`);

@@ -3,7 +3,8 @@
  *   1. a libSQL HTTP server on a file in .data/ (unless DATABASE_URL points elsewhere), with a token
  *      made for this run, which the Worker gets and .data/libsql-<port>.token keeps for the admin CLI,
  *   2. migrations, and a demo account, key and sample profiles seeded once,
- *   3. the SMTP probe on 127.0.0.1:8788 with a secret generated for this run,
+ *   3. the SMTP probe on 127.0.0.1:8788 with a secret generated for this run, and its metrics listener
+ *      (GET /metrics and /status on PROBE_METRICS_LISTEN, 127.0.0.1:9788), as probe/main.ts runs it,
  *   4. the Worker under `wrangler dev` on 127.0.0.1:8787,
  * then prints the demo key and a curl line, and stops every child on Ctrl-C or SIGTERM.
  * Configuration (docs/operations.md "Configuration") comes from the environment and overrides the defaults.
@@ -15,11 +16,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { accounts } from "../edge/db/schema.ts";
-import { loadProbeConfig } from "../probe/config.ts";
-import { startProbeServer } from "../probe/server.ts";
+import { ConfigError, loadConfig, type Bindings } from "../edge/env.ts";
 import { startLibsqlServer } from "./libsql-server.ts";
 import { applyMigrations, LOCAL_DATA_DIR, LOCAL_DATABASE_FILE, localServerTokenFile, localWebhookSecretKeyFile, openDatabase, webhookSecretKey } from "./lib/database.ts";
 import { ensurePrivateDatabaseFile, ensurePrivateDir, writePrivateFile } from "./lib/private-files.ts";
+import { startLocalProbe } from "./lib/local-probe.ts";
 import { seedSamplePeople } from "./lib/samples.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -160,19 +161,15 @@ function ensureWebhookSecretKey(): string {
   return key;
 }
 
-async function main() {
-  const started = Date.now();
-  reportNarrowed(ensurePrivateDir(dataDir));
-  const database = await startDatabase();
-  const token = await ensureDemo(database.url, database.authToken, database.identity);
-  const extra = await startExtras();
-  startWorker({
-    DATABASE_URL: database.url,
-    DATABASE_AUTH_TOKEN: database.authToken,
+/** The Worker's settings: the environment's, and what this run makes (the database's and the probe's URLs and secrets). */
+function workerVars(made: { databaseUrl: string; databaseAuthToken?: string; probeUrl?: string; probeSecret?: string; webhookSecretKey: string }): Record<string, string | undefined> {
+  return {
+    DATABASE_URL: made.databaseUrl,
+    DATABASE_AUTH_TOKEN: made.databaseAuthToken,
     DATABASE_TIMEOUT_MS: process.env.DATABASE_TIMEOUT_MS,
     DOH_URL: process.env.DOH_URL,
-    PROBE_URL: process.env.PROBE_URL ?? extra.probeUrl,
-    PROBE_SECRET: extra.probeSecret ?? process.env.PROBE_SECRET,
+    PROBE_URL: process.env.PROBE_URL ?? made.probeUrl,
+    PROBE_SECRET: made.probeSecret ?? process.env.PROBE_SECRET,
     LOOKUP_COST: process.env.LOOKUP_COST,
     JOB_MAX_RUNNING: process.env.JOB_MAX_RUNNING,
     // A local try should not wait five minutes for a greylisted (or, offline, unresolvable) address.
@@ -184,8 +181,36 @@ async function main() {
     EMAIL_REFRESH_BATCH: process.env.EMAIL_REFRESH_BATCH,
     ACCESS_LOG_RETENTION_SECONDS: process.env.ACCESS_LOG_RETENTION_SECONDS,
     CALLBACK_ALLOW_PRIVATE_TARGETS: process.env.CALLBACK_ALLOW_PRIVATE_TARGETS,
-    WEBHOOK_SECRET_KEY: ensureWebhookSecretKey(),
+    WEBHOOK_SECRET_KEY: made.webhookSecretKey,
+  };
+}
+
+/**
+ * The Worker's settings checked by the Worker's own parser (edge/env.ts) before anything starts: a bad one stops
+ * `npm start` at once with the Worker's message, rather than a stack whose every request answers 500. What this
+ * run would make is stood in for by values of the same form.
+ */
+function checkWorkerSettings(probeSecret: string): void {
+  const vars = workerVars({
+    databaseUrl: process.env.DATABASE_URL ?? `http://${host}:${libsqlPort}`,
+    probeUrl: `http://${host}:${process.env.PROBE_PORT ?? 8788}`,
+    probeSecret: process.env.PROBE_URL === undefined ? probeSecret : undefined,
+    webhookSecretKey: webhookSecretKey(process.env, dataDir) ?? `${"A".repeat(43)}=`,
   });
+  loadConfig(Object.fromEntries(Object.entries(vars).filter(([, value]) => value !== undefined)) as unknown as Bindings);
+}
+
+async function main() {
+  const started = Date.now();
+  const probeSecret = process.env.PROBE_SECRET || randomBytes(32).toString("base64url");
+  checkWorkerSettings(probeSecret);
+  reportNarrowed(ensurePrivateDir(dataDir));
+  const database = await startDatabase();
+  const token = await ensureDemo(database.url, database.authToken, database.identity);
+  const extra = await startExtras(probeSecret);
+  startWorker(
+    workerVars({ databaseUrl: database.url, databaseAuthToken: database.authToken, probeUrl: extra.probeUrl, probeSecret: extra.probeSecret, webhookSecretKey: ensureWebhookSecretKey() }),
+  );
   const base = `http://${host}:${edgePort}`;
   await waitForHealth(`${base}/healthz`, 60_000);
   runCron(base);
@@ -223,25 +248,16 @@ function runCron(base: string): void {
  * It dials real port-25 servers, so on a machine without port-25 egress its answers are
  * "connection_failed" (an SMTP assumption), as they would be for a probe that cannot get out.
  */
-async function startExtras(): Promise<{ probeUrl?: string; probeSecret?: string }> {
+async function startExtras(probeSecret: string): Promise<{ probeUrl?: string; probeSecret?: string }> {
   if (process.env.PROBE_URL !== undefined) return {};
-  const secret = process.env.PROBE_SECRET || randomBytes(32).toString("base64url");
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith("PROBE_")));
-  const probe = await startProbeServer(
-    loadProbeConfig({
-      PROBE_HELO_NAME: "probe.localhost",
-      ...env,
-      PORT: process.env.PROBE_PORT ?? "8788",
-      PROBE_LISTEN_HOST: host,
-      PROBE_SECRET: secret,
-    }, { publicIpsOptional: true }),
-  );
+  const probe = await startLocalProbe(process.env, host, probeSecret);
   stoppers.push(() => probe.close());
-  log(`probe on ${probe.url} (HELO ${probe.service.config.heloName})`);
-  return { probeUrl: probe.url, probeSecret: secret };
+  log(`probe on ${probe.url} (HELO ${probe.service.config.heloName}), metrics on ${probe.metricsUrl ?? "nowhere (PROBE_METRICS_LISTEN=off)"}`);
+  return { probeUrl: probe.url, probeSecret };
 }
 
 main().catch((err) => {
-  log(`failed: ${err instanceof Error ? err.message : String(err)}`);
+  // A setting the Worker would refuse: its own message, and nothing was started.
+  log(err instanceof ConfigError ? err.message : `failed: ${err instanceof Error ? err.message : String(err)}`);
   void stopAll(1);
 });

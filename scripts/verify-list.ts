@@ -7,17 +7,20 @@
  * Uploads the file as one job through the typed client (client/), with an Idempotency-Key derived from
  * what is sent, so running it again after Ctrl-C picks up the same job instead of starting (and
  * counting) a second one; shows the job's progress with its counts by classification and an ETA;
- * then writes the results CSV (only the classifications asked for, with --only). A 4xx is an exit
- * status of 1 with the API's message; a bad command line is 2.
+ * then writes the results CSV (only the classifications asked for, with --only) readable by its owner alone
+ * (0600: it is a list of people's addresses). A 4xx is an exit status of 1 with the API's message; a bad command
+ * line is 2. The API key and the list never cross a network in the clear: API_URL must be https, except to a
+ * loopback address. Read the key without echo: `read -rs API_KEY && export API_KEY`.
  */
 import { createHash } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { basename, dirname, extname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { parse as parseCsv } from "csv-parse/sync";
 import { Presets, SingleBar } from "cli-progress";
 import { createApiClient, createJobFromCsv, type ApiClient, type Schemas } from "../client/index.ts";
 import { JOB_RESULT_FILTERS } from "../shared/jobs.ts";
+import { writePrivateFile } from "./lib/private-files.ts";
 
 /** Between two reads of the job: well inside the job_reads rate limit. */
 const POLL_MS = 2_000;
@@ -42,7 +45,26 @@ export function options(argv: string[], env: NodeJS.ProcessEnv): Options {
   const unknown = only.find((v) => !allowed.includes(v));
   if (unknown !== undefined) throw new UsageError(`--only "${unknown}": expected one or more of ${allowed.join(", ")}, comma-separated`);
   const out = values.out ?? join(dirname(file), `${basename(file, extname(file))}.results.csv`);
-  return { file, column: values.column, out, only, callback: values.callback, apiUrl: env.API_URL || "http://127.0.0.1:8787", apiKey };
+  const apiUrl = env.API_URL || "http://127.0.0.1:8787";
+  if (!isSafeApiUrl(apiUrl)) {
+    throw new UsageError(`API_URL must be https (http only to a loopback address): ${JSON.stringify(apiUrl.slice(0, 80))} would send the API key and the list in the clear`);
+  }
+  return { file, column: values.column, out, only, callback: values.callback, apiUrl, apiKey };
+}
+
+/** https anywhere; http only to loopback (npm start's stack), where nothing crosses a network. */
+function isSafeApiUrl(raw: string): boolean {
+  if (!URL.canParse(raw)) return false;
+  const url = new URL(raw);
+  if (url.protocol === "https:") return true;
+  if (url.protocol !== "http:") return false;
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** The results, readable by their owner alone whatever the umask; a file already there is replaced, mode and all. */
+export function writeResultsFile(path: string, csv: string): void {
+  writePrivateFile(path, csv);
 }
 
 /** The file as the API should read it: as it is, or (with --column) that column alone under an `email` header. */
@@ -121,7 +143,7 @@ async function run(opts: Options, api: ApiClient): Promise<void> {
     parseAs: "text",
   });
   if (results.error !== undefined || typeof results.data !== "string") throw failure("the results could not be read", results.response, results.error);
-  await writeFile(opts.out, results.data);
+  writeResultsFile(opts.out, results.data);
   const rows = results.data.split("\r\n").filter((l) => l !== "").length - 1;
   process.stderr.write(
     `Done: valid ${job.counts.valid}, risky ${job.counts.risky}, invalid ${job.counts.invalid}. ` +

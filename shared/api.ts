@@ -6,7 +6,7 @@ import { z } from "@hono/zod-openapi";
 import { SmtpOutcome } from "./smtp-outcome.ts";
 
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
-export const API_VERSION = "1.6.0";
+export const API_VERSION = "1.7.0";
 
 export const ErrorBody = z
   .object({ error: z.string().openapi({ example: "Unauthorized" }) })
@@ -31,7 +31,7 @@ export const ERROR_MESSAGES = {
 /** The values of GET /v1/people's `include`: additions a client asks for by name. */
 export const PEOPLE_INCLUDES = ["email_details"] as const;
 
-/** One returned address, where it came from and what our own engine last said of it (docs/api.md "email_details"). */
+/** One returned address: when imports first and last carried it, and what our own engine last said of it (docs/api.md "email_details"). Never its source: that names a supplier. */
 export const EmailDetail = z
   .object({
     email: z.string(),
@@ -47,7 +47,9 @@ export const EmailDetail = z
       .nullable()
       .openapi({ description: "The last re-verification of the stored address by this service's own engine; null until the first" }),
   })
-  .openapi("EmailDetail");
+  .openapi("EmailDetail", {
+    description: "When our imports first and last carried the address, and our own engine's last check of it. Not where it came from: its source names a supplier and stays private",
+  });
 export type EmailDetail = z.infer<typeof EmailDetail>;
 
 export const ContactInfo = z
@@ -89,11 +91,15 @@ export const ErasuresQuery = z.object({
 export const ErasuresPage = z
   .object({
     erasures: z.array(
-      z.object({
-        profnet_id: z.number().int().nullable(),
-        codehost_id: z.number().int().nullable(),
-        erased_at: z.string().openapi({ description: "RFC 3339, UTC" }),
-      }),
+      z
+        .object({
+          profnet_id: z.number().int().nullable(),
+          profnet_public_identifier: z.string().nullable(),
+          codehost_id: z.number().int().nullable(),
+          codehost_login: z.string().nullable(),
+          erased_at: z.string().openapi({ description: "RFC 3339, UTC" }),
+        })
+        .openapi({ description: "The identifiers as your lookup returned them (one entry per distinct set you received), and when the person was erased" }),
     ),
     next_cursor: z.string().nullable().openapi({ description: "Pass as cursor for the next page; null when this page is the last one for now" }),
   })
@@ -174,6 +180,7 @@ export const VERIFICATION_REASONS = [
   "syntax",
   "no_mail_domain",
   "mailbox_not_found",
+  "typo",
   "disposable",
   "catch_all",
   "policy_block",

@@ -190,29 +190,33 @@ function fromHex(hex: string): Uint8Array | null {
 const NONCE = /^[0-9a-f]{32}$/;
 
 /**
- * What is signed (v2): the method, the path, the timestamp, the nonce and the body's SHA-256, one
- * per line. A captured request cannot be sent to another path or with another method, and, since
- * the probe remembers nonces for the skew window, not twice.
+ * What is signed (v3): the probe's origin (scheme, host and port of the URL the Worker calls, as `new URL(url).origin`
+ * spells it), the method, the path, the timestamp, the nonce and the body's SHA-256, one per line. A captured request
+ * cannot be sent to another probe (each checks the origin against its own), to another path or with another method,
+ * and, since the probe remembers nonces for the skew window, not twice.
  */
-async function canonical(method: string, path: string, timestamp: string, nonce: string, body: string): Promise<Uint8Array> {
+async function canonical(origin: string, method: string, path: string, timestamp: string, nonce: string, body: string): Promise<Uint8Array> {
   const bodyHash = toHex(await crypto.subtle.digest("SHA-256", encoder.encode(body)));
-  return encoder.encode(`v2\n${method.toUpperCase()}\n${path}\n${timestamp}\n${nonce}\n${bodyHash}`);
+  return encoder.encode(`v3\n${origin}\n${method.toUpperCase()}\n${path}\n${timestamp}\n${nonce}\n${bodyHash}`);
 }
 
-/** The headers that sign one request to the probe. */
+/** The origin a request to this probe URL is signed for. */
+export const probeOrigin = (url: string | URL) => new URL(url).origin;
+
+/** The headers that sign one request to the probe at `origin`. */
 export async function signProbeRequest(
   secret: string,
-  request: { method: string; path: string; body: string },
+  request: { origin: string; method: string; path: string; body: string },
   nowSeconds = Math.floor(Date.now() / 1000),
   nonce = toHex(crypto.getRandomValues(new Uint8Array(16))),
 ): Promise<Record<string, string>> {
   const key = await hmacKey(secret, "sign");
   const timestamp = String(nowSeconds);
-  const mac = await crypto.subtle.sign("HMAC", key, await canonical(request.method, request.path, timestamp, nonce, request.body));
+  const mac = await crypto.subtle.sign("HMAC", key, await canonical(request.origin, request.method, request.path, timestamp, nonce, request.body));
   return {
     [PROBE_TIMESTAMP_HEADER]: timestamp,
     [PROBE_NONCE_HEADER]: nonce,
-    [PROBE_SIGNATURE_HEADER]: `v2=${toHex(mac)}`,
+    [PROBE_SIGNATURE_HEADER]: `v3=${toHex(mac)}`,
   };
 }
 
@@ -229,26 +233,31 @@ export function checkProbeHeaders(headers: ProbeSignatureHeaders, nowSeconds = M
   if (!timestamp || !nonce || !signature || !/^\d{1,12}$/.test(timestamp) || !NONCE.test(nonce)) return null;
   const ts = Number(timestamp);
   if (Math.abs(nowSeconds - ts) > PROBE_MAX_SKEW_SECONDS) return null;
-  if (!signature.startsWith("v2=")) return null;
+  if (!signature.startsWith("v3=")) return null;
   const mac = fromHex(signature.slice(3));
   return mac ? { timestamp, timestampSeconds: ts, nonce, mac } : null;
 }
 
 /**
- * Checks a signature in constant time (WebCrypto's verify compares the MAC itself) over the method,
- * path, timestamp, nonce and body. Returns false for a missing, malformed, stale or wrong signature.
- * Whether the nonce was seen before is the receiver's to remember (probe/replay-guard.ts).
+ * Checks a signature in constant time (WebCrypto's verify compares the MAC itself) over one of the receiving
+ * probe's own origins (those it answers at: usually one), the method, path, timestamp, nonce and body. Returns
+ * false for a missing, malformed, stale or wrong signature, or one made for another probe. Whether the nonce was
+ * seen before is the receiver's to remember (probe/replay-guard.ts).
  */
 export async function verifyProbeSignature(
   secret: string,
-  request: { method: string; path: string; body: string },
+  request: { origins: readonly string[]; method: string; path: string; body: string },
   headers: ProbeSignatureHeaders | CheckedProbeHeaders,
   nowSeconds = Math.floor(Date.now() / 1000),
 ): Promise<boolean> {
   const checked = "mac" in headers ? headers : checkProbeHeaders(headers, nowSeconds);
   if (!checked) return false;
   const key = await hmacKey(secret, "verify");
-  return crypto.subtle.verify("HMAC", key, checked.mac, await canonical(request.method, request.path, checked.timestamp, checked.nonce, request.body));
+  for (const origin of request.origins) {
+    const data = await canonical(origin, request.method, request.path, checked.timestamp, checked.nonce, request.body);
+    if (await crypto.subtle.verify("HMAC", key, checked.mac, data)) return true;
+  }
+  return false;
 }
 
 /**

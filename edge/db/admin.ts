@@ -5,6 +5,7 @@
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "../jobs/webhook.ts";
+import { isInternalAccount } from "../internal-accounts.ts";
 import { generateToken, hashToken, newId } from "../lib/tokens.ts";
 import { accounts, apiKeys, creditLedger } from "./schema.ts";
 import type * as schema from "./schema.ts";
@@ -13,6 +14,11 @@ type Db = LibSQLDatabase<typeof schema>;
 
 export class AdminError extends Error {
   override name = "AdminError";
+}
+
+/** Internal accounts' jobs hold every stored address: nobody gets a key to one, and credits mean nothing there. */
+function refuseInternalAccount(accountId: string, what: string): void {
+  if (isInternalAccount(accountId)) throw new AdminError(`${accountId} is an internal account of the service: it cannot be given ${what}`);
 }
 
 export async function createAccount(db: Db, name: string, credits: number): Promise<{ id: string }> {
@@ -29,6 +35,7 @@ export async function createAccount(db: Db, name: string, credits: number): Prom
 
 export async function addCredits(db: Db, accountId: string, amount: number): Promise<{ balance: number }> {
   if (!Number.isSafeInteger(amount) || amount === 0) throw new AdminError("--amount must be a non-zero integer");
+  refuseInternalAccount(accountId, "credits");
   const rows = await db.all<{ balance_after: number }>(sql`
     insert into credit_ledger (account_id, delta, balance_after, reason)
     select id, ${amount}, credit_balance + ${amount}, 'grant' from accounts
@@ -43,6 +50,7 @@ export async function addCredits(db: Db, accountId: string, amount: number): Pro
 }
 
 export async function createApiKey(db: Db, accountId: string): Promise<{ id: string; token: string; prefix: string }> {
+  refuseInternalAccount(accountId, "API keys");
   const exists = await db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
   if (!exists.length) throw new AdminError(`No account ${accountId}`);
   const { token, displayPrefix } = generateToken();

@@ -256,21 +256,24 @@ export const verificationJobItems = sqliteTable(
 );
 
 /**
- * Identifiers and addresses of people erased (docs/operations.md "Personal data"), as keyed hashes:
- * HMAC-SHA256 under SUPPRESSION_KEY of "<kind>:<value>" (text identifiers and addresses lower-cased), never the
- * value itself. An import line that carries one is refused, so an erased person never comes back.
+ * Identifiers, handles, phones and addresses of people erased (docs/operations.md "Personal data"), as keyed hashes:
+ * HMAC-SHA256 under SUPPRESSION_KEY of "<kind>:<value>" (text lower-cased; each address also in its canonical form),
+ * never the value itself. An import line that carries one is refused, so an erased person never comes back.
  */
 export const suppressions = sqliteTable("suppressions", {
   hash: text("hash").primaryKey(),
-  kind: text("kind", { enum: ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "email"] }).notNull(),
+  /** key_check: the one row (hash "suppression-key-check") whose reason holds the check value of SUPPRESSION_KEY. */
+  kind: text("kind", {
+    enum: ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "codehost_username", "socialnet_username", "microblog_username", "phone", "email", "key_check"],
+  }).notNull(),
   reason: text("reason"),
   createdAt: integer("created_at").notNull().default(now),
 });
 
 /**
- * Every disclosure of a person: one row per 200 lookup, written in the same batch as its charge. Kept
- * ACCESS_LOG_RETENTION_SECONDS; an erasure deletes the person's rows and keeps, per account that
- * received the person, an erasure notice.
+ * Every disclosure of a person: one row per 200 lookup, written in the same batch as its charge, with the four
+ * identifiers that lookup returned (the person may gain or lose one later). Kept ACCESS_LOG_RETENTION_SECONDS; an
+ * erasure deletes the person's rows and keeps, per account and per set of identifiers it received, an erasure notice.
  */
 export const personAccessLog = sqliteTable(
   "person_access_log",
@@ -280,13 +283,18 @@ export const personAccessLog = sqliteTable(
     accountId: text("account_id").notNull(),
     keyId: text("key_id").notNull(),
     createdAt: integer("created_at").notNull().default(now),
+    profnetId: integer("profnet_id"),
+    profnetPublicIdentifier: text("profnet_public_identifier"),
+    codehostId: integer("codehost_id"),
+    codehostLogin: text("codehost_login"),
   },
   (t) => [index("person_access_log_person_idx").on(t.personId, t.accountId), index("person_access_log_created_idx").on(t.createdAt)],
 );
 
 /**
- * The erasures feed (GET /v1/people/erasures): for each account that received an erased person, the
- * person's two ids and when the erasure happened. Nothing else of the person is kept.
+ * The erasures feed (GET /v1/people/erasures): for each account that received an erased person, the identifiers
+ * its lookups returned (as the access log recorded them: one notice per distinct set) and when the erasure
+ * happened. Nothing else of the person is kept.
  */
 export const erasureNotices = sqliteTable(
   "erasure_notices",
@@ -294,7 +302,9 @@ export const erasureNotices = sqliteTable(
     id: integer("id").primaryKey({ autoIncrement: true }),
     accountId: text("account_id").notNull(),
     profnetId: integer("profnet_id"),
+    profnetPublicIdentifier: text("profnet_public_identifier"),
     codehostId: integer("codehost_id"),
+    codehostLogin: text("codehost_login"),
     erasedAt: integer("erased_at").notNull(),
   },
   (t) => [index("erasure_notices_account_idx").on(t.accountId, t.erasedAt, t.id)],

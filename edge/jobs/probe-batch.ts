@@ -9,6 +9,7 @@ import {
   PROBE_BATCH_PATH,
   PROBE_MAX_BATCH_ADDRESSES,
   ProbeBatchLine,
+  probeOrigin,
   signProbeRequest,
   type ProbeBatchRequest,
 } from "../../shared/probe-contract.ts";
@@ -35,7 +36,7 @@ export async function callProbeBatch(
   const fail = (reason: Extract<BatchCallEnd, { ok: false }>["reason"], status: number | null = null): BatchCallEnd => ({ ok: false, reason, status, lines });
   let res: Response;
   try {
-    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { method: "POST", path: PROBE_BATCH_PATH, body })) };
+    const headers = { "content-type": "application/json", ...(await signProbeRequest(secret, { origin: probeOrigin(probeUrl), method: "POST", path: PROBE_BATCH_PATH, body })) };
     res = await fetch(new URL(PROBE_BATCH_PATH, probeUrl), { method: "POST", headers, body, signal });
     noteProbeReputation(probeUrl, res.headers);
   } catch {

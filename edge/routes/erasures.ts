@@ -28,7 +28,7 @@ export const erasuresRoute = createRoute({
   summary: "People you received that were erased since a date",
   description:
     "The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: " +
-    "delete your own copies of them. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). " +
+    "each entry carries the four identifiers exactly as your lookups returned them (one entry per distinct set), so you can find and delete your copies. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). " +
     "Counts against the lookup rate limit; costs no credits.",
   security: [{ bearerAuth: [] }],
   request: { query: ErasuresQuery },
@@ -71,7 +71,7 @@ function parseLimit(raw: string | undefined): number {
   return n;
 }
 
-type NoticeRow = { id: number; profnet_id: number | null; codehost_id: number | null; erased_at: number };
+type NoticeRow = { id: number; profnet_id: number | null; profnet_public_identifier: string | null; codehost_id: number | null; codehost_login: string | null; erased_at: number };
 
 export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(erasuresRoute, async (c) => {
@@ -82,7 +82,7 @@ export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
     const { accountId } = c.get("auth");
     // One row past the page says whether another follows; the (account_id, erased_at, id) index serves it.
     const rows = await requestDatabase(c).all<NoticeRow>(sql`
-      select id, profnet_id, codehost_id, erased_at from erasure_notices
+      select id, profnet_id, profnet_public_identifier, codehost_id, codehost_login, erased_at from erasure_notices
       where account_id = ${accountId} and erased_at >= ${since}
         ${after ? sql`and (erased_at > ${after.erasedAt} or (erased_at = ${after.erasedAt} and id > ${after.id}))` : sql``}
       order by erased_at, id limit ${limit + 1}`);
@@ -92,7 +92,9 @@ export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
       {
         erasures: page.map((r) => ({
           profnet_id: r.profnet_id === null ? null : Number(r.profnet_id),
+          profnet_public_identifier: r.profnet_public_identifier,
           codehost_id: r.codehost_id === null ? null : Number(r.codehost_id),
+          codehost_login: r.codehost_login,
           erased_at: new Date(Number(r.erased_at)).toISOString(),
         })),
         next_cursor: rows.length > limit && last ? encodeCursor(Number(last.erased_at), Number(last.id)) : null,

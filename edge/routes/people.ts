@@ -22,7 +22,7 @@ export const peopleRoute = createRoute({
   description:
     "Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; " +
     "the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. " +
-    "include=email_details adds email_details (where each address came from and when our engine last checked it) at no extra cost. " +
+    "include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. " +
     "Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).",
   security: [{ bearerAuth: [] }],
   request: { query: PeopleQuery },

@@ -12,7 +12,7 @@ import { AdminError } from "../../edge/db/admin.ts";
 import { DEFAULT_BATCH_SIZE, DEFAULT_MAX_LINE_BYTES, MAX_LISTED_REJECTIONS } from "./people-import-limits.ts";
 import { detectImportFormat, readPeopleRows, type ImportFormat } from "./people-file.ts";
 import { parsePersonRecord } from "./people-record.ts";
-import { recordHashes, suppressedAmong } from "./people-privacy.ts";
+import { checkSuppressionKey, recordHashes, suppressedAmong } from "./people-privacy.ts";
 import { upsertPeopleBatch, type BatchRow, type RowOutcome } from "./people-upsert.ts";
 
 const PROGRESS_EVERY_ROWS = 250;
@@ -141,6 +141,8 @@ export async function importPeople(client: Client, path: string, options: Import
   if (!fileStats.isFile()) throw new AdminError(`${path} is not a file`);
   const format = await detectImportFormat(path);
   const source = options.source ?? basename(path);
+  // Under another key than the erasures' no erased person would be recognised: refused before a line is read.
+  if (options.suppressionKey) await checkSuppressionKey(client, options.suppressionKey);
 
   const tally = new ImportTally();
   let rows = 0;

@@ -1,41 +1,64 @@
 /**
  * Erasure and access requests (docs/operations.md "Personal data"): `people erase` deletes a person and
- * suppresses their identifiers and addresses by keyed hash, so that no import brings them back, and
- * leaves an erasure notice for each account that received them (GET /v1/people/erasures); `people
+ * suppresses their identifiers, handles, phones and addresses by keyed hash, so that no import brings them back,
+ * and leaves an erasure notice for each account that received them (GET /v1/people/erasures); `people
  * access-report` says what we hold about a person and who received it.
  *
- * Suppression hashes are HMAC-SHA256 under SUPPRESSION_KEY of "<kind>:<value>", text identifiers and
- * addresses lower-cased the way the database compares them (ASCII letters). The plain value is
- * never stored. The key must stay the same for the life of the database: a new one would let
- * erased people back in (docs/operations.md "Personal data").
+ * Suppression hashes are HMAC-SHA256 under SUPPRESSION_KEY of "<kind>:<value>": text identifiers and handles
+ * lower-cased the way the database compares them (ASCII letters), phones in E.164, and each address twice, as
+ * written (lower-cased the same way) and in its canonical form (shared/email/canonical-address.ts), so that an
+ * equivalent spelling is refused too. The plain value is never stored. The key must stay the same for the life of
+ * the database: the first erasure stores a check value made with it, and erase and import refuse any other key.
  */
-import type { Client, InStatement } from "@libsql/client";
+import type { Client } from "@libsql/client";
 import { createHmac } from "node:crypto";
 import { AdminError } from "../../edge/db/admin.ts";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
-import { IDENTIFIER_FIELDS, type IdentifierField, type PersonRecord } from "./people-record.ts";
+import { HANDLE_FIELDS, IDENTIFIER_FIELDS, type HandleField, type IdentifierField, type PersonRecord } from "./people-record.ts";
 
-export type SuppressionKind = IdentifierField | "email";
+export type SuppressionKind = IdentifierField | HandleField | "phone" | "email";
 
 export const SUPPRESSION_KEY_MESSAGES = {
   format: "SUPPRESSION_KEY must be 32 bytes in base64 (make one with `openssl rand -base64 32`)",
   missing: "SUPPRESSION_KEY is not set: erasures and imports into this database need it (the same key, always; see docs/operations.md \"Personal data\")",
+  mismatch:
+    "SUPPRESSION_KEY is not the key this database's erasures were made with (its check value differs): under it no erased person would be recognised, so nothing was done. Use the original key (docs/operations.md \"Personal data\")",
 } as const;
-
 
 export function suppressionHash(key: string, kind: SuppressionKind, value: string | number): string {
   const normal = typeof value === "number" ? String(value) : sqliteLower(value.trim());
   return createHmac("sha256", Buffer.from(key, "base64")).update(`${kind}:${normal}`).digest("hex");
 }
 
+/** An address's hashes: as written, and its canonical form (the same hash when the two agree). */
+export function emailHashes(key: string, email: string): string[] {
+  return [...new Set([suppressionHash(key, "email", email), suppressionHash(key, "email", canonicalAddress(email))])];
+}
+
+/**
+ * The check value of a key, kept in the suppressions table under a fixed name at the first erasure: it tells the
+ * key the erasures were made with from any other without holding the key itself.
+ */
+export const KEY_CHECK_ROW = "suppression-key-check";
+export const keyCheckValue = (key: string) => createHmac("sha256", Buffer.from(key, "base64")).update("suppression-key-check").digest("hex");
+
+/** Throws when this database's erasures were made with another key; nothing is checked before the first erasure. */
+export async function checkSuppressionKey(client: Client, key: string): Promise<void> {
+  const found = await client.execute({ sql: "select reason from suppressions where hash = ?", args: [KEY_CHECK_ROW] });
+  const stored = found.rows[0]?.reason;
+  if (stored !== undefined && String(stored) !== keyCheckValue(key)) throw new AdminError(SUPPRESSION_KEY_MESSAGES.mismatch);
+}
+
 /** The hashes of everything of an import row that can be suppressed. */
 export function recordHashes(key: string, record: PersonRecord): string[] {
   const hashes: string[] = [];
-  for (const field of IDENTIFIER_FIELDS) {
+  for (const field of [...IDENTIFIER_FIELDS, ...HANDLE_FIELDS]) {
     const value = record[field];
     if (value !== undefined) hashes.push(suppressionHash(key, field, value));
   }
-  for (const email of record.email_addresses) hashes.push(suppressionHash(key, "email", email));
+  for (const phone of record.phone_numbers) hashes.push(suppressionHash(key, "phone", phone));
+  for (const email of record.email_addresses) hashes.push(...emailHashes(key, email));
   return hashes;
 }
 
@@ -58,20 +81,60 @@ export type PersonSelector =
   | { kind: "profnet_id" | "codehost_id"; value: number }
   | { kind: "profnet_public_identifier" | "codehost_login" | "email"; value: string };
 
-/** The ids of the people a selector names (an address may be stored for several people). */
-async function peopleMatching(client: Client, selector: PersonSelector): Promise<number[]> {
-  const where: Record<PersonSelector["kind"], string> = {
+export type StoredAddress = { id: number; person_id: number; email: string };
+
+const STORED_ADDRESS_COLUMNS = "select id, person_id, email from person_emails";
+/** A Gmail row's local part as its canonical form has it: lower-cased (ASCII, as valid Gmail addresses are), before any +, without dots. */
+const GMAIL_LOCAL = (() => {
+  const local = "lower(substr(email, 1, instr(email, '@') - 1))";
+  return `replace(case when instr(${local}, '+') > 0 then substr(${local}, 1, instr(${local}, '+') - 1) else ${local} end, '.', '')`;
+})();
+
+/**
+ * Every stored address row, anyone's, that is one of these addresses in any spelling (the same canonical form).
+ * SQL narrows to the candidates, then the canonical forms are compared here: a plain ASCII address's canonical form
+ * is its lower-cased self (the lower(email) index finds it); a Gmail one is looked for among the addresses that
+ * start with its first letter (the same index), on its local part without dots and +tag; the rare addresses with
+ * quotes or non-ASCII text (a byte length apart from the character length) are all taken, in one pass.
+ */
+export async function storedAddressesEquivalentTo(client: Client, emails: string[]): Promise<StoredAddress[]> {
+  if (emails.length === 0) return [];
+  const wanted = new Set(emails.map(canonicalAddress));
+  const gmailLocals = [...wanted].filter((c) => c.endsWith("@gmail.com") && c.length > "@gmail.com".length).map((c) => c.slice(0, c.lastIndexOf("@")));
+  const queries = [
+    { sql: `${STORED_ADDRESS_COLUMNS} where lower(email) in (select value from json_each(?))`, args: [JSON.stringify([...wanted])] },
+    ...gmailLocals.map((local) => ({
+      sql: `${STORED_ADDRESS_COLUMNS} where lower(email) >= ?1 and lower(email) < ?2
+        and (email like '%@gmail.com' or email like '%@googlemail.com') and ${GMAIL_LOCAL} = ?3`,
+      args: [local[0]!, String.fromCodePoint(local.codePointAt(0)! + 1), local],
+    })),
+    { sql: `${STORED_ADDRESS_COLUMNS} where length(email) != length(cast(email as blob)) or instr(email, '"') > 0`, args: [] },
+  ];
+  const results = await client.batch(queries, "read");
+  const rows = new Map<number, StoredAddress>();
+  for (const result of results) {
+    for (const r of result.rows) rows.set(Number(r.id), { id: Number(r.id), person_id: Number(r.person_id), email: String(r.email) });
+  }
+  return [...rows.values()].filter((row) => wanted.has(canonicalAddress(row.email))).sort((a, b) => a.id - b.id);
+}
+
+/** The ids of the people a selector names (an address, in any spelling, may be stored for several people). */
+export async function peopleMatching(client: Client, selector: PersonSelector): Promise<number[]> {
+  if (selector.kind === "email") {
+    const rows = await storedAddressesEquivalentTo(client, [selector.value]);
+    return [...new Set(rows.map((r) => r.person_id))].sort((a, b) => a - b);
+  }
+  const where: Record<Exclude<PersonSelector["kind"], "email">, string> = {
     profnet_id: "select id from people where profnet_id = ?",
     codehost_id: "select id from people where codehost_id = ?",
     profnet_public_identifier: "select id from people where lower(profnet_public_identifier) = lower(?)",
     codehost_login: "select id from people where lower(codehost_login) = lower(?)",
-    email: "select distinct person_id as id from person_emails where lower(email) = lower(?)",
   };
   const found = await client.execute({ sql: `${where[selector.kind]} order by id`, args: [selector.value] });
   return found.rows.map((r) => Number(r.id));
 }
 
-type HeldPerson = {
+export type HeldPerson = {
   id: number;
   profnet_id: number | null;
   profnet_public_identifier: string | null;
@@ -86,7 +149,7 @@ type HeldPerson = {
   phones: { phone: string; source: string; first_seen_at: number; last_seen_at: number }[];
 };
 
-async function loadPerson(client: Client, id: number): Promise<HeldPerson | null> {
+export async function loadPerson(client: Client, id: number): Promise<HeldPerson | null> {
   const found = await client.execute({
     sql: `select json_object('id', id, 'profnet_id', profnet_id, 'profnet_public_identifier', profnet_public_identifier,
         'codehost_id', codehost_id, 'codehost_login', codehost_login, 'codehost_username', codehost_username,
@@ -101,62 +164,6 @@ async function loadPerson(client: Client, id: number): Promise<HeldPerson | null
   });
   const raw = found.rows[0]?.person;
   return raw ? (JSON.parse(String(raw)) as HeldPerson) : null;
-}
-
-export type EraseResult = { erased: number; suppressed: number };
-
-const MAX_REASON_LENGTH = 500;
-
-/**
- * Erases the people the selector names: every identifier, address and phone, and their access-log rows,
- * in one write batch that also records the suppressions and, per account that received each person, an
- * erasure notice (the two ids and the time: what GET /v1/people/erasures gives). `--email` alone also
- * suppresses an address no person has. Returns what was erased and how many hashes were recorded.
- */
-export async function erasePeople(client: Client, key: string, selector: PersonSelector, reason: string | null): Promise<EraseResult> {
-  const ids = await peopleMatching(client, selector);
-  const people = (await Promise.all(ids.map((id) => loadPerson(client, id)))).filter((p): p is HeldPerson => p !== null);
-  if (people.length === 0 && selector.kind !== "email") return { erased: 0, suppressed: 0 };
-
-  const hashes = new Map<string, SuppressionKind>();
-  const emails = new Set<string>();
-  if (selector.kind === "email") {
-    hashes.set(suppressionHash(key, "email", selector.value), "email");
-    emails.add(selector.value);
-  }
-  for (const person of people) {
-    for (const field of IDENTIFIER_FIELDS) {
-      const value = person[field];
-      if (value !== null) hashes.set(suppressionHash(key, field, value), field);
-    }
-    for (const { email } of person.emails) {
-      hashes.set(suppressionHash(key, "email", email), "email");
-      emails.add(email);
-    }
-  }
-  const now = Date.now();
-  const note = reason === null ? null : reason.slice(0, MAX_REASON_LENGTH);
-  const peopleIds = JSON.stringify(people.map((p) => p.id));
-  const statements: InStatement[] = [
-    {
-      sql: "insert into suppressions (hash, kind, reason, created_at) select value ->> 0, value ->> 1, ?, ? from json_each(?) where true on conflict (hash) do nothing",
-      args: [note, now, JSON.stringify([...hashes])],
-    },
-    // Before the log rows go: one notice per account that received each person.
-    {
-      sql: `insert into erasure_notices (account_id, profnet_id, codehost_id, erased_at)
-        select distinct l.account_id, p.profnet_id, p.codehost_id, ? from person_access_log l join people p on p.id = l.person_id
-        where l.person_id in (select value from json_each(?))`,
-      args: [now, peopleIds],
-    },
-    { sql: "delete from person_access_log where person_id in (select value from json_each(?))", args: [peopleIds] },
-    // An erased address is removed from whoever else had it too: it is suppressed for everyone.
-    { sql: "delete from person_emails where person_id in (select value from json_each(?1)) or lower(email) in (select lower(value) from json_each(?2))", args: [peopleIds, JSON.stringify([...emails])] },
-    { sql: "delete from person_phones where person_id in (select value from json_each(?))", args: [peopleIds] },
-    { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
-  ];
-  await client.batch(statements, "write");
-  return { erased: people.length, suppressed: hashes.size };
 }
 
 export type AccessReport = {

@@ -1,19 +1,21 @@
 /**
  * One line of a people import, validated: the ContactInfo field names (docs/operations.md "Import format"), ids as
- * positive safe integers, strings trimmed, emails deduplicated case-insensitively and phones in E.164
+ * positive safe integers, strings trimmed, emails deduplicated by their canonical form and phones in E.164
  * (docs/api.md "GET /v1/people"). Pure: no I/O, so it is tested table-driven and runs before any database write.
  */
 import { parsePhoneNumberWithError, ParseError } from "libphonenumber-js/max";
 import { z } from "zod";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 
 /** The person columns an import row may set; the names are the ContactInfo fields and the SQL columns. */
 export const IDENTIFIER_FIELDS = ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login"] as const;
-const HANDLE_FIELDS = ["codehost_username", "socialnet_username", "microblog_username"] as const;
+export const HANDLE_FIELDS = ["codehost_username", "socialnet_username", "microblog_username"] as const;
 export const PERSON_FIELDS = [...IDENTIFIER_FIELDS, ...HANDLE_FIELDS] as const;
 export const LIST_FIELDS = ["email_addresses", "phone_numbers"] as const;
 export const IMPORT_FIELDS = [...PERSON_FIELDS, ...LIST_FIELDS] as const;
 
 export type IdentifierField = (typeof IDENTIFIER_FIELDS)[number];
+export type HandleField = (typeof HANDLE_FIELDS)[number];
 export type PersonField = (typeof PERSON_FIELDS)[number];
 
 /** A valid row: the person fields it gives (undefined ones stay untouched on update) plus its lists. */
@@ -90,8 +92,8 @@ const EmailList = TextList.transform((emails, ctx) => {
       ctx.addIssue({ code: "custom", message: `${JSON.stringify(email)} is not a valid email address` });
       return z.NEVER;
     }
-    // The first spelling wins; emails are deduplicated case-insensitively.
-    const key = email.toLowerCase();
+    // The first spelling wins; spellings of one mailbox are one address (shared/email/canonical-address.ts).
+    const key = canonicalAddress(email);
     if (!unique.has(key)) unique.set(key, email);
   }
   return [...unique.values()];

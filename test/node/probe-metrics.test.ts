@@ -1,12 +1,15 @@
 /**
  * The probe's GET /metrics (Prometheus text format, probe/metrics.ts) against a fixture mail server: checks by
- * outcome, RCPT replies by class, the scheduler's gauges; and PROBE_METRICS_LISTEN's rules.
+ * outcome, RCPT replies by class, the scheduler's gauges, the replay guard's size; the listener's Host check; npm
+ * start's probe serving it; and PROBE_METRICS_LISTEN's rules.
  */
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadProbeConfig, ProbeConfigError } from "../../probe/config.ts";
 import { startMetricsServer, type MetricsServer } from "../../probe/metrics.ts";
 import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
-import { PROBE_PATH, ProbeResponse, signProbeRequest } from "../../shared/probe-contract.ts";
+import { startLocalProbe } from "../../scripts/lib/local-probe.ts";
+import { PROBE_PATH, ProbeResponse, probeOrigin, signProbeRequest } from "../../shared/probe-contract.ts";
 import { freePortOn, startMailServer, type RunningServer } from "../fixtures/smtp-servers.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 
@@ -36,7 +39,7 @@ afterAll(async () => {
 
 async function check(email: string) {
   const payload = JSON.stringify({ email, mx: [{ host: "mx.metrics.test", preference: 10, addresses: [MX] }], deadline_ms: 3000 });
-  const headers = await signProbeRequest(TEST_PROBE_SECRET, { method: "POST", path: PROBE_PATH, body: payload });
+  const headers = await signProbeRequest(TEST_PROBE_SECRET, { origin: probeOrigin(probe.url), method: "POST", path: PROBE_PATH, body: payload });
   const res = await fetch(`${probe.url}${PROBE_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: payload });
   return ProbeResponse.parse(await res.json());
 }
@@ -76,9 +79,55 @@ describe("GET /metrics", () => {
     for (const name of samples.keys()) expect(name).not.toMatch(/metrics\.test|127\.0\.0\.62|@/);
   });
 
-  it("answers 404 to anything but GET /metrics", async () => {
+  it("answers 404 to anything but GET /metrics and GET /status", async () => {
     expect((await fetch(metrics.url.replace("/metrics", "/"))).status).toBe(404);
     expect((await fetch(metrics.url, { method: "POST" })).status).toBe(404);
+  });
+
+  it("shows the replay guard's size: each accepted signed request adds a nonce", async () => {
+    const before = (await scrape()).samples.get("probe_replay_guard_nonces") ?? 0;
+    await check("ana@metrics.test");
+    const { samples } = await scrape();
+    expect(samples.get("probe_replay_guard_nonces")).toBe(before + 1);
+    expect(samples.get("probe_replay_guard_capacity")).toBe(probe.service.replays.capacity);
+  });
+
+  it("refuses (421) a Host that is not an IP address or localhost with its port: no DNS rebinding", async () => {
+    const { port } = new URL(metrics.url);
+    const get = (host: string, path = "/metrics") =>
+      new Promise<number>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port: Number(port), path, headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    expect(await get(`rebind.attacker.example:${port}`)).toBe(421);
+    expect(await get(`rebind.attacker.example:${port}`, "/status")).toBe(421);
+    expect(await get("127.0.0.1:1")).toBe(421);
+    expect(await get(`127.0.0.1:${port}`)).toBe(200);
+    expect(await get(`localhost:${port}`)).toBe(200);
+    expect(await get(`[::1]:${port}`)).toBe(200);
+  });
+});
+
+describe("npm start's probe", () => {
+  it("runs with its metrics listener, as probe/main.ts does", async () => {
+    const local = await startLocalProbe(
+      { PROBE_PORT: "0", PROBE_METRICS_LISTEN: "127.0.0.1:0", PROBE_ALLOW_PRIVATE_TARGETS: "true", PROBE_SMTP_PORT: String(mail.port) },
+      "127.0.0.1",
+      TEST_PROBE_SECRET,
+    );
+    try {
+      expect(local.metricsUrl).not.toBeNull();
+      const res = await fetch(local.metricsUrl!);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain("probe_checks_in_flight");
+      expect(await (await fetch(new URL("/status", local.metricsUrl!))).json()).toMatchObject({ draining: false, checks_in_flight: 0 });
+    } finally {
+      await local.close();
+    }
   });
 });
 

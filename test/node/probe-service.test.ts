@@ -13,6 +13,7 @@ import {
   PROBE_PATH,
   ProbeBatchAnswer,
   ProbeResponse,
+  probeOrigin,
   signProbeRequest,
   type ProbeBatchRequest,
   type ProbeRequest,
@@ -48,7 +49,7 @@ const body = (email: string, address = MX, deadline = 3000): ProbeRequest => ({
 });
 
 async function post(target: RunningProbe, payload: string, headers: Record<string, string> | null = null, path = PROBE_PATH) {
-  const signed = headers ?? (await signProbeRequest(SECRET, { method: "POST", path, body: payload }));
+  const signed = headers ?? (await signProbeRequest(SECRET, { origin: probeOrigin(target.url), method: "POST", path, body: payload }));
   const res = await fetch(`${target.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...signed },
@@ -79,7 +80,7 @@ describe("POST /v1/probe", () => {
 
   it("401 without a signature, with another secret, a stale timestamp, an old v1 signature, or a changed body", async () => {
     const payload = JSON.stringify(body("ana@svc.test"));
-    const request = { method: "POST", path: PROBE_PATH, body: payload };
+    const request = { origin: probeOrigin(probe.url), method: "POST", path: PROBE_PATH, body: payload };
     const other = await signProbeRequest(OTHER_PROBE_SECRET, request);
     const stale = await signProbeRequest(SECRET, request, Math.floor(Date.now() / 1000) - 360);
     const future = await signProbeRequest(SECRET, request, Math.floor(Date.now() / 1000) + 360);
@@ -134,10 +135,10 @@ describe("POST /v1/probe", () => {
     expect(busy.headers.get("retry-after")).toBe("1");
   });
 
-  it("GET /healthz answers, unknown routes are JSON 404s", async () => {
+  it("GET /healthz answers ok and the reputation status only, unknown routes are JSON 404s", async () => {
     const health = await fetch(`${probe.url}/healthz`);
     expect(health.status).toBe(200);
-    expect(await health.json()).toMatchObject({ ok: true });
+    expect(await health.json()).toEqual({ ok: true, reputation: "ok" });
     const missing = await fetch(`${probe.url}/nope`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({ error: "Not found" });
@@ -149,26 +150,42 @@ describe("signed requests cannot be replayed, redirected or pushed in unchecked"
 
   it("a captured request is taken once: sent again within the window it is 401", async () => {
     const text = payload();
-    const headers = await signProbeRequest(SECRET, { method: "POST", path: PROBE_PATH, body: text });
+    const headers = await signProbeRequest(SECRET, { origin: probeOrigin(probe.url), method: "POST", path: PROBE_PATH, body: text });
     expect((await post(probe, text, headers)).status).toBe(200);
     const again = await post(probe, text, headers);
     expect(again).toMatchObject({ status: 401, json: { error: "Unauthorized" } });
   });
 
+  it("the probe's origin is signed: a request captured in front of one probe is 401 on another with the same secret", async () => {
+    const text = payload();
+    const forProbe = await signProbeRequest(SECRET, { origin: probeOrigin(probe.url), method: "POST", path: PROBE_PATH, body: text });
+    expect((await post(busyProbe, text, forProbe)).status).toBe(401);
+    // Its own PROBE_ORIGIN (behind a TLS proxy) is what a probe checks; its loopback URLs are then refused.
+    const proxied = await startProbeServer(config(), { origins: ["https://probe1.verify.example"] });
+    try {
+      const signedForName = await signProbeRequest(SECRET, { origin: "https://probe1.verify.example", method: "POST", path: PROBE_PATH, body: text });
+      expect((await post(proxied, text, signedForName)).status).toBe(200);
+      expect((await post(proxied, text)).status).toBe(401);
+    } finally {
+      await proxied.close();
+    }
+    expect((await post(probe, text, forProbe)).status).toBe(200);
+  });
+
   it("the path and the method are signed: a request signed for one path or method is 401 on another", async () => {
     const batch = JSON.stringify({ deadline_ms: 3000, groups: [{ mx: body("ana@svc.test").mx, emails: ["ana@svc.test"] }] });
-    const forSingle = await signProbeRequest(SECRET, { method: "POST", path: PROBE_PATH, body: batch });
+    const forSingle = await signProbeRequest(SECRET, { origin: probeOrigin(probe.url), method: "POST", path: PROBE_PATH, body: batch });
     const res = await fetch(`${probe.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...forSingle }, body: batch });
     expect(res.status).toBe(401);
     await res.body?.cancel();
     const text = payload();
-    const forPut = await signProbeRequest(SECRET, { method: "PUT", path: PROBE_PATH, body: text });
+    const forPut = await signProbeRequest(SECRET, { origin: probeOrigin(probe.url), method: "PUT", path: PROBE_PATH, body: text });
     expect((await post(probe, text, forPut)).status).toBe(401);
   });
 
   it("a stale timestamp is refused from the headers alone, before the body arrives", async () => {
     const url = new URL(probe.url);
-    const stale = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: "" }, Math.floor(Date.now() / 1000) - 3600);
+    const stale = await signProbeRequest(SECRET, { origin: probeOrigin(probe.url), method: "POST", path: PROBE_BATCH_PATH, body: "" }, Math.floor(Date.now() / 1000) - 3600);
     // Headers for a 1,000,000-byte body (under the batch limit), then only 1,000 bytes of it: the
     // answer can only come now if the server did not wait to read the rest.
     const head = [
@@ -200,7 +217,7 @@ describe("one bad check never takes the probe down", () => {
   const batch = (emails: string[], address = MX) =>
     JSON.stringify({ deadline_ms: 5000, groups: [{ mx: [{ host: "mx.svc.test", preference: 10, addresses: [address] }], emails }] });
   async function postBatch(target: RunningProbe, text: string) {
-    const headers = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: text });
+    const headers = await signProbeRequest(SECRET, { origin: probeOrigin(target.url), method: "POST", path: PROBE_BATCH_PATH, body: text });
     const res = await fetch(`${target.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: text });
     expect(res.status).toBe(200);
     return (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -227,7 +244,7 @@ describe("one bad check never takes the probe down", () => {
     const realNow = Date.now.bind(Date);
     try {
       const text = batch(["ana@svc.test"], SLOW_MX);
-      const headers = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: text });
+      const headers = await signProbeRequest(SECRET, { origin: probeOrigin(fresh.url), method: "POST", path: PROBE_BATCH_PATH, body: text });
       const pending = fetch(`${fresh.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: text });
       // The slow server answers each command 300 ms later: the step lands inside the conversation.
       await new Promise((r) => setTimeout(r, 150));
@@ -254,7 +271,7 @@ describe("POST /v1/probe/batch", () => {
   });
 
   async function postBatch(target: RunningProbe, payload: string) {
-    const signed = await signProbeRequest(SECRET, { method: "POST", path: PROBE_BATCH_PATH, body: payload });
+    const signed = await signProbeRequest(SECRET, { origin: probeOrigin(target.url), method: "POST", path: PROBE_BATCH_PATH, body: payload });
     return fetch(`${target.url}${PROBE_BATCH_PATH}`, { method: "POST", headers: { "content-type": "application/json", ...signed }, body: payload });
   }
 

@@ -45,6 +45,8 @@ const CASES: [VerificationReason, Omit<EmailVerificationResult, "reason">][] = [
   ["syntax", result({ syntax: { ok: false, error: "bad" }, mx: "not_checked", smtp: { status: "not_checked", catchAll: null } }, null)],
   ["no_mail_domain", result({ mx: "nxdomain", smtp: { status: "not_checked", catchAll: null }, disposable: true }, null)],
   ["mailbox_not_found", result({ smtp: { status: "rejected", catchAll: false }, disposable: true }, "mailbox_not_found")],
+  // A typo-squat on a disposable list (gmial.com): the typo is what the user can act on.
+  ["typo", result({ typoSuggestion: "ana@gmail.com", disposable: true, smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["disposable", result({ disposable: true, smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["catch_all", result({ smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["policy_block", result({ smtp: { status: "assumed", catchAll: null } }, "policy_block")],
@@ -56,7 +58,7 @@ const CASES: [VerificationReason, Omit<EmailVerificationResult, "reason">][] = [
   ["provider_forbids_probing", result({ smtp: { status: "not_probed", catchAll: null } }, "not_probed")],
   ["dns_failure", result({ mx: "assumed", smtp: { status: "not_checked", catchAll: null } }, null)],
   ["no_smtp_check", result({ smtp: { status: "not_checked", catchAll: null } }, "probe_unreachable")],
-  ["deliverable", result({ typoSuggestion: "gmail.com" }, "accepted")],
+  ["deliverable", result({ syntax: { ok: true, quotedLocal: true, nonAsciiLocal: false } }, "accepted")],
 ];
 
 describe("verificationReason", () => {
@@ -66,6 +68,13 @@ describe("verificationReason", () => {
 
   it("the cases cover the vocabulary, in its order of precedence", () => {
     expect(CASES.map(([reason]) => reason)).toEqual([...VERIFICATION_REASONS]);
+  });
+
+  it("a typo of a disposable-listed domain warns of the typo, not of a disposable provider", () => {
+    const r = result({ typoSuggestion: "ana@gmail.com", disposable: true }, "accepted");
+    expect(r.warnings).toContain("The domain looks like a typo of a common provider; see checks.typo_suggestion.");
+    expect(r.warnings).not.toContain("The domain is a disposable email provider.");
+    expect([r.checks.disposable, r.classification]).toEqual([true, "risky"]);
   });
 
   it("a greylisting answer is a temporary failure too, and a refused target no SMTP check", () => {
@@ -87,11 +96,13 @@ describe("verificationReason", () => {
  * sees them and needs no successor.
  */
 const OUTCOMES_AFTER_0009: readonly (SmtpOutcome | null)[] = ["budget_spent", "not_probed"];
-const CASES_BEFORE_0009 = CASES.filter(([, r]) => !OUTCOMES_AFTER_0009.includes(r.details!.smtp_outcome));
+/** Reasons added to the vocabulary since 0009 (typo): the back-fill gives those results the reason of its day. */
+const REASONS_SINCE_0009: readonly VerificationReason[] = ["typo"];
+const CASES_BEFORE_0009 = CASES.filter(([reason, r]) => !OUTCOMES_AFTER_0009.includes(r.details!.smtp_outcome) && !REASONS_SINCE_0009.includes(reason));
 
 describe("cases for the 0009 back-fill", () => {
   it("leave out only the reasons that came after it", () => {
-    expect(CASES.filter((c) => !CASES_BEFORE_0009.includes(c)).map(([reason]) => reason)).toEqual(["receiver_budget_spent", "provider_forbids_probing"]);
+    expect(CASES.filter((c) => !CASES_BEFORE_0009.includes(c)).map(([reason]) => reason)).toEqual(["typo", "receiver_budget_spent", "provider_forbids_probing"]);
   });
 });
 

@@ -1,5 +1,8 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { options, uploadBody, UsageError } from "../../scripts/verify-list.ts";
+import { options, uploadBody, UsageError, writeResultsFile } from "../../scripts/verify-list.ts";
 
 const env = { API_KEY: "cv_test" };
 
@@ -34,5 +37,29 @@ describe("npm run verify-list", () => {
     expect(uploadBody(csv, undefined)).toBe(csv);
     expect(uploadBody(csv, "work email")).toBe('email\r\nada@example.com\r\n"b,ob@example.org"\r\n');
     expect(() => uploadBody(csv, "mail")).toThrow(/--column "mail": the file's first row has no such column \(it has: name, Work Email, notes\)/);
+  });
+
+  it("refuses plain http to anything but loopback: the key and the list would cross the network in the clear", () => {
+    for (const url of ["http://api.example.com", "http://10.0.0.5:8787", "http://127.0.0.1.nip.io:8787", "ftp://api.example.com"]) {
+      expect(() => options(["a.csv"], { ...env, API_URL: url }), url).toThrow(/API_URL must be https \(http only to a loopback address\)/);
+    }
+    for (const url of ["https://api.example.com", "http://127.0.0.1:8787", "http://localhost:8787", "http://[::1]:8787"]) {
+      expect(options(["a.csv"], { ...env, API_URL: url }).apiUrl, url).toBe(url);
+    }
+  });
+
+  it("writes the results readable by their owner alone, whatever the umask, replacing a wider file", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "verify-list-"));
+    const oldUmask = process.umask(0o022);
+    try {
+      const out = join(dir, "results.csv");
+      await writeFile(out, "old\n", { mode: 0o644 });
+      writeResultsFile(out, "email,classification\r\nana@example.com,valid\r\n");
+      expect((await stat(out)).mode & 0o777).toBe(0o600);
+      expect(await readFile(out, "utf8")).toBe("email,classification\r\nana@example.com,valid\r\n");
+    } finally {
+      process.umask(oldUmask);
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -301,6 +301,11 @@ describe("verdicts through DoH and the probe", () => {
     const r = await verify("Ana.Maria+tag@gmial.com");
     expect(r.checks.typo_suggestion).toBe("Ana.Maria+tag@gmail.com");
     expect(r.warnings).toContain(WARNINGS.typo);
+    // gmial.com is on a disposable list too: the reason is the typo, which the user can fix, not "disposable".
+    expect(r.reason).toBe("typo");
+    expect(r.warnings).not.toContain(WARNINGS.disposable);
+    // A misspelling the free-provider list carries as a provider is corrected too.
+    expect((await verify("ana@yaho.com")).checks.typo_suggestion).toBe("ana@yahoo.com");
     const real = await verify("ana@gmail.com");
     expect(real.checks.typo_suggestion).toBeNull();
     expect(real.checks.free_provider).toBe(true);

@@ -11,7 +11,7 @@ import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
 import { REFRESH_ACCOUNT_ID, runPeopleDataCron, writeStoredEmailAnswers, type PeopleDataConfig } from "../../edge/people-data.ts";
 import type { JobsQueue } from "../../edge/jobs/consumer.ts";
 import { applyJobRetention } from "../../edge/jobs/retention.ts";
-import { erasePeople } from "../../scripts/admin/people-privacy.ts";
+import { erasePeople } from "../../scripts/admin/people-erase.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { call, cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
@@ -182,6 +182,17 @@ describe("re-verification of stored addresses through the bulk engine", () => {
   });
 });
 
+describe("one mailbox, one address", () => {
+  it("a lookup returns a mailbox stored in several spellings once, in its first spelling, as the import de-duplicates it", async () => {
+    const { token } = await newAccount(10);
+    const ids = uniqueIds();
+    await insertPerson({ profnet_id: ids.profnet_id, emails: ["a.da@gmail.com", "ADA+cv@googlemail.com", "ada@bücher.de", "ada@xn--bcher-kva.de", '"ada"@work.example', "ada@work.example"] });
+    const found = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details`);
+    expect(found.body.email_addresses).toEqual(["a.da@gmail.com", "ada@bücher.de", '"ada"@work.example']);
+    expect((found.body.email_details as { email: string }[]).map((d) => d.email)).toEqual(["a.da@gmail.com", "ada@bücher.de", '"ada"@work.example']);
+  });
+});
+
 describe("erasure and GET /v1/people/erasures", () => {
   async function feed(token: string, query = "") {
     const res = await call(`/v1/people/erasures${query}`, { token });
@@ -199,7 +210,7 @@ describe("erasure and GET /v1/people/erasures", () => {
 
     const client = adminClient();
     try {
-      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_public_identifier", value: ids.profnet_public_identifier.toUpperCase() }, "data subject request")).toEqual({ erased: 1, suppressed: 5 });
+      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_public_identifier", value: ids.profnet_public_identifier.toUpperCase() }, "data subject request")).toEqual({ erased: 1, suppressed: 6 });
     } finally {
       client.close();
     }
@@ -211,11 +222,32 @@ describe("erasure and GET /v1/people/erasures", () => {
 
     const mine = await feed(receiver.token, `?since=${encodeURIComponent(since)}`);
     expect(mine.res.status).toBe(200);
-    expect(ErasuresPage.strict().parse(mine.body)).toEqual({ erasures: [{ profnet_id: ids.profnet_id, codehost_id: ids.codehost_id, erased_at: expect.any(String) }], next_cursor: null });
+    expect(ErasuresPage.strict().parse(mine.body)).toEqual({ erasures: [{ ...ids, erased_at: expect.any(String) }], next_cursor: null });
     expect(Date.parse(mine.body.erasures[0]!.erased_at)).toBeGreaterThanOrEqual(Date.parse(since));
     expect((await feed(bystander.token)).body).toEqual({ erasures: [], next_cursor: null });
     // Later than the erasure: nothing.
     expect((await feed(receiver.token, `?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body.erasures).toEqual([]);
+  });
+
+  it("a notice names exactly what the account's lookups returned: a person known by a public identifier only, an id added later", async () => {
+    const receiver = await newAccount(10);
+    const ids = uniqueIds();
+    const personId = await insertPerson({ profnet_public_identifier: ids.profnet_public_identifier, emails: ["only-public@example.org"] });
+    expect((await lookup(receiver.token, `profnet_public_identifier=${ids.profnet_public_identifier}`)).res.status).toBe(200);
+    // After the lookup the person gains a codehost_id: the receiver never got it, so its notice must not carry it.
+    await db.run(sql`update people set codehost_id = ${ids.codehost_id} where id = ${personId}`);
+    const later = await newAccount(10);
+    expect((await lookup(later.token, `codehost_id=${ids.codehost_id}`)).res.status).toBe(200);
+
+    const client = adminClient();
+    try {
+      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "codehost_id", value: ids.codehost_id }, null)).toMatchObject({ erased: 1 });
+    } finally {
+      client.close();
+    }
+    const notice = { profnet_id: null, profnet_public_identifier: ids.profnet_public_identifier, codehost_login: null, erased_at: expect.any(String) };
+    expect((await feed(receiver.token)).body.erasures).toEqual([{ ...notice, codehost_id: null }]);
+    expect((await feed(later.token)).body.erasures).toEqual([{ ...notice, codehost_id: ids.codehost_id }]);
   });
 
   it("pages oldest first with a cursor; bad since, cursor and limit are 400s that say what is wrong", async () => {

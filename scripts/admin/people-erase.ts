@@ -1,0 +1,108 @@
+/**
+ * `people erase` (docs/operations.md "Personal data"): the people a selector names are deleted with every
+ * identifier, handle, address and phone, and suppressed by keyed hash (scripts/admin/people-privacy.ts) so that no
+ * import, in any equivalent spelling, brings them back; each account that received them gets an erasure notice
+ * naming what its lookups returned; their addresses leave the running refresh jobs. One write batch does it all.
+ */
+import type { Client, InStatement } from "@libsql/client";
+import { REFRESH_ACCOUNT_ID } from "../../edge/internal-accounts.ts";
+import {
+  checkSuppressionKey,
+  emailHashes,
+  KEY_CHECK_ROW,
+  keyCheckValue,
+  loadPerson,
+  peopleMatching,
+  storedAddressesEquivalentTo,
+  suppressionHash,
+  type HeldPerson,
+  type PersonSelector,
+  type SuppressionKind,
+} from "./people-privacy.ts";
+import { HANDLE_FIELDS, IDENTIFIER_FIELDS } from "./people-record.ts";
+
+export type EraseResult = { erased: number; suppressed: number };
+
+const MAX_REASON_LENGTH = 500;
+
+/** The lines of refresh jobs not yet written back: an erased address leaves them at once. */
+const OPEN_REFRESH_JOBS = `select id from verification_jobs where account_id = '${REFRESH_ACCOUNT_ID}' and results_expired = 0`;
+
+/**
+ * Erases the people the selector names, in one write batch that also records the suppressions (and, at the first
+ * erasure, the key's check value), leaves per account and per set of identifiers it received an erasure notice,
+ * deletes every stored row of their addresses in any spelling (whoever else had them: an erased address is
+ * suppressed for everyone) and removes those addresses from running refresh jobs. `--email` alone also suppresses
+ * an address no person has. Refuses a SUPPRESSION_KEY other than the one earlier erasures were made with.
+ */
+export async function erasePeople(client: Client, key: string, selector: PersonSelector, reason: string | null): Promise<EraseResult> {
+  await checkSuppressionKey(client, key);
+  const ids = await peopleMatching(client, selector);
+  const people = (await Promise.all(ids.map((id) => loadPerson(client, id)))).filter((p): p is HeldPerson => p !== null);
+  if (people.length === 0 && selector.kind !== "email") return { erased: 0, suppressed: 0 };
+
+  const hashes = new Map<string, SuppressionKind>();
+  const emails = new Set<string>();
+  if (selector.kind === "email") emails.add(selector.value);
+  for (const person of people) {
+    for (const field of [...IDENTIFIER_FIELDS, ...HANDLE_FIELDS]) {
+      const value = person[field];
+      if (value !== null) hashes.set(suppressionHash(key, field, value), field);
+    }
+    for (const { phone } of person.phones) hashes.set(suppressionHash(key, "phone", phone), "phone");
+    for (const { email } of person.emails) emails.add(email);
+  }
+  const rows = await storedAddressesEquivalentTo(client, [...emails]);
+  for (const email of [...emails, ...rows.map((r) => r.email)]) for (const hash of emailHashes(key, email)) hashes.set(hash, "email");
+  const addresses = JSON.stringify([...new Set([...emails, ...rows.map((r) => r.email)])]);
+
+  const now = Date.now();
+  const note = reason === null ? null : reason.slice(0, MAX_REASON_LENGTH);
+  const peopleIds = JSON.stringify(people.map((p) => p.id));
+  const statements: InStatement[] = [
+    { sql: "insert into suppressions (hash, kind, reason, created_at) values (?, 'key_check', ?, ?) on conflict (hash) do nothing", args: [KEY_CHECK_ROW, keyCheckValue(key), now] },
+    {
+      sql: "insert into suppressions (hash, kind, reason, created_at) select value ->> 0, value ->> 1, ?, ? from json_each(?) where true on conflict (hash) do nothing",
+      args: [note, now, JSON.stringify([...hashes])],
+    },
+    // Before the log rows go: per account, one notice per set of identifiers its lookups returned.
+    {
+      sql: `insert into erasure_notices (account_id, profnet_id, profnet_public_identifier, codehost_id, codehost_login, erased_at)
+        select distinct account_id, profnet_id, profnet_public_identifier, codehost_id, codehost_login, ? from person_access_log
+        where person_id in (select value from json_each(?))`,
+      args: [now, peopleIds],
+    },
+    { sql: "delete from person_access_log where person_id in (select value from json_each(?))", args: [peopleIds] },
+    {
+      sql: "delete from person_emails where person_id in (select value from json_each(?1)) or id in (select value from json_each(?2))",
+      args: [peopleIds, JSON.stringify(rows.map((r) => r.id))],
+    },
+    { sql: "delete from person_phones where person_id in (select value from json_each(?))", args: [peopleIds] },
+    { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
+    // A refresh job's lines are one per address; its counters are counted again from the lines that stay, and a
+    // job left with nothing to do is complete (no callback: internal jobs have none).
+    {
+      sql: `delete from verification_job_items where job_id in (${OPEN_REFRESH_JOBS}) and lower(email) in (select lower(value) from json_each(?))`,
+      args: [addresses],
+    },
+    {
+      sql: `update verification_jobs set
+          total = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id),
+          processed = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done'),
+          valid_count = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done' and classification = 'valid'),
+          risky_count = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done' and classification = 'risky'),
+          invalid_count = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done' and classification = 'invalid'),
+          reason_counts = coalesce((select json_group_object(reason, n) from (select reason, count(*) as n from verification_job_items i
+            where i.job_id = verification_jobs.id and state = 'done' and reason is not null group by reason)), '{}')
+        where id in (${OPEN_REFRESH_JOBS}) and writing = 0`,
+      args: [],
+    },
+    {
+      sql: `update verification_jobs set status = 'completed', completed_at = ?1, updated_at = ?1
+        where id in (${OPEN_REFRESH_JOBS}) and status in ('queued', 'running') and writing = 0 and processed >= total`,
+      args: [now],
+    },
+  ];
+  await client.batch(statements, "write");
+  return { erased: people.length, suppressed: [...hashes.values()].length };
+}
