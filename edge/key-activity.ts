@@ -2,17 +2,17 @@
  * What keys did, written without costing a request a round trip (docs/api.md "Hot path"): when each
  * key was last used (`last_used_at`) and how many single verifications it made (usage's
  * `verifications`). Each isolate notes them in memory; a key's `last_used_at` is written at most once
- * per LAST_USED_WRITE_INTERVAL_MS, and its verification counts at most VERIFICATIONS_FLUSH_MS late.
+ * per LAST_USED_WRITE_INTERVAL_MS, and its verification counts at most VERIFICATIONS_FLUSH_MS (30 s) late.
  * They go to the database either inside a batch the request makes anyway (a lookup's) or, for a
  * request that makes none, after its answer is sent (waitUntil). An isolate that ends before writing
- * loses at most that much: last_used_at a few minutes stale, a minute of verification counts.
+ * loses at most that much: last_used_at a few minutes stale, half a minute of verification counts.
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "./db/client.ts";
 import { describeError, writeLog } from "./log.ts";
 
 export const LAST_USED_WRITE_INTERVAL_MS = 300_000;
-export const VERIFICATIONS_FLUSH_MS = 60_000;
+export const VERIFICATIONS_FLUSH_MS = 30_000;
 /** Keys written per flush, so one flush stays one small batch. */
 const MAX_KEYS_PER_FLUSH = 50;
 /** Keys an isolate remembers; past it, the oldest is flushed first and then forgotten. */

@@ -91,7 +91,7 @@ const counts = {
   lookups_charged: z.number().int(),
   lookups_not_found: z.number().int(),
   lookups_refused_credits: z.number().int().openapi({ description: "Lookups answered 402: the balance or the key's daily cap" }),
-  verifications: z.number().int().openapi({ description: "Single verifications (written within about a minute)" }),
+  verifications: z.number().int().openapi({ description: "Single verifications (written within about 30 seconds)" }),
   job_lines: z.number().int().openapi({ description: "Lines submitted in bulk jobs" }),
   credits_spent: z.number().int(),
 };
