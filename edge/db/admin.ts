@@ -6,7 +6,7 @@ import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "../jobs/webhook.ts";
 import { MAX_LIVE_KEYS } from "../../shared/keys.ts";
-import { SCOPES, type Scope } from "../../shared/scopes.ts";
+import { decodeScopes, SCOPES, type Scope } from "../../shared/scopes.ts";
 import { newId } from "../lib/tokens.ts";
 import { createKey, revokeKey } from "./keys.ts";
 import { accounts, apiKeys, creditLedger } from "./schema.ts";
@@ -98,7 +98,8 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
       })
       .from(apiKeys)
       .where(eq(apiKeys.accountId, accountId))
-      .orderBy(apiKeys.createdAt),
+      .orderBy(apiKeys.createdAt)
+      .then((keys) => keys.map((key) => ({ ...key, scopes: decodeScopes(key.scopes) }))),
     db
       .select({
         id: creditLedger.id,
