@@ -4,6 +4,7 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { API_VERSION } from "../shared/api.ts";
+import { SCOPES } from "../shared/scopes.ts";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
@@ -73,7 +74,13 @@ export function createApp(): OpenAPIHono<AppEnv> {
 
   app.get("/healthz", (c) => c.json({ ok: true }));
 
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description:
+      "An API key (cv_…). Each operation's security requirement names the scope the key must hold (OpenAPI 3.1 allows role names for http schemes); " +
+      `without it the answer is 403 with reason missing_scope. Scopes: ${SCOPES.join(", ")}.`,
+  });
   // Generated once per isolate, on first request (every route has registered by then): building it
   // costs milliseconds of CPU, and it only changes with a deploy. Its ETag is a hash of its bytes.
   let openApi: Promise<{ json: string; etag: string }> | undefined;
