@@ -141,6 +141,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
       actor: caller.keyId,
       requestId: c.get("requestId"),
       now,
+      maxLiveKeys: MAX_LIVE_KEYS,
     });
     if (!outcome.created) {
       // The calling key's account exists (it was just authenticated), so only the bound can refuse.
