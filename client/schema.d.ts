@@ -336,6 +336,10 @@ export interface components {
             /** @description true once the results were deleted (retention, or DELETE with purge=true); counts and summary stay */
             results_expired: boolean;
         };
+        ApiKeyRollRequest: {
+            /** @description How long the old key keeps working; default 86400 (24 hours) */
+            overlap_seconds?: number;
+        };
         ErasuresPage: {
             erasures: {
                 profnet_id: number | null;
@@ -695,10 +699,6 @@ export interface components {
             /** Format: date-time */
             expires_at?: string;
             daily_credit_cap?: number;
-        };
-        ApiKeyRollRequest: {
-            /** @description How long the old key keeps working; default 86400 (24 hours) */
-            overlap_seconds?: number;
         };
         UsageReport: {
             /** @example 2026-11-01 */

@@ -73,7 +73,9 @@ const rollRoute = createRoute({
     `The new key has the old one's name, scopes, expiry and daily credit cap. The old key keeps working for overlap_seconds (default ${ROLL_OVERLAP.defaultSeconds}, ` +
     `at most ${ROLL_OVERLAP.maxSeconds}), then gets 401 key_expired; its replaced_by names the new key. A rolled key cannot be rolled again.`,
   ...scoped("keys:write"),
-  request: { params: KeyIdParam, body: { required: false, content: { "application/json": { schema: ApiKeyRollRequest } } } },
+  // The body is optional and read by hand (optionalJson): none, or an empty one, means the defaults, whatever its
+  // content type says. A reference rather than the schema, so the framework adds no validator that refuses an empty body.
+  request: { params: KeyIdParam, body: { required: false, content: { "application/json": { schema: { $ref: "#/components/schemas/ApiKeyRollRequest" } } } } },
   responses: {
     201: json(ApiKeyWithToken, "The new key, with its secret"),
     400: errorResponse("overlap_seconds malformed or out of range, or the body is not JSON"),
@@ -114,6 +116,7 @@ function withToken(row: KeyRow, token: string, now: number): ApiKeyWithToken {
 }
 
 export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.openAPIRegistry.register("ApiKeyRollRequest", ApiKeyRollRequest);
   app.openapi(listRoute, async (c) => {
     const now = Date.now();
     const rows = await listKeys(requestDatabase(c), c.get("auth").accountId, now);
