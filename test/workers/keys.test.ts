@@ -287,7 +287,7 @@ describe("last_used_at", () => {
   });
 });
 
-it("keys made by the admin CLI before scopes existed hold every scope", async () => {
+it("a key the operator makes without --scopes holds every scope (keys made before 1.7.0: test/node/keys-migration.test.ts)", async () => {
   const { accountId } = await newAccount(1);
   const key = await createApiKey(db, accountId);
   const [row] = await db.all<{ scopes: string }>(sql`select scopes from api_keys where id = ${key.id}`);
