@@ -2,8 +2,6 @@
  * The database, in Drizzle. Migrations are generated from this file by drizzle-kit
  * (`npm run db:generate`) into `edge/db/migrations`, plus hand-written migrations for the triggers
  * that drizzle-kit cannot express (`drizzle-kit generate --custom`).
- *
- * Over 400 lines: one schema file is what drizzle-kit reads, and the tables' comments belong beside them.
  */
 import { sql } from "drizzle-orm";
 import { ALL_SCOPES_STORED } from "../../shared/scopes.ts";
