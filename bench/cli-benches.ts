@@ -109,6 +109,14 @@ export const lookupPathArgs = (opts: LookupPathOptions) => [
 ];
 
 /** One run (the script repeats each measurement itself); its markdown, without the title line. */
+/** bench/usage.ts: GET /v1/usage over 90 days of a busy account; its markdown. */
+export async function runUsage(opts: { lookups: number; log: (m: string) => void }): Promise<string> {
+  opts.log(`usage: ${opts.lookups} lookups over 90 days`);
+  const out = await tsx("bench/usage.ts", ["--lookups", String(opts.lookups)]);
+  if (!/GET \/v1\/usage, 90 days/.test(out)) throw new Error(`usage.ts printed no report:\n${out}`);
+  return out.trim();
+}
+
 export async function runLookupPath(opts: LookupPathOptions & { log: (m: string) => void }): Promise<string> {
   opts.log(`lookup path: ${opts.reps} repetitions, ${opts.importRows}-line imports`);
   const out = await tsx("bench/lookup-path.ts", lookupPathArgs(opts));

@@ -12,7 +12,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { root } from "./child.ts";
-import { edgeLoadMarkdown, importMarkdown, lookupPathArgs, runEdgeChecks, runEdgeLoad, runImport, runLookupPath } from "./cli-benches.ts";
+import { edgeLoadMarkdown, importMarkdown, lookupPathArgs, runEdgeChecks, runEdgeLoad, runImport, runLookupPath, runUsage } from "./cli-benches.ts";
 import { hotDomainMarkdown, runHotDomain, BEFORE_SCHEDULER, HOT_TOOLS } from "./hot-domain.ts";
 import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
@@ -38,6 +38,7 @@ const plan = quick
       import: { reps: 1, rows: 10_000 },
       checks: { addresses: 500, rounds: 10 },
       lookupPath: { reps: 1, delayMs: 20, importRows: 5_000, connections: 50 },
+      usage: { lookups: 30_000 },
       jobs: { addresses: 10_000, domains: 200, delayMs: 5, seed: 7 },
       createLoad: { jobs: 3, addresses: 20_000, clients: 10 },
       fair: { big: 1_000, small: 150, delayMs: 20, headStartMs: 2_000 },
@@ -51,6 +52,7 @@ const plan = quick
       import: { reps: 3, rows: 100_000 },
       checks: { addresses: 2000, rounds: 30 },
       lookupPath: { reps: 3, delayMs: 20, importRows: 20_000, connections: 50 },
+      usage: { lookups: 300_000 },
       jobs: { addresses: 100_000, domains: 1_000, delayMs: 5, seed: 7 },
       createLoad: { jobs: 10, addresses: 100_000, clients: 20 },
       fair: { big: 2_000, small: 300, delayMs: 20, headStartMs: 2_000 },
@@ -104,6 +106,7 @@ const hot = await runHotDomain({ ...plan.hot, log });
 const imports = await runImport({ ...plan.import, log });
 const checks = await runEdgeChecks({ ...plan.checks, log });
 const lookupPath = await runLookupPath({ ...plan.lookupPath, log });
+const usage = await runUsage({ ...plan.usage, log });
 const jobsScale = await runJobsScale({ ...plan.jobs, log });
 const jobUpload = await runJobUpload({ log });
 const createLoad = await runJobsCreateLoad({ ...plan.createLoad, log });
@@ -161,6 +164,7 @@ ${tsxCommand("hot-domain.ts", `--reps ${plan.hot.reps} --checks ${plan.hot.check
 ${tsxCommand("import.ts", String(plan.import.rows))}   # ${repsText(plan.import.reps)}
 ${tsxCommand("edge-checks.ts", `${plan.checks.addresses} ${plan.checks.rounds}`)}
 ${tsxCommand("lookup-path.ts", lookupPathArgs(plan.lookupPath).join(" "))}
+${tsxCommand("usage.ts", `--lookups ${plan.usage.lookups}`)}
 ${tsxCommand("jobs-scale.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
 ${tsxCommand("job-upload.ts", "")}
 ${tsxCommand("jobs-create-load.ts", `--jobs ${plan.createLoad.jobs} --addresses ${plan.createLoad.addresses} --clients ${plan.createLoad.clients}`)}
@@ -271,6 +275,13 @@ bench/edge-checks.ts: syntax, disposable / free / role lists, typo suggestion an
 bench/lookup-path.ts: the Worker as \`wrangler dev\` serves it, the libSQL server in its own process, everything on loopback.
 
 ${lookupPath}
+
+### GET /v1/usage over 90 days of a busy account
+
+bench/usage.ts: lookups charged through the ledger (its trigger keeps the daily roll-up, as production writes do), spread over 20 keys and 90 days,
+then the account's usage read back through the Worker. The roll-up holds one row per day and key, whatever the volume, and no request reads the ledger.
+
+${usage}
 
 ## 7. A bulk job at list-cleaning size
 

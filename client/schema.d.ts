@@ -152,6 +152,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's API keys (never their secrets)
+         * @description Live keys first, then revoked and expired ones, newest first (at most 200). Counts against the lookup rate limit.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create an API key: its secret is in token, shown this once
+         * @description An account holds at most 20 live keys. The new key's scopes must be among the calling key's, and its daily_credit_cap and expires_at no more generous than the calling key's own.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll a key: a new secret now, the old one working for an overlap
+         * @description The new key has the old one's name, scopes, expiry and daily credit cap. The old key keeps working for overlap_seconds (default 86400, at most 604800), then gets 401 key_expired; its replaced_by names the new key. A rolled key cannot be rolled again.
+         */
+        post: operations["rollKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a key
+         * @description From now on the key gets 401 with reason key_revoked: at once on this Worker instance, within 60 seconds on every other (each caches a key for at most that long). Idempotent: a revoked key is answered as it is. A key may revoke itself.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage by day or by key: lookups, verifications, job lines, credits
+         * @description From a daily roll-up kept as the work happens (UTC days). Default period: the last 30 days; at most 366. group_by=day lists the days with any use; group_by=key the keys with any use in the period. format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit trail: keys created, rolled, revoked and expired, by whom
+         * @description Newest first; next_cursor pages to older events. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     verificationJobEnded: {
@@ -243,6 +347,10 @@ export interface components {
             /** @description true once the results were deleted (retention, or DELETE with purge=true); counts and summary stay */
             results_expired: boolean;
         };
+        ApiKeyRollRequest: {
+            /** @description How long the old key keeps working; default 86400 (24 hours) */
+            overlap_seconds?: number;
+        };
         ErasuresPage: {
             erasures: {
                 profnet_id: number | null;
@@ -258,6 +366,16 @@ export interface components {
         Error: {
             /** @example Unauthorized */
             error: string;
+            /**
+             * @description Where a status has several causes, which one, for code to read: key_revoked, key_expired (401), missing_scope (403), daily_credit_cap (402)
+             * @example key_expired
+             */
+            reason?: string;
+            /**
+             * @description With reason missing_scope: the scope the operation requires
+             * @example keys:write
+             */
+            scope?: string;
         };
         ContactInfo: {
             profnet_id: number | null;
@@ -536,6 +654,133 @@ export interface components {
              */
             checked_at: string;
         };
+        ApiKeyList: {
+            /** @description Live keys first, then the others, newest first */
+            keys: components["schemas"]["ApiKey"][];
+        };
+        ApiKey: {
+            /** @example key_3kT9vQ2mXwPz8LbN */
+            id: string;
+            /**
+             * @description Empty for keys made before names existed
+             * @example CRM sync
+             */
+            name: string;
+            /**
+             * @description The token's first characters, to tell keys apart; never enough to use it
+             * @example cv_Xy3kP9q
+             */
+            prefix: string;
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            /**
+             * @description RFC 3339, UTC
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description "operator" (the admin CLI) or the id of the key that created it
+             * @example key_9aB2cD4eF6gH8iJ0
+             */
+            created_by: string;
+            /**
+             * @description Written at most once per five minutes per key, so up to that stale; null: never used
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            last_used_at: string | null;
+            /**
+             * @description From then on the key gets 401 with reason key_expired; null: never
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            expires_at: string | null;
+            /**
+             * @description RFC 3339, UTC
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            revoked_at: string | null;
+            /** @description Credits the key may spend per UTC day (past it, 402 with reason daily_credit_cap); null: only the balance limits it */
+            daily_credit_cap: number | null;
+            /**
+             * @description Derived from expires_at and revoked_at at the time of the answer
+             * @enum {string}
+             */
+            status: "active" | "expired" | "revoked";
+            /** @description The key a roll made in this one's place; this one works until expires_at */
+            replaced_by: string | null;
+        };
+        ApiKeyWithToken: components["schemas"]["ApiKey"] & {
+            /**
+             * @description The secret, shown this once: only its hash is stored
+             * @example cv_Xy3kP9q…
+             */
+            token: string;
+        };
+        ApiKeyCreateRequest: {
+            name: string;
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            /** Format: date-time */
+            expires_at?: string;
+            daily_credit_cap?: number;
+        };
+        UsageReport: {
+            /** @example 2026-11-01 */
+            from: string;
+            /** @example 2026-11-30 */
+            to: string;
+            /** @enum {string} */
+            group_by: "day" | "key";
+            rows: {
+                /** @description With group_by=day */
+                day?: string;
+                /** @description With group_by=key */
+                key_id?: string;
+                lookups_charged: number;
+                lookups_not_found: number;
+                /** @description Lookups answered 402: the balance or the key's daily cap */
+                lookups_refused_credits: number;
+                /** @description Single verifications (written within about 30 seconds) */
+                verifications: number;
+                /** @description Lines submitted in bulk jobs */
+                job_lines: number;
+                credits_spent: number;
+            }[];
+            totals: {
+                lookups_charged: number;
+                lookups_not_found: number;
+                /** @description Lookups answered 402: the balance or the key's daily cap */
+                lookups_refused_credits: number;
+                /** @description Single verifications (written within about 30 seconds) */
+                verifications: number;
+                /** @description Lines submitted in bulk jobs */
+                job_lines: number;
+                credits_spent: number;
+            };
+        };
+        AuditPage: {
+            /** @description Newest first */
+            events: components["schemas"]["AuditEvent"][];
+            /** @description Pass as cursor for older events; null when there are none */
+            next_cursor: string | null;
+        };
+        AuditEvent: {
+            /** @description Increasing with time */
+            id: string;
+            /** @enum {string} */
+            action: "key.created" | "key.rolled" | "key.revoked" | "key.expired";
+            /** @description "operator" (the admin CLI), "system" (the cron, for key.expired), or the id of the key that acted */
+            actor: string;
+            /** @description The key acted on */
+            target: string | null;
+            /** @description Names, scopes, prefixes, overlaps: never a secret */
+            details: {
+                [key: string]: unknown;
+            };
+            request_id: string | null;
+            /**
+             * @description RFC 3339, UTC
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            created_at: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -579,8 +824,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -658,7 +912,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -667,13 +921,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Insufficient credits */
+            /** @description Insufficient credits; or Daily credit cap reached for this key (reason daily_credit_cap): the key's daily_credit_cap is spent for this UTC day */
             402: {
                 headers: {
                     /** @description Credits this request cost */
                     "X-Credits-Charged"?: number;
                     /** @description Account balance after this request */
                     "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -750,8 +1013,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -864,8 +1136,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -935,8 +1216,17 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1013,8 +1303,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1091,8 +1390,17 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationJob"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1167,8 +1475,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1250,8 +1567,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or invalid bearer token */
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1270,6 +1596,491 @@ export interface operations {
             };
             /** @description Job results have expired: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable) */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyWithToken"];
+                };
+            };
+            /** @description A field is missing or malformed (named), or the body is not JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The calling key lacks keys:write, or a scope it asks to grant (reason missing_scope, scope named) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An account holds at most 20 live keys: revoke one first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rollKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyRollRequest"];
+            };
+        };
+        responses: {
+            /** @description The new key, with its secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyWithToken"];
+                };
+            };
+            /** @description overlap_seconds malformed or out of range, or the body is not JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The calling key lacks keys:write (reason missing_scope); or A key can only roll keys whose scopes, daily credit cap and expiry it holds itself */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key is revoked; The key has expired; The key was already rolled: roll its replacement; or too many keys */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description First day, YYYY-MM-DD (UTC); default 29 days before to */
+                from?: string;
+                /** @description Last day, YYYY-MM-DD (UTC), inclusive; default today. At most 366 days from from */
+                to?: string;
+                /** @description day (default): one row per day with any use, all keys together; key: one row per key over the whole period */
+                group_by?: "day" | "key";
+                /** @description json (default), or csv (also chosen by Accept: text/csv) */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                    "text/csv": {
+                        /** @description With group_by=day */
+                        day?: string;
+                        /** @description With group_by=key */
+                        key_id?: string;
+                        lookups_charged: number;
+                        lookups_not_found: number;
+                        /** @description Lookups answered 402: the balance or the key's daily cap */
+                        lookups_refused_credits: number;
+                        /** @description Single verifications (written within about 30 seconds) */
+                        verifications: number;
+                        /** @description Lines submitted in bulk jobs */
+                        job_lines: number;
+                        credits_spent: number;
+                    }[];
+                };
+            };
+            /** @description Invalid parameter from: must be a date as YYYY-MM-DD; Invalid parameter to: must be a date as YYYY-MM-DD; Invalid parameter from: must not be after to; Invalid parameter from: the period may cover at most 366 days; or group_by / format not one of the values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description 1..500, default 100 */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Invalid parameter cursor: not one this endpoint returned; or Invalid parameter limit: must be an integer between 1 and 500 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key lacks the scope this operation requires: reason "missing_scope", and scope names it */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,6 +4,7 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { API_VERSION } from "../shared/api.ts";
+import { SCOPES } from "../shared/scopes.ts";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
@@ -18,6 +19,9 @@ import { registerAccountRoute } from "./routes/account.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
 import { JOBS_PATH, registerJobRoutes } from "./routes/jobs.ts";
 import { registerErasuresRoute } from "./routes/erasures.ts";
+import { registerKeyRoutes } from "./routes/keys.ts";
+import { registerAuditRoute } from "./routes/audit-events.ts";
+import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
@@ -70,7 +74,13 @@ export function createApp(): OpenAPIHono<AppEnv> {
 
   app.get("/healthz", (c) => c.json({ ok: true }));
 
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description:
+      "An API key (cv_…). Each operation's security requirement names the scope the key must hold (OpenAPI 3.1 allows role names for http schemes); " +
+      `without it the answer is 403 with reason missing_scope. Scopes: ${SCOPES.join(", ")}.`,
+  });
   // Generated once per isolate, on first request (every route has registered by then): building it
   // costs milliseconds of CPU, and it only changes with a deploy. Its ETag is a hash of its bytes.
   let openApi: Promise<{ json: string; etag: string }> | undefined;
@@ -97,6 +107,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
             { name: "Email verification", description: "One address checked end to end: syntax, MX over DoH, SMTP, catch-all, score and verdict" },
             { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
             { name: "Account", description: "The calling key's account: balance, limits and usage" },
+            { name: "Keys", description: "The account's API keys: named, scoped, expiring, capped; created, rolled and revoked by keys holding keys:write" },
           ],
         }),
       );
@@ -127,18 +138,23 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
   app.use(JOBS_PATH, requireApiKey, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
   for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("job_reads"));
+  // Keys, usage and the audit trail are database reads and small writes, counted like a lookup.
+  for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireApiKey, enforceRateLimit("lookup"));
 
   registerErasuresRoute(app);
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
   registerJobRoutes(app);
+  registerKeyRoutes(app);
+  registerUsageRoute(app);
+  registerAuditRoute(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 
   app.onError((err, c) => {
     if (err instanceof ApiError) {
-      return c.json({ error: err.message }, err.status, err.headers);
+      return c.json({ error: err.message, ...err.fields }, err.status, err.headers);
     }
     if (err instanceof HTTPException && err.status < 500) {
       return c.json({ error: err.message || "Bad request" }, err.status);

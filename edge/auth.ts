@@ -1,9 +1,13 @@
 /**
- * Bearer authentication (docs/api.md "Authentication"). Every failure is the same 401 so a caller learns
- * nothing about which check failed.
+ * Bearer authentication (docs/api.md "Authentication"). Every failure is a 401 `{"error":"Unauthorized"}`;
+ * one for a key the caller holds that was revoked or has expired says which in `reason` (the caller
+ * holds the token, so this tells nobody anything new), an unknown token or a disabled account says nothing.
  *
- * Each isolate caches answers: a known key->account for up to KNOWN_KEY_TTL_MS (so a revoked key or a
- * disabled account stops working within that time), and an unknown token hash for
+ * Each isolate caches answers: a known key (its account, scopes, expiry, daily credit cap and whether
+ * it was revoked) for up to KNOWN_KEY_TTL_MS, so a key revoked elsewhere (another isolate, the admin
+ * CLI) or a disabled account stops working within that time; a revocation through this isolate
+ * (DELETE /v1/keys/{id}) drops its entry at once. Expiry is checked against the clock on every request,
+ * so an expired key is refused from the moment it expires. An unknown token hash is cached for
  * UNKNOWN_TOKEN_TTL_MS, so repeating a junk token costs no database read. Failed authentications
  * are limited per client (docs/api.md "Rate limits"): an IPv4 address, or an IPv6 /64, the block one
  * subscriber gets. Once a client is over the limit, its requests get 429 without a database read
@@ -14,20 +18,32 @@
  * gets the same 429 for an unknown token as for a valid key that does not get a lookup, so the 429
  * says nothing about whether a token exists.
  */
-import { and, eq, isNull } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import ipaddr from "ipaddr.js";
 import { ERROR_MESSAGES } from "../shared/api.ts";
+import { decodeScopes, type Scope } from "../shared/scopes.ts";
 import { requestDatabase } from "./db/client.ts";
 import { accounts, apiKeys } from "./db/schema.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { TtlCache } from "../shared/ttl-cache.ts";
 import { hashToken, looksLikeToken } from "./lib/tokens.ts";
+import { activityDue, flushDueActivity, noteKeyUse } from "./key-activity.ts";
 import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "./rate-limits.ts";
 
-export type AuthenticatedKey = { keyId: string; accountId: string };
+/** The calling key as every check after authentication needs it, from the cache: no database read. */
+export type AuthenticatedKey = {
+  keyId: string;
+  accountId: string;
+  scopes: readonly Scope[];
+  /** ms, or null: never expires. */
+  expiresAt: number | null;
+  dailyCreditCap: number | null;
+};
+
+type KnownKey = AuthenticatedKey & { revokedAt: number | null; accountActive: boolean };
 
 export const KNOWN_KEY_TTL_MS = 60_000;
 export const UNKNOWN_TOKEN_TTL_MS = 30_000;
@@ -37,11 +53,13 @@ export const RECENTLY_VALID_TTL_MS = 3_600_000;
 export const BLOCKED_LOOKUP_INTERVAL_MS = 1_000;
 const CACHE_MAX_ENTRIES = 10_000;
 // Apart, so that junk tokens can never push known keys out.
-const knownKeys = new TtlCache<string, AuthenticatedKey>(CACHE_MAX_ENTRIES);
-const recentlyValid = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
-const unknownTokens = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
-const blockedClients = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
-const blockedLookups = new TtlCache<string, true>(CACHE_MAX_ENTRIES);
+// The clock is read through Date at each call, so tests can move it (vi.setSystemTime).
+const clock = () => Date.now();
+const knownKeys = new TtlCache<string, KnownKey>(CACHE_MAX_ENTRIES, clock);
+const recentlyValid = new TtlCache<string, true>(CACHE_MAX_ENTRIES, clock);
+const unknownTokens = new TtlCache<string, true>(CACHE_MAX_ENTRIES, clock);
+const blockedClients = new TtlCache<string, true>(CACHE_MAX_ENTRIES, clock);
+const blockedLookups = new TtlCache<string, true>(CACHE_MAX_ENTRIES, clock);
 
 /**
  * Cloudflare sets CF-Connecting-IP on every request from the internet (and `wrangler dev` on every
@@ -63,8 +81,25 @@ export function clientBucket(address: string): string {
   return `${new ipaddr.IPv6([...parts, 0, 0, 0, 0]).toString()}/64`;
 }
 
-export function unauthorized(): ApiError {
-  return new ApiError(401, ERROR_MESSAGES.unauthorized, { "WWW-Authenticate": "Bearer" });
+export function unauthorized(reason?: "key_revoked" | "key_expired"): ApiError {
+  if (!reason) return new ApiError(401, ERROR_MESSAGES.unauthorized, { "WWW-Authenticate": "Bearer" });
+  const description = reason === "key_revoked" ? "The API key was revoked" : "The API key has expired";
+  // RFC 6750 section 3: the same reason for software that reads the header.
+  return new ApiError(401, ERROR_MESSAGES.unauthorized, { "WWW-Authenticate": `Bearer error="invalid_token", error_description="${description}"` }, { reason });
+}
+
+/** Forgets a key this isolate knows, so its revocation applies here at once (other isolates: within KNOWN_KEY_TTL_MS). */
+export function forgetKey(tokenHash: string): void {
+  knownKeys.delete(tokenHash);
+  recentlyValid.delete(tokenHash);
+}
+
+/** Why a key found is refused now, or null when it may be used. */
+function refusal(key: KnownKey, now: number): ApiError | null {
+  if (!key.accountActive) return unauthorized();
+  if (key.revokedAt !== null) return unauthorized("key_revoked");
+  if (key.expiresAt !== null && key.expiresAt <= now) return unauthorized("key_expired");
+  return null;
 }
 
 /** The token from `Authorization: Bearer <token>`; the scheme word is case-insensitive. */
@@ -74,38 +109,76 @@ export function bearerToken(header: string | undefined): string | null {
   return match?.[1] ?? null;
 }
 
-async function findKey(c: Context<AppEnv>, tokenHash: string): Promise<AuthenticatedKey | undefined> {
+async function findKey(c: Context<AppEnv>, tokenHash: string): Promise<KnownKey | undefined> {
   const [row] = await requestDatabase(c)
-    .select({ keyId: apiKeys.id, accountId: apiKeys.accountId })
+    .select({
+      keyId: apiKeys.id,
+      accountId: apiKeys.accountId,
+      scopes: apiKeys.scopes,
+      expiresAt: apiKeys.expiresAt,
+      dailyCreditCap: apiKeys.dailyCreditCap,
+      revokedAt: apiKeys.revokedAt,
+      status: accounts.status,
+    })
     .from(apiKeys)
     .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
-    .where(and(eq(apiKeys.tokenHash, tokenHash), isNull(apiKeys.revokedAt), eq(accounts.status, "active")))
+    .where(eq(apiKeys.tokenHash, tokenHash))
     .limit(1);
-  return row;
+  if (!row) return undefined;
+  const { status, scopes, ...rest } = row;
+  return { ...rest, scopes: decodeScopes(scopes), accountActive: status === "active" };
+}
+
+function authenticated(key: KnownKey): AuthenticatedKey {
+  return { keyId: key.keyId, accountId: key.accountId, scopes: key.scopes, expiresAt: key.expiresAt, dailyCreditCap: key.dailyCreditCap };
+}
+
+/**
+ * Lets the request through as `key`, noting the key's use; once it is answered, writes the isolate's
+ * due key activity if the request wrote none itself (after the answer: never a round trip on it).
+ */
+async function proceed(c: Context<AppEnv>, key: KnownKey, next: () => Promise<void>): Promise<void> {
+  c.set("auth", authenticated(key));
+  noteKeyUse(key.keyId, key.accountId, Date.now());
+  await next();
+  if (activityDue(Date.now())) {
+    const flush = flushDueActivity(requestDatabase(c), Date.now());
+    try {
+      c.executionCtx.waitUntil(flush);
+    } catch {
+      await flush; // no execution context (app.request in a test): write before answering
+    }
+  }
 }
 
 export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
   const token = bearerToken(c.req.header("authorization"));
   const tokenHash = token && looksLikeToken(token) ? await hashToken(token) : null;
   const known = tokenHash === null ? undefined : knownKeys.get(tokenHash);
+  let refused: ApiError | null = null;
   if (known) {
-    c.set("auth", known);
-    return next();
+    refused = refusal(known, Date.now());
+    if (!refused) return proceed(c, known, next);
   }
 
   const client = clientBucket(c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS);
   const blocked = blockedClients.get(client) === true;
-  const lookUp = tokenHash !== null && !unknownTokens.get(tokenHash) && (!blocked || recentlyValid.get(tokenHash) === true || takeBlockedLookup(client));
+  const lookUp =
+    !known && tokenHash !== null && !unknownTokens.get(tokenHash) && (!blocked || recentlyValid.get(tokenHash) === true || takeBlockedLookup(client));
   if (lookUp) {
     const found = await findKey(c, tokenHash);
     if (found) {
-      // Renewed on every lookup that succeeds, so a key in use never ages out of either cache.
+      // Refused keys are cached too, so repeating a revoked token costs no database read.
       knownKeys.set(tokenHash, found, KNOWN_KEY_TTL_MS);
-      recentlyValid.set(tokenHash, true, RECENTLY_VALID_TTL_MS);
-      c.set("auth", found);
-      return next();
+      refused = refusal(found, Date.now());
+      if (!refused) {
+        // Renewed on every lookup that succeeds, so a key in use never ages out of either cache.
+        recentlyValid.set(tokenHash, true, RECENTLY_VALID_TTL_MS);
+        return proceed(c, found, next);
+      }
+    } else {
+      unknownTokens.set(tokenHash, true, UNKNOWN_TOKEN_TTL_MS);
     }
-    unknownTokens.set(tokenHash, true, UNKNOWN_TOKEN_TTL_MS);
   }
   if (blocked) throw rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
 
@@ -113,7 +186,7 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
     blockedClients.set(client, true, FAILED_AUTHENTICATION_LIMIT.periodSeconds * 1000);
     throw rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
   }
-  throw unauthorized();
+  throw refused ?? unauthorized();
 });
 
 /** Whether a blocked client's trickle has a lookup left now (one per BLOCKED_LOOKUP_INTERVAL_MS); takes it. */

@@ -5,18 +5,48 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "./db/client.ts";
+import { utcDay } from "./key-activity.ts";
 
 /**
  * The statement that charges `cost` for a lookup only when `personId` (an SQL expression) finds
- * someone and the balance covers it, returning the balance after; no row means no charge. For use
- * in a batch with the reads, so that a lookup is one round trip.
+ * someone, the balance covers it and the key's daily credit cap (if any) does too, returning the
+ * balance after; no row means no charge. The cap is read from the key's usage row for the day, which
+ * the ledger trigger (0012 migration) updates in this same statement, so concurrent lookups cannot
+ * overrun it any more than the balance. For use in a batch with the reads, so that a lookup is one round trip.
  */
-export function chargeForMatchQuery(db: Database, accountId: string, cost: number, requestId: string, personId: SQL) {
+export function chargeForMatchQuery(db: Database, charge: LookupCharge, personId: SQL) {
+  const { accountId, keyId, cost, requestId, now } = charge;
   return db.all<{ balance_after: number }>(sql`
-    insert into credit_ledger (account_id, delta, balance_after, reason, request_id)
-    select id, ${-cost}, credit_balance - ${cost}, 'lookup', ${requestId}
-    from accounts where id = ${accountId} and credit_balance >= ${cost} and ${personId} is not null
+    insert into credit_ledger (account_id, delta, balance_after, reason, request_id, key_id, created_at)
+    select id, ${-cost}, credit_balance - ${cost}, 'lookup', ${requestId}, ${keyId}, ${now}
+    from accounts where id = ${accountId} and credit_balance >= ${cost} and ${personId} is not null and not ${capExceeded(charge)}
     returning balance_after`);
+}
+
+export type LookupCharge = { accountId: string; keyId: string; cost: number; requestId: string; now: number; dailyCreditCap: number | null };
+
+/** Whether charging `cost` now would take the key past its daily cap (always false without a cap). */
+function capExceeded({ accountId, keyId, cost, now, dailyCreditCap }: LookupCharge): SQL {
+  if (dailyCreditCap === null) return sql`0`;
+  return sql`(coalesce((select credits_spent from usage_daily where account_id = ${accountId} and day = ${utcDay(now)} and key_id = ${keyId}), 0) + ${cost} > ${dailyCreditCap})`;
+}
+
+/**
+ * The statement that counts a lookup that charged nothing in the usage roll-up (a charge counts
+ * itself, by the ledger trigger): refused for credits (the balance or the key's cap) or not found.
+ * It must come right after recordAccessQuery in the batch: that insert wrote a row (changes() = 1)
+ * exactly when the lookup was charged. Returns the key's credits spent today.
+ */
+export function countLookupQuery(db: Database, charge: LookupCharge, personId: SQL) {
+  const { accountId, keyId, cost, now } = charge;
+  const refused = sql`(changes() = 0 and ((select credit_balance from accounts where id = ${accountId}) < ${cost} or ${capExceeded(charge)}))`;
+  return db.all<{ credits_spent: number }>(sql`
+    insert into usage_daily (account_id, key_id, day, lookups_not_found, lookups_refused_credits)
+    select ${accountId}, ${keyId}, ${utcDay(now)}, (${personId} is null and not ${refused}), ${refused} where true
+    on conflict (account_id, day, key_id) do update set
+      lookups_not_found = lookups_not_found + excluded.lookups_not_found,
+      lookups_refused_credits = lookups_refused_credits + excluded.lookups_refused_credits
+    returning credits_spent`);
 }
 
 /** The statement that reads an account's balance, for use in a batch. */

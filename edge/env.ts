@@ -30,6 +30,7 @@ export type Bindings = RateLimitBindings & {
   EMAIL_RECHECK_SECONDS?: string;
   EMAIL_REFRESH_BATCH?: string;
   ACCESS_LOG_RETENTION_SECONDS?: string;
+  AUDIT_RETENTION_SECONDS?: string;
   CALLBACK_ALLOW_PRIVATE_TARGETS?: string;
   /** Seals the accounts' webhook secrets at rest (docs/jobs.md "Callbacks"): base64 of 32 random bytes. */
   WEBHOOK_SECRET_KEY?: string;
@@ -116,6 +117,8 @@ export const EdgeConfigSchema = z.object({
   EMAIL_REFRESH_BATCH: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(100_000).default(2_000)),
   /** How long the access log (who received whom) and erasure notices are kept. */
   ACCESS_LOG_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(86_400).max(315_360_000).default(31_536_000)),
+  /** How long the audit trail (GET /v1/audit-events) is kept; the cron deletes older events. */
+  AUDIT_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(86_400).max(315_360_000).default(31_536_000)),
   /** Seals the accounts' webhook secrets at rest; without it no callback can be signed (each attempt fails, logged). */
   WEBHOOK_SECRET_KEY: z.preprocess(
     emptyToUndefined,

@@ -9,6 +9,8 @@ import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/con
 import { applyJobRetention } from "./jobs/retention.ts";
 import { describeError, writeLog } from "./log.ts";
 import { runPeopleDataCron } from "./people-data.ts";
+import { recordExpiredKeys } from "./db/keys.ts";
+import { deleteOldAuditEvents } from "./routes/audit-events.ts";
 
 const app = createApp();
 
@@ -57,6 +59,16 @@ export default {
       if (Object.values(report).some((v) => v !== 0 && v !== null)) writeLog("info", { event: "people_data_cron", ...report });
     } catch (error) {
       writeLog("error", { event: "people_data_cron_failed", error: describeError(error) });
+    }
+    try {
+      const now = Date.now();
+      const report = {
+        keys_expired_recorded: await recordExpiredKeys(deps.db, now),
+        audit_events_deleted: await deleteOldAuditEvents(deps.db, now - config.AUDIT_RETENTION_SECONDS * 1000),
+      };
+      if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "audit_cron", ...report });
+    } catch (error) {
+      writeLog("error", { event: "audit_cron_failed", error: describeError(error) });
     }
     try {
       const report = await applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS);

@@ -15,6 +15,7 @@ import { erasePeople } from "./admin/people-erase.ts";
 import { readFirstLine } from "./admin/stdin-line.ts";
 import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
 import { suppressionKey } from "./admin/suppression-key.ts";
+import { KEY_OPTIONS, parseKeyOptions } from "./admin/key-options.ts";
 import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
 
 const USAGE = `Usage: npm run admin -- <command> [options]
@@ -29,7 +30,10 @@ Commands:
                                             The secret that signs the account's job callbacks
                                             (made on first use; --rotate replaces it)
   credits add --account ID --amount N       Grant N credits (take them back with --amount=-N)
-  keys create --account ID                  Create an API key; its token is shown only this once
+  keys create --account ID [--name NAME] [--scopes S,S] [--expires TIME] [--daily-credit-cap N]
+                                            Create an API key; its token is shown only this once.
+                                            Every scope unless --scopes names some (docs/api.md
+                                            "Keys and scopes"); --expires is RFC 3339
   keys revoke --key ID
   people import FILE [--strict] [--source NAME] [--batch-size N]
                                             Upsert people from JSON Lines (.jsonl, .ndjson) or
@@ -193,7 +197,10 @@ const COMMANDS: Record<string, Command> = {
         `${account.id}  ${JSON.stringify(account.name)}  ${account.status}  balance ${account.balance}  created ${formatTime(account.created_at)}`,
         account.keys.length ? "Keys:" : "Keys: none",
         ...account.keys.map(
-          (key) => `  ${key.id}  ${key.prefix}...  created ${formatTime(key.created_at)}  ${key.revoked_at === null ? "active" : `revoked ${formatTime(key.revoked_at)}`}`,
+          (key) =>
+            `  ${key.id}  ${key.prefix}...  ${JSON.stringify(key.name)}  ${key.scopes.join(",")}  created ${formatTime(key.created_at)}  ` +
+            `last used ${formatTime(key.last_used_at)}  ${key.revoked_at === null ? `expires ${formatTime(key.expires_at)}` : `revoked ${formatTime(key.revoked_at)}`}` +
+            `${key.daily_credit_cap === null ? "" : `  cap ${key.daily_credit_cap}/day`}`,
         ),
         account.recent_ledger.length ? "Recent ledger (newest first):" : "Recent ledger: empty",
         ...account.recent_ledger.map(
@@ -245,10 +252,12 @@ const COMMANDS: Record<string, Command> = {
   },
   "keys create": {
     args: [],
-    options: { account: { type: "string" } },
+    options: { account: { type: "string" }, ...KEY_OPTIONS },
     async run(db, { values }) {
       const account = requiredOption(values, "account");
-      const { id, token, prefix } = await createApiKey(db, account);
+      const parsed = parseKeyOptions(values);
+      if ("problem" in parsed) throw new UsageError(parsed.problem);
+      const { id, token, prefix } = await createApiKey(db, account, parsed.options);
       return {
         json: { id, account, prefix, token },
         text: `Created key ${id} for account ${account}\nToken (shown only this once, store it now):\n${token}`,

@@ -180,6 +180,7 @@ function workerVars(made: { databaseUrl: string; databaseAuthToken?: string; pro
     EMAIL_RECHECK_SECONDS: process.env.EMAIL_RECHECK_SECONDS,
     EMAIL_REFRESH_BATCH: process.env.EMAIL_REFRESH_BATCH,
     ACCESS_LOG_RETENTION_SECONDS: process.env.ACCESS_LOG_RETENTION_SECONDS,
+    AUDIT_RETENTION_SECONDS: process.env.AUDIT_RETENTION_SECONDS,
     CALLBACK_ALLOW_PRIVATE_TARGETS: process.env.CALLBACK_ALLOW_PRIVATE_TARGETS,
     WEBHOOK_SECRET_KEY: made.webhookSecretKey,
   };

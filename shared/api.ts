@@ -9,13 +9,21 @@ import { SmtpOutcome } from "./smtp-outcome.ts";
 export const API_VERSION = "1.7.0";
 
 export const ErrorBody = z
-  .object({ error: z.string().openapi({ example: "Unauthorized" }) })
+  .object({
+    error: z.string().openapi({ example: "Unauthorized" }),
+    reason: z
+      .string()
+      .optional()
+      .openapi({ description: "Where a status has several causes, which one, for code to read: key_revoked, key_expired (401), missing_scope (403), daily_credit_cap (402)", example: "key_expired" }),
+    scope: z.string().optional().openapi({ description: "With reason missing_scope: the scope the operation requires", example: "keys:write" }),
+  })
   .openapi("Error");
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
 export const ERROR_MESSAGES = {
   unauthorized: "Unauthorized",
   insufficientCredits: "Insufficient credits",
+  dailyCreditCap: "Daily credit cap reached for this key",
   peopleParamRequired: "One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required",
   profileNotFound: "No profile found for the given parameters",
   emailRequired: "The email_address parameter is required",

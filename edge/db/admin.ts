@@ -6,7 +6,9 @@ import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "../jobs/webhook.ts";
 import { isInternalAccount } from "../internal-accounts.ts";
-import { generateToken, hashToken, newId } from "../lib/tokens.ts";
+import { decodeScopes, SCOPES, type Scope } from "../../shared/scopes.ts";
+import { newId } from "../lib/tokens.ts";
+import { createKey, revokeKey } from "./keys.ts";
 import { accounts, apiKeys, creditLedger } from "./schema.ts";
 import type * as schema from "./schema.ts";
 
@@ -49,27 +51,34 @@ export async function addCredits(db: Db, accountId: string, amount: number): Pro
   return { balance: Number(row.balance_after) };
 }
 
-export async function createApiKey(db: Db, accountId: string): Promise<{ id: string; token: string; prefix: string }> {
+export type KeyOptions = { name?: string; scopes?: readonly Scope[]; expiresAt?: number | null; dailyCreditCap?: number | null };
+
+/** A key made by the operator: every scope unless named, no expiry or cap unless given (audited as "operator"). */
+export async function createApiKey(db: Db, accountId: string, options: KeyOptions = {}): Promise<{ id: string; token: string; prefix: string }> {
   refuseInternalAccount(accountId, "API keys");
-  const exists = await db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
-  if (!exists.length) throw new AdminError(`No account ${accountId}`);
-  const { token, displayPrefix } = generateToken();
-  const id = newId("key");
-  await db.insert(apiKeys).values({ id, accountId, tokenHash: await hashToken(token), prefix: displayPrefix });
-  return { id, token, prefix: displayPrefix };
+  const now = Date.now();
+  if (options.expiresAt != null && options.expiresAt <= now) throw new AdminError("--expires must be in the future");
+  const outcome = await createKey(db, {
+    accountId,
+    name: options.name ?? "",
+    scopes: options.scopes ?? SCOPES,
+    expiresAt: options.expiresAt ?? null,
+    dailyCreditCap: options.dailyCreditCap ?? null,
+    actor: "operator",
+    requestId: null,
+    now,
+    // The bound is on self-service (a leaked keys:write key); the operator may give an account more.
+    maxLiveKeys: null,
+  });
+  if (!outcome.created) throw new AdminError(`No account ${accountId}`);
+  return { id: outcome.key.id, token: outcome.token, prefix: outcome.key.prefix };
 }
 
 export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string; revoked_at: number }> {
-  const now = Date.now();
-  const rows = await db
-    .update(apiKeys)
-    .set({ revokedAt: now })
-    .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id, revokedAt: apiKeys.revokedAt });
-  if (rows[0]) return { id: keyId, revoked_at: rows[0].revokedAt ?? now };
-  const [existing] = await db.select({ revokedAt: apiKeys.revokedAt }).from(apiKeys).where(eq(apiKeys.id, keyId));
-  if (!existing) throw new AdminError(`No key ${keyId}`);
-  return { id: keyId, revoked_at: existing.revokedAt ?? now };
+  const [key] = await db.select({ accountId: apiKeys.accountId }).from(apiKeys).where(eq(apiKeys.id, keyId));
+  if (!key) throw new AdminError(`No key ${keyId}`);
+  const row = await revokeKey(db, { accountId: key.accountId, keyId, actor: "operator", requestId: null, now: Date.now() });
+  return { id: keyId, revoked_at: Number(row!.revoked_at) };
 }
 
 export async function setAccountStatus(db: Db, accountId: string, status: "active" | "disabled"): Promise<{ id: string; status: string }> {
@@ -83,10 +92,21 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
   if (!account) throw new AdminError(`No account ${accountId}`);
   const [keys, ledger] = await Promise.all([
     db
-      .select({ id: apiKeys.id, prefix: apiKeys.prefix, created_at: apiKeys.createdAt, revoked_at: apiKeys.revokedAt })
+      .select({
+        id: apiKeys.id,
+        name: apiKeys.name,
+        prefix: apiKeys.prefix,
+        scopes: apiKeys.scopes,
+        created_at: apiKeys.createdAt,
+        last_used_at: apiKeys.lastUsedAt,
+        expires_at: apiKeys.expiresAt,
+        revoked_at: apiKeys.revokedAt,
+        daily_credit_cap: apiKeys.dailyCreditCap,
+      })
       .from(apiKeys)
       .where(eq(apiKeys.accountId, accountId))
-      .orderBy(apiKeys.createdAt),
+      .orderBy(apiKeys.createdAt)
+      .then((keys) => keys.map((key) => ({ ...key, scopes: decodeScopes(key.scopes) }))),
     db
       .select({
         id: creditLedger.id,

@@ -1,9 +1,10 @@
 /**
  * The database, in Drizzle. Migrations are generated from this file by drizzle-kit
- * (`npm run db:generate`) into `edge/db/migrations`, plus one hand-written migration for the
- * ledger trigger that drizzle-kit cannot express.
+ * (`npm run db:generate`) into `edge/db/migrations`, plus hand-written migrations for the triggers
+ * that drizzle-kit cannot express (`drizzle-kit generate --custom`).
  */
 import { sql } from "drizzle-orm";
+import { ALL_SCOPES_STORED } from "../../shared/scopes.ts";
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const now = sql`(unixepoch('subsec') * 1000)`;
@@ -37,10 +38,31 @@ export const apiKeys = sqliteTable(
     tokenHash: text("token_hash").notNull(),
     /** The first characters of the token, enough for a person to tell keys apart. */
     prefix: text("prefix").notNull(),
+    /** What a person calls the key; keys made before names existed have "". */
+    name: text("name").notNull().default(""),
+    /** A JSON array of scope names (shared/scopes.ts); keys made before scopes existed hold every scope. */
+    scopes: text("scopes").notNull().default(ALL_SCOPES_STORED),
+    /** Who made it: "operator" (the admin CLI) or the id of the key that made it. */
+    createdBy: text("created_by").notNull().default("operator"),
     createdAt: integer("created_at").notNull().default(now),
+    /** Written at most once per LAST_USED_WRITE_INTERVAL_MS per key, inside a batch the request makes anyway. */
+    lastUsedAt: integer("last_used_at"),
+    /** From then on the key is refused (401, "expired"). A roll sets it on the old key. */
+    expiresAt: integer("expires_at"),
     revokedAt: integer("revoked_at"),
+    /** Credits the key may spend per UTC day; null: only the balance limits it. */
+    dailyCreditCap: integer("daily_credit_cap"),
+    /** The key a roll made in its place: a rolled key cannot be rolled again. */
+    replacedBy: text("replaced_by"),
+    /** When the cron wrote the key's "key.expired" audit event. */
+    expiryRecordedAt: integer("expiry_recorded_at"),
   },
-  (t) => [uniqueIndex("api_keys_token_hash_unique").on(t.tokenHash), index("api_keys_account_idx").on(t.accountId)],
+  (t) => [
+    uniqueIndex("api_keys_token_hash_unique").on(t.tokenHash),
+    index("api_keys_account_idx").on(t.accountId),
+    // The cron finds keys that expired and were not yet recorded.
+    index("api_keys_expiry_idx").on(t.expiresAt).where(sql`${t.expiryRecordedAt} is null and ${t.expiresAt} is not null`),
+  ],
 );
 
 export const creditLedger = sqliteTable(
@@ -55,6 +77,8 @@ export const creditLedger = sqliteTable(
     balanceAfter: integer("balance_after").notNull(),
     reason: text("reason", { enum: ["lookup", "grant"] }).notNull(),
     requestId: text("request_id"),
+    /** The key a lookup was charged to (null for grants and for charges made before 1.7.0): usage by key. */
+    keyId: text("key_id"),
     createdAt: integer("created_at").notNull().default(now),
   },
   (t) => [
@@ -308,4 +332,51 @@ export const erasureNotices = sqliteTable(
     erasedAt: integer("erased_at").notNull(),
   },
   (t) => [index("erasure_notices_account_idx").on(t.accountId, t.erasedAt, t.id)],
+);
+
+/**
+ * Usage per account, key and UTC day (GET /v1/usage): a roll-up kept as things happen, never by
+ * reading the ledger per request. lookups_charged and credits_spent are kept by a trigger on the
+ * ledger (0012 migration), in the same statement as the charge; the lookup's batch counts misses and
+ * refusals; job creation counts job lines; single verifications are counted in the isolate and
+ * written with its key activity (edge/key-activity.ts).
+ */
+export const usageDaily = sqliteTable(
+  "usage_daily",
+  {
+    accountId: text("account_id").notNull(),
+    keyId: text("key_id").notNull(),
+    /** YYYY-MM-DD, UTC. */
+    day: text("day").notNull(),
+    lookupsCharged: integer("lookups_charged").notNull().default(0),
+    lookupsNotFound: integer("lookups_not_found").notNull().default(0),
+    lookupsRefusedCredits: integer("lookups_refused_credits").notNull().default(0),
+    verifications: integer("verifications").notNull().default(0),
+    jobLines: integer("job_lines").notNull().default(0),
+    creditsSpent: integer("credits_spent").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.day, t.keyId] })],
+);
+
+/**
+ * The audit trail (GET /v1/audit-events): what was done to an account's keys, and by whom. Never a
+ * secret: a key appears by id and prefix. Kept AUDIT_RETENTION_SECONDS, deleted by the cron.
+ */
+export const auditEvents = sqliteTable(
+  "audit_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: text("account_id").notNull(),
+    /** key.created, key.rolled, key.revoked, key.expired. */
+    action: text("action").notNull(),
+    /** "operator" (the admin CLI), "system" (the cron), or the id of the key that acted. */
+    actor: text("actor").notNull(),
+    /** What was acted on: a key id. */
+    target: text("target"),
+    /** A JSON object of what else an operator needs (names, scopes, overlap), never a secret. */
+    details: text("details").notNull().default("{}"),
+    requestId: text("request_id"),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [index("audit_events_account_idx").on(t.accountId, t.id), index("audit_events_created_idx").on(t.createdAt)],
 );

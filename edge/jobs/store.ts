@@ -8,6 +8,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
+import { utcDay } from "../key-activity.ts";
 import { VERIFICATION_REASONS, type EmailVerificationResult } from "../../shared/api.ts";
 import type { VerificationJob } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
@@ -242,7 +243,7 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
  * (and completes it at once when every line failed the syntax check); returns it. Each insert only
  * runs while the job is still being written, so nothing is added to a job the cron has given up on.
  */
-export async function writeJobLines(db: Database, jobId: string, lines: NewLine[]): Promise<JobRow> {
+export async function writeJobLines(db: Database, jobId: string, lines: NewLine[], keyId: string | null = null): Promise<JobRow> {
   const seq = workOrder(lines);
   const checkedAt = Date.now();
   for (let from = 0; from < lines.length; from += LINES_PER_TRANSACTION) {
@@ -269,8 +270,12 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
     await batch(db, statements);
   }
   const now = Date.now();
-  const [finished, , job] = await db.batch([
+  const [finished, , , job] = await db.batch([
     db.run(sql`update verification_jobs set writing = 0, updated_at = ${now} where id = ${jobId} and writing = 1`),
+    // The key's usage roll-up counts the lines once the job is visible (changes(): the update just before).
+    db.run(sql`insert into usage_daily (account_id, key_id, day, job_lines)
+      select account_id, ${keyId}, ${utcDay(now)}, total from verification_jobs where id = ${jobId} and ${keyId} is not null and changes() = 1
+      on conflict (account_id, day, key_id) do update set job_lines = job_lines + excluded.job_lines`),
     completeIfDone(db, jobId, now),
     db.all<JobRow>(sql`select ${jobWithQueue(now)} from verification_jobs where id = ${jobId}`),
   ]);

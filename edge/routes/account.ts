@@ -6,6 +6,7 @@ import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
 import { HOLDS_RUNNING_SLOT, LINE_QUOTA_WINDOW_MS } from "../jobs/store.ts";
+import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
 
 export const accountRoute = createRoute({
@@ -18,7 +19,7 @@ export const accountRoute = createRoute({
     "Usage is read from the credit ledger: lookups charged and credits spent since the start of the day and of the month (UTC). " +
     "jobs gives the bulk-job limits and where the account stands against them. " +
     "Counts against the key's lookup rate limit.",
-  security: [{ bearerAuth: [] }],
+  ...scoped("account:read"),
   responses: {
     200: { description: "The account", content: { "application/json": { schema: AccountInfo } } },
     ...authenticatedErrorResponses,

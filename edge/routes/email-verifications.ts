@@ -7,6 +7,8 @@ import type { AppEnv } from "../env.ts";
 import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
 import { verifyEmail } from "../verify.ts";
 import { probeTenant } from "../probe-client.ts";
+import { noteVerification } from "../key-activity.ts";
+import { requireScope, scopeSecurity } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const PATH = "/v1/email_verifications";
@@ -33,7 +35,7 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
     tags: ["Email verification"],
     summary: "Verify an email address",
     description,
-    security: [{ bearerAuth: [] }],
+    security: scopeSecurity("verifications:write"),
     request: { query: EmailVerificationQuery },
     responses,
   });
@@ -45,7 +47,7 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
     tags: ["Email verification"],
     summary: "Verify an email address (parameters in the query, a JSON body or a form)",
     description: `${description} A query parameter wins over the same parameter in the body.`,
-    security: [{ bearerAuth: [] }],
+    security: scopeSecurity("verifications:write"),
     request: {
       query: EmailVerificationQuery,
       body: {
@@ -72,6 +74,9 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
       // The account's own lane in every receiver's budget at the probe, as its jobs have.
       tenant: await probeTenant(c.get("auth").accountId),
     });
+    // Counted in the isolate and written with its key activity: a verification makes no database round trip.
+    const { keyId, accountId } = c.get("auth");
+    noteVerification(keyId, accountId, Date.now());
     // The verdict and how it was reached, never the address or its domain.
     Object.assign(c.get("accessLog"), {
       classification: result.classification,
@@ -84,6 +89,6 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
     return c.json(result, 200);
   };
 
-  app.get(PATH, handler);
-  app.post(PATH, limitRequestBody(MAX_VERIFICATION_BODY_BYTES), handler);
+  app.get(PATH, requireScope("verifications:write"), handler);
+  app.post(PATH, requireScope("verifications:write"), limitRequestBody(MAX_VERIFICATION_BODY_BYTES), handler);
 }

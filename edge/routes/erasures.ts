@@ -9,6 +9,7 @@ import { ErasuresPage, ErasuresQuery } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
+import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const DEFAULT_LIMIT = 100;
@@ -30,7 +31,7 @@ export const erasuresRoute = createRoute({
     "The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: " +
     "each entry carries the four identifiers exactly as your lookups returned them (one entry per distinct set), so you can find and delete your copies. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). " +
     "Counts against the lookup rate limit; costs no credits.",
-  security: [{ bearerAuth: [] }],
+  ...scoped("people:read"),
   request: { query: ErasuresQuery },
   responses: {
     200: { description: "A page of erasures", content: { "application/json": { schema: ErasuresPage } } },

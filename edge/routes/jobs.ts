@@ -38,6 +38,7 @@ import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification-params.ts";
 import { newLines } from "../jobs/new-lines.ts";
+import { requireScope, scopeSecurity } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 export const JOBS_PATH = "/v1/email_verification_jobs";
@@ -110,7 +111,7 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
       "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
       "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
       "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
-    security: [{ bearerAuth: [] }],
+    security: scopeSecurity("jobs:write"),
     request: {
       query: JobCreateQuery,
       headers: z.object({ "idempotency-key": z.string().optional() }),
@@ -141,7 +142,7 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
     description:
       "The job as it is now: status, lines answered, counts and a summary by classification and by reason (kept in the same writes as the answers), " +
       "and where it stands in the scheduling (queue). Another account's job and no job at all are the same 404.",
-    security: [{ bearerAuth: [] }],
+    security: scopeSecurity("jobs:read"),
     request: { params: JobIdParam },
     responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
   });
@@ -155,7 +156,7 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
       "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
       "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
       "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
-    security: [{ bearerAuth: [] }],
+    security: scopeSecurity("jobs:read"),
     request: {
       params: JobIdParam,
       query: z.object({
@@ -184,7 +185,7 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
       "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
       "A job that has ended is answered as it is. Idempotent. " +
       "With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.",
-    security: [{ bearerAuth: [] }],
+    security: scopeSecurity("jobs:write"),
     request: { params: JobIdParam, query: z.object({ purge: z.enum(["true", "false"]).optional().openapi({ description: "true: delete the job's results now" }) }) },
     responses: {
       200: json(VerificationJob, "The job as it is now"),
@@ -254,7 +255,7 @@ async function create(c: Context<AppEnv>) {
     // Each transaction of lines may queue behind other uploads' at the database's write lock: it
     // gets a longer wait than an interactive read (a lookup's own timeout is unchanged).
     const linesDb = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS * JOB_WRITE_TIMEOUT_FACTOR);
-    job = await writeJobLines(linesDb, id, lines);
+    job = await writeJobLines(linesDb, id, lines, c.get("auth").keyId);
   } catch (error) {
     // Nothing of a failed create may count: its job stops counting against both limits at once,
     // and the cron deletes what was written. Should this fail too, the cron finds the job later.
@@ -423,10 +424,10 @@ function csvStream(c: Context<AppEnv>, job: JobRow, filter: ResultFilter | null)
 
 export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
   registerDocs(app);
-  app.post(JOBS_PATH, limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge), create);
-  app.get(`${JOBS_PATH}/:id`, async (c) => c.json(jobJson(await jobOr404(c)), 200));
-  app.get(`${JOBS_PATH}/:id/results`, results);
-  app.delete(`${JOBS_PATH}/:id`, async (c) => {
+  app.post(JOBS_PATH, requireScope("jobs:write"), limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge), create);
+  app.get(`${JOBS_PATH}/:id`, requireScope("jobs:read"), async (c) => c.json(jobJson(await jobOr404(c)), 200));
+  app.get(`${JOBS_PATH}/:id/results`, requireScope("jobs:read"), results);
+  app.delete(`${JOBS_PATH}/:id`, requireScope("jobs:write"), async (c) => {
     const rawPurge = c.req.query("purge");
     if (rawPurge !== undefined && !["true", "false"].includes(rawPurge.trim())) throw new ApiError(400, JOB_MESSAGES.badPurge);
     const purge = rawPurge?.trim() === "true";

@@ -1,11 +1,13 @@
 /** GET /v1/people (docs/api.md, the section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, PeopleQuery } from "../../shared/api.ts";
-import { balanceQuery, chargeForMatchQuery } from "../credits.ts";
+import { balanceQuery, chargeForMatchQuery, countLookupQuery } from "../credits.ts";
+import { takeDueActivity } from "../key-activity.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { findPersonQuery, matchingPersonId, parseIncludes, parsePeopleQuery, recordAccessQuery, toContactInfo } from "../people.ts";
+import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const creditHeaders = {
@@ -24,12 +26,12 @@ export const peopleRoute = createRoute({
     "the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. " +
     "include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. " +
     "Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).",
-  security: [{ bearerAuth: [] }],
+  ...scoped("people:read"),
   request: { query: PeopleQuery },
   responses: {
     200: { description: "A profile was found", content: { "application/json": { schema: ContactInfo } }, headers: creditHeaders },
     400: errorResponse(ERROR_MESSAGES.peopleParamRequired + ", an identifier is malformed, or an unknown include value (named)", creditHeaders),
-    402: errorResponse("Insufficient credits", creditHeaders),
+    402: errorResponse(`${ERROR_MESSAGES.insufficientCredits}; or ${ERROR_MESSAGES.dailyCreditCap} (reason daily_credit_cap): the key's daily_credit_cap is spent for this UTC day`, creditHeaders),
     404: errorResponse(ERROR_MESSAGES.profileNotFound, creditHeaders),
     ...authenticatedErrorResponses,
   },
@@ -60,23 +62,41 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
       throw err;
     }
 
-    // One round trip: one batch (one transaction) charges only when someone matches and the balance
-    // covers the cost, records that disclosure in the access log when it charged, then reads the
-    // person and the balance as they are after it.
+    // One round trip: one batch (one transaction) charges only when someone matches and both the balance
+    // and the key's daily cap cover the cost, records that disclosure in the access log when it charged,
+    // counts the lookup in the usage roll-up, then reads the person and the balance as they are after it.
+    // The isolate's due key activity (last_used_at, verification counts) rides along.
     const requestId = c.get("requestId");
-    const [chargedRows, , personRows, balanceRows] = await db.batch([
-      chargeForMatchQuery(db, accountId, cost, requestId, matchingPersonId(ids)),
-      recordAccessQuery(db, matchingPersonId(ids), accountId, keyId, requestId),
-      findPersonQuery(db, ids),
-      balanceQuery(db, accountId),
-    ]);
+    const now = Date.now();
+    const { dailyCreditCap } = c.get("auth");
+    const charge = { accountId, keyId, cost, requestId, now, dailyCreditCap };
+    const activity = takeDueActivity(now);
+    let results;
+    try {
+      results = await db.batch([
+        chargeForMatchQuery(db, charge, matchingPersonId(ids)),
+        recordAccessQuery(db, matchingPersonId(ids), accountId, keyId, requestId),
+        countLookupQuery(db, charge, matchingPersonId(ids)),
+        findPersonQuery(db, ids),
+        balanceQuery(db, accountId),
+        ...activity.statements.map((s) => db.run(s)),
+      ]);
+    } catch (error) {
+      activity.restore();
+      throw error;
+    }
+    const [chargedRows, , usageRows, personRows, balanceRows] = results;
     const charged = chargedRows[0];
     const person = personRows[0];
     if (charged && person) return c.json(toContactInfo(person, include), 200, chargeHeaders(cost, Number(charged.balance_after)));
-    // Nothing charged: the balance was short (which is all that stops a charge when someone matched,
-    // and 402 wins over 404), or nobody matched.
+    // Nothing charged: the balance or the key's cap was short (which is all that stops a charge when
+    // someone matched, and 402 wins over 404), or nobody matched.
     const balance = Number(balanceRows[0]?.credit_balance ?? 0);
-    if (person || balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));
+    if (balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));
+    const spentToday = Number(usageRows[0]?.credits_spent ?? 0);
+    if (dailyCreditCap !== null && spentToday + cost > dailyCreditCap) {
+      throw new ApiError(402, ERROR_MESSAGES.dailyCreditCap, chargeHeaders(0, balance), { reason: "daily_credit_cap" });
+    }
     throw new ApiError(404, ERROR_MESSAGES.profileNotFound, chargeHeaders(0, balance));
   });
 }

@@ -10,7 +10,8 @@ export function errorResponse(description: string, headers?: HeaderDoc) {
 const retryAfter = { schema: { type: "integer" as const }, description: "Seconds to wait before trying again" };
 
 export const authenticatedErrorResponses = {
-  401: errorResponse("Missing or invalid bearer token"),
+  401: errorResponse('Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired")'),
+  403: errorResponse('The key lacks the scope this operation requires: reason "missing_scope", and scope names it'),
   429: errorResponse("Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address", {
     "Retry-After": retryAfter,
     "RateLimit-Policy": { schema: { type: "string" }, description: 'The limit that applies, e.g. "lookup";q=100;w=10' },

@@ -13,6 +13,7 @@ import { hashToken } from "../../edge/lib/tokens.ts";
 import { sql } from "drizzle-orm";
 import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/lib/database.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
+import { SCOPES } from "../../shared/scopes.ts";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const TOKEN_PATTERN = /^cv_[A-Za-z0-9_-]{43}$/;
@@ -85,7 +86,19 @@ describe("account lifecycle", () => {
       const shown = await adminJson("accounts", "show", accountId);
       expect(shown.status).toBe(0);
       expect(shown.json).toMatchObject({ id: accountId, name: "Acme Ltd", status: "active", balance: 100 });
-      expect(shown.json.keys).toEqual([{ id: keyId, prefix: token.slice(0, 10), created_at: expect.any(Number), revoked_at: null }]);
+      expect(shown.json.keys).toEqual([
+        {
+          id: keyId,
+          name: "",
+          prefix: token.slice(0, 10),
+          scopes: [...SCOPES],
+          created_at: expect.any(Number),
+          last_used_at: null,
+          expires_at: null,
+          revoked_at: null,
+          daily_credit_cap: null,
+        },
+      ]);
       expect(shown.json.recent_ledger).toEqual([
         expect.objectContaining({ delta: 100, balance_after: 100, reason: "grant", request_id: null }),
       ]);
@@ -159,6 +172,29 @@ describe("account lifecycle", () => {
     },
     CLI_TEST_TIMEOUT,
   );
+
+  it(
+    "keys create takes a name, scopes, an expiry and a daily credit cap, and audits the creation as the operator",
+    async () => {
+      const created = await adminJson("accounts", "create", "--name", "Scoped", "--credits", "1");
+      const accountId = String(created.json.id);
+      const key = await adminJson(
+        "keys", "create", "--account", accountId, "--name", "CRM sync", "--scopes", "people:read, account:read",
+        "--expires", "2031-01-01T00:00:00Z", "--daily-credit-cap", "25",
+      );
+      expect(key.status).toBe(0);
+      const shown = await adminJson("accounts", "show", accountId);
+      expect(shown.json.keys).toEqual([
+        expect.objectContaining({ id: key.json.id, name: "CRM sync", scopes: ["people:read", "account:read"], expires_at: Date.parse("2031-01-01T00:00:00Z"), daily_credit_cap: 25 }),
+      ]);
+      const human = await admin("accounts", "show", accountId);
+      expect(human.stdout).toContain('"CRM sync"  people:read,account:read');
+      expect(human.stdout).toContain("cap 25/day");
+      const audit = await db.$client.execute({ sql: "select action, actor, target from audit_events where account_id = ?", args: [accountId] });
+      expect(audit.rows.map((r) => [r.action, r.actor, r.target])).toEqual([["key.created", "operator", key.json.id]]);
+    },
+    CLI_TEST_TIMEOUT,
+  );
 });
 
 // Independent processes: run them side by side.
@@ -176,6 +212,11 @@ describe.concurrent("errors", () => {
     [["accounts", "show"], /accounts show needs ID/],
     [["accounts", "show", "acc_x", "--name", "X"], /Unknown option '--name'/],
     [["people", "import", "f.jsonl", "--batch-size", "0"], /--batch-size must be an integer from 1 to/],
+    [["keys", "create", "--account", "acc_x", "--scopes", "people:write"], /--scopes: unknown scope "people:write"/],
+    [["keys", "create", "--account", "acc_x", "--scopes", ","], /--scopes must name at least one scope/],
+    [["keys", "create", "--account", "acc_x", "--expires", "next week"], /--expires must be an RFC 3339 date-time/],
+    [["keys", "create", "--account", "acc_x", "--daily-credit-cap", "0"], /--daily-credit-cap must be an integer from 1/],
+    [["keys", "create", "--account", "acc_x", "--name", " "], /--name must be 1 to 100 characters/],
   ])(
     "%j is a usage error: status 2, a message on stderr, a JSON error on stdout",
     async (args, message) => {

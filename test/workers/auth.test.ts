@@ -30,7 +30,8 @@ beforeAll(async () => {
   disabled = d.token;
 });
 
-const cases: { name: string; header: () => string | undefined }[] = [
+// A revoked key is refused like the rest, and says so (reason, and RFC 6750's error_description).
+const cases: { name: string; header: () => string | undefined; reason?: string }[] = [
   { name: "missing header", header: () => undefined },
   { name: "empty header", header: () => "" },
   { name: "scheme only", header: () => "Bearer" },
@@ -40,7 +41,7 @@ const cases: { name: string; header: () => string | undefined }[] = [
   { name: "malformed token", header: () => "Bearer not-a-token" },
   { name: "two tokens", header: () => `Bearer ${live} ${live}` },
   { name: "unknown token", header: () => `Bearer cv_${"A".repeat(43)}` },
-  { name: "revoked key", header: () => `Bearer ${revoked}` },
+  { name: "revoked key", header: () => `Bearer ${revoked}`, reason: "key_revoked" },
   { name: "disabled account", header: () => `Bearer ${disabled}` },
   { name: "oversized header", header: () => `Bearer ${"x".repeat(10_000)}` },
 ];
@@ -48,17 +49,17 @@ const cases: { name: string; header: () => string | undefined }[] = [
 describe.each(routes)("$name authentication", ({ path, init, withLiveKey }) => {
   // Failed authentications are limited per client address (docs/api.md "Rate limits"): the matrix stays well under it.
   const address = clientAddress();
-  it.each(cases)("answers 401 for $name", async ({ header }) => {
+  it.each(cases)("answers 401 for $name", async ({ header, reason }) => {
     const headers = new Headers(init?.headers);
     headers.set("CF-Connecting-IP", address);
     const value = header();
     if (value !== undefined) headers.set("Authorization", value);
     const res = await call(path, { ...init, headers });
     expect(res.status).toBe(401);
-    expect(res.headers.get("www-authenticate")).toBe("Bearer");
+    expect(res.headers.get("www-authenticate")).toBe(reason ? 'Bearer error="invalid_token", error_description="The API key was revoked"' : "Bearer");
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expect(res.headers.get("x-request-id")).toBeTruthy();
-    expect(await res.json()).toEqual({ error: "Unauthorized" });
+    expect(await res.json()).toEqual(reason ? { error: "Unauthorized", reason } : { error: "Unauthorized" });
   });
 
   it("lets a live key through, with the scheme word in any case", async () => {

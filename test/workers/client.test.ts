@@ -8,6 +8,7 @@ import committed from "../../client/openapi.json";
 import { createJobFromCsv } from "../../client/index.ts";
 import { AccountInfo, ContactInfo, EmailVerificationResult } from "../../shared/api.ts";
 import { JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
+import { ApiKeyWithToken, AuditPage, UsageReport } from "../../shared/keys.ts";
 import { apiClient, call, cancelUnfinishedJobs, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
@@ -78,6 +79,26 @@ describe("the typed client", () => {
     expect(VerificationJob.strict().parse(purged.data)).toMatchObject({ status: "completed", results_expired: true });
     const gone = await api.GET("/v1/email_verification_jobs/{id}/results", { params: { path: { id: job.id } } });
     expect([gone.response.status, gone.error]).toEqual([410, { error: "Job results have expired" }]);
+
+    const key = await api.POST("/v1/keys", { body: { name: "client", scopes: ["account:read"], daily_credit_cap: 5 } });
+    expect(key.response.status).toBe(201);
+    const made = ApiKeyWithToken.strict().parse(key.data);
+    called.add("createKey");
+    const keys = await api.GET("/v1/keys");
+    expect(keys.data?.keys.map((k) => k.id)).toContain(made.id);
+    called.add("listKeys");
+    const rolled = await api.POST("/v1/keys/{id}/roll", { params: { path: { id: made.id } }, body: { overlap_seconds: 0 } });
+    const replacement = ApiKeyWithToken.strict().parse(rolled.data);
+    called.add("rollKey");
+    const revoked = await api.DELETE("/v1/keys/{id}", { params: { path: { id: replacement.id } } });
+    expect(revoked.data?.status).toBe("revoked");
+    called.add("revokeKey");
+    const usage = await api.GET("/v1/usage", { params: { query: { group_by: "key" } } });
+    expect(UsageReport.strict().parse(usage.data).totals.lookups_charged).toBe(2);
+    called.add("getUsage");
+    const audit = await api.GET("/v1/audit-events", { params: { query: { limit: "10" } } });
+    expect(AuditPage.strict().parse(audit.data).events.map((e) => e.action)).toEqual(["key.revoked", "key.rolled", "key.created", "key.created"]);
+    called.add("listAuditEvents");
 
     expect([...called].sort()).toEqual([...operations].sort());
   });

@@ -702,7 +702,7 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(paths[PATH]!)).toEqual(["post"]);
     expect(Object.keys(paths[`${PATH}/{id}`]!).sort()).toEqual(["delete", "get"]);
     expect(Object.keys(paths[`${PATH}/{id}/results`]!)).toEqual(["get"]);
-    expect(Object.keys(paths[PATH]!.post.responses).sort()).toEqual(["202", "400", "401", "409", "413", "415", "429", "503"]);
+    expect(Object.keys(paths[PATH]!.post.responses).sort()).toEqual(["202", "400", "401", "403", "409", "413", "415", "429", "503"]);
     expect(paths[PATH]!.post.responses["202"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/VerificationJob" });
     expect(paths[`${PATH}/{id}/results`]!.get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/JobResultsPage" });
   });

@@ -1,0 +1,214 @@
+/**
+ * Keys as a resource (docs/api.md "Keys and scopes"): create, roll, revoke and list, each change and its
+ * audit event in one batch (one transaction), so neither is ever written without the other. Used by the
+ * Worker's /v1/keys routes and by the admin CLI (actor "operator").
+ */
+import { sql } from "drizzle-orm";
+import type { LibSQLDatabase } from "drizzle-orm/libsql";
+import { MAX_KEYS_IN_OVERLAP, type ApiKey } from "../../shared/keys.ts";
+import { decodeScopes, encodeScopes, type Scope } from "../../shared/scopes.ts";
+import { generateToken, hashToken, newId } from "../lib/tokens.ts";
+import type * as schema from "./schema.ts";
+
+type Db = LibSQLDatabase<typeof schema>;
+
+export type KeyRow = {
+  id: string;
+  account_id: string;
+  token_hash: string;
+  name: string;
+  prefix: string;
+  scopes: string;
+  created_at: number;
+  created_by: string;
+  last_used_at: number | null;
+  expires_at: number | null;
+  revoked_at: number | null;
+  daily_credit_cap: number | null;
+  replaced_by: string | null;
+};
+
+const KEY_COLUMNS = sql.raw(
+  "id, account_id, token_hash, name, prefix, scopes, created_at, created_by, last_used_at, expires_at, revoked_at, daily_credit_cap, replaced_by",
+);
+const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+export function keyJson(row: KeyRow, now: number): ApiKey {
+  const expiresAt = row.expires_at === null ? null : Number(row.expires_at);
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scopes: decodeScopes(row.scopes),
+    created_at: iso(Number(row.created_at))!,
+    created_by: row.created_by,
+    last_used_at: iso(row.last_used_at === null ? null : Number(row.last_used_at)),
+    expires_at: iso(expiresAt),
+    revoked_at: iso(row.revoked_at === null ? null : Number(row.revoked_at)),
+    daily_credit_cap: row.daily_credit_cap === null ? null : Number(row.daily_credit_cap),
+    status: row.revoked_at !== null ? "revoked" : expiresAt !== null && expiresAt <= now ? "expired" : "active",
+    replaced_by: row.replaced_by,
+  };
+}
+
+/** The SQL condition "this account's keys that count against MAX_LIVE_KEYS at `now`". */
+const liveKeys = (accountId: string, now: number, includeRolled: boolean) => sql`
+  select count(*) from api_keys where account_id = ${accountId} and revoked_at is null
+    and (expires_at is null or expires_at > ${now}) ${includeRolled ? sql`` : sql`and replaced_by is null`}`;
+
+function auditInsert(
+  accountId: string,
+  action: string,
+  actor: string,
+  target: string,
+  details: Record<string, unknown>,
+  requestId: string | null,
+  now: number,
+  onlyIf: ReturnType<typeof sql>,
+) {
+  return sql`
+    insert into audit_events (account_id, action, actor, target, details, request_id, created_at)
+    select ${accountId}, ${action}, ${actor}, ${target}, ${JSON.stringify(details)}, ${requestId}, ${now} where ${onlyIf}`;
+}
+
+export type NewKey = {
+  accountId: string;
+  name: string;
+  scopes: readonly Scope[];
+  expiresAt: number | null;
+  dailyCreditCap: number | null;
+  actor: string;
+  requestId: string | null;
+  now: number;
+  /** MAX_LIVE_KEYS for the API; null for the operator (the admin CLI), who may give an account more, e.g. for a load test. */
+  maxLiveKeys: number | null;
+};
+
+export type CreateOutcome = { created: true; key: KeyRow; token: string } | { created: false; reason: "no_account" | "too_many_keys" };
+
+/** Creates a key unless the account already holds `maxLiveKeys` live keys (checked in the insert itself). */
+export async function createKey(db: Db, k: NewKey): Promise<CreateOutcome> {
+  const { token, displayPrefix } = generateToken();
+  const id = newId("key");
+  const tokenHash = await hashToken(token);
+  const [inserted, , account] = await db.batch([
+    db.all<KeyRow>(sql`
+      insert into api_keys (id, account_id, token_hash, prefix, name, scopes, created_by, created_at, expires_at, daily_credit_cap)
+      select ${id}, id, ${tokenHash}, ${displayPrefix}, ${k.name}, ${encodeScopes(k.scopes)}, ${k.actor}, ${k.now}, ${k.expiresAt}, ${k.dailyCreditCap}
+      from accounts where id = ${k.accountId} ${k.maxLiveKeys === null ? sql`` : sql`and (${liveKeys(k.accountId, k.now, false)}) < ${k.maxLiveKeys}`}
+      returning ${KEY_COLUMNS}`),
+    db.run(
+      auditInsert(
+        k.accountId,
+        "key.created",
+        k.actor,
+        id,
+        { name: k.name, prefix: displayPrefix, scopes: [...k.scopes], expires_at: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString(), daily_credit_cap: k.dailyCreditCap },
+        k.requestId,
+        k.now,
+        sql`exists (select 1 from api_keys where id = ${id})`,
+      ),
+    ),
+    db.all<{ id: string }>(sql`select id from accounts where id = ${k.accountId}`),
+  ]);
+  const key = inserted[0];
+  if (key) return { created: true, key, token };
+  return { created: false, reason: account.length ? "too_many_keys" : "no_account" };
+}
+
+export type RollOutcome =
+  | { rolled: true; key: KeyRow; token: string; old: KeyRow }
+  | { rolled: false; reason: "not_found" | "revoked" | "expired" | "already_rolled" | "too_many_keys"; old?: KeyRow };
+
+/**
+ * Makes a new key with the old one's name, scopes, expiry and cap; the old one keeps working for
+ * `overlapSeconds` (its expires_at moves no later than that) and points at its replacement.
+ */
+export async function rollKey(
+  db: Db,
+  r: { accountId: string; keyId: string; overlapSeconds: number; actor: string; requestId: string | null; now: number },
+): Promise<RollOutcome> {
+  const { token, displayPrefix } = generateToken();
+  const id = newId("key");
+  const tokenHash = await hashToken(token);
+  const oldUntil = r.now + r.overlapSeconds * 1000;
+  const created = sql`exists (select 1 from api_keys where id = ${id})`;
+  const [inserted, , , oldRows] = await db.batch([
+    db.all<KeyRow>(sql`
+      insert into api_keys (id, account_id, token_hash, prefix, name, scopes, created_by, created_at, expires_at, daily_credit_cap)
+      select ${id}, account_id, ${tokenHash}, ${displayPrefix}, name, scopes, ${r.actor}, ${r.now}, expires_at, daily_credit_cap
+      from api_keys where id = ${r.keyId} and account_id = ${r.accountId} and revoked_at is null and replaced_by is null
+        and (expires_at is null or expires_at > ${r.now}) and (${liveKeys(r.accountId, r.now, true)}) < ${MAX_KEYS_IN_OVERLAP}
+      returning ${KEY_COLUMNS}`),
+    db.run(sql`
+      update api_keys set replaced_by = ${id}, expires_at = min(coalesce(expires_at, ${oldUntil}), ${oldUntil})
+      where id = ${r.keyId} and ${created}`),
+    db.run(
+      auditInsert(
+        r.accountId,
+        "key.rolled",
+        r.actor,
+        r.keyId,
+        { new_key_id: id, new_prefix: displayPrefix, overlap_seconds: r.overlapSeconds, old_key_expires_at: new Date(oldUntil).toISOString() },
+        r.requestId,
+        r.now,
+        created,
+      ),
+    ),
+    db.all<KeyRow>(sql`select ${KEY_COLUMNS} from api_keys where id = ${r.keyId} and account_id = ${r.accountId}`),
+  ]);
+  const old = oldRows[0];
+  const key = inserted[0];
+  if (key && old) return { rolled: true, key, token, old };
+  if (!old) return { rolled: false, reason: "not_found" };
+  if (old.revoked_at !== null) return { rolled: false, reason: "revoked", old };
+  if (old.replaced_by !== null) return { rolled: false, reason: "already_rolled", old };
+  if (old.expires_at !== null && Number(old.expires_at) <= r.now) return { rolled: false, reason: "expired", old };
+  return { rolled: false, reason: "too_many_keys", old };
+}
+
+/** Revokes a key of the account (idempotent: a revoked key is answered as it is). Undefined: no such key. */
+export async function revokeKey(
+  db: Db,
+  r: { accountId: string; keyId: string; actor: string; requestId: string | null; now: number },
+): Promise<KeyRow | undefined> {
+  const [, , rows] = await db.batch([
+    db.run(sql`update api_keys set revoked_at = ${r.now} where id = ${r.keyId} and account_id = ${r.accountId} and revoked_at is null`),
+    db.run(
+      auditInsert(r.accountId, "key.revoked", r.actor, r.keyId, {}, r.requestId, r.now, sql`exists (select 1 from api_keys where id = ${r.keyId} and revoked_at = ${r.now}) and changes() = 1`),
+    ),
+    db.all<KeyRow>(sql`select ${KEY_COLUMNS} from api_keys where id = ${r.keyId} and account_id = ${r.accountId}`),
+  ]);
+  return rows[0];
+}
+
+export async function getKey(db: Db, accountId: string, keyId: string): Promise<KeyRow | undefined> {
+  const [row] = await db.all<KeyRow>(sql`select ${KEY_COLUMNS} from api_keys where id = ${keyId} and account_id = ${accountId}`);
+  return row;
+}
+
+/** Listed at most: the live keys (MAX_KEYS_IN_OVERLAP at most) and the newest others. */
+export const MAX_LISTED_KEYS = 200;
+
+export async function listKeys(db: Db, accountId: string, now: number): Promise<KeyRow[]> {
+  return db.all<KeyRow>(sql`
+    select ${KEY_COLUMNS} from api_keys where account_id = ${accountId}
+    order by (revoked_at is null and (expires_at is null or expires_at > ${now})) desc, created_at desc, id desc
+    limit ${MAX_LISTED_KEYS}`);
+}
+
+/**
+ * For the cron: writes a key.expired event (actor "system") for each key that expired since and was
+ * not revoked, once per key.
+ */
+export async function recordExpiredKeys(db: Db, now: number, limit = 1_000): Promise<number> {
+  const due = sql`select id from api_keys where expires_at <= ${now} and expiry_recorded_at is null and expires_at is not null order by id limit ${limit}`;
+  const [, updated] = await db.batch([
+    db.run(sql`
+      insert into audit_events (account_id, action, actor, target, details, created_at)
+      select account_id, 'key.expired', 'system', id, json_object('expired_at', strftime('%Y-%m-%dT%H:%M:%fZ', expires_at / 1000.0, 'unixepoch')), ${now}
+      from api_keys where id in (${due}) and revoked_at is null`),
+    db.run(sql`update api_keys set expiry_recorded_at = ${now} where id in (${due})`),
+  ]);
+  return updated.rowsAffected;
+}

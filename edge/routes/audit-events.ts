@@ -1,0 +1,92 @@
+/**
+ * GET /v1/audit-events (docs/api.md "Audit trail"): what was done to the account's keys, newest first,
+ * cursor-paged. Kept AUDIT_RETENTION_SECONDS; the cron deletes older events.
+ */
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { sql } from "drizzle-orm";
+import { AuditPage, AuditQuery, type AUDIT_ACTIONS } from "../../shared/keys.ts";
+import { requestDatabase } from "../db/client.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
+import { scoped } from "../scopes.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 500;
+
+export const AUDIT_MESSAGES = {
+  badCursor: "Invalid parameter cursor: not one this endpoint returned",
+  badLimit: `Invalid parameter limit: must be an integer between 1 and ${MAX_LIMIT}`,
+} as const;
+
+const auditRoute = createRoute({
+  method: "get",
+  path: "/v1/audit-events",
+  operationId: "listAuditEvents",
+  tags: ["Account"],
+  summary: "The audit trail: keys created, rolled, revoked and expired, by whom",
+  description: "Newest first; next_cursor pages to older events. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.",
+  ...scoped("audit:read"),
+  request: { query: AuditQuery },
+  responses: {
+    200: { description: "A page of events", content: { "application/json": { schema: AuditPage } } },
+    400: errorResponse(`${AUDIT_MESSAGES.badCursor}; or ${AUDIT_MESSAGES.badLimit}`),
+    ...authenticatedErrorResponses,
+  },
+});
+
+/** A cursor is the last event's id, made opaque so clients do not build their own. */
+const encodeCursor = (id: number) => btoa(`a:${id}`).replace(/=+$/, "");
+function decodeCursor(raw: string | undefined): number | null {
+  if (raw === undefined || raw === "") return null;
+  let text = "";
+  try {
+    text = atob(raw);
+  } catch {
+    throw new ApiError(400, AUDIT_MESSAGES.badCursor);
+  }
+  const match = /^a:(\d{1,15})$/.exec(text);
+  if (!match) throw new ApiError(400, AUDIT_MESSAGES.badCursor);
+  return Number(match[1]);
+}
+
+function parseLimit(raw: string | undefined): number {
+  if (raw === undefined || raw === "") return DEFAULT_LIMIT;
+  if (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_LIMIT) throw new ApiError(400, AUDIT_MESSAGES.badLimit);
+  return Number(raw);
+}
+
+type EventRow = { id: number; action: string; actor: string; target: string | null; details: string; request_id: string | null; created_at: number };
+
+export function registerAuditRoute(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(auditRoute, async (c) => {
+    const query = c.req.valid("query");
+    const before = decodeCursor(query.cursor);
+    const limit = parseLimit(query.limit);
+    // One more than the page, to know whether another follows.
+    const rows = await requestDatabase(c).all<EventRow>(sql`
+      select id, action, actor, target, details, request_id, created_at from audit_events
+      where account_id = ${c.get("auth").accountId} ${before === null ? sql`` : sql`and id < ${before}`}
+      order by id desc limit ${limit + 1}`);
+    const page = rows.slice(0, limit);
+    const body: AuditPage = {
+      events: page.map((r) => ({
+        id: String(r.id),
+        action: r.action as (typeof AUDIT_ACTIONS)[number],
+        actor: r.actor,
+        target: r.target,
+        details: JSON.parse(r.details) as Record<string, unknown>,
+        request_id: r.request_id,
+        created_at: new Date(Number(r.created_at)).toISOString(),
+      })),
+      next_cursor: rows.length > limit ? encodeCursor(Number(page.at(-1)!.id)) : null,
+    };
+    return c.json(body, 200);
+  });
+}
+
+/** For the cron: deletes events older than the retention, a bounded number per run. */
+export async function deleteOldAuditEvents(db: { run(q: ReturnType<typeof sql>): Promise<{ rowsAffected: number }> }, before: number, maxRows = 10_000): Promise<number> {
+  const result = await db.run(sql`delete from audit_events where id in (select id from audit_events where created_at < ${before} order by id limit ${maxRows})`);
+  return result.rowsAffected;
+}

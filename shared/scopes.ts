@@ -1,0 +1,39 @@
+/**
+ * What an API key may do (docs/api.md "Keys and scopes"): one scope per operation, named after the
+ * resource and whether the operation reads it or changes it. The OpenAPI document states each
+ * operation's scope; the Worker checks it from the cached key, so it costs no database read.
+ */
+import { z } from "@hono/zod-openapi";
+
+export const SCOPES = [
+  "people:read",
+  "verifications:write",
+  "jobs:write",
+  "jobs:read",
+  "account:read",
+  "keys:write",
+  "members:write",
+  "audit:read",
+] as const;
+
+export type Scope = (typeof SCOPES)[number];
+
+export const ScopeName = z.enum(SCOPES).openapi({ description: "A scope (docs/api.md \"Keys and scopes\")", example: "people:read" });
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
+
+/** The stored form: a JSON array of scope names, in SCOPES order, each once. */
+export function encodeScopes(scopes: readonly Scope[]): string {
+  return JSON.stringify(SCOPES.filter((s) => scopes.includes(s)));
+}
+
+/** The stored form read back; a name this release does not know (a rollback) is dropped, never honoured. */
+export function decodeScopes(stored: string): Scope[] {
+  const parsed: unknown = JSON.parse(stored);
+  return Array.isArray(parsed) ? parsed.filter((s): s is Scope => typeof s === "string" && isScope(s)) : [];
+}
+
+/** What keys made before scopes existed hold, and what the admin CLI gives when no --scopes is named. */
+export const ALL_SCOPES_STORED = encodeScopes(SCOPES);
