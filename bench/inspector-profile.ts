@@ -102,7 +102,7 @@ function place(frame: CallFrame): { where: string; area: string } {
 }
 
 /** Self time per frame and per package/folder, as markdown tables: µs per request and share of the samples. */
-export function profileMarkdown(profile: CpuProfile, opts: { requests: number; top: number }): Promise<string> {
+export function profileMarkdown(profile: CpuProfile, opts: { requests: number; top: number }): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   // timeDeltas[i] is the time before sample i: the time from sample i to i+1 belongs to sample i.
