@@ -133,13 +133,14 @@ export function profileMarkdown(profile: CpuProfile, opts: { requests: number; t
   const share = (us: number) => `${((100 * us) / busyUs).toFixed(1)}%`;
   const lines = [
     `Sampled every ${SAMPLING_INTERVAL_US} µs; the isolate's thread was busy ${(busyUs / 1000).toFixed(0)} ms (${perRequest(busyUs)} µs per request) and idle ${(idleUs / 1000).toFixed(0)} ms. ` +
-      "(program) is time in workerd's and V8's native code that no JavaScript frame owns.",
+      "(program) is time in workerd's and V8's native code that no JavaScript frame owns. Profiling slows the isolate down several times over " +
+      "(compare bench/edge-cpu.ts without --profile), unevenly: read the shares for where the time goes, not the µs for what a request costs.",
     "",
-    "| Self time by package or folder | µs per request | share of busy |",
+    "| Self time by package or folder | µs per request, profiled | share of busy |",
     "|---|---|---|",
     ...[...areas].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([area, us]) => `| ${area} | ${perRequest(us)} | ${share(us)} |`),
     "",
-    "| Top frames by self time | where | µs per request | share of busy |",
+    "| Top frames by self time | where | µs per request, profiled | share of busy |",
     "|---|---|---|---|",
     ...[...frames.values()].sort((a, b) => b.us - a.us).slice(0, opts.top).map((f) => `| ${f.fn} | ${f.where} | ${perRequest(f.us)} | ${share(f.us)} |`),
   ];

@@ -217,7 +217,9 @@ ${edgeCpu}
 - \`/healthz\` is the floor: the dev proxy, workerd's HTTP work and the access line, none of it a route's. Every authenticated row also pays for one
   call of the rate-limit binding, which \`wrangler dev\` simulates with a Durable Object in the same workerd (one more local request and a SQLite write).
 - The NXDOMAIN verification is answered from the isolate's DNS cache after the warm-up, so it makes no request at all; the SERVFAIL one asks the DoH
-  fixture every time (a failure is never cached), one round trip like the lookup's.
+  fixture every time (a failure is never cached), one round trip like the lookup's. Under \`wrangler dev\` every request the Worker sends (to the
+  database, DoH or the probe) also passes through miniflare's outbound interceptor, a JavaScript Worker in the same workerd: the SERVFAIL row less the
+  NXDOMAIN row is what one such request costs here. Neither the interceptor nor the rate-limit Durable Object runs on Cloudflare.
 - A CPU profile of the Worker under the same load: \`npx tsx bench/edge-cpu.ts --profile\` (docs/operations.md "Profiling the Worker").
 
 ## 2. Verification against the npm verifiers
