@@ -14,7 +14,7 @@
  * through the bundle's source map to our sources and packages.
  *
  *   npx tsx bench/edge-cpu.ts [--reps 3] [--requests 3000] [--rounds 6] [--in-flight 10] [--keys 500] [--edge-port 8798]
- *   npx tsx bench/edge-cpu.ts --profile [--requests 3000] [--top 30] [--inspector-port 9239]
+ *   npx tsx bench/edge-cpu.ts --profile [--requests 3000] [--top 30] [--interval 100 (µs)] [--inspector-port 9239]
  */
 import autocannon from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -24,7 +24,7 @@ import { openDatabase } from "../scripts/lib/database.ts";
 import { startDohServer } from "../test/fixtures/doh-server.ts";
 import { testZone } from "../test/fixtures/test-zone.ts";
 import { cpuSeconds, processTree, startFreshDatabase } from "./child.ts";
-import { profileMarkdown, takeProfile } from "./inspector-profile.ts";
+import { profileMarkdown, SAMPLING_INTERVAL_US, takeProfile } from "./inspector-profile.ts";
 import { median, spread } from "./stats.ts";
 
 const { values } = parseArgs({
@@ -38,6 +38,7 @@ const { values } = parseArgs({
     "inspector-port": { type: "string", default: "9239" },
     profile: { type: "boolean", default: false },
     top: { type: "string", default: "30" },
+    interval: { type: "string", default: String(SAMPLING_INTERVAL_US) },
   },
 });
 const reps = Number(values.reps);
@@ -192,9 +193,10 @@ if (values.profile) {
     for (const target of TARGETS) {
       const url = `${base}${target.path}`;
       await load(url, Math.max(keyCount, 1000), stack.tokens, target.authenticated);
-      const profile = await takeProfile(inspectorPort, () => load(url, requests, stack.tokens, target.authenticated));
+      const intervalUs = Number(values.interval);
+      const profile = await takeProfile(inspectorPort, () => load(url, requests, stack.tokens, target.authenticated), intervalUs);
       console.log(`\n### ${target.name}: ${requests} requests, ${inFlight} in flight\n`);
-      console.log(profileMarkdown(profile, { requests, top: Number(values.top) }));
+      console.log(profileMarkdown(profile, { requests, top: Number(values.top), intervalUs }));
     }
   } finally {
     await stack.stop();

@@ -13,11 +13,11 @@ type CallFrame = { functionName: string; url: string; lineNumber: number; column
 type ProfileNode = { id: number; callFrame: CallFrame; hitCount?: number; children?: number[] };
 export type CpuProfile = { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] };
 
-/** Sampling interval, µs: fine enough to see a 0.1 ms function in a few thousand requests. */
-const SAMPLING_INTERVAL_US = 100;
+/** Sampling interval by default, µs: fine enough to see a 0.1 ms function in a few thousand requests. */
+export const SAMPLING_INTERVAL_US = 100;
 
 /** Starts the profiler on the Worker, runs `work`, stops it and returns the profile. */
-export async function takeProfile(inspectorPort: number, work: () => Promise<unknown>): Promise<CpuProfile> {
+export async function takeProfile(inspectorPort: number, work: () => Promise<unknown>, intervalUs = SAMPLING_INTERVAL_US): Promise<CpuProfile> {
   const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as { webSocketDebuggerUrl?: string; title?: string }[];
   const target = targets.find((t) => t.webSocketDebuggerUrl);
   if (!target) throw new Error(`no inspector target on port ${inspectorPort}: ${JSON.stringify(targets)}`);
@@ -45,7 +45,7 @@ export async function takeProfile(inspectorPort: number, work: () => Promise<unk
     });
   try {
     await send("Profiler.enable");
-    await send("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
+    await send("Profiler.setSamplingInterval", { interval: intervalUs });
     await send("Profiler.start");
     await work();
     const { profile } = (await send("Profiler.stop")) as { profile: CpuProfile };
@@ -102,12 +102,12 @@ function place(frame: CallFrame): { where: string; area: string } {
 }
 
 /** Self time per frame and per package/folder, as markdown tables: µs per request and share of the samples. */
-export function profileMarkdown(profile: CpuProfile, opts: { requests: number; top: number }): string {
+export function profileMarkdown(profile: CpuProfile, opts: { requests: number; top: number; intervalUs: number }): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   // timeDeltas[i] is the time before sample i: the time from sample i to i+1 belongs to sample i.
   for (let i = 0; i < profile.samples.length; i++) {
-    const us = profile.timeDeltas[i + 1] ?? SAMPLING_INTERVAL_US;
+    const us = profile.timeDeltas[i + 1] ?? opts.intervalUs;
     selfUs.set(profile.samples[i]!, (selfUs.get(profile.samples[i]!) ?? 0) + us);
   }
   const frames = new Map<string, { fn: string; where: string; us: number }>();
@@ -132,7 +132,7 @@ export function profileMarkdown(profile: CpuProfile, opts: { requests: number; t
   const perRequest = (us: number) => (us / opts.requests).toFixed(1);
   const share = (us: number) => `${((100 * us) / busyUs).toFixed(1)}%`;
   const lines = [
-    `Sampled every ${SAMPLING_INTERVAL_US} µs; the isolate's thread was busy ${(busyUs / 1000).toFixed(0)} ms (${perRequest(busyUs)} µs per request) and idle ${(idleUs / 1000).toFixed(0)} ms. ` +
+    `Sampled every ${opts.intervalUs} µs; the isolate's thread was busy ${(busyUs / 1000).toFixed(0)} ms (${perRequest(busyUs)} µs per request) and idle ${(idleUs / 1000).toFixed(0)} ms. ` +
       "(program) is time in workerd's and V8's native code that no JavaScript frame owns. Profiling slows the isolate down several times over " +
       "(compare bench/edge-cpu.ts without --profile), unevenly: read the shares for where the time goes, not the µs for what a request costs.",
     "",
