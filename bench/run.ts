@@ -220,6 +220,8 @@ ${edgeCpu}
   fixture every time (a failure is never cached), one round trip like the lookup's. Under \`wrangler dev\` every request the Worker sends (to the
   database, DoH or the probe) also passes through miniflare's outbound interceptor, a JavaScript Worker in the same workerd: the SERVFAIL row less the
   NXDOMAIN row is what one such request costs here. Neither the interceptor nor the rate-limit Durable Object runs on Cloudflare.
+- A key stays in the isolate's cache for 60 s after its database read, so each key in turn costs one more read a minute: the fewer keys for the
+  same requests, the closer a row is to a warm key's cost. The keys are enough that none reaches its rate limit here (non-2xx says if one did).
 - A CPU profile of the Worker under the same load: \`npx tsx bench/edge-cpu.ts --profile\` (docs/operations.md "Profiling the Worker").
 
 ## 2. Verification against the npm verifiers
