@@ -1,5 +1,5 @@
 /**
- * The benchmarks that exist as command-line scripts (bench/edge-load.ts, bench/import.ts,
+ * The benchmarks that exist as command-line scripts (bench/edge-load.ts, bench/edge-cpu.ts, bench/import.ts,
  * bench/edge-checks.ts, bench/lookup-path.ts), run as child processes once per repetition (or once,
  * when the script repeats itself) and read back from what they print, so `npm run bench` measures
  * exactly what running them by hand measures.
@@ -46,6 +46,21 @@ export function edgeLoadMarkdown(r: EdgeLoad): string {
     );
   }
   return lines.join("\n");
+}
+
+// ---- CPU per request in workerd: bench/edge-cpu.ts ----
+
+export type EdgeCpuOptions = { reps: number; requests: number; inFlight: number };
+
+export const edgeCpuArgs = (opts: EdgeCpuOptions) => ["--reps", String(opts.reps), "--requests", String(opts.requests), "--in-flight", String(opts.inFlight)];
+
+/** One run (the script repeats itself, each repetition with its own `npm start`); its sentence and table. */
+export async function runEdgeCpu(opts: EdgeCpuOptions & { log: (m: string) => void }): Promise<string> {
+  opts.log(`CPU per request: ${opts.reps} repetitions of ${opts.requests} requests per row`);
+  const out = await tsx("bench/edge-cpu.ts", edgeCpuArgs(opts));
+  const start = out.indexOf("workerd CPU");
+  if (start < 0 || !/^\| GET \/healthz/m.test(out)) throw new Error(`edge-cpu.ts printed no table:\n${out}`);
+  return out.slice(start).trim();
 }
 
 // ---- Import: bench/import.ts ----

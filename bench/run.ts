@@ -12,7 +12,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { root } from "./child.ts";
-import { edgeLoadMarkdown, importMarkdown, lookupPathArgs, runEdgeChecks, runEdgeLoad, runImport, runLookupPath, runUsage } from "./cli-benches.ts";
+import { edgeCpuArgs, edgeLoadMarkdown, importMarkdown, lookupPathArgs, runEdgeChecks, runEdgeCpu, runEdgeLoad, runImport, runLookupPath, runUsage } from "./cli-benches.ts";
 import { hotDomainMarkdown, runHotDomain, BEFORE_SCHEDULER, HOT_TOOLS } from "./hot-domain.ts";
 import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
@@ -32,6 +32,7 @@ const quick = values.quick;
 const plan = quick
   ? {
       edge: { reps: 1, duration: 3, connections: 50 },
+      edgeCpu: { reps: 1, requests: 600, inFlight: 10 },
       verify: { reps: 1, concurrency: 50, sequentialCount: 20, seed: 5, delayMs: 20 },
       probe: { reps: 1, levels: [1, 50, 500], checks: 200, delayMs: 20 },
       hot: { reps: 1, checks: 200, delayMs: 20 },
@@ -46,6 +47,7 @@ const plan = quick
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
+      edgeCpu: { reps: 3, requests: 3000, inFlight: 10 },
       verify: { reps: 3, concurrency: 50, sequentialCount: 100, seed: 5, delayMs: 20 },
       probe: { reps: 3, levels: [1, 50, 500, 2000], checks: 2000, delayMs: 20 },
       hot: { reps: 3, checks: 500, delayMs: 20 },
@@ -96,6 +98,7 @@ const machine = await describeMachine();
 log(`${quick ? "quick" : "full"} run on ${machine.short}`);
 
 const edge = await runEdgeLoad({ ...plan.edge, log });
+const edgeCpu = await runEdgeCpu({ ...plan.edgeCpu, log });
 const verify = await runVerifyComparison({ ...plan.verify, log });
 const probeRuns: ProbeBenchResult[] = [];
 for (let rep = 1; rep <= plan.probe.reps; rep++) {
@@ -158,6 +161,7 @@ npm run bench -- --quick   # a smoke run: one repetition, smaller sizes
 
 \`\`\`sh
 ${tsxCommand("edge-load.ts", `--duration ${plan.edge.duration} --connections ${plan.edge.connections}`)}   # ${repsText(plan.edge.reps)}
+${tsxCommand("edge-cpu.ts", edgeCpuArgs(plan.edgeCpu).join(" "))}
 ${tsxCommand("verify-compare.ts", `--reps ${plan.verify.reps} --concurrency ${plan.verify.concurrency} --sequential ${plan.verify.sequentialCount} --seed ${plan.verify.seed} --delay-ms ${plan.verify.delayMs}`)}
 ${tsxCommand("probe-scale.ts", `--levels ${plan.probe.levels.join(",")} --checks ${plan.probe.checks} --delay-ms ${plan.probe.delayMs}`)}   # ${repsText(plan.probe.reps)}
 ${tsxCommand("hot-domain.ts", `--reps ${plan.hot.reps} --checks ${plan.hot.checks} --delay-ms ${plan.hot.delayMs}`)}
@@ -205,6 +209,24 @@ ${edgeLoadMarkdown(edge)}
 - miss: the same batch, charging nothing (a 404 costs nothing); non-2xx counts those 404s.
 - \`/v1/email_verifications\`: the cheap checks and MX over DoH from the local fixture (cached in the isolate after the first request); no probe, so
   every answer is \`risky\` with "No SMTP check was performed".
+
+### 1a. CPU per request in workerd
+
+bench/edge-cpu.ts: the CPU time (user + system, from /proc) of the workerd processes \`wrangler dev\` runs (the local dev proxy and the Worker) under
+\`npm start\` at \`WRANGLER_LOG=warn\`, what Cloudflare bills and what the free plan limits to 10 ms per request. CPU time counts only what workerd ran,
+so it holds up on a busy machine where requests/s do not; the rows take turns in rounds so that load from elsewhere falls on each alike.
+
+${edgeCpu}
+
+- \`/healthz\` is the floor: the dev proxy, workerd's HTTP work and the access line, none of it a route's. Every authenticated row also pays for one
+  call of the rate-limit binding, which \`wrangler dev\` simulates with a Durable Object in the same workerd (one more local request and a SQLite write).
+- The NXDOMAIN verification is answered from the isolate's DNS cache after the warm-up, so it makes no request at all; the SERVFAIL one asks the DoH
+  fixture every time (a failure is never cached), one round trip like the lookup's. Under \`wrangler dev\` every request the Worker sends (to the
+  database, DoH or the probe) also passes through miniflare's outbound interceptor, a JavaScript Worker in the same workerd: the SERVFAIL row less the
+  NXDOMAIN row is what one such request costs here. Neither the interceptor nor the rate-limit Durable Object runs on Cloudflare.
+- A key stays in the isolate's cache for 60 s after its database read, so each key in turn costs one more read a minute: the fewer keys for the
+  same requests, the closer a row is to a warm key's cost. The keys are enough that none reaches its rate limit here (non-2xx says if one did).
+- A CPU profile of the Worker under the same load: \`npx tsx bench/edge-cpu.ts --profile\` (docs/operations.md "Profiling the Worker").
 
 ## 2. Verification against the npm verifiers
 

@@ -108,6 +108,8 @@ function startWorker(vars: Record<string, string | undefined>): ChildProcess {
   // (method, path and status, never the query string). WRANGLER_LOG=warn keeps only problems.
   const logLevel = process.env.WRANGLER_LOG || "info";
   const args = ["dev", "--ip", host, "--port", String(edgePort), "--log-level", logLevel, "--env-file", envFile];
+  // The DevTools inspector wrangler dev opens (9229, or the next free port, unless EDGE_INSPECTOR_PORT says which).
+  if (process.env.EDGE_INSPECTOR_PORT) args.push("--inspector-port", process.env.EDGE_INSPECTOR_PORT);
   const child = spawn(join(root, "node_modules/.bin/wrangler"), args, {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],

@@ -1,6 +1,8 @@
 import { createClient, type Client } from "@libsql/client/web";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
-import { drizzle } from "drizzle-orm/libsql/web";
+import { createTableRelationsHelpers, extractTablesRelationalConfig, type ExtractTablesWithRelations, type RelationalSchemaConfig } from "drizzle-orm";
+import { LibSQLDatabase } from "drizzle-orm/libsql/driver-core";
+import { LibSQLSession } from "drizzle-orm/libsql/session";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import * as schema from "./schema.ts";
 
 export type Database = LibSQLDatabase<typeof schema> & { $client: Client };
@@ -43,15 +45,15 @@ function fetchWithin(timeoutMs: number): typeof fetch {
 }
 
 /**
- * A database handle for one request. It must not be shared across requests: the libSQL client
- * queues statements beyond its concurrency limit (20) and releases them from whichever request
- * finished first, and workerd cannot resume one request from another's I/O, so a shared client
- * hangs under load ("code had hung", seen with 50 connections). Creating one does no I/O.
+ * What drizzle() derives from the schema and its dialect, made once per isolate: drizzle() itself (its
+ * driver-core construct(), which openRequestDatabase follows) walks every table again on each open, and
+ * a database is opened once per request (issue 30). Neither holds anything of a request.
  */
-export function openRequestDatabase(url: string, authToken: string | undefined, timeoutMs: number): Database {
-  const client = createClient({ url, authToken, fetch: fetchWithin(timeoutMs) });
-  return drizzle(reportingFailures(client), { schema }) as Database;
-}
+const dialect = new SQLiteAsyncDialect();
+const relationalSchema: RelationalSchemaConfig<ExtractTablesWithRelations<typeof schema>> = (() => {
+  const tables = extractTablesRelationalConfig<ExtractTablesWithRelations<typeof schema>>(schema, createTableRelationsHelpers);
+  return { fullSchema: schema, schema: tables.tables, tableNamesMap: tables.tableNamesMap };
+})();
 
 /** The request's database handle, opened on first use and kept on the context for the rest of it. */
 export function requestDatabase(c: {
@@ -65,5 +67,18 @@ export function requestDatabase(c: {
     db = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS);
     c.set("db", db);
   }
+  return db;
+}
+
+/**
+ * A database handle for one request. It must not be shared across requests: the libSQL client
+ * queues statements beyond its concurrency limit (20) and releases them from whichever request
+ * finished first, and workerd cannot resume one request from another's I/O, so a shared client
+ * hangs under load ("code had hung", seen with 50 connections). Creating one does no I/O.
+ */
+export function openRequestDatabase(url: string, authToken: string | undefined, timeoutMs: number): Database {
+  const client = reportingFailures(createClient({ url, authToken, fetch: fetchWithin(timeoutMs) }));
+  const db = new LibSQLDatabase("async", dialect, new LibSQLSession(client, dialect, relationalSchema, {}, undefined), relationalSchema) as Database;
+  db.$client = client;
   return db;
 }
