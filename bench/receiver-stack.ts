@@ -115,6 +115,8 @@ export type Api = {
   job(id: string): Promise<VerificationJob>;
   /** Polls until `completed` or `limitMs`; the seconds it took, or null at the limit. */
   waitJob(id: string, limitMs: number, onPoll?: (job: VerificationJob) => void): Promise<{ seconds: number | null; job: VerificationJob }>;
+  /** Creates a job and waits for it: seconds from the upload to `completed`, or null at the limit. */
+  runJob(emails: string[], limitMs: number): Promise<{ seconds: number | null; job: VerificationJob }>;
   results(id: string): Promise<{ email: string; classification: string; reason: string }[]>;
   verify(email: string): Promise<{ classification: string; reason: string; status: number }>;
 };
@@ -195,6 +197,11 @@ function api(edgePort: number, token: string): Api {
         await new Promise((r) => setTimeout(r, 250));
       }
     },
+    async runJob(emails, limitMs) {
+      const started = performance.now();
+      const done = await this.waitJob(await this.createJob(emails), limitMs - (performance.now() - started));
+      return { seconds: done.seconds === null ? null : (performance.now() - started) / 1000, job: done.job };
+    },
     async results(id) {
       const res = await fetch(`${base}/email_verification_jobs/${id}/results?format=csv`, { headers });
       if (!res.ok) return [];
@@ -234,7 +241,7 @@ export function buildList(n: number, domains: { domain: string; weight: number }
 /** Answers by reason, as "reason × n" sorted by count. */
 export function reasonCounts(rows: { reason: string }[]): string {
   const counts = new Map<string, number>();
-  for (const r of rows) counts.set(r.reason, (counts.get(r.reason) ?? 0) + 1);
+  for (const r of rows) counts.set(r.reason || "(no answer yet)", (counts.get(r.reason || "(no answer yet)") ?? 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} × ${v}`).join(", ") || "none";
 }
 

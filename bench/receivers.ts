@@ -90,16 +90,18 @@ async function forcepoint(c: Ctx): Promise<Row[]> {
     const b = await stack.account("bench receivers B");
     const checks = c.quick ? 100 : 300;
     c.log(`receivers forcepoint: B's clean 100-line job alone`);
-    const alone = await b.waitJob(await b.createJob(buildList(100, [{ domain, weight: 1 }], 0, "alone")), c.limitS * 1000);
-    c.log(`receivers forcepoint: ${checks} single checks of random addresses from A over 60 s, B's job again`);
-    const jobId = await b.createJob(buildList(100, [{ domain, weight: 1 }], 0, "shared"));
+    const alone = await b.runJob(buildList(100, [{ domain, weight: 1 }], 0, "alone"), c.limitS * 1000);
+    c.log(`receivers forcepoint: ${checks} single checks of random addresses from A over 60 s, B's next job 30 s in`);
     const singles: Promise<{ reason: string }>[] = [];
     const started = Date.now();
+    let sharedRun: ReturnType<Api["runJob"]> | undefined;
     for (let i = 0; i < checks; i++) {
       await new Promise((r) => setTimeout(r, Math.max(0, started + (i * 60_000) / checks - Date.now())));
+      if (!sharedRun && Date.now() - started >= 30_000) sharedRun = b.runJob(buildList(100, [{ domain, weight: 1 }], 0, "shared"), c.limitS * 1000);
       singles.push(a.verify(`random-${Math.random().toString(36).slice(2, 10)}@${domain}`));
     }
-    const shared = await b.waitJob(jobId, c.limitS * 1000);
+    const shared = await sharedRun!;
+    const jobId = shared.job.id;
     const answers = await Promise.all(singles);
     const rows = await b.results(jobId);
     const server = await stack.counters();
@@ -131,8 +133,8 @@ async function cisco(c: Ctx): Promise<Row[]> {
     try {
       const api = await stack.account("bench receivers cisco");
       c.log(`receivers cisco: ${lines} lines, 30% unknown, gateway ${mode} past 25 invalid an hour`);
-      const id = await api.createJob(buildList(lines, [{ domain, weight: 1 }], 0.3, "cisco"));
-      const done = await api.waitJob(id, c.limitS * 1000);
+      const done = await api.runJob(buildList(lines, [{ domain, weight: 1 }], 0.3, "cisco"), c.limitS * 1000);
+      const id = done.job.id;
       const results = await api.results(id);
       const r = (await stack.counters()).receiver!;
       const tag = `cisco (${mode})`;
@@ -162,23 +164,26 @@ async function google(c: Ctx): Promise<Row[]> {
   // Above the policy's google row (1.5 RCPT/s, 1,000 unknown an hour per probe IP): what a Google MX might tolerate. THIN, as the row is.
   const receiverOptions = { rcptPerMinute: 150, unknownPerHour: 1_500, jumpFactor: 2, jumpFloor: 6_000, jumpWindowMs: 3_600_000, throttleMs: 1_800_000 };
   const rows: Row[] = [];
-  const times: (number | null)[] = [];
+  /** Lines answered per second in each run (the list's size over its time, or what the limit left). */
+  const rates: number[] = [];
   for (const probes of [1, 4]) {
     const stack = await c.stack({ zone, receiver: "google", receiverOptions, scale: c.scale, probes, delayMs: 5 });
     try {
       const api = await stack.account("bench receivers google");
       c.log(`receivers google: ${lines} lines, 20% unknown, ${probes} probe(s), time ${c.scale}x`);
+      const started = performance.now();
       const id = await api.createJob(list);
       let last = 0;
-      const done = await api.waitJob(id, c.limitS * 1000, (job) => {
+      const done = await api.waitJob(id, c.limitS * 1000 - (performance.now() - started), (job) => {
         if (job.processed - last >= lines / 10) c.log(`receivers google: ${(last = job.processed)} of ${lines}`);
       });
-      const results = await api.results(id);
+      const elapsedS = (performance.now() - started) / 1000;
+      const results = (await api.results(id)).filter((x) => x.reason);
       const r = (await stack.counters()).receiver!;
-      times.push(done.seconds);
+      rates.push(done.job.processed / elapsedS);
       const tag = `google (${probes} probe${probes > 1 ? "s" : ""})`;
       rows.push(
-        { scenario: tag, measure: "time (real at this scale)", value: `${seconds(done.seconds, c.limitS)}${done.seconds === null ? `, ${done.job.processed} of ${lines} lines` : ` (${((done.seconds * c.scale) / 3600).toFixed(1)} h)`}`, goal: "", met: null },
+        { scenario: tag, measure: "time (real at this scale)", value: `${seconds(done.seconds === null ? null : elapsedS, c.limitS)}${done.seconds === null ? `, ${done.job.processed} of ${lines} lines (${(done.job.processed / elapsedS).toFixed(1)} lines/s)` : ` (${((elapsedS * c.scale) / 3600).toFixed(1)} h)`}`, goal: "", met: null },
         { scenario: tag, measure: "421 4.7.28 replies (throttles started)", value: `${r.throttle_replies} (${r.blocks})`, goal: "0", met: r.throttle_replies === 0 },
         { scenario: tag, measure: "451 4.3.0 (second domain in a transaction)", value: String(r.multiple_domains), goal: "0", met: r.multiple_domains === 0 },
         { scenario: tag, measure: "verdicts right; unknown reported valid", value: `${right(results)} of ${results.length} answered; ${falseValids(results)}`, goal: "", met: null },
@@ -187,14 +192,10 @@ async function google(c: Ctx): Promise<Row[]> {
       await stack.stop();
     }
   }
-  const [one, four] = times;
-  rows.push({
-    scenario: "google",
-    measure: "four probes against a quarter of one",
-    value: one != null && four != null ? `${(four / (one / 4)).toFixed(2)}×` : "not measurable (a run did not complete)",
-    goal: "≤ 1.3×",
-    met: one != null && four != null ? four <= 1.3 * (one / 4) : null,
-  });
+  // Time on four against a quarter of the time on one, from the rates (the same as the times' ratio when both runs complete).
+  const [one, four] = rates as [number, number];
+  const ratio = four > 0 ? (4 * one) / four : Infinity;
+  rows.push({ scenario: "google", measure: "time on four probes against a quarter of one's (from lines/s)", value: `${ratio.toFixed(2)}×`, goal: "≤ 1.3×", met: ratio <= 1.3 });
   return rows;
 }
 
@@ -207,7 +208,7 @@ async function outlook(c: Ctx): Promise<Row[]> {
     const api = await stack.account("bench receivers outlook");
     const list = buildList(100, ["hotmail.com", "outlook.com", "live.com"].map((domain) => ({ domain, weight: 1 })), 0.3, "o");
     c.log("receivers outlook: 100 lines and 20 single checks at Outlook.com consumer MX names");
-    const done = await api.waitJob(await api.createJob(list), c.limitS * 1000);
+    const done = await api.runJob(list, c.limitS * 1000);
     const singles = await Promise.all(list.slice(0, 20).map((e) => api.verify(e)));
     const r = (await stack.counters()).receiver!;
     return [
@@ -226,8 +227,8 @@ async function eop(c: Ctx): Promise<Row[]> {
   try {
     const api = await stack.account("bench receivers eop");
     c.log("receivers eop: 200 lines, 30% unknown, at an EOP-like MX");
-    const id = await api.createJob(buildList(200, [{ domain, weight: 1 }], 0.3, "eop"));
-    const done = await api.waitJob(id, c.limitS * 1000);
+    const done = await api.runJob(buildList(200, [{ domain, weight: 1 }], 0.3, "eop"), c.limitS * 1000);
+    const id = done.job.id;
     const results = await api.results(id);
     const r = (await stack.counters()).receiver!;
     return [
@@ -251,8 +252,10 @@ async function restart(c: Ctx): Promise<Row[]> {
     const id = await api.createJob(buildList(lines, [{ domain, weight: 1 }], 0.5, "restart"));
     let restartedAt: number | null = null;
     let restarting: Promise<void> | undefined;
+    const started = performance.now();
+    // At a third of the list, or of the time limit for a probe that gets no further.
     const done = await api.waitJob(id, c.limitS * 1000, (job) => {
-      if (restartedAt === null && job.processed >= lines / 3) {
+      if (restartedAt === null && (job.processed >= lines / 3 || performance.now() - started > (c.limitS * 1000) / 3)) {
         restartedAt = job.processed;
         restarting = stack.restartProbe(0);
       }
@@ -263,7 +266,7 @@ async function restart(c: Ctx): Promise<Row[]> {
     return [
       { scenario: "restart", measure: `peak unknown per client and clock hour (policy cap ${cap}, gateway 25)`, value: String(r.peak_unknown_per_hour), goal: `≤ ${cap}`, met: r.peak_unknown_per_hour <= cap },
       { scenario: "restart", measure: "unknown accepted silently; reported valid", value: `${r.silent_accepts}; ${falseValids(results)}`, goal: "0; 0", met: r.silent_accepts === 0 && falseValids(results) === 0 },
-      { scenario: "restart", measure: "restarted at (lines answered); time", value: `${restartedAt ?? "never"}; ${seconds(done.seconds, c.limitS)}`, goal: "", met: null },
+      { scenario: "restart", measure: "restarted with lines answered; time", value: `${restartedAt ?? "never"}; ${seconds(done.seconds, c.limitS)}`, goal: "", met: null },
     ];
   } finally {
     await stack.stop();

@@ -175,12 +175,13 @@ describe("Cisco-like gateway", () => {
     expect(await c.send("RCPT TO:<nobody25@corp.test>")).toMatch(/^250/);
     expect(await c.send("RCPT TO:<user1@corp.test>")).toMatch(/^250/);
     expect(await c.send("RCPT TO:<nobody26@corp.test>")).toMatch(/^250/);
-    expect(receiver.counters).toMatchObject({ unknown_refused: 25, silent_accepts: 2, blocks: 0 });
+    expect(receiver.counters).toMatchObject({ unknown_refused: 25, silent_accepts: 2, blocks: 0, peak_unknown_per_hour: 27 });
     expect([...receiver.silentlyAccepted]).toEqual(["nobody25@corp.test", "nobody26@corp.test"]);
     // The next clock hour starts a new count.
     t.advance(3_600_000);
     expect(await c.send("RCPT TO:<nobody27@corp.test>")).toMatch(/^550 5\.1\.1/);
     c.end();
+    expect(receiver.counters.peak_unknown_per_hour).toBe(27);
   });
 
   it("divides its clock hour by the time scale", async () => {
