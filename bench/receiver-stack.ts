@@ -6,7 +6,8 @@
  * the Worker through PROBE_URL, each with its own HELO name (the fixture tells probes apart by it: on
  * loopback they all send from 127.0.0.1, so each name stands for one sending IP), each behind a small
  * proxy that counts what the Worker asks it (claims per address, and the deferrals it answered with
- * their `retry_after_ms`). A probe can be killed and restarted on its port mid-run.
+ * their `retry_after_ms`). Each probe runs in a fresh working folder of its own and can be killed and
+ * restarted on its port, in that folder, mid-run.
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -52,8 +53,9 @@ function probeBundle(): Promise<string> {
   return bundle;
 }
 
-async function startProbe(file: string, port: number, helo: string, env: Record<string, string>): Promise<ChildProcess> {
+async function startProbe(file: string, port: number, helo: string, env: Record<string, string>, cwd: string): Promise<ChildProcess> {
   const { child } = await startChild(process.execPath, [file], {
+    cwd,
     env: {
       PORT: String(port),
       PROBE_LISTEN_HOST: "127.0.0.1",
@@ -125,14 +127,16 @@ export async function startReceiverStack(o: StackOptions) {
   const file = await probeBundle();
   const claims: ClaimLog = { claims: new Map(), reliefs: new Map() };
   const probeEnv = { PROBE_POLICY_TIME_SCALE: String(o.scale), ...o.probeEnv };
-  const probes: { port: number; helo: string; child: ChildProcess }[] = [];
+  const probes: { port: number; helo: string; dir: string; child: ChildProcess }[] = [];
   const proxies: Awaited<ReturnType<typeof startClaimProxy>>[] = [];
   let stack: Awaited<ReturnType<typeof startJobsStack>> | undefined;
   try {
     for (let i = 1; i <= o.probes; i++) {
       const port = await freePortOn(["127.0.0.1"]);
       const helo = `probe${i}.bench.example`;
-      probes.push({ port, helo, child: await startProbe(file, port, helo, probeEnv) });
+      // Its own working folder, kept across a restart: whatever the probe keeps on disk is its own and survives it, and no scenario inherits another's.
+      const dir = await mkdtemp(join(tmpdir(), `bench-probe${i}-`));
+      probes.push({ port, helo, dir, child: await startProbe(file, port, helo, probeEnv, dir) });
       proxies.push(await startClaimProxy(`http://127.0.0.1:${port}`, claims));
     }
     stack = await startJobsStack({
@@ -146,6 +150,7 @@ export async function startReceiverStack(o: StackOptions) {
   } catch (err) {
     await Promise.all(probes.map((p) => stopChild(p.child)));
     await Promise.all(proxies.map((p) => p.close()));
+    await Promise.all(probes.map((p) => rm(p.dir, { recursive: true, force: true })));
     await stack?.stop();
     throw err;
   }
@@ -165,13 +170,14 @@ export async function startReceiverStack(o: StackOptions) {
       const exited = new Promise((resolve) => p.child.once("exit", resolve));
       p.child.kill("SIGKILL");
       await exited;
-      p.child = await startProbe(file, p.port, p.helo, probeEnv);
+      p.child = await startProbe(file, p.port, p.helo, probeEnv, p.dir);
     },
     async stop() {
       db.$client.close();
       await running.stop();
       await Promise.all(probes.map((p) => stopChild(p.child)));
       await Promise.all(proxies.map((p) => p.close()));
+      await Promise.all(probes.map((p) => rm(p.dir, { recursive: true, force: true })));
     },
   };
 }
