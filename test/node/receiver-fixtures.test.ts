@@ -9,7 +9,8 @@ import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
-import { createReceiver, type ReceiverKind, type ReceiverOptions } from "../fixtures/receiver-fixtures.ts";
+import { familyOfHost } from "../../shared/email/receiver-policy.ts";
+import { createReceiver, RECEIVER_MX, type ReceiverKind, type ReceiverOptions } from "../fixtures/receiver-fixtures.ts";
 import { freePortOn } from "../fixtures/smtp-servers.ts";
 
 const HOST = "127.0.0.1";
@@ -223,6 +224,14 @@ describe("Outlook.com consumer receiver", () => {
 });
 
 describe("the fixture as the benches run it", () => {
+  it("stands behind MX names of the family each receiver imitates, as the probe reads them", () => {
+    for (const host of [...RECEIVER_MX.google, RECEIVER_MX.googleWorkspace]) expect(familyOfHost(host)).toBe("google");
+    expect(familyOfHost(RECEIVER_MX.eop("contoso-eop.com"))).toBe("microsoft-eop");
+    expect(familyOfHost(RECEIVER_MX.outlookConsumer)).toBe("outlook-consumer");
+    expect(familyOfHost(RECEIVER_MX.cisco("cisco-corp.com"))).toBe("cisco");
+    expect(familyOfHost(RECEIVER_MX.forcepoint("fp-corp.com"))).toBe("forcepoint");
+  });
+
   it("takes a receiver, its options and a time scale as flags and prints its counters on SIGUSR2", async () => {
     const port = await freePortOn([HOST]);
     const script = fileURLToPath(new URL("../fixtures/mta-fixture.ts", import.meta.url));
