@@ -42,9 +42,9 @@ export async function vmHwmMiB(pid: number): Promise<number> {
   }
 }
 
-/** Starts a long-running child and resolves once its stdout matches `ready`; stderr is kept for errors. */
-export function startChild(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; ready: RegExp }): Promise<{ child: ChildProcess; stdout: string }> {
-  const child = track(spawn(command, args, { cwd: root, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] }));
+/** Starts a long-running child (in `cwd`, the checkout by default) and resolves once its stdout matches `ready`; stderr is kept for errors. */
+export function startChild(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; ready: RegExp; cwd?: string }): Promise<{ child: ChildProcess; stdout: string }> {
+  const child = track(spawn(command, args, { cwd: options.cwd ?? root, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] }));
   let stdout = "";
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => {

@@ -21,6 +21,7 @@ import { jobsScaleMarkdown, runJobsScale } from "./jobs-scale.ts";
 import { peopleRefreshMarkdown, runPeopleRefresh } from "./people-refresh.ts";
 import { fairShareMarkdown, runFairShare } from "./fair-share.ts";
 import { harvestMarkdown, runHarvest } from "./harvest.ts";
+import { RECEIVER_SCENARIOS, RECEIVERS_DESCRIPTION, receiversMarkdown, runReceivers } from "./receivers.ts";
 import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
@@ -44,6 +45,7 @@ const plan = quick
       createLoad: { jobs: 3, addresses: 20_000, clients: 10 },
       fair: { big: 1_000, small: 150, delayMs: 20, headStartMs: 2_000 },
       harvest: { lines: 400, scale: 60 },
+      receivers: { scale: 600, googleLines: 5_000, limitS: 300, quick: true },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -59,6 +61,7 @@ const plan = quick
       createLoad: { jobs: 10, addresses: 100_000, clients: 20 },
       fair: { big: 2_000, small: 300, delayMs: 20, headStartMs: 2_000 },
       harvest: { lines: 2_000, scale: 60 },
+      receivers: { scale: 600, googleLines: 100_000, limitS: 600, quick: false },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -116,6 +119,7 @@ const createLoad = await runJobsCreateLoad({ ...plan.createLoad, log });
 const fair = await runFairShare({ ...plan.fair, log });
 const refresh = await runPeopleRefresh({ ...plan.jobs, log });
 const harvest = await runHarvest({ ...plan.harvest, log });
+const receivers = await runReceivers({ ...plan.receivers, scenarios: RECEIVER_SCENARIOS, log });
 
 // ---- The report ----
 
@@ -175,6 +179,7 @@ ${tsxCommand("jobs-create-load.ts", `--jobs ${plan.createLoad.jobs} --addresses 
 ${tsxCommand("fair-share.ts", `--big ${plan.fair.big} --small ${plan.fair.small} --delay-ms ${plan.fair.delayMs} --head-start-ms ${plan.fair.headStartMs}`)}
 ${tsxCommand("people-refresh.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
 ${tsxCommand("harvest.ts", `--lines ${plan.harvest.lines} --scale ${plan.harvest.scale}`)}
+${tsxCommand("receivers.ts", `--scale ${plan.receivers.scale} --google-lines ${plan.receivers.googleLines} --limit-s ${plan.receivers.limitS}${plan.receivers.quick ? " --quick" : ""}`)}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -357,6 +362,12 @@ bench/harvest.ts, one run: this API as a bulk job on the stack of section 7 (the
 "Unknown recipients"), then each npm verifier, each against a fresh mail server.
 
 ${harvestMarkdown(harvest)}
+
+## 13. Receivers by their own rules
+
+${RECEIVERS_DESCRIPTION}
+
+${receiversMarkdown(receivers, plan.receivers)}
 `;
 
 /** The bulk-job pass of section 2 in one sentence. */
