@@ -126,8 +126,9 @@ export type Api = {
 export async function startReceiverStack(o: StackOptions) {
   const file = await probeBundle();
   const claims: ClaimLog = { claims: new Map(), reliefs: new Map() };
-  const probeEnv = { PROBE_POLICY_TIME_SCALE: String(o.scale), ...o.probeEnv };
-  const probes: { port: number; helo: string; dir: string; child: ChildProcess }[] = [];
+  // Budgets kept in each probe's own working folder, as the container keeps them on its volume: the restart scenario reads them back.
+  const probeEnv = { PROBE_POLICY_TIME_SCALE: String(o.scale), PROBE_STATE_FILE: "probe-state.json", ...o.probeEnv };
+  const probes: { port: number; helo: string; dir: string; origin: string; child: ChildProcess }[] = [];
   const proxies: Awaited<ReturnType<typeof startClaimProxy>>[] = [];
   let stack: Awaited<ReturnType<typeof startJobsStack>> | undefined;
   try {
@@ -136,8 +137,11 @@ export async function startReceiverStack(o: StackOptions) {
       const helo = `probe${i}.bench.example`;
       // Its own working folder, kept across a restart: whatever the probe keeps on disk is its own and survives it, and no scenario inherits another's.
       const dir = await mkdtemp(join(tmpdir(), `bench-probe${i}-`));
-      probes.push({ port, helo, dir, child: await startProbe(file, port, helo, probeEnv, dir) });
-      proxies.push(await startClaimProxy(`http://127.0.0.1:${port}`, claims));
+      // The proxy first: the Worker signs each request for the URL it calls (the proxy's), which the probe must know as its own origin.
+      const proxy = await startClaimProxy(`http://127.0.0.1:${port}`, claims);
+      proxies.push(proxy);
+      const origin = new URL(proxy.url).origin;
+      probes.push({ port, helo, dir, origin, child: await startProbe(file, port, helo, { ...probeEnv, PROBE_ORIGIN: origin }, dir) });
     }
     stack = await startJobsStack({
       zone: o.zone,
@@ -170,7 +174,7 @@ export async function startReceiverStack(o: StackOptions) {
       const exited = new Promise((resolve) => p.child.once("exit", resolve));
       p.child.kill("SIGKILL");
       await exited;
-      p.child = await startProbe(file, p.port, p.helo, probeEnv, p.dir);
+      p.child = await startProbe(file, p.port, p.helo, { ...probeEnv, PROBE_ORIGIN: p.origin }, p.dir);
     },
     async stop() {
       db.$client.close();
