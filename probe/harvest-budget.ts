@@ -36,8 +36,6 @@ export type BudgetLimits = {
   /** The hour (shorter under PROBE_POLICY_TIME_SCALE). */
   hourMs?: number;
 };
-/** @deprecated name kept for the scheduler's config type */
-export type HarvestConfig = Pick<BudgetLimits, "unknownRatio" | "unknownWindowMs" | "unknownPerHour">;
 
 /** Below this many RCPTs in the window, the share is not judged (Forcepoint judges from 20). */
 export const MIN_SAMPLE = 10;

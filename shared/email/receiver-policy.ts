@@ -132,6 +132,34 @@ function gateway(family: ReceiverFamily, suffixes: readonly string[], unknownPer
   };
 }
 
+/**
+ * A family the probe never dials: its budget fields are never read (kept at the most cautious values,
+ * in case an operator's override turns probing on); its reply rules still say what its block looks like.
+ */
+function notProbed(family: ReceiverFamily, suffixes: readonly string[], probe: "forbidden" | "accepts_all", replies: readonly ReplyRule[]): ReceiverPolicy {
+  return {
+    family,
+    suffixes,
+    probe,
+    budgetKey: "probe_ip_family",
+    windowSeconds: 3_600,
+    unknownRatio: 0.3,
+    minSample: 10,
+    unknownFloor: 0,
+    // §8: "if forced: ≤ 10 per B per hour", one RCPT per transaction, one connection.
+    unknownPerHour: 10,
+    netblockUnknownPerHour: 0,
+    sessionsPerIp: 1,
+    rcptPerSecond: 0.1,
+    rcptsPerTransaction: 1,
+    domainsPerTransaction: 1,
+    knownNotCatchAll: [],
+    warmupStart: 1,
+    fleetSpread: false,
+    replies,
+  };
+}
+
 export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
   {
     // §1, §8 google. Google publishes no harvest threshold; its 421 4.7.28 names "your IP address" and
@@ -204,54 +232,16 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
       { code: 550, enhanced: "5.7.70", action: "stop", seconds: 86_400 },
     ],
   },
-  {
-    // §2b. "Senders must not use namespace mining techniques ... verifying email addresses without
-    // sending" [official]; 550 SC-002 is the block for it. Not probed at all.
-    family: "outlook-consumer",
-    suffixes: ["olc.protection.outlook.com"],
-    probe: "forbidden",
-    budgetKey: "probe_ip_family",
-    windowSeconds: 3_600,
-    unknownRatio: 0.3,
-    minSample: 10,
-    unknownFloor: 0,
-    unknownPerHour: 0,
-    netblockUnknownPerHour: 0,
-    sessionsPerIp: 1,
-    rcptPerSecond: 0.1,
-    rcptsPerTransaction: 1,
-    domainsPerTransaction: 1,
-    knownNotCatchAll: [],
-    warmupStart: 1,
-    fleetSpread: false,
-    replies: [{ code: 550, text: "SC-00", action: "stop", seconds: 86_400 }],
-  },
-  {
-    // §3. Yahoo refuses unknown users after DATA, not at RCPT; RCPT accepts random addresses (4+
-    // reports); "Excessive unknown recipients" is a Yahoo block. Not probed: answered as catch-all.
-    family: "yahoo",
-    suffixes: ["yahoodns.net", "yahoo.com"],
-    probe: "accepts_all",
-    budgetKey: "probe_ip_family",
-    windowSeconds: 3_600,
-    unknownRatio: 0.3,
-    minSample: 10,
-    unknownFloor: 0,
-    unknownPerHour: 0,
-    netblockUnknownPerHour: 0,
-    sessionsPerIp: 2,
-    rcptPerSecond: 0.5,
-    rcptsPerTransaction: 1,
-    domainsPerTransaction: 1,
-    knownNotCatchAll: [],
-    warmupStart: 1,
-    fleetSpread: false,
-    replies: [
-      { code: 421, enhanced: "4.7.0", action: "pause", seconds: 14_400 },
-      { code: 451, text: "VS1-", action: "pause", seconds: 86_400 },
-      { code: 553, action: "stop", seconds: 86_400 },
-    ],
-  },
+  // §2b. "Senders must not use namespace mining techniques ... verifying email addresses without
+  // sending" [official]; 550 SC-002 is the block for it. Not probed at all.
+  notProbed("outlook-consumer", ["olc.protection.outlook.com"], "forbidden", [{ code: 550, text: "SC-00", action: "stop", seconds: 86_400 }]),
+  // §3. Yahoo refuses unknown users after DATA, not at RCPT; RCPT accepts random addresses (4+
+  // reports); "Excessive unknown recipients" is a Yahoo block. Not probed: answered as catch-all.
+  notProbed("yahoo", ["yahoodns.net", "yahoo.com"], "accepts_all", [
+    { code: 421, enhanced: "4.7.0", action: "pause", seconds: 14_400 },
+    { code: 451, text: "VS1-", action: "pause", seconds: 86_400 },
+    { code: 553, action: "stop", seconds: 86_400 },
+  ]),
   // §4: Cisco's DHAP allows 25 invalid recipients an hour per remote host by default and may then
   // accept silently and drop: 10 keeps well below it.
   gateway("cisco", ["iphmx.com"], 10),
