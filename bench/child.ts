@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +47,9 @@ export function startChild(command: string, args: string[], options: { env?: Nod
   const child = track(spawn(command, args, { cwd: options.cwd ?? root, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] }));
   let stdout = "";
   let stderr = "";
+  // BENCH_CHILD_LOG=<file>: every child's output appended there too, to see what a stack did during a pass.
+  const log = process.env.BENCH_CHILD_LOG;
+  if (log) for (const s of [child.stdout!, child.stderr!]) s.on("data", (d: Buffer) => appendFileSync(log, d));
   child.stderr!.on("data", (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
   });

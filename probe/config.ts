@@ -7,7 +7,9 @@ import { z } from "zod";
 import { normalizeDnsName } from "../edge/mx/doh.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
-import { RECEIVER_FAMILIES } from "../shared/email/receiver-policy.ts";
+import { RECEIVER_FAMILIES, receiverPolicy } from "../shared/email/receiver-policy.ts";
+
+const SELF_HOSTED = receiverPolicy("self-hosted");
 
 /** One family's overrides in PROBE_RECEIVER_POLICY: any field of its row but its name and reply rules. */
 const PolicyOverride = z
@@ -171,14 +173,19 @@ export const PROBE_SETTINGS = z.object({
   /** The least an accepted address waits for its catch-all answer (3x its own reply time if longer). */
   PROBE_CATCH_ALL_MIN_WAIT_MS: int(0, 60_000, 1_500),
   /**
-   * Harvest-aware pacing (docs/probe.md "Unknown recipients"): the largest share of a destination's RCPTs in any
-   * PROBE_DESTINATION_WINDOW_SECONDS that may be refused as unknown users, once 10 were sent. 1: no limit.
+   * Harvest-aware pacing (docs/probe.md "Receiver policy"), the self-hosted row's: the largest share of a destination's
+   * RCPTs in any PROBE_DESTINATION_WINDOW_SECONDS that may be refused as unknown users, once 10 were sent. 1 (the
+   * row's default): no share rule. The defaults of these three are the row's (one rule in one place).
    */
-  PROBE_DESTINATION_UNKNOWN_RATIO: z.coerce.number().gt(0, "PROBE_DESTINATION_UNKNOWN_RATIO must be above 0").max(1, "PROBE_DESTINATION_UNKNOWN_RATIO must be at most 1").default(0.3),
+  PROBE_DESTINATION_UNKNOWN_RATIO: z.coerce
+    .number()
+    .gt(0, "PROBE_DESTINATION_UNKNOWN_RATIO must be above 0")
+    .max(1, "PROBE_DESTINATION_UNKNOWN_RATIO must be at most 1")
+    .default(SELF_HOSTED.unknownRatio),
   /** The sliding window of that share, in seconds (Forcepoint's harvest defence counts over 60 s). */
-  PROBE_DESTINATION_WINDOW_SECONDS: int(1, 3_600, 60),
+  PROBE_DESTINATION_WINDOW_SECONDS: int(1, 3_600, SELF_HOSTED.windowSeconds),
   /** Unknown-user refusals one self-hosted destination address may give us in any hour; 0: no hourly limit. */
-  PROBE_DESTINATION_UNKNOWN_PER_HOUR: int(0, 10_000_000, 25),
+  PROBE_DESTINATION_UNKNOWN_PER_HOUR: int(0, 10_000_000, SELF_HOSTED.unknownPerHour),
   /**
    * Overrides of the receiver policy table (shared/email/receiver-policy.ts), as JSON: family -> fields,
    * e.g. {"google":{"unknownPerHour":500},"cisco":{"unknownPerHour":5}}. Empty: the table as it is.

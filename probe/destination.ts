@@ -173,11 +173,18 @@ export class Destination {
     this.ctx.emptyChanged(this, empty);
   }
 
-  /** What holds the check's lane back now (its budget, or a pause the receiver asked for), or null. */
+  /**
+   * What holds the check's lane back now (its budget, or a pause the receiver asked for), or null. When
+   * only RCPTs awaiting their reply hold it (they count at worst until answered), the relief is now:
+   * those replies come within the transaction, not a window later, so a batch check waits in the queue
+   * for them instead of going back to the Worker to be parked for a window.
+   */
   #held(p: QueuedCheck, now: number): CheckOutcome["heldBy"] {
     const budget = this.budget;
-    if (budget.admits(budgetLaneOf(p), now)) return null;
-    return { family: this.ctx.policy.family, reliefAt: budget.nextRelief(now) };
+    const lane = budgetLaneOf(p);
+    if (budget.admits(lane, now)) return null;
+    const soon = budget.awaitingReplies > 0 && budget.admits(lane, now, 1, true);
+    return { family: this.ctx.policy.family, reliefAt: soon ? now : budget.nextRelief(now) };
   }
 
   /** A check its budget holds: a single check answered at once (nothing sent), a batch check handed back. */

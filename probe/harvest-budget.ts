@@ -253,14 +253,18 @@ export class HarvestBudget {
     return (unknown + inFlight + PRIOR_WEIGHT) / (answered + inFlight + PRIOR_WEIGHT) <= this.limits.unknownRatio;
   }
 
-  /** The window as it stands: the start of a plan for the next transaction. */
-  plan(now: number): HarvestPlan {
+  /**
+   * The window as it stands: the start of a plan for the next transaction. `replied`: as it will stand
+   * once every RCPT awaiting a reply is answered as a known user (what their replies free, in moments).
+   */
+  plan(now: number, replied = false): HarvestPlan {
     this.#expire(now);
+    const pending = replied ? 0 : this.#pending;
     return {
       sent: this.#sent,
-      unknown: this.#unknown + this.#pendingRisk,
-      windowWorst: this.#unknown + this.#pending,
-      hourWorst: this.#refusals.length + this.#pending,
+      unknown: this.#unknown + (replied ? 0 : this.#pendingRisk),
+      windowWorst: this.#unknown + pending,
+      hourWorst: this.#refusals.length + pending,
       byOwner: new Map(),
     };
   }
@@ -303,12 +307,25 @@ export class HarvestBudget {
     if (owner !== undefined) plan.byOwner.set(owner, (plan.byOwner.get(owner) ?? 0) + rcpts);
   }
 
-  /** Whether `rcpts` RCPTs of `lane` (a check, with its catch-all test when 2) may go now. */
-  admits(lane: HarvestLane, now: number, rcpts = 1): boolean {
+  /**
+   * Whether `rcpts` RCPTs of `lane` (a check, with its catch-all test when 2) may go now; `onceReplied`:
+   * whether they may once the RCPTs awaiting a reply are answered (nothing but those replies holds them).
+   */
+  admits(lane: HarvestLane, now: number, rcpts = 1, onceReplied = false): boolean {
     if (this.pausedUntil(now) !== null) return false;
     if (!this.enabled) return true;
     const risk = this.risk(lane, now) * Math.min(rcpts, 1) + Math.max(0, rcpts - 1);
-    return this.fits(this.plan(now), rcpts, risk, rcpts === 1 && this.lowersShare(lane, 1, now), lane);
+    const plan = this.plan(now, onceReplied);
+    if (!onceReplied) return this.fits(plan, rcpts, risk, rcpts === 1 && this.lowersShare(lane, 1, now), lane);
+    // The lane's own RCPTs in flight leave its share too when answered.
+    const o = this.#owners.get(lane);
+    if (o) plan.byOwner.set(lane, -o.pending);
+    return this.fits(plan, rcpts, risk, rcpts === 1 && this.lowersShare(lane, 1 - (this.#lanes.get(lane)?.pending ?? 0), now), lane);
+  }
+
+  /** RCPTs sent under this key still awaiting their reply. */
+  get awaitingReplies(): number {
+    return this.#pending;
   }
 
   /** A RCPT going out now, charged at `risk` to `owner`'s share: tell it the reply. */

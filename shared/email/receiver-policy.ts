@@ -264,13 +264,17 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
   gateway("barracuda", ["barracudanetworks.com", "barracuda.com"], 10),
   {
     // §4 Postfix, §8 self-hosted: many small servers sit behind appliances or fail2ban-like monitors;
-    // 25 an hour is Cisco's default; the 60 s rule is Forcepoint's, below its trigger.
+    // 25 an hour is Cisco's default. No 60 s share rule (ratio 1): the only receiver known to count one
+    // is Forcepoint's gateway, which has its own row (found by its MX names); Postfix, Exim and Exchange
+    // count errors per session (PROBE_MAX_REJECTIONS_PER_SESSION rotates sessions below Postfix's 10) and
+    // appliances by the hour (the cap). Issue 26: a budget must cost nothing below every receiver's
+    // threshold; the share rule here held a 20-address domain with 10 unknown users for a whole window.
     family: "self-hosted",
     suffixes: [],
     probe: "yes",
     budgetKey: "probe_ip_destination",
     windowSeconds: 60,
-    unknownRatio: 0.3,
+    unknownRatio: 1,
     minSample: 10,
     unknownFloor: 9,
     unknownPerHour: 25,

@@ -6,10 +6,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { runBatchProbe, runProbe } from "../../probe/probe.ts";
 import { HarvestBudget, MIN_SAMPLE } from "../../probe/harvest-budget.ts";
-import type { ProbeConfig } from "../../probe/config.ts";
+import { PROBE_SETTINGS, type ProbeConfig } from "../../probe/config.ts";
 import { startMetricsServer } from "../../probe/metrics.ts";
 import { ReputationAudit } from "../../probe/reputation.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
+import { receiverPolicy } from "../../shared/email/receiver-policy.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";
@@ -105,6 +106,27 @@ describe("the unknown-recipient budget of one destination", () => {
     const b = new HarvestBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 0 });
     expect(b.enabled).toBe(false);
     expect(b.admits("t", 0)).toBe(true);
+  });
+
+  it("RCPTs awaiting their reply hold a lane at worst, but only until replied: admits(…, onceReplied) says whether nothing else holds it", () => {
+    // The self-hosted row's shape: no share rule, 25 an hour, so one customer alone may hold 20 (refusals and RCPTs in flight).
+    const b = new HarvestBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 25 });
+    const inFlight = Array.from({ length: 20 }, () => b.sent("t", b.risk("t", 0), 0));
+    expect(b.awaitingReplies).toBe(20);
+    expect(b.admits("t", 1)).toBe(false);
+    expect(b.admits("t", 1, 1, true)).toBe(true);
+    // 12 of them refused: 12 of the lane's 20 spent for the hour, the rest is room again.
+    inFlight.forEach((r, i) => r.replied(i < 12, 2));
+    expect(b.awaitingReplies).toBe(0);
+    expect(b.admits("t", 3)).toBe(true);
+    // 8 more in flight fill the share; their replies free nothing if they are refusals, so once replied is not a promise
+    // of room when the refusals themselves fill it.
+    const more = Array.from({ length: 8 }, () => b.sent("t", b.risk("t", 3), 3));
+    expect(b.admits("t", 4)).toBe(false);
+    expect(b.admits("t", 4, 1, true)).toBe(true);
+    more.forEach((r) => r.replied(true, 5));
+    expect(b.admits("t", 6)).toBe(false);
+    expect(b.admits("t", 6, 1, true)).toBe(false);
   });
 });
 
@@ -257,5 +279,25 @@ describe("harvest-aware pacing against a Forcepoint-style defence", () => {
     expect(sent()).toBe(5);
     expect(await scrape()).toMatch(/^probe_family_events_total\{family="self-hosted",event="budget_spent"\} 1$/m);
     await metrics.close();
+  }, 30_000);
+
+  it("a self-hosted server's 20 addresses, 12 unknown, at the row's defaults: answered without one hand-back (RCPTs in flight hold the rest until their reply, not for a window)", async () => {
+    const f = await mta(164, { mailboxPrefix: "user" });
+    const row = receiverPolicy("self-hosted");
+    // The settings' defaults are the row's (one rule in one place).
+    const byDefault = (name: "PROBE_DESTINATION_UNKNOWN_RATIO" | "PROBE_DESTINATION_WINDOW_SECONDS" | "PROBE_DESTINATION_UNKNOWN_PER_HOUR") =>
+      PROBE_SETTINGS.shape[name].parse(undefined);
+    expect([byDefault("PROBE_DESTINATION_UNKNOWN_RATIO"), byDefault("PROBE_DESTINATION_WINDOW_SECONDS"), byDefault("PROBE_DESTINATION_UNKNOWN_PER_HOUR")]).toEqual([
+      row.unknownRatio,
+      row.windowSeconds,
+      row.unknownPerHour,
+    ]);
+    const s = scheduler({ unknownRatio: row.unknownRatio, unknownWindowMs: row.windowSeconds * 1000, unknownPerHour: row.unknownPerHour });
+    const { emails, known } = list("self20.test", 20, (i) => i >= 12);
+    const run = await runJob(s, ip(164), { t: emails });
+    expect(run.deferrals.t).toBe(0);
+    for (const e of emails) expect(run.answers.get(e)?.outcome).toBe(known.includes(e) ? "accepted" : "mailbox_not_found");
+    // 20 addresses and the catch-all test's random one, each asked once.
+    expect(f.connections.flatMap((c) => c.commands.filter((x) => x.startsWith("RCPT")))).toHaveLength(21);
   }, 30_000);
 });
