@@ -174,15 +174,28 @@ export async function startFreshDatabase(): Promise<{ url: string; authToken: st
  * 127.x.y.z; port 25 needs root) answering each command after `delayMs`, and test/fixtures/doh-server.ts
  * serving `zone`: what the bulk-job benchmarks run against. `stop()` ends all of it.
  */
-export async function startJobsStack(opts: { zone: unknown; delayMs: number; edgePort: number; probePort: number; env?: NodeJS.ProcessEnv; mtaArgs?: string[] }) {
+type JobsStackOptions = { zone: unknown; delayMs: number; edgePort: number; probePort: number; env?: NodeJS.ProcessEnv };
+export type JobsStack<M> = Omit<Awaited<ReturnType<typeof startStack>>, "mta"> & { mta: M };
+
+/** The whole local stack beside a fixture mail server on port 25 (`mtaArgs`: its flags), or none (null: the caller runs its own, e.g. a real Postfix). */
+export function startJobsStack(opts: JobsStackOptions & { mtaArgs?: string[] }): Promise<JobsStack<ChildProcess>>;
+export function startJobsStack(opts: JobsStackOptions & { mtaArgs: null }): Promise<JobsStack<null>>;
+export function startJobsStack(opts: JobsStackOptions & { mtaArgs?: string[] | null }): Promise<JobsStack<ChildProcess | null>> {
+  return startStack(opts);
+}
+
+async function startStack(opts: JobsStackOptions & { mtaArgs?: string[] | null }) {
   const dir = await mkdtemp(join(tmpdir(), "bench-stack-"));
   const zoneFile = join(dir, "zone.json");
   await writeFile(zoneFile, JSON.stringify(opts.zone));
-  const mta = await startChild(
-    process.execPath,
-    ["--import", "tsx", join(root, "test/fixtures/mta-fixture.ts"), "--host", "0.0.0.0", "--port", "25", "--delay-ms", String(opts.delayMs), ...(opts.mtaArgs ?? [])],
-    { ready: /listening/ },
-  );
+  const mta =
+    opts.mtaArgs === null
+      ? null
+      : await startChild(
+          process.execPath,
+          ["--import", "tsx", join(root, "test/fixtures/mta-fixture.ts"), "--host", "0.0.0.0", "--port", "25", "--delay-ms", String(opts.delayMs), ...(opts.mtaArgs ?? [])],
+          { ready: /listening/ },
+        );
   const doh = await startChild(process.execPath, ["--import", "tsx", join(root, "test/fixtures/doh-server.ts"), "--zone", zoneFile, "--port", "0"], { ready: /listening on \S+/ });
   const dohUrl = /listening on (\S+)/.exec(doh.stdout)![1]!;
   // Settings from the caller's environment would change what is measured.
@@ -207,7 +220,7 @@ export async function startJobsStack(opts: { zone: unknown; delayMs: number; edg
     ready: /Demo key:\s+\S+\s/,
   });
   return {
-    mta: mta.child,
+    mta: mta?.child ?? null,
     doh: doh.child,
     stack,
     database,
@@ -219,14 +232,14 @@ export async function startJobsStack(opts: { zone: unknown; delayMs: number; edg
         peak[part] = Math.max(peak[part] ?? 0, await vmHwmMiB(p.pid));
       }
       peak["libSQL server"] = await vmHwmMiB(database.child.pid!);
-      peak["mail server fixture"] = await vmHwmMiB(mta.child.pid!);
+      if (mta) peak["mail server fixture"] = await vmHwmMiB(mta.child.pid!);
       peak["DoH fixture"] = await vmHwmMiB(doh.child.pid!);
       return peak;
     },
     async stop() {
       await stopChild(stack);
       await database.close();
-      await Promise.all([stopChild(mta.child), stopChild(doh.child)]);
+      await Promise.all([mta && stopChild(mta.child), stopChild(doh.child)]);
       await rm(dir, { recursive: true, force: true });
     },
   };

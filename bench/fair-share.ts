@@ -2,7 +2,10 @@
  * Fair shares between accounts (docs/jobs.md "Scheduling"), on the whole local stack as `npm start`
  * runs it: one mail server, one domain, and two accounts' bulk jobs against it.
  *
- *   npx tsx bench/fair-share.ts [--big 2000] [--small 300] [--delay-ms 20] [--head-start-ms 2000]
+ *   npx tsx bench/fair-share.ts [--big 2000] [--small 300] [--delay-ms 20] [--head-start-ms 2000] [--postfix]
+ *
+ * --postfix: Debian's Postfix (test/interop/servers/postfix.ts, its default smtpd_soft_error_limit 10 and
+ * smtpd_hard_error_limit 20) on 127.3.0.1:25 instead of the fixture, as many company servers run.
  *
  * 1. The big job alone (account A), then the small job alone (account B): their times alone.
  * 2. The big job again, and `--head-start-ms` later the small one, from another account.
@@ -13,15 +16,19 @@
  * The mail server is test/fixtures/mta-fixture.ts on 0.0.0.0:25 (root: port 25): every reply after
  * `--delay-ms`; local parts starting with "user" exist, any other gets 550 5.1.1.
  */
+import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
 import { PROBE_SETTINGS } from "../probe/config.ts";
+import { startPostfix } from "../test/interop/servers/postfix.ts";
 import { childCounters, startJobsStack } from "./child.ts";
 
 const EDGE_PORT = 8799;
+/** The mail server's address (the fixture listens on every address; Postfix on this one). */
+const MX_ADDRESS = "127.3.0.1";
 const PROBE_PORT = 8798;
 const POLL_MS = 200;
 const JOB_LIMIT_MS = 15 * 60_000;
@@ -31,6 +38,7 @@ const RCPT_RATE = PROBE_SETTINGS.shape.PROBE_DESTINATION_RCPT_RATE.parse(undefin
 const PAUSE_MS = 2_000;
 
 export type FairShareResult = {
+  postfix?: boolean;
   big: number;
   small: number;
   delayMs: number;
@@ -86,12 +94,31 @@ async function completion(client: Api, id: string, started: number, onPoll: (job
 const list = (prefix: string, n: number, run: number) =>
   Array.from({ length: n }, (_, i) => `${i % 2 === 0 ? "user" : "nobody"}-${prefix}${run}-${i}@shared.fair.test`);
 
-export async function runFairShare(opts: { big: number; small: number; delayMs: number; headStartMs: number; log?: (m: string) => void }): Promise<FairShareResult> {
+/** Postfix's "disconnect from" lines in its log: one per session, with the RCPTs it saw ("rcpt=5/7": accepted/all). */
+async function postfixCounters(logFile: string): Promise<{ rcpts: number; connections: number }> {
+  const sessions = (await readFile(logFile, "utf8")).split("\n").filter((l) => l.includes(" disconnect from "));
+  const rcpts = sessions.reduce((n, l) => n + Number((/\brcpt=\d+\/(\d+)/.exec(l) ?? /\brcpt=(\d+)/.exec(l))?.[1] ?? 0), 0);
+  return { rcpts, connections: sessions.length };
+}
+
+export async function runFairShare(opts: {
+  big: number;
+  small: number;
+  delayMs: number;
+  headStartMs: number;
+  /** A real Postfix (Debian's, its default error limits) instead of the fixture; `delayMs` does not apply. */
+  postfix?: boolean;
+  log?: (m: string) => void;
+}): Promise<FairShareResult> {
   const log = opts.log ?? (() => {});
   if (process.getuid?.() !== 0) throw new Error("The fair-share benchmark needs root: its mail server listens on port 25, where the probe dials.");
-  const zone: Zone = { "shared.fair.test": { MX: [{ preference: 10, exchange: "mx.shared.fair.test" }] }, "mx.shared.fair.test": { A: ["127.3.0.1"] } };
-  const { mta, database, stop } = await startJobsStack({ zone, delayMs: opts.delayMs, edgePort: EDGE_PORT, probePort: PROBE_PORT });
-  const rcpts = async () => (await childCounters<{ rcpts: number; connections: number }>(mta));
+  const zone: Zone = { "shared.fair.test": { MX: [{ preference: 10, exchange: "mx.shared.fair.test" }] }, "mx.shared.fair.test": { A: [MX_ADDRESS] } };
+  const mailboxes = [1, 2].flatMap((run) => [...list("big", opts.big, run), ...list("small", opts.small, run)]).filter((e) => e.startsWith("user"));
+  const postfix = opts.postfix ? await startPostfix({ address: MX_ADDRESS, hostname: "mx.shared.fair.test", mailboxes }) : null;
+  const stackOptions = { zone, delayMs: opts.delayMs, edgePort: EDGE_PORT, probePort: PROBE_PORT };
+  const stack = postfix ? await startJobsStack({ ...stackOptions, mtaArgs: null }) : await startJobsStack(stackOptions);
+  const { database, stop } = stack;
+  const rcpts = async () => (postfix ? await postfixCounters(postfix.logFile) : await childCounters<{ rcpts: number; connections: number }>(stack.mta!));
   try {
     const db = openDatabase(database.url, database.authToken);
     const clients: Api[] = [];
@@ -148,6 +175,7 @@ export async function runFairShare(opts: { big: number; small: number; delayMs: 
     return result;
   } finally {
     await stop();
+    await postfix?.close();
   }
 }
 
@@ -159,20 +187,27 @@ export function fairShareMarkdown(r: FairShareResult): string {
     `| small job (${r.small} lines, account B) | ${s(r.smallAloneS)} | ${s(r.smallSharedS)} (${r.smallRatio.toFixed(2)}× alone) | at most ${s(r.smallGoalS)} (2× alone + 5 s): ${r.smallSharedS <= r.smallGoalS ? "met" : "**missed**"} |`,
     `| big job (${r.big} lines, account A, ${r.headStartMs / 1000} s head start) | ${s(r.bigAloneS)} | ${s(r.bigSharedS)} (+${s(r.bigGrowthS)}) | grows by at most the small job's share of the server, its ${r.smtp.smallAlone.rcpts} RCPT TO at ${r.rcptRate} per second (PROBE_DESTINATION_RCPT_RATE): ${s(r.smallShareS)}: ${r.bigGrowthS <= r.smallShareS + 0.2 ? "met" : "**missed**"} (within the 0.2 s the jobs are polled at) |`,
     ``,
-    `When the small job completed, the big one had ${r.bigProcessedAtSmallDone.toLocaleString("en")} of its ${r.big.toLocaleString("en")} lines answered. One mail server (every reply after ${r.delayMs} ms), half of each list unknown mailboxes.`,
+    `When the small job completed, the big one had ${r.bigProcessedAtSmallDone.toLocaleString("en")} of its ${r.big.toLocaleString("en")} lines answered. ${r.postfix ? "One mail server: Debian's Postfix with its default error limits (smtpd_soft_error_limit 10, smtpd_hard_error_limit 20); the probe's unknown-recipient budget off, as in every throughput bench" : `One mail server (every reply after ${r.delayMs} ms)`}, half of each list unknown mailboxes.`,
     `RCPT TO (connections) the mail server saw: big job alone ${r.smtp.bigAlone.rcpts} (${r.smtp.bigAlone.connections}), small job alone ${r.smtp.smallAlone.rcpts} (${r.smtp.smallAlone.connections}), both ${r.smtp.shared.rcpts} (${r.smtp.shared.connections}).`,
   ].join("\n");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
-    options: { big: { type: "string", default: "2000" }, small: { type: "string", default: "300" }, "delay-ms": { type: "string", default: "20" }, "head-start-ms": { type: "string", default: "2000" } },
+    options: {
+      big: { type: "string", default: "2000" },
+      small: { type: "string", default: "300" },
+      "delay-ms": { type: "string", default: "20" },
+      "head-start-ms": { type: "string", default: "2000" },
+      postfix: { type: "boolean", default: false },
+    },
   });
   const result = await runFairShare({
     big: Number(values.big),
     small: Number(values.small),
     delayMs: Number(values["delay-ms"]),
     headStartMs: Number(values["head-start-ms"]),
+    postfix: values.postfix,
     log: (m) => console.error(m),
   });
   console.log(fairShareMarkdown(result));

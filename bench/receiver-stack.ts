@@ -21,7 +21,7 @@ import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
 import type { ReceiverCounters } from "../test/fixtures/receiver-fixtures.ts";
 import { freePortOn } from "../test/fixtures/smtp-servers.ts";
-import { childCounters, startChild, startJobsStack, stopChild } from "./child.ts";
+import { childCounters, startChild, startJobsStack, stopChild, type JobsStack } from "./child.ts";
 import { BENCH_PROBE_SECRET, buildProbeBundle } from "./probe-process.ts";
 
 export type StackOptions = {
@@ -130,7 +130,7 @@ export async function startReceiverStack(o: StackOptions) {
   const probeEnv = { PROBE_POLICY_TIME_SCALE: String(o.scale), PROBE_STATE_FILE: "probe-state.json", ...o.probeEnv };
   const probes: { port: number; helo: string; dir: string; origin: string; child: ChildProcess }[] = [];
   const proxies: Awaited<ReturnType<typeof startClaimProxy>>[] = [];
-  let stack: Awaited<ReturnType<typeof startJobsStack>> | undefined;
+  let stack: JobsStack<ChildProcess> | undefined;
   try {
     for (let i = 1; i <= o.probes; i++) {
       const port = await freePortOn(["127.0.0.1"]);
