@@ -18,6 +18,7 @@ import {
   PROBE_SIGNATURE_HEADER,
   PROBE_TIMESTAMP_HEADER,
   ProbeBatchLine,
+  PROBE_MAX_BATCH_NOTICES,
   ProbeBatchRequest,
   ProbeRequest,
   ProbeResponse,
@@ -165,6 +166,11 @@ export function createProbeApp(service: ProbeService): Hono {
               scheduler.done(1);
               if (--left === 0 && open) {
                 open = false;
+                // Then the notices of answers no longer trusted (probe/untrusted.ts), the newest last.
+                for (const n of scheduler.untrusted.current().slice(-PROBE_MAX_BATCH_NOTICES)) {
+                  const notice: ProbeBatchLine = { untrusted: { domains: n.domains, since_ms: n.sinceMs, until_ms: n.untilMs } };
+                  controller.enqueue(encoder.encode(JSON.stringify(notice) + "\n"));
+                }
                 controller.close();
               }
             });

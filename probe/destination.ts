@@ -31,6 +31,8 @@ import { CATCH_ALL_LANE, type HarvestBudget } from "./harvest-budget.ts";
 import { countFamilyEvent, countHarvestDeferral } from "./metrics.ts";
 import type { AppliedPolicy, FamilyGate } from "./receiver-budgets.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
+import { DomainsSeen, type UntrustedNotice } from "./untrusted.ts";
+import type { ReplyRule } from "../shared/email/receiver-policy.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;
@@ -46,8 +48,10 @@ export type DestinationContext = {
   budget(now: number): HarvestBudget;
   /** The RCPT rate and sessions this address shares with its whole family (a family keyed by our IP), or null. */
   gate(now: number): FamilyGate | null;
-  /** A reply that may ask us to back off or stop (the family's reply rules). */
-  noteReply(reply: SmtpReply, now: number): void;
+  /** A reply that may ask us to back off or stop (the family's reply rules): the rule it matched, or null. */
+  noteReply(reply: SmtpReply, now: number): ReplyRule | null;
+  /** What this address accepted in a span of time is not to be trusted (probe/untrusted.ts). */
+  untrust(notice: UntrustedNotice): void;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
   acquireSessionSlot(deadline: number): Promise<(() => void) | null>;
   /** This destination now has an idle session (one another destination could take the place of), or no longer has one. */
@@ -71,7 +75,7 @@ export class Destination {
   #budgetHeld = false;
   #budgetLoggedAt = -Infinity;
   /** When a random address was last refused here: a gateway that accepts one after that has changed. */
-  #randomRefusedAt = -Infinity;
+
   lastActivity = monotonicNow();
 
   constructor(
@@ -125,6 +129,7 @@ export class Destination {
         waitingFor: "a session to this address",
       };
       const now = monotonicNow();
+      this.#domainsSeen().add(p.domain, now);
       const dead = this.#pacing.dead(now);
       if (dead) return this.#settle(p, dead);
       // A domain whose catch-all answer the family's policy knows gets no random address.
@@ -446,7 +451,9 @@ export class Destination {
       catchAllAnswered: (catchAll, now) => this.#catchAllAnswered(catchAll, now),
       replied: (reply, unknown, now) => {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
-        this.ctx.noteReply(reply, now);
+        // "Too many invalid recipients" is no refusal to trust from: it says the accepts before it were silent.
+        if (this.ctx.noteReply(reply, now)?.untrustsAccepted) this.#untrust(now);
+        else if (unknown) this.ctx.memory.set("refusedAt", this.address, now);
       },
     });
     const ended = monotonicNow();
@@ -473,14 +480,42 @@ export class Destination {
    * catch-all answer, so what this server accepts meanwhile is never reported valid on that alone.
    */
   #catchAllAnswered(catchAll: boolean, now: number): void {
-    if (!catchAll) return void (this.#randomRefusedAt = now);
+    const memory = this.ctx.memory;
+    if (!catchAll) {
+      memory.set("randomRefusedAt", this.address, now);
+      memory.set("refusedAt", this.address, now);
+      return;
+    }
     const policy = this.ctx.policy;
-    if (policy.budgetKey !== "probe_ip_destination" || policy.family === "self-hosted" || now - this.#randomRefusedAt > policy.hourMs) return;
+    const randomRefusedAt = memory.get("randomRefusedAt", this.address) ?? -Infinity;
+    if (policy.budgetKey !== "probe_ip_destination" || policy.family === "self-hosted" || now - randomRefusedAt > policy.hourMs) return;
     this.budget.pause(now + policy.hourMs, true, now);
+    this.#untrust(now);
     countFamilyEvent(policy.family, "stop");
     console.warn(
-      JSON.stringify({ level: "error", msg: "receiver accepts everything now", family: policy.family, destination: this.address, refused_random_ms_ago: now - this.#randomRefusedAt, alert: true }),
+      JSON.stringify({ level: "error", msg: "receiver accepts everything now", family: policy.family, destination: this.address, refused_random_ms_ago: now - randomRefusedAt, alert: true }),
     );
+  }
+
+  /**
+   * Every `accepted` since this address's last refusal may have been a silent accept: the domains checked
+   * here since then (at most an hour back) are named to the Worker (probe/untrusted.ts), never an address.
+   */
+  #untrust(now: number): void {
+    // On the probe's clock (as the domains' times are), then in wall-clock time for the Worker.
+    const since = Math.max(this.ctx.memory.get("refusedAt", this.address) ?? -Infinity, now - this.ctx.policy.hourMs);
+    const domains = this.#domainsSeen().since(since);
+    const wall = Date.now();
+    this.ctx.untrust({ domains, sinceMs: wall - (now - since), untilMs: wall });
+    console.warn(JSON.stringify({ level: "error", msg: "receiver answers untrusted", family: this.ctx.policy.family, destination: this.address, domains: domains.length, since_ms_ago: now - since, alert: true }));
+  }
+
+  /** The domains checked at this address lately (in the probe's memory of it, so forgetting the idle destination keeps them). */
+  #domainsSeen(): DomainsSeen {
+    const seen = this.ctx.memory.get("domainsSeen", this.address) ?? new DomainsSeen();
+    // Set again at each use: kept for an hour after the last.
+    this.ctx.memory.set("domainsSeen", this.address, seen);
+    return seen;
   }
 
   /** Logs when the budget starts holding bulk work back here: once per window at most, however often it flips. */

@@ -8,7 +8,7 @@
  * A probe sends from one IP, so "per probe IP" is per process; a fleet puts its probes in different
  * /24s or says how many share one (PROBE_NETBLOCK_PEERS), and Google's netblock cap is split among them.
  */
-import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, familyOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy } from "../shared/email/receiver-policy.ts";
+import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, familyOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../shared/email/receiver-policy.ts";
 import { HarvestBudget, type BudgetLimits, type BudgetSnapshot } from "./harvest-budget.ts";
 import { Limiter, TokenBucket } from "./limits.ts";
 import { countFamilyEvent } from "./metrics.ts";
@@ -150,7 +150,7 @@ export class ReceiverBudgets {
    * is paused (doubling on repeats up to the rule's maximum) or stopped, the warm-up does not grow
    * today, and it is logged and counted. Returns the action taken, or null.
    */
-  noteReply(policy: AppliedPolicy, address: string, budget: HarvestBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): "pause" | "stop" | null {
+  noteReply(policy: AppliedPolicy, address: string, budget: HarvestBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): ReplyRule | null {
     const rule = policy.replies.find((r) => replyMatches(r, reply));
     if (!rule) return null;
     const level = budget.pauseLevel(now);
@@ -170,7 +170,7 @@ export class ReceiverBudgets {
       alert: rule.action === "stop",
     };
     console.warn(JSON.stringify(line));
-    return rule.action;
+    return rule;
   }
 
   /** Forgets destination-keyed budgets unused for an hour (their counts are over); family budgets stay. */

@@ -15,6 +15,7 @@ import { Limiter } from "./limits.ts";
 import { monotonicNow } from "./clock.ts";
 import { ReceiverBudgets, type FamilyGate, type ReceiverBudgetConfig } from "./receiver-budgets.ts";
 import { loadProbeState, saveProbeState, STATE_SAVE_MS } from "./probe-state.ts";
+import { UntrustedAnswers } from "./untrusted.ts";
 
 export type { CheckOutcome, CheckRequest } from "./check.ts";
 
@@ -46,6 +47,8 @@ export class Scheduler {
   readonly memory: DestinationMemory;
   /** The receiver policy and the unknown-recipient budgets, keyed as each family counts (receiver-budgets.ts). */
   readonly budgets: ReceiverBudgets;
+  /** Answers a receiver gave that are no longer trusted, for the Worker (probe/untrusted.ts). */
+  readonly untrusted = new UntrustedAnswers();
   readonly #destinations = new Map<string, Destination>();
   /** Destinations with nothing queued and nothing open, the longest so first: the ones that may be forgotten. */
   readonly #forgettable = new Set<Destination>();
@@ -201,7 +204,8 @@ export class Scheduler {
       policy,
       budget: (now) => budgets.budgetFor(policy, address, now),
       gate: (now) => budgets.gateOf(policy, now),
-      noteReply: (reply, now) => void budgets.noteReply(policy, address, budgets.budgetFor(policy, address, now), reply, now),
+      noteReply: (reply, now) => budgets.noteReply(policy, address, budgets.budgetFor(policy, address, now), reply, now),
+      untrust: (notice) => this.untrusted.note(notice),
       acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline, gate),
       idleChanged: (d, hasIdle) => {
         this.#withIdle.delete(d);

@@ -163,7 +163,22 @@ export const ProbeBatchDeferred = z.object({
   retry_after_ms: z.number().int().min(0).max(7 * 86_400_000).optional(),
   waiting_on: z.string().max(32).optional(),
 });
-export const ProbeBatchLine = z.union([ProbeBatchAnswer, ProbeBatchDeferred]);
+/** Notices in one batch answer at most (the probe keeps its newest). */
+export const PROBE_MAX_BATCH_NOTICES = 50;
+/**
+ * After the addresses: what a receiver accepted in a span of time is not trusted (it was found accepting
+ * everything, docs/probe.md "Receiver policy"): the caller sends its `valid` answers at these domains,
+ * written in that span, back for a recheck. Wall-clock milliseconds.
+ */
+export const ProbeBatchNotice = z.object({
+  untrusted: z.object({
+    domains: z.array(z.string().min(1).max(253)).min(1).max(500),
+    since_ms: z.number().int().min(0),
+    until_ms: z.number().int().min(0),
+  }),
+});
+export type ProbeBatchNotice = z.infer<typeof ProbeBatchNotice>;
+export const ProbeBatchLine = z.union([ProbeBatchAnswer, ProbeBatchDeferred, ProbeBatchNotice]);
 export type ProbeBatchLine = z.infer<typeof ProbeBatchLine>;
 
 const encoder = new TextEncoder();

@@ -7,7 +7,7 @@
  * What becomes of each line (done, recheck, defer, release, give up) is decided in
  * edge/jobs/line-policy.ts; this file only gathers the facts and hands the answers over.
  */
-import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
+import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchNotice, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../mx/resolve.ts";
 import { probeOrder, rankingKey } from "../probe-client.ts";
 import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
@@ -56,7 +56,15 @@ async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string
   return out;
 }
 
-export async function checkLines(claimed: ClaimedLine[], config: CheckLinesConfig, answer: (a: LineAnswer) => Promise<void>): Promise<void> {
+/** A probe's notice that what a receiver accepted in a span of time is not trusted (edge/jobs/untrusted.ts applies it). */
+export type UntrustedAnswers = ProbeBatchNotice["untrusted"];
+
+export async function checkLines(
+  claimed: ClaimedLine[],
+  config: CheckLinesConfig,
+  answer: (a: LineAnswer) => Promise<void>,
+  untrust: (notice: UntrustedAnswers) => Promise<void> = async () => {},
+): Promise<void> {
   const lines: Line[] = [];
   for (const line of claimed) {
     const prepared = prepareAddress(line.email);
@@ -103,7 +111,7 @@ export async function checkLines(claimed: ClaimedLine[], config: CheckLinesConfi
   await Promise.all(
     [...toProbe].map(async ([probeUrl, probeLines]) => {
       for (let start = 0; start < probeLines.length; start += PROBE_MAX_BATCH_ADDRESSES) {
-        await askProbe(probeUrl, probeLines.slice(start, start + PROBE_MAX_BATCH_ADDRESSES), config, settle, answer);
+        await askProbe(probeUrl, probeLines.slice(start, start + PROBE_MAX_BATCH_ADDRESSES), config, settle, answer, untrust);
       }
     }),
   );
@@ -130,6 +138,7 @@ async function askProbe(
   config: CheckLinesConfig,
   settle: (line: Line, result: ReturnType<typeof completeVerification>) => Promise<void>,
   answer: (a: LineAnswer) => Promise<void>,
+  untrust: (notice: UntrustedAnswers) => Promise<void>,
 ): Promise<void> {
   const byEmail = new Map<string, Line[]>();
   const groups = new Map<string, { mx: ProbeMxHost[]; emails: string[] }>();
@@ -151,6 +160,7 @@ async function askProbe(
   };
   const answered = new Set<string>();
   const end = await callProbeBatch(probeUrl, config.probeSecret!, request, async (probeLine) => {
+    if ("untrusted" in probeLine) return untrust(probeLine.untrusted);
     answered.add(probeLine.email);
     for (const line of byEmail.get(probeLine.email) ?? []) {
       if ("deferred" in probeLine) {

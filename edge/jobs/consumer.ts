@@ -16,6 +16,7 @@ import { LINE_POLICY, parkedDelaySeconds, requeueDelaySeconds } from "./line-pol
 import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
 import { probeTenant } from "../probe-client.ts";
+import { UNTRUSTED_RECHECK_DELAY_MS, untrustValids } from "./untrusted.ts";
 import {
   bulkCandidates,
   callbackAccount,
@@ -166,8 +167,18 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
       receiverWaitMaxMs: deps.receiverWaitMaxMs,
       tenant: await probeTenant(job.account_id),
     };
-    await checkLines(lines, config, (a) => writer.add(a));
+    const untrusted = new Map<string, number>();
+    await checkLines(
+      lines,
+      config,
+      (a) => writer.add(a),
+      async (notice) => {
+        for (const [job, n] of await untrustValids(deps.db, notice)) untrusted.set(job, (untrusted.get(job) ?? 0) + n);
+      },
+    );
     completed = await writer.finish();
+    // Lines a receiver's notice sent back (edge/jobs/untrusted.ts), in any job: a turn at their recheck.
+    for (const [job, n] of untrusted) await enqueueTurns(deps.queue, job, n, Math.ceil(UNTRUSTED_RECHECK_DELAY_MS / 1000));
   } finally {
     clearInterval(renewal);
   }

@@ -8,6 +8,7 @@
 import {
   PROBE_BATCH_PATH,
   PROBE_MAX_BATCH_ADDRESSES,
+  PROBE_MAX_BATCH_NOTICES,
   ProbeBatchLine,
   probeOrigin,
   signProbeRequest,
@@ -33,6 +34,7 @@ export async function callProbeBatch(
   const body = JSON.stringify(request);
   const signal = AbortSignal.timeout(request.deadline_ms + RESPONSE_GRACE_MS);
   let lines = 0;
+  let notices = 0;
   const fail = (reason: Extract<BatchCallEnd, { ok: false }>["reason"], status: number | null = null): BatchCallEnd => ({ ok: false, reason, status, lines });
   let res: Response;
   try {
@@ -66,7 +68,8 @@ export async function callProbeBatch(
       buffered = buffered.slice(nl + 1);
       if (text.trim() === "") continue;
       const parsed = ProbeBatchLine.safeParse(safeJson(text));
-      if (!parsed.success || ++lines > PROBE_MAX_BATCH_ADDRESSES) {
+      const tooMany = parsed.success && ("untrusted" in parsed.data ? ++notices > PROBE_MAX_BATCH_NOTICES : ++lines > PROBE_MAX_BATCH_ADDRESSES);
+      if (!parsed.success || tooMany) {
         await stop();
         return fail("bad_response", res.status);
       }

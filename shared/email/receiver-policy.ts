@@ -42,6 +42,8 @@ export type ReplyRule = {
   action: "pause" | "stop";
   seconds: number;
   maxSeconds?: number;
+  /** The reply says the receiver has been accepting unknown users silently: what it accepted since its last refusal is not trusted (issue 26 item 5). */
+  untrustsAccepted?: boolean;
 };
 
 export type ReceiverPolicy = {
@@ -101,7 +103,7 @@ const SELF_HOSTED_REPLIES: readonly ReplyRule[] = [{ code: 421, text: "too many 
 
 /** Gateways: "Too many invalid recipients" (Cisco's DHAP drop, §4) means the hour's 250s are suspect. */
 const GATEWAY_REPLIES: readonly ReplyRule[] = [
-  { code: 550, text: "too many invalid recipients", action: "stop", seconds: 4_200 },
+  { code: 550, text: "too many invalid recipients", action: "stop", seconds: 4_200, untrustsAccepted: true },
   { code: 554, enhanced: "5.7.1", action: "stop", seconds: 86_400 },
   { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
 ];

@@ -188,6 +188,32 @@ describe("a gateway that starts accepting everything", () => {
     const before = rcptsOf(f).length;
     expect((await check(s, "user2@second.example", host, ip(188))).outcome).toBe("budget_spent");
     expect(rcptsOf(f)).toHaveLength(before);
+    // What it accepted since its last refusal is named to the Worker (every batch answer carries it): the
+    // domain checked after the random address was refused, not the one whose check the refusal came with.
+    expect(s.untrusted.current()).toEqual([{ domains: ["second.example"], sinceMs: expect.any(Number), untilMs: expect.any(Number) }]);
+    const [notice] = s.untrusted.current();
+    expect(notice!.untilMs).toBeGreaterThanOrEqual(notice!.sinceMs);
+    const untrustedLine = error.mock.calls.map((c) => String(c[0])).find((l) => l.includes("receiver answers untrusted"));
+    expect(JSON.parse(untrustedLine!)).toMatchObject({ family: "cisco", destination: ip(188), domains: 1, alert: true });
+    expect(untrustedLine).not.toMatch(/example/);
+  });
+
+  it("says 'too many invalid recipients': stopped, and the domains it accepted at since its last refusal are named", async () => {
+    let unknown = 0;
+    await mta(189, {
+      mailboxPrefix: "user",
+      // The first unknown user is refused as such; the next gets Cisco's "too many invalid recipients" (it was accepting the ones between silently).
+      rcptReply: (address) => (address.startsWith("nobody") && unknown++ > 0 ? "550 5.1.1 Too many invalid recipients" : undefined),
+    });
+    const s = scheduler({ receiverPolicy: { cisco: { rcptPerSecond: 100 } } });
+    const host = "mx1.hc7777-56.iphmx.com";
+    expect((await check(s, "nobody1@a.example", host, ip(189), undefined, false)).outcome).toBe("mailbox_not_found");
+    expect((await check(s, "user1@b.example", host, ip(189), undefined, false)).outcome).toBe("accepted");
+    expect((await check(s, "user2@c.example", host, ip(189), undefined, false)).outcome).toBe("accepted");
+    await check(s, "nobody2@d.example", host, ip(189), undefined, false);
+    expect(s.untrusted.current()).toEqual([{ domains: ["b.example", "c.example", "d.example"], sinceMs: expect.any(Number), untilMs: expect.any(Number) }]);
+    // Stopped: nothing more is sent there.
+    expect((await check(s, "user3@e.example", host, ip(189), undefined, false)).outcome).toBe("budget_spent");
   });
 });
 

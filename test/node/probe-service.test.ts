@@ -9,6 +9,7 @@ import { loadProbeConfig, type ProbeConfig } from "../../probe/config.ts";
 import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
 import {
   PROBE_BATCH_PATH,
+  ProbeBatchNotice,
   PROBE_MAX_BATCH_ADDRESSES,
   PROBE_PATH,
   ProbeBatchAnswer,
@@ -234,6 +235,20 @@ describe("one bad check never takes the probe down", () => {
       expect(ProbeBatchAnswer.parse(lines.find((l) => l.email === "ana@svc.test")).result.outcome).toBe("accepted");
       const next = await postBatch(fresh, batch(["ana@svc.test"]));
       expect(ProbeBatchAnswer.parse(next[0]).result.outcome).toBe("accepted");
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("every batch answer ends with the notices of answers no longer trusted (probe/untrusted.ts), in the shared contract's shape", async () => {
+    const fresh = await startProbeServer(config());
+    try {
+      const noted = Date.now();
+      fresh.service.scheduler.untrusted.note({ domains: ["gw.example"], sinceMs: noted - 60_000, untilMs: noted });
+      const lines = await postBatch(fresh, batch(["ana@svc.test"]));
+      expect(lines).toHaveLength(2);
+      expect(ProbeBatchAnswer.parse(lines[0]).result.outcome).toBe("accepted");
+      expect(ProbeBatchNotice.parse(lines[1])).toEqual({ untrusted: { domains: ["gw.example"], since_ms: noted - 60_000, until_ms: noted } });
     } finally {
       await fresh.close();
     }

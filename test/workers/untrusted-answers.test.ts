@@ -1,0 +1,91 @@
+/**
+ * A probe's notice that a receiver's answers are not trusted (edge/jobs/untrusted.ts, probe/untrusted.ts;
+ * issue 26 item 5), inside workerd with the real database and the Worker's own queue handler: the `valid`
+ * lines of an unfinished job at the named domain, answered in the notice's span, go back for a recheck
+ * after the hour, the job's counts follow and it runs again until they are answered; other domains' lines
+ * stay. The probe is the stand-in (test/fixtures/probe-fixture.ts): an `untrust` address makes it send
+ * the notice after its answers, over the same wire contract the probe uses.
+ */
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { VerificationJob, type JobMessage } from "../../shared/jobs.ts";
+import worker from "../../edge/index.ts";
+import type { Bindings } from "../../edge/env.ts";
+import type { JobsQueue } from "../../edge/jobs/consumer.ts";
+import { UNTRUSTED_RECHECK_DELAY_MS } from "../../edge/jobs/untrusted.ts";
+import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
+
+afterEach(cancelUnfinishedJobs);
+
+function recordingQueue() {
+  const sent: { body: JobMessage; delaySeconds?: number }[] = [];
+  const queue: JobsQueue = { send: async (body, options) => void sent.push({ body, ...options }), sendBatch: async (messages) => void sent.push(...messages) };
+  return { sent, queue };
+}
+
+async function deliverTurn(job: string, bindings: Partial<Bindings>) {
+  const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `t-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { kind: "work", job } }]);
+  const ctx = createExecutionContext();
+  await worker.queue(batch as MessageBatch<unknown>, { ...env, PROBE_URL: inject("probeFixtureUrl"), ...bindings } as never);
+  return getQueueResult(batch, ctx);
+}
+
+async function queuedJob(accountId: string, emails: string[]) {
+  const id = `job_untr${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
+  const now = Date.now();
+  await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash, created_at, updated_at)
+    values (${id}, ${accountId}, 'queued', ${emails.length}, 5, 'test', ${now}, ${now})`);
+  for (const [position, email] of emails.entries()) {
+    const duplicateOf = emails.indexOf(email) < position ? emails.indexOf(email) : null;
+    await db.run(sql`insert into verification_job_items (job_id, position, seq, email, state, duplicate_of) values (${id}, ${position}, ${position}, ${email}, 'pending', ${duplicateOf})`);
+  }
+  return id;
+}
+
+const lines = async (job: string) =>
+  await db.all<{ position: number; state: string; classification: string | null; recheck_at: number | null }>(sql`
+    select position, state, classification, recheck_at from verification_job_items where job_id = ${job} order by position`);
+const getJob = async (token: string, id: string) => VerificationJob.strict().parse(await (await call(`/v1/email_verification_jobs/${id}`, { token })).json());
+
+describe("a receiver's answers no longer trusted", () => {
+  it("sends the valid lines at its domain back for a recheck after the hour, takes them out of the job's counts, and leaves other domains' lines", async () => {
+    const { token, accountId } = await newAccount(0);
+    // A domain no other job test uses (the notice reaches every unfinished job), served by the stand-in probe.
+    const gw = "unknown.test";
+    // A held line keeps job A unfinished after its first turn; the duplicate follows its original.
+    const a = await queuedJob(accountId, [`ana@${gw}`, `bo@${gw}`, `cy@xn--bcher-kva.test`, `held1@${gw}`, `ana@${gw}`]);
+    const { sent, queue } = recordingQueue();
+    const bindings = { JOBS_QUEUE: queue };
+    await deliverTurn(a, bindings);
+    expect((await lines(a)).map((l) => l.state)).toEqual(["done", "done", "done", "waiting", "done"]);
+    expect(await getJob(token, a)).toMatchObject({ status: "running", processed: 4, summary: expect.objectContaining({ classification: { valid: 4, risky: 0, invalid: 0 } }) });
+
+    // Another account's job reaches the same receiver; the probe's answer ends with the notice.
+    const other = await newAccount(0);
+    const b = await queuedJob(other.accountId, [`untrust@${gw}`]);
+    sent.length = 0;
+    const before = Date.now();
+    await deliverTurn(b, bindings);
+
+    const after = await lines(a);
+    expect(after.map((l) => [l.state, l.classification])).toEqual([
+      ["recheck", null],
+      ["recheck", null],
+      ["done", "valid"],
+      ["waiting", null],
+      ["pending", null],
+    ]);
+    expect(after[0]!.recheck_at).toBeGreaterThanOrEqual(before + UNTRUSTED_RECHECK_DELAY_MS);
+    expect(await getJob(token, a)).toMatchObject({ status: "running", processed: 1, summary: expect.objectContaining({ classification: { valid: 1, risky: 0, invalid: 0 } }) });
+    // A turn for job A at the recheck, not before.
+    expect(sent.filter((m) => m.body.kind === "work" && m.body.job === a)).toEqual([{ body: { kind: "work", job: a }, delaySeconds: UNTRUSTED_RECHECK_DELAY_MS / 1000 }]);
+
+    // The hour passes: the recheck is asked and answered (here the stand-in accepts; the real probe answers catch-all meanwhile).
+    await db.run(sql`update verification_job_items set recheck_at = ${Date.now() - 1} where job_id = ${a} and state = 'recheck'`);
+    await deliverTurn(a, bindings);
+    expect((await lines(a)).map((l) => l.state)).toEqual(["done", "done", "done", "waiting", "done"]);
+    expect(await getJob(token, a)).toMatchObject({ processed: 4, summary: expect.objectContaining({ classification: { valid: 4, risky: 0, invalid: 0 } }) });
+  });
+});
