@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
 import { ERROR_MESSAGES } from "../shared/api.ts";
-import { requireApiKey } from "./auth.ts";
+import { requireCaller } from "./auth.ts";
 import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
@@ -23,6 +23,11 @@ import { registerKeyRoutes } from "./routes/keys.ts";
 import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
+import { authCallGuards, registerAuthRoutes } from "./routes/auth.ts";
+import { registerMeRoutes } from "./routes/me.ts";
+import { registerMemberRoutes } from "./routes/members.ts";
+import { limitRequestBody } from "./body-limit.ts";
+import { WEBAUTHN_BODY_MAX_BYTES } from "../shared/members.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
 const DATABASE_RETRY_AFTER_SECONDS = 5;
@@ -68,6 +73,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
       duration_ms: Date.now() - started,
       account_id: auth?.accountId ?? null,
       key_id: auth?.keyId ?? null,
+      member_id: auth?.memberId ?? null,
       ...c.get("accessLog"),
     });
   });
@@ -80,6 +86,14 @@ export function createApp(): OpenAPIHono<AppEnv> {
     description:
       "An API key (cv_…). Each operation's security requirement names the scope the key must hold (OpenAPI 3.1 allows role names for http schemes); " +
       `without it the answer is 403 with reason missing_scope. Scopes: ${SCOPES.join(", ")}.`,
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "sessionCookie", {
+    type: "apiKey",
+    in: "cookie",
+    name: "__Host-session",
+    description:
+      "A member's console session (docs/api.md \"Sessions\"), set by sign-in; named session over plain http to localhost. A session holds its role's scopes " +
+      "(shared/roles.ts); a request with an unsafe method must come from the console's origin (Origin or Sec-Fetch-Site), else 403 with reason cross_site_request.",
   });
   // Generated once per isolate, on first request (every route has registered by then): building it
   // costs milliseconds of CPU, and it only changes with a deploy. Its ETag is a hash of its bytes.
@@ -108,6 +122,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
             { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
             { name: "Account", description: "The calling key's account: balance, limits and usage" },
             { name: "Keys", description: "The account's API keys: named, scoped, expiring, capped; created, rolled and revoked by keys holding keys:write" },
+            { name: "Members", description: "The people who sign in to the console with passkeys: invites, roles, passkeys and sessions" },
           ],
         }),
       );
@@ -127,19 +142,26 @@ export function createApp(): OpenAPIHono<AppEnv> {
   });
   // Authentication first (401, or 429 for an address with too many failures), then the key's
   // limit for the family (429), then the route's own checks (400 and after).
-  app.use("/v1/people", requireApiKey, enforceRateLimit("lookup"));
+  app.use("/v1/people", requireCaller, enforceRateLimit("lookup"));
   // The erasures feed is read like a lookup and counts as one (no charge).
-  app.use("/v1/people/erasures", requireApiKey, enforceRateLimit("lookup"));
-  app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
+  app.use("/v1/people/erasures", requireCaller, enforceRateLimit("lookup"));
+  app.use("/v1/email_verifications", requireCaller, enforceRateLimit("verification"));
   // Reading the account costs a database read, like a lookup, and counts as one.
-  app.use("/v1/account", requireApiKey, enforceRateLimit("lookup"));
+  app.use("/v1/account", requireCaller, enforceRateLimit("lookup"));
   // A job is verification in bulk: creating one counts against job_creation and verification;
   // reading or cancelling one against job_reads, so polling spends neither.
   // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
-  app.use(JOBS_PATH, requireApiKey, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
-  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("job_reads"));
+  app.use(JOBS_PATH, requireCaller, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
+  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireCaller, enforceRateLimit("job_reads"));
   // Keys, usage and the audit trail are database reads and small writes, counted like a lookup.
-  for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireApiKey, enforceRateLimit("lookup"));
+  for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireCaller, enforceRateLimit("lookup"));
+  // Signing in takes no credential: bounded, same-origin and counted per client address instead (edge/routes/auth.ts).
+  app.use("/v1/auth/*", ...authCallGuards);
+  app.use("/v1/auth/sign-out-everywhere", requireCaller);
+  // Members and the signed-in member's passkeys: database reads and small writes, counted like a lookup.
+  for (const path of ["/v1/members", "/v1/members/*", "/v1/invites", "/v1/me", "/v1/me/*"]) {
+    app.use(path, requireCaller, enforceRateLimit("lookup"), limitRequestBody(WEBAUTHN_BODY_MAX_BYTES));
+  }
 
   registerErasuresRoute(app);
   registerPeopleRoute(app);
@@ -149,6 +171,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerKeyRoutes(app);
   registerUsageRoute(app);
   registerAuditRoute(app);
+  registerAuthRoutes(app);
+  registerMemberRoutes(app);
+  registerMeRoutes(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 

@@ -4,7 +4,7 @@
  * may have accepted unknown users silently since its last refusal. The `valid` lines of unfinished jobs
  * at the domains it names, answered in that span, go back to be checked again after the hour (a line
  * becomes a recheck: its second answer is final, as for a temporary first answer); a duplicate line
- * waits for its original again. The job's counts follow (migration 0015's trigger): the job is running
+ * waits for its original again. The job's counts follow (migration 0016's trigger): the job is running
  * again until they are answered. The probe answers such a recheck catch-all while the receiver is
  * distrusted, so it is never `valid` on that answer alone.
  *
