@@ -27,10 +27,10 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import ipaddr from "ipaddr.js";
 import { ERROR_MESSAGES } from "../shared/api.ts";
-import type { Role } from "../shared/roles.ts";
 import { decodeScopes, type Scope } from "../shared/scopes.ts";
 import { requestDatabase } from "./db/client.ts";
 import { accounts, apiKeys } from "./db/schema.ts";
+import type { Caller } from "./caller.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { TtlCache } from "../shared/ttl-cache.ts";
@@ -39,23 +39,7 @@ import { activityDue, flushDueActivity, noteKeyUse } from "./key-activity.ts";
 import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "./rate-limits.ts";
 import { authenticateSession, crossSiteRefusal, readSessionToken } from "./sessions.ts";
 
-/** The caller as every check after authentication needs it, from the cache: no database read. */
-export type Caller = {
-  kind: "key" | "session";
-  /** The calling key; null for a session. */
-  keyId: string | null;
-  /** The signed-in member, their session and role; null for a key. */
-  memberId: string | null;
-  sessionId: string | null;
-  role: Role | null;
-  /** Who acts: the key's id or the member's id. What the audit trail, usage rows and per-caller rate limits name. */
-  actor: string;
-  accountId: string;
-  scopes: readonly Scope[];
-  /** ms, or null: never expires (a session's own end is checked in edge/sessions.ts). */
-  expiresAt: number | null;
-  dailyCreditCap: number | null;
-};
+export type { Caller };
 
 type KnownKey = { keyId: string; accountId: string; scopes: readonly Scope[]; expiresAt: number | null; dailyCreditCap: number | null; revokedAt: number | null; accountActive: boolean };
 

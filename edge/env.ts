@@ -4,11 +4,21 @@
  */
 import { z } from "zod";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
-import type { Caller } from "./auth.ts";
+import type { Caller } from "./caller.ts";
 import type { Database } from "./db/client.ts";
 import type { JobsQueue } from "./jobs/consumer.ts";
-import type { RateLimitBindings } from "./rate-limits.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
+
+/** The part of the Rate Limiting binding we use (workerd's RateLimit). */
+export type RateLimiter = { limit(options: { key: string }): Promise<{ success: boolean }> };
+
+export type RateLimitBindings = {
+  VERIFICATION_RATE_LIMITER?: RateLimiter;
+  LOOKUP_RATE_LIMITER?: RateLimiter;
+  JOB_CREATION_RATE_LIMITER?: RateLimiter;
+  JOB_READ_RATE_LIMITER?: RateLimiter;
+  FAILED_AUTH_RATE_LIMITER?: RateLimiter;
+};
 
 export type Bindings = RateLimitBindings & {
   DATABASE_URL?: string;

@@ -8,20 +8,11 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { ERROR_MESSAGES } from "../shared/api.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv, RateLimitBindings, RateLimiter } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { describeError, writeLog } from "./log.ts";
 
-/** The part of the Rate Limiting binding we use (workerd's RateLimit). */
-export type RateLimiter = { limit(options: { key: string }): Promise<{ success: boolean }> };
-
-export type RateLimitBindings = {
-  VERIFICATION_RATE_LIMITER?: RateLimiter;
-  LOOKUP_RATE_LIMITER?: RateLimiter;
-  JOB_CREATION_RATE_LIMITER?: RateLimiter;
-  JOB_READ_RATE_LIMITER?: RateLimiter;
-  FAILED_AUTH_RATE_LIMITER?: RateLimiter;
-};
+export type { RateLimitBindings, RateLimiter };
 
 export type RateLimitPolicy = {
   binding: keyof RateLimitBindings;

@@ -5,7 +5,7 @@
  */
 import { createMiddleware } from "hono/factory";
 import type { Scope } from "../shared/scopes.ts";
-import type { Caller } from "./auth.ts";
+import type { Caller } from "./caller.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 

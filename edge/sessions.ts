@@ -22,7 +22,7 @@ import { sql } from "drizzle-orm";
 import { ERROR_MESSAGES } from "../shared/api.ts";
 import { isRole, ROLE_SCOPES, type Role } from "../shared/roles.ts";
 import { TtlCache } from "../shared/ttl-cache.ts";
-import type { Caller } from "./auth.ts";
+import type { Caller } from "./caller.ts";
 import { requestDatabase } from "./db/client.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";

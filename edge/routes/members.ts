@@ -7,7 +7,7 @@
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import { Invite, InviteCreateRequest, Member, MemberList, MemberPatch } from "../../shared/members.ts";
 import type { Role } from "../../shared/roles.ts";
-import type { Caller } from "../auth.ts";
+import type { Caller } from "../caller.ts";
 import { requestDatabase } from "../db/client.ts";
 import { changeRole, createInvite, getMember, listMembers, memberJson, removeMember } from "../db/members.ts";
 import type { AppEnv } from "../env.ts";

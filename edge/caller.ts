@@ -1,0 +1,24 @@
+/**
+ * Who is calling: an API key or a member's session (edge/auth.ts decides), as a type only, so the
+ * modules that name it (the bindings' env, sessions, scopes, routes) need not import the middleware.
+ */
+import type { Role } from "../shared/roles.ts";
+import type { Scope } from "../shared/scopes.ts";
+
+/** The caller as every check after authentication needs it, from the cache: no database read. */
+export type Caller = {
+  kind: "key" | "session";
+  /** The calling key; null for a session. */
+  keyId: string | null;
+  /** The signed-in member, their session and role; null for a key. */
+  memberId: string | null;
+  sessionId: string | null;
+  role: Role | null;
+  /** Who acts: the key's id or the member's id. What the audit trail, usage rows and per-caller rate limits name. */
+  actor: string;
+  accountId: string;
+  scopes: readonly Scope[];
+  /** ms, or null: never expires (a session's own end is checked in edge/sessions.ts). */
+  expiresAt: number | null;
+  dailyCreditCap: number | null;
+};
