@@ -8,52 +8,19 @@
  * is the stand-in (test/fixtures/probe-fixture.ts): it holds every `held*` address as the real
  * probe's budgets do and records each batch, which is how claims are counted.
  */
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { EmailVerificationResult } from "../../shared/api.ts";
 import { WARNINGS } from "../../shared/email/verdict.ts";
-import { VerificationJob, type JobMessage } from "../../shared/jobs.ts";
-import worker from "../../edge/index.ts";
-import type { Bindings } from "../../edge/env.ts";
-import type { JobsQueue } from "../../edge/jobs/consumer.ts";
+import { VerificationJob } from "../../shared/jobs.ts";
 import { startJob, stalledWork } from "../../edge/jobs/store.ts";
 import { HELD_RETRY_AFTER_MS, type FixtureBatch } from "../fixtures/probe-fixture.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
+import { deliverTurn, queuedJob, recordingQueue } from "./job-turns.ts";
 
 afterEach(cancelUnfinishedJobs);
 
 const PATH = "/v1/email_verification_jobs";
-
-/** What the consumer puts on the queue, recorded and not delivered: this file delivers every turn itself. */
-function recordingQueue() {
-  const sent: { body: JobMessage; delaySeconds?: number }[] = [];
-  const queue: JobsQueue = {
-    send: async (body, options) => void sent.push({ body, ...options }),
-    sendBatch: async (messages) => void sent.push(...messages),
-  };
-  return { sent, queue };
-}
-
-/** Hands one turn to the Worker's queue handler, with the stand-in probe. */
-async function deliverTurn(job: string, bindings: Partial<Bindings>) {
-  const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `t-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { kind: "work", job } }]);
-  const ctx = createExecutionContext();
-  await worker.queue(batch as MessageBatch<unknown>, { ...env, PROBE_URL: inject("probeFixtureUrl"), ...bindings } as never);
-  return getQueueResult(batch, ctx);
-}
-
-async function queuedJob(accountId: string, emails: string[]) {
-  const id = `job_wait${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-  const now = Date.now();
-  await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash, created_at, updated_at)
-    values (${id}, ${accountId}, 'queued', ${emails.length}, 5, 'test', ${now}, ${now})`);
-  for (const [position, email] of emails.entries()) {
-    await db.run(sql`insert into verification_job_items (job_id, position, seq, email, state) values (${id}, ${position}, ${position}, ${email}, 'pending')`);
-  }
-  return id;
-}
 
 const getJob = async (token: string, id: string) => VerificationJob.strict().parse(await (await call(`${PATH}/${id}`, { token })).json());
 const line = async (job: string, position: number) =>

@@ -6,43 +6,14 @@
  * stay. The probe is the stand-in (test/fixtures/probe-fixture.ts): an `untrust` address makes it send
  * the notice after its answers, over the same wire contract the probe uses.
  */
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
-import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { VerificationJob, type JobMessage } from "../../shared/jobs.ts";
-import worker from "../../edge/index.ts";
-import type { Bindings } from "../../edge/env.ts";
-import type { JobsQueue } from "../../edge/jobs/consumer.ts";
+import { VerificationJob } from "../../shared/jobs.ts";
 import { UNTRUSTED_RECHECK_DELAY_MS } from "../../edge/jobs/untrusted.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
+import { deliverTurn, queuedJob, recordingQueue } from "./job-turns.ts";
 
 afterEach(cancelUnfinishedJobs);
-
-function recordingQueue() {
-  const sent: { body: JobMessage; delaySeconds?: number }[] = [];
-  const queue: JobsQueue = { send: async (body, options) => void sent.push({ body, ...options }), sendBatch: async (messages) => void sent.push(...messages) };
-  return { sent, queue };
-}
-
-async function deliverTurn(job: string, bindings: Partial<Bindings>) {
-  const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `t-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { kind: "work", job } }]);
-  const ctx = createExecutionContext();
-  await worker.queue(batch as MessageBatch<unknown>, { ...env, PROBE_URL: inject("probeFixtureUrl"), ...bindings } as never);
-  return getQueueResult(batch, ctx);
-}
-
-async function queuedJob(accountId: string, emails: string[]) {
-  const id = `job_untr${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-  const now = Date.now();
-  await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash, created_at, updated_at)
-    values (${id}, ${accountId}, 'queued', ${emails.length}, 5, 'test', ${now}, ${now})`);
-  for (const [position, email] of emails.entries()) {
-    const duplicateOf = emails.indexOf(email) < position ? emails.indexOf(email) : null;
-    await db.run(sql`insert into verification_job_items (job_id, position, seq, email, state, duplicate_of) values (${id}, ${position}, ${position}, ${email}, 'pending', ${duplicateOf})`);
-  }
-  return id;
-}
 
 const lines = async (job: string) =>
   await db.all<{ position: number; state: string; classification: string | null; recheck_at: number | null }>(sql`
