@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
 import { ERROR_MESSAGES } from "../shared/api.ts";
-import { requireApiKey } from "./auth.ts";
+import { requireCaller } from "./auth.ts";
 import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
@@ -70,6 +70,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
       duration_ms: Date.now() - started,
       account_id: auth?.accountId ?? null,
       key_id: auth?.keyId ?? null,
+      member_id: auth?.memberId ?? null,
       ...c.get("accessLog"),
     });
   });
@@ -129,20 +130,20 @@ export function createApp(): OpenAPIHono<AppEnv> {
   });
   // Authentication first (401, or 429 for an address with too many failures), then the key's
   // limit for the family (429), then the route's own checks (400 and after).
-  app.use("/v1/people", requireApiKey, enforceRateLimit("lookup"));
+  app.use("/v1/people", requireCaller, enforceRateLimit("lookup"));
   // The erasures feed is read like a lookup and counts as one (no charge).
-  app.use("/v1/people/erasures", requireApiKey, enforceRateLimit("lookup"));
-  app.use("/v1/email_verifications", requireApiKey, enforceRateLimit("verification"));
+  app.use("/v1/people/erasures", requireCaller, enforceRateLimit("lookup"));
+  app.use("/v1/email_verifications", requireCaller, enforceRateLimit("verification"));
   // Reading the account costs a database read, like a lookup, and counts as one.
-  app.use("/v1/account", requireApiKey, enforceRateLimit("lookup"));
+  app.use("/v1/account", requireCaller, enforceRateLimit("lookup"));
   // A job is verification in bulk: creating one counts against job_creation and verification;
   // listing, reading or cancelling one against job_reads, so polling spends neither.
   // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
-  app.on("POST", JOBS_PATH, requireApiKey, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
-  app.on("GET", JOBS_PATH, requireApiKey, enforceRateLimit("job_reads"));
-  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireApiKey, enforceRateLimit("job_reads"));
+  app.on("POST", JOBS_PATH, requireCaller, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
+  app.on("GET", JOBS_PATH, requireCaller, enforceRateLimit("job_reads"));
+  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireCaller, enforceRateLimit("job_reads"));
   // Keys, usage and the audit trail are database reads and small writes, counted like a lookup.
-  for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireApiKey, enforceRateLimit("lookup"));
+  for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireCaller, enforceRateLimit("lookup"));
 
   registerErasuresRoute(app);
   registerPeopleRoute(app);

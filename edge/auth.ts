@@ -1,5 +1,9 @@
 /**
- * Bearer authentication (docs/api.md "Authentication"). Every failure is a 401 `{"error":"Unauthorized"}`;
+ * Who is calling (docs/api.md "Authentication"): an API key (Bearer), or, without an Authorization
+ * header, a member's session cookie (edge/sessions.ts). Either gives one Caller with the account and
+ * the scopes (a session's from its member's role), so every check after this one treats both alike.
+ *
+ * Bearer authentication. Every failure is a 401 `{"error":"Unauthorized"}`;
  * one for a key the caller holds that was revoked or has expired says which in `reason` (the caller
  * holds the token, so this tells nobody anything new), an unknown token or a disabled account says nothing.
  *
@@ -23,6 +27,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import ipaddr from "ipaddr.js";
 import { ERROR_MESSAGES } from "../shared/api.ts";
+import type { Role } from "../shared/roles.ts";
 import { decodeScopes, type Scope } from "../shared/scopes.ts";
 import { requestDatabase } from "./db/client.ts";
 import { accounts, apiKeys } from "./db/schema.ts";
@@ -32,18 +37,27 @@ import { TtlCache } from "../shared/ttl-cache.ts";
 import { hashToken, looksLikeToken } from "./lib/tokens.ts";
 import { activityDue, flushDueActivity, noteKeyUse } from "./key-activity.ts";
 import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "./rate-limits.ts";
+import { authenticateSession, crossSiteRefusal, readSessionToken } from "./sessions.ts";
 
-/** The calling key as every check after authentication needs it, from the cache: no database read. */
-export type AuthenticatedKey = {
-  keyId: string;
+/** The caller as every check after authentication needs it, from the cache: no database read. */
+export type Caller = {
+  kind: "key" | "session";
+  /** The calling key; null for a session. */
+  keyId: string | null;
+  /** The signed-in member, their session and role; null for a key. */
+  memberId: string | null;
+  sessionId: string | null;
+  role: Role | null;
+  /** Who acts: the key's id or the member's id. What the audit trail, usage rows and per-caller rate limits name. */
+  actor: string;
   accountId: string;
   scopes: readonly Scope[];
-  /** ms, or null: never expires. */
+  /** ms, or null: never expires (a session's own end is checked in edge/sessions.ts). */
   expiresAt: number | null;
   dailyCreditCap: number | null;
 };
 
-type KnownKey = AuthenticatedKey & { revokedAt: number | null; accountActive: boolean };
+type KnownKey = { keyId: string; accountId: string; scopes: readonly Scope[]; expiresAt: number | null; dailyCreditCap: number | null; revokedAt: number | null; accountActive: boolean };
 
 export const KNOWN_KEY_TTL_MS = 60_000;
 export const UNKNOWN_TOKEN_TTL_MS = 30_000;
@@ -129,8 +143,19 @@ async function findKey(c: Context<AppEnv>, tokenHash: string): Promise<KnownKey 
   return { ...rest, scopes: decodeScopes(scopes), accountActive: status === "active" };
 }
 
-function authenticated(key: KnownKey): AuthenticatedKey {
-  return { keyId: key.keyId, accountId: key.accountId, scopes: key.scopes, expiresAt: key.expiresAt, dailyCreditCap: key.dailyCreditCap };
+function authenticated(key: KnownKey): Caller {
+  return {
+    kind: "key",
+    keyId: key.keyId,
+    memberId: null,
+    sessionId: null,
+    role: null,
+    actor: key.keyId,
+    accountId: key.accountId,
+    scopes: key.scopes,
+    expiresAt: key.expiresAt,
+    dailyCreditCap: key.dailyCreditCap,
+  };
 }
 
 /**
@@ -151,8 +176,11 @@ async function proceed(c: Context<AppEnv>, key: KnownKey, next: () => Promise<vo
   }
 }
 
-export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
-  const token = bearerToken(c.req.header("authorization"));
+export const requireCaller = createMiddleware<AppEnv>(async (c, next) => {
+  const authorization = c.req.header("authorization");
+  const sessionToken = authorization === undefined ? readSessionToken(c) : null;
+  if (sessionToken !== null) return sessionCaller(c, sessionToken, next);
+  const token = bearerToken(authorization);
   const tokenHash = token && looksLikeToken(token) ? await hashToken(token) : null;
   const known = tokenHash === null ? undefined : knownKeys.get(tokenHash);
   let refused: ApiError | null = null;
@@ -180,14 +208,35 @@ export const requireApiKey = createMiddleware<AppEnv>(async (c, next) => {
       unknownTokens.set(tokenHash, true, UNKNOWN_TOKEN_TTL_MS);
     }
   }
-  if (blocked) throw rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
+  throw await failedAuthentication(c, client, blocked, refused ?? unauthorized());
+});
 
+/** A failed authentication counted against its client: the refusal, or 429 once the client is over the limit. */
+async function failedAuthentication(c: Context<AppEnv>, client: string, blocked: boolean, refused: ApiError): Promise<ApiError> {
+  if (blocked) return rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
   if (!(await withinLimit(c, FAILED_AUTHENTICATION_LIMIT, client))) {
     blockedClients.set(client, true, FAILED_AUTHENTICATION_LIMIT.periodSeconds * 1000);
-    throw rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
+    return rateLimited("failed_authentication", FAILED_AUTHENTICATION_LIMIT);
   }
-  throw refused ?? unauthorized();
-});
+  return refused;
+}
+
+/**
+ * A request with the session cookie (and no Authorization header): refused as cross-site before anything
+ * is looked up; a blocked client's session is looked up only if this isolate already knows it.
+ */
+async function sessionCaller(c: Context<AppEnv>, token: string, next: () => Promise<void>): Promise<void> {
+  const crossSite = crossSiteRefusal(c);
+  if (crossSite) throw crossSite;
+  const client = clientBucket(c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS);
+  const blocked = blockedClients.get(client) === true;
+  const outcome = await authenticateSession(c, token, () => !blocked);
+  if (outcome !== null && !(outcome instanceof ApiError)) {
+    c.set("auth", outcome);
+    return next();
+  }
+  throw await failedAuthentication(c, client, blocked, outcome ?? unauthorized());
+}
 
 /** Whether a blocked client's trickle has a lookup left now (one per BLOCKED_LOOKUP_INTERVAL_MS); takes it. */
 function takeBlockedLookup(client: string): boolean {

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
-import type { AuthenticatedKey } from "./auth.ts";
+import type { Caller } from "./auth.ts";
 import type { Database } from "./db/client.ts";
 import type { JobsQueue } from "./jobs/consumer.ts";
 import type { RateLimitBindings } from "./rate-limits.ts";
@@ -32,6 +32,9 @@ export type Bindings = RateLimitBindings & {
   ACCESS_LOG_RETENTION_SECONDS?: string;
   AUDIT_RETENTION_SECONDS?: string;
   CALLBACK_ALLOW_PRIVATE_TARGETS?: string;
+  SESSION_IDLE_SECONDS?: string;
+  SESSION_MAX_SECONDS?: string;
+  WEBAUTHN_ORIGINS?: string;
   /** Seals the accounts' webhook secrets at rest (docs/jobs.md "Callbacks"): base64 of 32 random bytes. */
   WEBHOOK_SECRET_KEY?: string;
 };
@@ -43,7 +46,8 @@ export type Variables = {
   requestId: string;
   accessLog: AccessLogFields;
   config: EdgeConfig;
-  auth: AuthenticatedKey;
+  /** Who is calling: an API key or a member's session (edge/auth.ts). */
+  auth: Caller;
   /** Opened on first use by requestDatabase(); never shared across requests. */
   db?: Database;
 };
@@ -126,6 +130,26 @@ export const EdgeConfigSchema = z.object({
       .string()
       .regex(/^[A-Za-z0-9+/]{43}=$/, "WEBHOOK_SECRET_KEY must be 32 bytes in base64 (make one with `openssl rand -base64 32`)")
       .optional(),
+  ),
+  /** A console session ends once unused for this long (docs/api.md "Sessions"). */
+  SESSION_IDLE_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(60).max(604_800).default(43_200)),
+  /** A console session ends this long after sign-in, however much it is used. */
+  SESSION_MAX_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(300).max(2_592_000).default(604_800)),
+  /**
+   * The console's origins, comma-separated (https://console.example.com): passkeys are made for the first one's host
+   * (the WebAuthn relying party) and accepted from any of them; invite links point at the first. Unset: the origin
+   * each request came to (npm start and tests, at http://localhost:8787).
+   */
+  WEBAUTHN_ORIGINS: z.preprocess(
+    (v) => (typeof v === "string" ? v.split(",").map((u) => u.trim()).filter((u) => u !== "") : []),
+    z
+      .array(
+        z
+          .string()
+          .url({ message: "WEBAUTHN_ORIGINS must be a comma-separated list of origins" })
+          .refine((u) => URL.canParse(u) && new URL(u).origin === u, { message: "WEBAUTHN_ORIGINS must list bare origins (scheme://host[:port], no path)" }),
+      )
+      .max(8),
   ),
   /** true (tests only): job callbacks may also go to http URLs and private or loopback addresses. */
   CALLBACK_ALLOW_PRIVATE_TARGETS: z.preprocess(

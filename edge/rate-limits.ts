@@ -87,7 +87,7 @@ export function enforceRateLimit(family: RateLimitFamily): MiddlewareHandler<App
   return async (c, next) => {
     // A route limited twice (creating a job) states both policies, as a list.
     c.header("RateLimit-Policy", policyHeader(family, policy), { append: true });
-    if (!(await withinLimit(c, policy, c.get("auth").keyId))) throw rateLimited(family, policy);
+    if (!(await withinLimit(c, policy, c.get("auth").actor))) throw rateLimited(family, policy);
     await next();
   };
 }

@@ -2,6 +2,7 @@
  * The database, in Drizzle. Migrations are generated from this file by drizzle-kit
  * (`npm run db:generate`) into `edge/db/migrations`, plus hand-written migrations for the triggers
  * that drizzle-kit cannot express (`drizzle-kit generate --custom`).
+ * Longer than 400 lines on purpose: every table in one file, so a migration's whole diff is read in one place.
  */
 import { sql } from "drizzle-orm";
 import { ALL_SCOPES_STORED } from "../../shared/scopes.ts";
@@ -359,19 +360,19 @@ export const usageDaily = sqliteTable(
 );
 
 /**
- * The audit trail (GET /v1/audit-events): what was done to an account's keys, and by whom. Never a
- * secret: a key appears by id and prefix. Kept AUDIT_RETENTION_SECONDS, deleted by the cron.
+ * The audit trail (GET /v1/audit-events): what was done to an account's keys and members, and by whom.
+ * Never a secret: a key appears by id and prefix, an invite, passkey or session by id. Kept AUDIT_RETENTION_SECONDS, deleted by the cron.
  */
 export const auditEvents = sqliteTable(
   "audit_events",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
     accountId: text("account_id").notNull(),
-    /** key.created, key.rolled, key.revoked, key.expired. */
+    /** shared/keys.ts AUDIT_ACTIONS: key.*, member.*, passkey.*, session.*. */
     action: text("action").notNull(),
-    /** "operator" (the admin CLI), "system" (the cron), or the id of the key that acted. */
+    /** "operator" (the admin CLI), "system" (the cron), or the id of the key or member that acted. */
     actor: text("actor").notNull(),
-    /** What was acted on: a key id. */
+    /** What was acted on: a key, member, invite, passkey or session id. */
     target: text("target"),
     /** A JSON object of what else an operator needs (names, scopes, overlap), never a secret. */
     details: text("details").notNull().default("{}"),
@@ -379,4 +380,112 @@ export const auditEvents = sqliteTable(
     createdAt: integer("created_at").notNull().default(now),
   },
   (t) => [index("audit_events_account_idx").on(t.accountId, t.id), index("audit_events_created_idx").on(t.createdAt)],
+);
+
+/**
+ * The people who sign in to the console (docs/api.md "Members and roles"). Removing a member deletes the row,
+ * its passkeys and its sessions in one batch; the audit trail keeps the id and name.
+ */
+export const members = sqliteTable(
+  "members",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    name: text("name").notNull(),
+    role: text("role", { enum: ["owner", "admin", "developer", "viewer"] }).notNull(),
+    /** The invite the member joined by. */
+    inviteId: text("invite_id").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+    lastSignInAt: integer("last_sign_in_at"),
+  },
+  (t) => [
+    index("members_account_idx").on(t.accountId),
+    check("members_role_known", sql`${t.role} in ('owner', 'admin', 'developer', 'viewer')`),
+  ],
+);
+
+/** A member's WebAuthn credentials: the public key only (the private key never leaves the authenticator). */
+export const passkeys = sqliteTable(
+  "passkeys",
+  {
+    id: text("id").primaryKey(),
+    memberId: text("member_id")
+      .notNull()
+      .references(() => members.id),
+    accountId: text("account_id").notNull(),
+    /** base64url, as the authenticator names it; what a sign-in assertion carries. */
+    credentialId: text("credential_id").notNull(),
+    /** base64url of the COSE public key. */
+    publicKey: text("public_key").notNull(),
+    /** The authenticator's signature counter (0 for most passkeys, which keep none). */
+    counter: integer("counter").notNull().default(0),
+    /** A JSON array of transports the browser reported ("internal", "hybrid", ...). */
+    transports: text("transports").notNull().default("[]"),
+    name: text("name").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+    lastUsedAt: integer("last_used_at"),
+  },
+  (t) => [uniqueIndex("passkeys_credential_id_unique").on(t.credentialId), index("passkeys_member_idx").on(t.memberId)],
+);
+
+/** One-time enrolment links: the secret is in the link's fragment; only its hash is here. */
+export const invites = sqliteTable(
+  "invites",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    tokenHash: text("token_hash").notNull(),
+    role: text("role", { enum: ["owner", "admin", "developer", "viewer"] }).notNull(),
+    /** "operator" (the admin CLI), or the id of the member or key that made it. */
+    createdBy: text("created_by").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+    expiresAt: integer("expires_at").notNull(),
+    /** Set once, by the accept that used it: an invite is single use. */
+    usedAt: integer("used_at"),
+    usedBy: text("used_by"),
+  },
+  (t) => [uniqueIndex("invites_token_hash_unique").on(t.tokenHash), index("invites_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * WebAuthn challenges handed out by an options call, each good for one verification within a few minutes.
+ * Found by the challenge the browser signed (it is in the response's clientDataJSON) and deleted as it is used.
+ */
+export const webauthnChallenges = sqliteTable(
+  "webauthn_challenges",
+  {
+    challenge: text("challenge").primaryKey(),
+    purpose: text("purpose", { enum: ["join", "sign_in", "add_passkey"] }).notNull(),
+    /** For "join": the invite being accepted. */
+    inviteId: text("invite_id"),
+    /** For "join": the id the new member will get (the passkey's user handle); for "add_passkey": the member. */
+    memberId: text("member_id"),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [index("webauthn_challenges_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * Console sessions: the secret is in an HttpOnly cookie; only its hash is here. A session ends at expires_at
+ * (the absolute lifetime), once unused for SESSION_IDLE_SECONDS, at sign-out, or with its member.
+ */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    tokenHash: text("token_hash").notNull(),
+    memberId: text("member_id")
+      .notNull()
+      .references(() => members.id),
+    accountId: text("account_id").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+    /** Moved forward by the lookup that authenticates a request (at most once per SESSION_CACHE_TTL_MS per isolate). */
+    lastSeenAt: integer("last_seen_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [uniqueIndex("sessions_token_hash_unique").on(t.tokenHash), index("sessions_member_idx").on(t.memberId), index("sessions_expires_idx").on(t.expiresAt)],
 );

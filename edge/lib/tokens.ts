@@ -34,6 +34,20 @@ export async function hashToken(token: string): Promise<string> {
   return hex;
 }
 
-export function newId(kind: "acc" | "key" | "job"): string {
+/**
+ * The other secrets a browser holds for a while, made and stored the same way: a one-time invite
+ * (cvi_, in the link's fragment) and a session (cvs_, in its cookie). Their hash is what is stored.
+ */
+export type SecretKind = "cvi_" | "cvs_";
+
+export function generateSecret(kind: SecretKind): string {
+  return kind + base64url(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+export function looksLikeSecret(kind: SecretKind, value: string): boolean {
+  return value.length === 47 && value.startsWith(kind) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(4));
+}
+
+export function newId(kind: "acc" | "key" | "job" | "mem" | "pk" | "inv" | "ses"): string {
   return `${kind}_${base64url(crypto.getRandomValues(new Uint8Array(12)))}`;
 }

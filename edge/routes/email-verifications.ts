@@ -75,7 +75,7 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
       tenant: await probeTenant(c.get("auth").accountId),
     });
     // Counted in the isolate and written with its key activity: a verification makes no database round trip.
-    const { keyId, accountId } = c.get("auth");
+    const { actor: keyId, accountId } = c.get("auth");
     noteVerification(keyId, accountId, Date.now());
     // The verdict and how it was reached, never the address or its domain.
     Object.assign(c.get("accessLog"), {

@@ -255,7 +255,7 @@ async function create(c: Context<AppEnv>) {
     // Each transaction of lines may queue behind other uploads' at the database's write lock: it
     // gets a longer wait than an interactive read (a lookup's own timeout is unchanged).
     const linesDb = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS * JOB_WRITE_TIMEOUT_FACTOR);
-    job = await writeJobLines(linesDb, id, lines, c.get("auth").keyId);
+    job = await writeJobLines(linesDb, id, lines, c.get("auth").actor);
   } catch (error) {
     // Nothing of a failed create may count: its job stops counting against both limits at once,
     // and the cron deletes what was written. Should this fail too, the cron finds the job later.

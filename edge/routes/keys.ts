@@ -8,7 +8,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ApiKeyCreateRequest, ApiKeyList, ApiKeyRollRequest, ApiKeyWithToken, ApiKey, KeyIdParam, MAX_KEY_LIFETIME_MS, MAX_KEYS_IN_OVERLAP, MAX_LIVE_KEYS, ROLL_OVERLAP } from "../../shared/keys.ts";
 import { decodeScopes } from "../../shared/scopes.ts";
-import { forgetKey, type AuthenticatedKey } from "../auth.ts";
+import { forgetKey, type Caller } from "../auth.ts";
 import { requestDatabase } from "../db/client.ts";
 import { createKey, getKey, keyJson, listKeys, revokeKey, rollKey, type KeyRow } from "../db/keys.ts";
 import type { AppEnv } from "../env.ts";
@@ -101,7 +101,7 @@ const revokeRoute = createRoute({
 });
 
 /** Whether `caller` holds everything `target` could do: its scopes, a cap no higher, an expiry no later. */
-function dominates(caller: AuthenticatedKey, target: KeyRow): boolean {
+function dominates(caller: Caller, target: KeyRow): boolean {
   const scopes = decodeScopes(target.scopes);
   if (!scopes.every((s) => caller.scopes.includes(s))) return false;
   const cap = target.daily_credit_cap === null ? null : Number(target.daily_credit_cap);
@@ -141,7 +141,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
       scopes: body.scopes,
       expiresAt,
       dailyCreditCap: cap,
-      actor: caller.keyId,
+      actor: caller.actor,
       requestId: c.get("requestId"),
       now,
       maxLiveKeys: MAX_LIVE_KEYS,
@@ -164,7 +164,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
     const target = await getKey(db, caller.accountId, id);
     if (!target) throw new ApiError(404, KEY_MESSAGES.notFound);
     if (!dominates(caller, target)) throw new ApiError(403, KEY_MESSAGES.rollStronger);
-    const outcome = await rollKey(db, { accountId: caller.accountId, keyId: id, overlapSeconds, actor: caller.keyId, requestId: c.get("requestId"), now });
+    const outcome = await rollKey(db, { accountId: caller.accountId, keyId: id, overlapSeconds, actor: caller.actor, requestId: c.get("requestId"), now });
     if (!outcome.rolled) {
       const message = {
         not_found: KEY_MESSAGES.notFound,
@@ -185,7 +185,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
     const caller = c.get("auth");
     const { id } = c.req.valid("param");
     const now = Date.now();
-    const row = await revokeKey(requestDatabase(c), { accountId: caller.accountId, keyId: id, actor: caller.keyId, requestId: c.get("requestId"), now });
+    const row = await revokeKey(requestDatabase(c), { accountId: caller.accountId, keyId: id, actor: caller.actor, requestId: c.get("requestId"), now });
     if (!row) throw new ApiError(404, KEY_MESSAGES.notFound);
     forgetKey(row.token_hash);
     Object.assign(c.get("accessLog"), { revoked_key_id: id });

@@ -40,7 +40,7 @@ export const peopleRoute = createRoute({
 export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(peopleRoute, async (c) => {
     const config = c.get("config");
-    const { accountId, keyId } = c.get("auth");
+    const { accountId, actor: keyId } = c.get("auth");
     const db = requestDatabase(c);
     const cost = config.LOOKUP_COST;
     const chargeHeaders = (charged: number, remaining: number) => ({
