@@ -3,6 +3,8 @@
  * live progress of unfinished lists (data-job), read from GET /v1/email_verification_jobs/{id} every
  * two seconds; a list's own page reloads when its list ends, to show the summary.
  */
+export {};
+
 for (const button of document.querySelectorAll<HTMLButtonElement>("button[data-copy]")) {
   button.addEventListener("click", async () => {
     const input = document.getElementById(button.dataset["copy"] ?? "") as HTMLInputElement | null;

@@ -3,6 +3,8 @@
  * accept an invite (its token is the URL's fragment), add a passkey. The browser's own JSON forms of
  * WebAuthn (parse*OptionsFromJSON, credential.toJSON) carry the options and answers: no library.
  */
+export {};
+
 const status = document.getElementById("passkey-status");
 const say = (text: string, isError = false) => {
   if (!status) return;
@@ -26,8 +28,8 @@ function failure(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-async function create(optionsUrl: string, optionsBody?: unknown): Promise<PublicKeyCredential> {
-  const options = await post(optionsUrl, optionsBody);
+async function create(optionsUrl: string): Promise<PublicKeyCredential> {
+  const options = await post(optionsUrl);
   if (!options.ok) throw new Error(String(options.data["error"] ?? `HTTP ${options.status}`));
   const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(options.data as unknown as PublicKeyCredentialCreationOptionsJSON);
   return (await navigator.credentials.create({ publicKey })) as PublicKeyCredential;
@@ -57,7 +59,7 @@ document.getElementById("accept-invite")?.addEventListener("submit", async (even
   if (!token) return say("This link has no invite in it: open the whole link you were sent.", true);
   try {
     say("Making your passkey…");
-    const credential = await create(`/v1/auth/invites/${encodeURIComponent(token)}/options`, { name });
+    const credential = await create(`/v1/auth/invites/${encodeURIComponent(token)}/options`);
     const accepted = await post(`/v1/auth/invites/${encodeURIComponent(token)}/accept`, { name, credential: credential.toJSON() });
     if (!accepted.ok) throw new Error(`The invite was not accepted: ${String(accepted.data["error"] ?? accepted.status)}.`);
     history.replaceState(null, "", "/console/invite");
