@@ -25,6 +25,7 @@ import { registerConsole } from "./console/routes.tsx";
 import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
+import { authCallGuards, registerAuthRoutes } from "./routes/auth.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
 const DATABASE_RETRY_AFTER_SECONDS = 5;
@@ -84,6 +85,14 @@ export function createApp(): OpenAPIHono<AppEnv> {
       "An API key (cv_…). Each operation's security requirement names the scope the key must hold (OpenAPI 3.1 allows role names for http schemes); " +
       `without it the answer is 403 with reason missing_scope. Scopes: ${SCOPES.join(", ")}.`,
   });
+  app.openAPIRegistry.registerComponent("securitySchemes", "sessionCookie", {
+    type: "apiKey",
+    in: "cookie",
+    name: "__Host-session",
+    description:
+      "A member's console session (docs/api.md \"Sessions\"), set by sign-in; named session over plain http to localhost. A session holds its role's scopes " +
+      "(shared/roles.ts); a request with an unsafe method must come from the console's origin (Origin or Sec-Fetch-Site), else 403 with reason cross_site_request.",
+  });
   // Generated once per isolate, on first request (every route has registered by then): building it
   // costs milliseconds of CPU, and it only changes with a deploy. Its ETag is a hash of its bytes.
   let openApi: Promise<{ json: string; etag: string }> | undefined;
@@ -111,6 +120,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
             { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
             { name: "Account", description: "The calling key's account: balance, limits and usage" },
             { name: "Keys", description: "The account's API keys: named, scoped, expiring, capped; created, rolled and revoked by keys holding keys:write" },
+            { name: "Members", description: "The people who sign in to the console with passkeys: invites, roles, passkeys and sessions" },
           ],
         }),
       );
@@ -144,6 +154,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireCaller, enforceRateLimit("job_reads"));
   // Keys, usage and the audit trail are database reads and small writes, counted like a lookup.
   for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireCaller, enforceRateLimit("lookup"));
+  // Signing in takes no credential: bounded, same-origin and counted per client address instead (edge/routes/auth.ts).
+  app.use("/v1/auth/*", ...authCallGuards);
+  app.use("/v1/auth/sign-out-everywhere", requireCaller);
 
   registerErasuresRoute(app);
   registerPeopleRoute(app);
@@ -154,6 +167,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerKeyRoutes(app);
   registerUsageRoute(app);
   registerAuditRoute(app);
+  registerAuthRoutes(app);
   // The console's pages (docs/console.md) call the routes above through this same app.
   registerConsole(app);
 

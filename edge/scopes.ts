@@ -1,5 +1,5 @@
 /**
- * Each operation's scope (shared/scopes.ts), stated once where the route is declared: `scoped(scope)`
+ * Each operation's scope (a key's own, or a session's from its member's role: shared/roles.ts) (shared/scopes.ts), stated once where the route is declared: `scoped(scope)`
  * gives both the OpenAPI security requirement and the check, so the document and the Worker cannot
  * disagree. The check reads the cached key (edge/auth.ts): no database read.
  */
@@ -12,6 +12,18 @@ export function missingScope(scope: Scope): ApiError {
   return new ApiError(403, `This API key lacks the scope ${scope}`, {}, { reason: "missing_scope", scope });
 }
 
+export function sessionRequired(): ApiError {
+  return new ApiError(403, "This operation needs a member's session: sign in to the console", {}, { reason: "session_required" });
+}
+
+/** For the operations about the signed-in member themselves (/v1/me, sign out everywhere): a key has no member. */
+export const requireSession = createMiddleware<AppEnv>(async (c, next) => {
+  if (c.get("auth").kind !== "session") throw sessionRequired();
+  await next();
+});
+
+export const sessionOnly = { security: [{ sessionCookie: [] }] as Record<string, string[]>[], middleware: [requireSession] };
+
 export function requireScope(scope: Scope) {
   return createMiddleware<AppEnv>(async (c, next) => {
     if (!c.get("auth").scopes.includes(scope)) throw missingScope(scope);
@@ -19,9 +31,9 @@ export function requireScope(scope: Scope) {
   });
 }
 
-/** The OpenAPI security requirement naming the scope (for registerPath, whose routes add requireScope themselves). */
-export function scopeSecurity(scope: Scope) {
-  return [{ bearerAuth: [scope] }];
+/** The OpenAPI security requirements naming the scope, for a key or a session (for registerPath, whose routes add requireScope themselves). */
+export function scopeSecurity(scope: Scope): Record<string, string[]>[] {
+  return [{ bearerAuth: [scope] }, { sessionCookie: [scope] }];
 }
 
 /** For createRoute: the security requirement naming the scope, and its check. */

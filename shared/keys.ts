@@ -113,14 +113,27 @@ export const UsageReport = z
   .openapi("UsageReport");
 export type UsageReport = z.infer<typeof UsageReport>;
 
-export const AUDIT_ACTIONS = ["key.created", "key.rolled", "key.revoked", "key.expired"] as const;
+export const AUDIT_ACTIONS = [
+  "key.created",
+  "key.rolled",
+  "key.revoked",
+  "key.expired",
+  "member.invited",
+  "member.joined",
+  "member.role_changed",
+  "member.removed",
+  "passkey.added",
+  "passkey.removed",
+  "session.signed_in",
+  "session.signed_out",
+] as const;
 
 export const AuditEvent = z
   .object({
     id: z.string().openapi({ description: "Increasing with time" }),
     action: z.enum(AUDIT_ACTIONS),
-    actor: z.string().openapi({ description: '"operator" (the admin CLI), "system" (the cron, for key.expired), or the id of the key that acted' }),
-    target: z.string().nullable().openapi({ description: "The key acted on" }),
+    actor: z.string().openapi({ description: '"operator" (the admin CLI), "system" (the cron, for key.expired), or the id of the key or member that acted' }),
+    target: z.string().nullable().openapi({ description: "What was acted on: a key, member, invite, passkey or session id" }),
     details: z.record(z.string(), z.unknown()).openapi({ description: "Names, scopes, prefixes, overlaps: never a secret" }),
     request_id: z.string().nullable(),
     created_at: rfc3339,

@@ -1,5 +1,5 @@
 /**
- * GET /v1/audit-events (docs/api.md "Audit trail"): what was done to the account's keys, newest first,
+ * GET /v1/audit-events (docs/api.md "Audit trail"): what was done to the account's keys and members, newest first,
  * cursor-paged. Kept AUDIT_RETENTION_SECONDS; the cron deletes older events.
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
@@ -24,7 +24,7 @@ const auditRoute = createRoute({
   path: "/v1/audit-events",
   operationId: "listAuditEvents",
   tags: ["Account"],
-  summary: "The audit trail: keys created, rolled, revoked and expired, by whom",
+  summary: "The audit trail: keys created, rolled, revoked and expired; members invited, joined, changed and removed; passkeys; sign-ins and sign-outs; by whom",
   description: "Newest first; next_cursor pages to older events. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.",
   ...scoped("audit:read"),
   request: { query: AuditQuery },

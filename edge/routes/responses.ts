@@ -10,11 +10,20 @@ export function errorResponse(description: string, headers?: HeaderDoc) {
 const retryAfter = { schema: { type: "integer" as const }, description: "Seconds to wait before trying again" };
 
 export const authenticatedErrorResponses = {
-  401: errorResponse('Missing or invalid bearer token; for a key that was revoked or has expired, reason says which ("key_revoked", "key_expired")'),
-  403: errorResponse('The key lacks the scope this operation requires: reason "missing_scope", and scope names it'),
+  401: errorResponse(
+    'Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired")',
+  ),
+  403: errorResponse(
+    'The key or the member\'s role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request")',
+  ),
   429: errorResponse("Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address", {
     "Retry-After": retryAfter,
     "RateLimit-Policy": { schema: { type: "string" }, description: 'The limit that applies, e.g. "lookup";q=100;w=10' },
   }),
   503: errorResponse("Service temporarily unavailable: the database did not answer in time", { "Retry-After": retryAfter }),
+};
+
+export const sessionErrorResponses = {
+  ...authenticatedErrorResponses,
+  403: errorResponse('Called with an API key (reason "session_required"), or from another origin (reason "cross_site_request")'),
 };

@@ -64,6 +64,12 @@ export function call(path: string, init: CallInit = {}): Promise<Response> {
   return worker.fetch(apiRequest(path, init));
 }
 
+/** Any request, to any origin (the console's tests use http://localhost:8787), as the Worker receives it. */
+export function send(request: Request): Promise<Response> {
+  if (!request.headers.has("CF-Connecting-IP")) request.headers.set("CF-Connecting-IP", fileAddress);
+  return worker.fetch(request);
+}
+
 /** The typed client (client/) over this isolate's Worker, as a user's code would call the API. */
 export function apiClient(apiKey: string): ApiClient {
   return createApiClient({

@@ -1,0 +1,259 @@
+/**
+ * Signing in to the console (docs/api.md "Passkeys", "Sessions"): accept an invite with a new passkey,
+ * sign in with a passkey, sign out here or everywhere. The options and accept/sign-in calls take no
+ * credential, so each is counted per client address (60 a minute, with the failed authentications'
+ * limiter), bounded in size, and, like every request the cookie goes with, refused from another origin.
+ */
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from "@simplewebauthn/server";
+import { ERROR_MESSAGES } from "../../shared/api.ts";
+import { CreationOptions, InviteAcceptRequest, MAX_MEMBERS, MemberResponse, RequestOptions, SignInRequest, WEBAUTHN_BODY_MAX_BYTES } from "../../shared/members.ts";
+import { clientBucket, NO_CLIENT_ADDRESS } from "../auth.ts";
+import { limitRequestBody } from "../body-limit.ts";
+import { eq } from "drizzle-orm";
+import { requestDatabase } from "../db/client.ts";
+import { passkeys } from "../db/schema.ts";
+import { endMemberSessions, endSession, findInviteQuery, findPasskeyForSignIn, inviteRefusal, joinByInvite, memberJson, newSession, signIn } from "../db/members.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
+import { hashToken, looksLikeSecret, newId } from "../lib/tokens.ts";
+import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "../rate-limits.ts";
+import { clearSessionCookie, crossSiteRefusal, forgetMember, forgetSession, readSessionToken, setSessionCookie } from "../sessions.ts";
+import { creationOptions, relyingParty, requestOptions, signedChallenge, storeChallenge, takeChallenge, verifyAssertion, verifyRegistration } from "../webauthn.ts";
+import { sessionOnly } from "../scopes.ts";
+import { errorResponse, sessionErrorResponses } from "./responses.ts";
+
+export const AUTH_MESSAGES = {
+  inviteInvalid: "No such invite",
+  inviteUsed: "The invite was already used",
+  inviteExpired: "The invite has expired: ask for a new one",
+  challengeInvalid: "Invalid parameter credential: its challenge is unknown, used or expired (ask for new options)",
+  passkeyTaken: "This passkey is already registered",
+  joinRaced: `The invite was used meanwhile, or the account already holds ${MAX_MEMBERS} members`,
+  signInFailed: "Sign-in failed: the passkey is not recognised or its signature did not verify",
+} as const;
+
+const json = <T,>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+const body = <T,>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
+const TokenParam = z.object({ token: z.string().max(100).openapi({ param: { name: "token", in: "path" }, description: "The invite link's fragment (cvi_…)" }) });
+
+const publicErrors = {
+  403: errorResponse('The request came from another origin (reason "cross_site_request")'),
+  413: errorResponse(ERROR_MESSAGES.bodyTooLarge),
+  429: errorResponse("Too many sign-in requests from this address", { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait" } }),
+  503: errorResponse("Service temporarily unavailable: the database did not answer in time"),
+};
+const inviteErrors = {
+  404: errorResponse(`${AUTH_MESSAGES.inviteInvalid} (reason "invite_invalid")`),
+  410: errorResponse(`${AUTH_MESSAGES.inviteUsed} (reason "invite_used"); or ${AUTH_MESSAGES.inviteExpired} (reason "invite_expired")`),
+};
+
+const inviteOptionsRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/invites/{token}/options",
+  operationId: "inviteRegistrationOptions",
+  tags: ["Members"],
+  summary: "Options for making the passkey an invite's new member will sign in with",
+  description: "Pass them to navigator.credentials.create(). The challenge is good for one accept within five minutes.",
+  security: [],
+  request: { params: TokenParam },
+  responses: { 200: json(CreationOptions, "WebAuthn creation options"), ...inviteErrors, ...publicErrors },
+});
+
+const acceptRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/invites/{token}/accept",
+  operationId: "acceptInvite",
+  tags: ["Members"],
+  summary: "Join with the invite: the new member, their first passkey, and a session cookie",
+  description: "Single use: the invite is spent by the first accept that succeeds. Sets the session cookie (docs/api.md \"Sessions\").",
+  security: [],
+  request: { params: TokenParam, ...body(InviteAcceptRequest) },
+  responses: {
+    201: json(MemberResponse, "The new member, signed in"),
+    400: errorResponse("A field is malformed (named), or the credential did not verify (Invalid parameter credential: why)"),
+    ...inviteErrors,
+    409: errorResponse(`${AUTH_MESSAGES.passkeyTaken}; or ${AUTH_MESSAGES.joinRaced}`),
+    ...publicErrors,
+  },
+});
+
+const signInOptionsRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/sign-in/options",
+  operationId: "signInOptions",
+  tags: ["Members"],
+  summary: "Options for signing in with a passkey",
+  description: "Pass them to navigator.credentials.get(). allowCredentials is empty: the browser offers the passkeys it holds for this site.",
+  security: [],
+  responses: { 200: json(RequestOptions, "WebAuthn request options"), ...publicErrors },
+});
+
+const signInRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/sign-in",
+  operationId: "signIn",
+  tags: ["Members"],
+  summary: "Sign in with a passkey: sets the session cookie",
+  security: [],
+  request: body(SignInRequest),
+  responses: {
+    200: json(MemberResponse, "The member, signed in"),
+    400: errorResponse("A field is malformed (named)"),
+    401: errorResponse(`${AUTH_MESSAGES.signInFailed} (reason "sign_in_failed"), or the challenge is unknown, used or expired`),
+    ...publicErrors,
+  },
+});
+
+const signOutRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/sign-out",
+  operationId: "signOut",
+  tags: ["Members"],
+  summary: "End this session and clear its cookie",
+  description: "Always 204, with or without a live session.",
+  security: [],
+  responses: { 204: { description: "Signed out" }, 403: publicErrors[403], 503: publicErrors[503] },
+});
+
+const signOutEverywhereRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/sign-out-everywhere",
+  operationId: "signOutEverywhere",
+  tags: ["Members"],
+  summary: "End every session of the signed-in member, this one included",
+  ...sessionOnly,
+  responses: { 204: { description: "Every session ended" }, ...sessionErrorResponses },
+});
+
+/**
+ * For every /v1/auth call: bounded bodies, same-origin only, and the calls that take no credential
+ * counted per client address.
+ */
+export const authCallGuards: MiddlewareHandler<AppEnv>[] = [
+  limitRequestBody(WEBAUTHN_BODY_MAX_BYTES),
+  async (c, next) => {
+    const crossSite = crossSiteRefusal(c);
+    if (crossSite) throw crossSite;
+    await next();
+  },
+  async (c, next) => {
+    if (!c.req.path.startsWith("/v1/auth/sign-out")) {
+      const client = clientBucket(c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS);
+      if (!(await withinLimit(c, FAILED_AUTHENTICATION_LIMIT, `sign-in:${client}`))) throw rateLimited("sign_in", FAILED_AUTHENTICATION_LIMIT);
+    }
+    await next();
+  },
+];
+
+function inviteError(reason: "invite_invalid" | "invite_used" | "invite_expired"): ApiError {
+  if (reason === "invite_invalid") return new ApiError(404, AUTH_MESSAGES.inviteInvalid, {}, { reason });
+  return new ApiError(410, reason === "invite_used" ? AUTH_MESSAGES.inviteUsed : AUTH_MESSAGES.inviteExpired, {}, { reason });
+}
+
+const signInFailed = () => new ApiError(401, AUTH_MESSAGES.signInFailed, {}, { reason: "sign_in_failed" });
+
+export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(inviteOptionsRoute, async (c) => {
+    const { token } = c.req.valid("param");
+    if (!looksLikeSecret("cvi_", token)) throw inviteError("invite_invalid");
+    const db = requestDatabase(c);
+    const now = Date.now();
+    const [invite] = await findInviteQuery(db, await hashToken(token));
+    const refused = inviteRefusal(invite, now);
+    if (refused || !invite) throw inviteError(refused ?? "invite_invalid");
+    // The new member's id is fixed now: it is the passkey's user handle.
+    const memberId = newId("mem");
+    const label = `${invite.role} at ${invite.account_name}`;
+    const options = await creationOptions(relyingParty(c), { id: memberId, userName: label, displayName: label }, []);
+    await storeChallenge(db, options.challenge, "join", { inviteId: invite.id, memberId }, now);
+    return c.json({ ...options }, 200);
+  });
+
+  app.openapi(acceptRoute, async (c) => {
+    const { token } = c.req.valid("param");
+    const { name, credential } = c.req.valid("json");
+    if (!looksLikeSecret("cvi_", token)) throw inviteError("invite_invalid");
+    const challenge = signedChallenge(credential.response.clientDataJSON);
+    if (challenge === null) throw new ApiError(400, AUTH_MESSAGES.challengeInvalid);
+    const db = requestDatabase(c);
+    const now = Date.now();
+    const [invites, taken] = await db.batch([findInviteQuery(db, await hashToken(token)), takeChallenge(db, challenge, "join", now)]);
+    const invite = invites[0];
+    const refused = inviteRefusal(invite, now);
+    if (refused || !invite) throw inviteError(refused ?? "invite_invalid");
+    const challengeRow = taken[0];
+    if (!challengeRow || challengeRow.invite_id !== invite.id || !challengeRow.member_id) throw new ApiError(400, AUTH_MESSAGES.challengeInvalid);
+
+    const passkey = await verifyRegistration(relyingParty(c), credential as RegistrationResponseJSON, challenge);
+    if ("refused" in passkey) throw new ApiError(400, `Invalid parameter credential: ${passkey.refused}`);
+    const [existing] = await db.select({ id: passkeys.id }).from(passkeys).where(eq(passkeys.credentialId, passkey.credentialId)).limit(1);
+    if (existing) throw new ApiError(409, AUTH_MESSAGES.passkeyTaken);
+
+    const session = await newSession();
+    const config = c.get("config");
+    const member = await joinByInvite(db, {
+      invite,
+      memberId: challengeRow.member_id,
+      name,
+      passkey: { ...passkey, name: "Passkey" },
+      session,
+      sessionMaxMs: config.SESSION_MAX_SECONDS * 1000,
+      requestId: c.get("requestId"),
+      now,
+    });
+    if (!member) throw new ApiError(409, AUTH_MESSAGES.joinRaced);
+    setSessionCookie(c, session.token, config.SESSION_MAX_SECONDS);
+    Object.assign(c.get("accessLog"), { member_id: member.id, account_id: member.account_id });
+    return c.json({ member: memberJson(member) }, 201);
+  });
+
+  app.openapi(signInOptionsRoute, async (c) => {
+    const options = await requestOptions(relyingParty(c));
+    await storeChallenge(requestDatabase(c), options.challenge, "sign_in", {}, Date.now());
+    return c.json({ ...options }, 200);
+  });
+
+  app.openapi(signInRoute, async (c) => {
+    const { credential } = c.req.valid("json");
+    const challenge = signedChallenge(credential.response.clientDataJSON);
+    if (challenge === null) throw signInFailed();
+    const db = requestDatabase(c);
+    const now = Date.now();
+    const [taken, found] = await db.batch([takeChallenge(db, challenge, "sign_in", now), findPasskeyForSignIn(db, credential.id)]);
+    const passkey = found[0];
+    if (!taken[0] || !passkey) throw signInFailed();
+    const stored = { credentialId: passkey.credential_id, publicKey: passkey.public_key, counter: Number(passkey.counter), transports: JSON.parse(passkey.transports) as string[] };
+    const counter = await verifyAssertion(relyingParty(c), credential as AuthenticationResponseJSON, challenge, stored);
+    if (counter === null) throw signInFailed();
+    const session = await newSession();
+    const config = c.get("config");
+    const member = await signIn(db, { passkey, counter, session, sessionMaxMs: config.SESSION_MAX_SECONDS * 1000, requestId: c.get("requestId"), now });
+    if (!member) throw signInFailed();
+    setSessionCookie(c, session.token, config.SESSION_MAX_SECONDS);
+    Object.assign(c.get("accessLog"), { member_id: member.id, account_id: member.account_id });
+    return c.json({ member: memberJson(member) }, 200);
+  });
+
+  app.openapi(signOutRoute, async (c) => {
+    const token = readSessionToken(c);
+    if (token !== null && looksLikeSecret("cvs_", token)) {
+      const tokenHash = await hashToken(token);
+      forgetSession(tokenHash);
+      const ended = await endSession(requestDatabase(c), tokenHash, c.get("requestId"), Date.now());
+      if (ended) Object.assign(c.get("accessLog"), { member_id: ended.member_id });
+    }
+    clearSessionCookie(c);
+    return c.body(null, 204);
+  });
+
+  app.openapi(signOutEverywhereRoute, async (c) => {
+    const caller = c.get("auth");
+    const memberId = caller.memberId!;
+    forgetMember(memberId);
+    await endMemberSessions(requestDatabase(c), { accountId: caller.accountId, memberId, requestId: c.get("requestId"), now: Date.now() });
+    clearSessionCookie(c);
+    return c.body(null, 204);
+  });
+}
