@@ -169,8 +169,10 @@ describe("the console in a real browser", () => {
         if (shots) await owner.screenshot({ path: join(shots, `${path.split("?")[0]!.replace(/^\/console\/?/, "").replace(/job_.*/, "job").replace(/\//g, "-") || "overview"}-${width}.png`), fullPage: true });
       }
     }
+    await owner.setViewportSize({ width: 1280, height: 900 });
     await owner.goto(`${stack.base}/console/sign-in`);
     expect(await axeViolations(owner)).toEqual([]);
+    if (shots) await owner.screenshot({ path: join(shots, "sign-in-1280.png"), fullPage: true });
   });
 
   it("runs the list flow with the keyboard alone, at 360 px", async () => {
