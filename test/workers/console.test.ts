@@ -1,0 +1,110 @@
+/**
+ * The console's server-rendered pages inside workerd (docs/console.md): headers, the way in for someone
+ * signed out, forms that reach the API's operations with the member's session and nothing else, a
+ * cross-site form refused. The browser's side (passkeys, scripts, axe) is test/browser/console.test.ts.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { cancelUnfinishedJobs, db, newAccount, send } from "./helpers.ts";
+import { CONSOLE_ORIGIN, join } from "./console-session.ts";
+
+afterEach(cancelUnfinishedJobs);
+
+/** A request to a console page as a browser makes it, redirects not followed: the session cookie, and Origin unless told otherwise. */
+function consoleCall(path: string, init: RequestInit & { cookie?: string; origin?: string | null } = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  const origin = init.origin === undefined ? CONSOLE_ORIGIN : init.origin;
+  if (origin !== null) headers.set("Origin", origin);
+  if (init.cookie) headers.set("Cookie", `session=${init.cookie}`);
+  return send(new Request(`${CONSOLE_ORIGIN}${path}`, { method: init.method ?? "GET", headers, body: init.body ?? null, redirect: "manual" }));
+}
+
+const form = (fields: [string, string][]) => ({
+  headers: { "content-type": "application/x-www-form-urlencoded" },
+  body: new URLSearchParams(fields).toString(),
+  method: "POST",
+});
+
+describe("the console's pages", () => {
+  it("leads / to the console, and someone signed out to the sign-in page, coming back where they were", async () => {
+    const root = await consoleCall("/", { origin: null });
+    expect(root.status).toBe(302);
+    expect(root.headers.get("location")).toBe("/console");
+    for (const path of ["/console", "/console/keys", "/console/lists?x=1"]) {
+      const res = await consoleCall(path, { origin: null });
+      expect(res.status, path).toBe(303);
+      expect(res.headers.get("location")).toBe(`/console/sign-in?next=${encodeURIComponent(path)}`);
+    }
+  });
+
+  it("sends one nonce CSP with frame-ancestors 'none', every script by that nonce, no inline handler or style", async () => {
+    for (const path of ["/console/sign-in", "/console/invite"]) {
+      const res = await consoleCall(path, { origin: null });
+      expect(res.status).toBe(200);
+      const csp = res.headers.get("content-security-policy")!;
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      const nonce = /script-src 'nonce-([^']+)' 'strict-dynamic'/.exec(csp)![1]!;
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      const html = await res.text();
+      const scripts = html.match(/<script[^>]*>/g) ?? [];
+      expect(scripts.length).toBeGreaterThan(0);
+      for (const tag of scripts) expect(tag).toContain(`nonce="${nonce}"`);
+      expect(html).not.toMatch(/\son[a-z]+=|\sstyle=/i);
+    }
+    const again = await consoleCall("/console/sign-in", { origin: null });
+    expect(again.headers.get("content-security-policy")).not.toBe((await consoleCall("/console/sign-in", { origin: null })).headers.get("content-security-policy"));
+  });
+
+  it("creates a key from the form with the member's session, shows its secret once, and lists it after", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "developer", "Dev One");
+    const res = await consoleCall("/console/keys", { cookie, ...form([["name", "CRM sync"], ["scopes", "verifications:write"], ["scopes", "jobs:read"], ["expires", "30"]]) });
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    const token = /id="new-secret" readonly="" value="(cv_[^"]+)"/.exec(html)?.[1];
+    expect(token, html.slice(0, 2000)).toBeDefined();
+    const [key] = await db.all<{ name: string; scopes: string; expires_at: number }>(sql`select name, scopes, expires_at from api_keys where account_id = ${accountId} and name = 'CRM sync'`);
+    expect(JSON.parse(key!.scopes)).toEqual(["verifications:write", "jobs:read"]);
+    expect(key!.expires_at - Date.now()).toBeGreaterThan(29 * 86_400_000);
+    const later = await (await consoleCall("/console/keys", { cookie, origin: null })).text();
+    expect(later).toContain("CRM sync");
+    expect(later).not.toContain(token!);
+  });
+
+  it("shows a viewer no key form, and the API's refusal if the viewer posts one anyway", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "viewer", "Vi Ewer");
+    const page = await (await consoleCall("/console/keys", { cookie, origin: null })).text();
+    expect(page).not.toContain("Create key");
+    const res = await consoleCall("/console/keys", { cookie, ...form([["name", "sneaky"], ["scopes", "jobs:read"]]) });
+    expect(await res.text()).toContain("The key was not created: This API key lacks the scope keys:write");
+    expect(await db.all(sql`select id from api_keys where account_id = ${accountId} and name = 'sneaky'`)).toEqual([]);
+  });
+
+  it("refuses a form posted from another site before anything is done", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "owner", "Own Er");
+    const res = await consoleCall("/console/keys", { cookie, origin: "https://evil.example", ...form([["name", "evil"], ["scopes", "jobs:read"]]) });
+    expect(res.status).toBe(403);
+    expect(await db.all(sql`select id from api_keys where account_id = ${accountId} and name = 'evil'`)).toEqual([]);
+  });
+
+  it("hands a list posted without script to the jobs API as it is, and opens the job's page", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "developer", "Dev Two");
+    const body = new FormData();
+    body.set("paste", "not an address\nalso@@not\n");
+    body.set("retention_days", "7");
+    const res = await consoleCall("/console/lists", { cookie, method: "POST", body });
+    expect(res.status).toBe(303);
+    const id = /\/console\/lists\/(job_[A-Za-z0-9_-]+)$/.exec(res.headers.get("location") ?? "")?.[1];
+    expect(id).toBeDefined();
+    const [job] = await db.all<{ total: number; retention_seconds: number; account_id: string }>(sql`select total, retention_seconds, account_id from verification_jobs where id = ${id!}`);
+    expect(job).toEqual({ total: 2, retention_seconds: 7 * 86_400, account_id: accountId });
+    const page = await (await consoleCall(`/console/lists/${id}`, { cookie, origin: null })).text();
+    expect(page).toContain("2 of 2 checked · completed");
+    expect(page).toContain("Not a well-formed address");
+  });
+});
