@@ -26,6 +26,10 @@ import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 import { authCallGuards, registerAuthRoutes } from "./routes/auth.ts";
+import { registerMeRoutes } from "./routes/me.ts";
+import { registerMemberRoutes } from "./routes/members.ts";
+import { limitRequestBody } from "./body-limit.ts";
+import { WEBAUTHN_BODY_MAX_BYTES } from "../shared/members.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
 const DATABASE_RETRY_AFTER_SECONDS = 5;
@@ -157,6 +161,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // Signing in takes no credential: bounded, same-origin and counted per client address instead (edge/routes/auth.ts).
   app.use("/v1/auth/*", ...authCallGuards);
   app.use("/v1/auth/sign-out-everywhere", requireCaller);
+  // Members and the signed-in member's passkeys: database reads and small writes, counted like a lookup.
+  for (const path of ["/v1/members", "/v1/members/*", "/v1/invites", "/v1/me", "/v1/me/*"]) {
+    app.use(path, requireCaller, enforceRateLimit("lookup"), limitRequestBody(WEBAUTHN_BODY_MAX_BYTES));
+  }
 
   registerErasuresRoute(app);
   registerPeopleRoute(app);
@@ -168,6 +176,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerUsageRoute(app);
   registerAuditRoute(app);
   registerAuthRoutes(app);
+  registerMemberRoutes(app);
+  registerMeRoutes(app);
   // The console's pages (docs/console.md) call the routes above through this same app.
   registerConsole(app);
 

@@ -5,11 +5,13 @@
  */
 import { createMiddleware } from "hono/factory";
 import type { Scope } from "../shared/scopes.ts";
+import type { Caller } from "./auth.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 
-export function missingScope(scope: Scope): ApiError {
-  return new ApiError(403, `This API key lacks the scope ${scope}`, {}, { reason: "missing_scope", scope });
+export function missingScope(scope: Scope, caller?: Caller): ApiError {
+  const who = caller?.kind === "session" ? `The member's role (${caller.role})` : "This API key";
+  return new ApiError(403, `${who} lacks the scope ${scope}`, {}, { reason: "missing_scope", scope });
 }
 
 export function sessionRequired(): ApiError {
@@ -26,7 +28,8 @@ export const sessionOnly = { security: [{ sessionCookie: [] }] as Record<string,
 
 export function requireScope(scope: Scope) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    if (!c.get("auth").scopes.includes(scope)) throw missingScope(scope);
+    const caller = c.get("auth");
+    if (!caller.scopes.includes(scope)) throw missingScope(scope, caller);
     await next();
   });
 }

@@ -202,3 +202,57 @@ export async function endMemberSessions(db: Db, e: { accountId: string; memberId
   ]);
   return ended.rowsAffected;
 }
+
+export function listMembers(db: Db, accountId: string): Promise<MemberRow[]> {
+  return db.all<MemberRow>(sql`select ${MEMBER_COLUMNS} from members where account_id = ${accountId} order by created_at, id`);
+}
+
+export async function getMember(db: Db, accountId: string, memberId: string): Promise<MemberRow | undefined> {
+  return (await db.all<MemberRow>(sql`select ${MEMBER_COLUMNS} from members where id = ${memberId} and account_id = ${accountId}`))[0];
+}
+
+/** "The member is in the account, and is not its last owner": what a role change away from owner, or a removal, needs. */
+const notLastOwner = (accountId: string, memberId: string) => sql`exists (
+  select 1 from members where id = ${memberId} and account_id = ${accountId}
+    and (role != 'owner' or (select count(*) from members where account_id = ${accountId} and role = 'owner') > 1))`;
+
+type Change = { accountId: string; memberId: string; actor: string; requestId: string | null; now: number };
+
+/** Gives the member `role`, unless that would leave the account without an owner: the member as it is after, or null. */
+export async function changeRole(db: Db, c: Change & { role: Role; from: Role }): Promise<MemberRow | null> {
+  const allowed = c.role === "owner" ? sql`exists (select 1 from members where id = ${c.memberId} and account_id = ${c.accountId})` : notLastOwner(c.accountId, c.memberId);
+  const [, updated] = await db.batch([
+    db.run(auditEvent({ accountId: c.accountId, action: "member.role_changed", actor: c.actor, target: c.memberId, details: { from: c.from, to: c.role }, requestId: c.requestId, now: c.now }, allowed)),
+    db.all<MemberRow>(sql`update members set role = ${c.role} where id = ${c.memberId} and ${allowed} returning ${MEMBER_COLUMNS}`),
+  ]);
+  return updated[0] ?? null;
+}
+
+/**
+ * Removes the member with their passkeys and sessions, unless they are the account's last owner. Every
+ * statement checks the same condition, which only the last one changes, so it is all or nothing.
+ */
+export async function removeMember(db: Db, c: Change & { name: string; role: Role }): Promise<boolean> {
+  const allowed = notLastOwner(c.accountId, c.memberId);
+  const results = await db.batch([
+    db.run(
+      auditEvent(
+        {
+          accountId: c.accountId,
+          action: "member.removed",
+          actor: c.actor,
+          target: c.memberId,
+          details: { name: c.name, role: c.role },
+          requestId: c.requestId,
+          now: c.now,
+        },
+        allowed,
+      ),
+    ),
+    db.run(sql`delete from sessions where member_id = ${c.memberId} and ${allowed}`),
+    db.run(sql`delete from webauthn_challenges where member_id = ${c.memberId} and ${allowed}`),
+    db.run(sql`delete from passkeys where member_id = ${c.memberId} and ${allowed}`),
+    db.run(sql`delete from members where id = ${c.memberId} and ${allowed}`),
+  ]);
+  return results.at(-1)!.rowsAffected === 1;
+}

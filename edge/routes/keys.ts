@@ -128,7 +128,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
     const body = c.req.valid("json");
     const now = Date.now();
     const missing = body.scopes.find((s) => !caller.scopes.includes(s));
-    if (missing) throw missingScope(missing);
+    if (missing) throw missingScope(missing, caller);
     const expiresAt = body.expires_at === undefined ? null : Date.parse(body.expires_at);
     if (expiresAt !== null && expiresAt <= now) throw new ApiError(400, KEY_MESSAGES.expiresInPast);
     if (expiresAt !== null && expiresAt > now + MAX_KEY_LIFETIME_MS) throw new ApiError(400, KEY_MESSAGES.expiresTooFar);

@@ -35,19 +35,33 @@ describe("the app surface", () => {
     // Every operation has its stable name and a tag; the job callback is a webhook.
     const operations = Object.values(doc.paths).flatMap((path: any) => Object.values(path)) as any[];
     expect(operations.map((o) => o.operationId).sort()).toEqual([
+      "acceptInvite",
+      "addPasskey",
       "cancelVerificationJob",
+      "createInvite",
       "createKey",
       "createVerificationJob",
       "getAccount",
+      "getMe",
       "getUsage",
       "getVerificationJob",
+      "inviteRegistrationOptions",
       "listAuditEvents",
       "listKeys",
+      "listMembers",
       "listPeopleErasures",
       "listVerificationJobResults",
       "lookupPerson",
+      "passkeyRegistrationOptions",
+      "removeMember",
+      "removePasskey",
       "revokeKey",
       "rollKey",
+      "signIn",
+      "signInOptions",
+      "signOut",
+      "signOutEverywhere",
+      "updateMember",
       "verifyEmail",
       "verifyEmailPost",
     ]);
@@ -63,6 +77,7 @@ describe("the app surface", () => {
     expect(Object.keys(people.responses["429"].headers).sort()).toEqual(["RateLimit-Policy", "Retry-After"]);
     expect(Object.keys(doc.components.schemas.ContactInfo.properties)).toContain("work_email_addresses");
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc.components.securitySchemes.sessionCookie).toMatchObject({ type: "apiKey", in: "cookie", name: "__Host-session" });
   });
 
   it("GET /v1/openapi.json is built once and served as cacheable bytes: the same ETag each time, 304 when it matches", async () => {

@@ -41,6 +41,7 @@ describe("the access line", () => {
         duration_ms: expect.any(Number),
         account_id: accountId,
         key_id: keyId,
+        member_id: null,
       },
     ]);
   });

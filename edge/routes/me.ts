@@ -1,0 +1,119 @@
+/**
+ * GET /v1/me and the signed-in member's own passkeys (docs/api.md "Passkeys"): a session only, since a
+ * key has no member. A member may hold up to MAX_PASSKEYS_PER_MEMBER passkeys and always keeps one.
+ */
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import type { RegistrationResponseJSON } from "@simplewebauthn/server";
+import { CreationOptions, MAX_PASSKEYS_PER_MEMBER, Me, Passkey, PasskeyCreateRequest } from "../../shared/members.ts";
+import { requestDatabase } from "../db/client.ts";
+import { memberJson, passkeyJson } from "../db/members.ts";
+import { addPasskey, memberWithPasskeys, removePasskey } from "../db/passkeys.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
+import { sessionOnly } from "../scopes.ts";
+import { creationOptions, relyingParty, signedChallenge, storeChallenge, takeChallenge, verifyRegistration } from "../webauthn.ts";
+import { errorResponse, sessionErrorResponses } from "./responses.ts";
+import { AUTH_MESSAGES } from "./auth.ts";
+
+export const PASSKEY_MESSAGES = {
+  notFound: "No such passkey",
+  lastPasskey: "A member keeps at least one passkey: add another before removing this one",
+  tooMany: `A member holds at most ${MAX_PASSKEYS_PER_MEMBER} passkeys: remove one first`,
+} as const;
+
+const json = <T,>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+const PasskeyIdParam = z.object({ id: z.string().max(64).openapi({ param: { name: "id", in: "path" }, example: "pk_9aB2cD4eF6gH8iJ0" }) });
+
+const meRoute = createRoute({
+  method: "get",
+  path: "/v1/me",
+  operationId: "getMe",
+  tags: ["Members"],
+  summary: "The signed-in member: role, scopes and passkeys",
+  ...sessionOnly,
+  responses: { 200: json(Me, "The member"), ...sessionErrorResponses },
+});
+
+const optionsRoute = createRoute({
+  method: "post",
+  path: "/v1/me/passkeys/options",
+  operationId: "passkeyRegistrationOptions",
+  tags: ["Members"],
+  summary: "Options for adding a passkey",
+  description: "Pass them to navigator.credentials.create(); the member's passkeys are excluded. The challenge is good for one add within five minutes.",
+  ...sessionOnly,
+  responses: { 200: json(CreationOptions, "WebAuthn creation options"), ...sessionErrorResponses },
+});
+
+const addRoute = createRoute({
+  method: "post",
+  path: "/v1/me/passkeys",
+  operationId: "addPasskey",
+  tags: ["Members"],
+  summary: "Add a passkey",
+  ...sessionOnly,
+  request: { body: { required: true, content: { "application/json": { schema: PasskeyCreateRequest } } } },
+  responses: {
+    201: json(Passkey, "The passkey"),
+    400: errorResponse("A field is malformed (named), or the credential did not verify (Invalid parameter credential: why)"),
+    409: errorResponse(`${AUTH_MESSAGES.passkeyTaken}; or ${PASSKEY_MESSAGES.tooMany}`),
+    ...sessionErrorResponses,
+  },
+});
+
+const removeRoute = createRoute({
+  method: "delete",
+  path: "/v1/me/passkeys/{id}",
+  operationId: "removePasskey",
+  tags: ["Members"],
+  summary: "Remove one of the member's passkeys",
+  ...sessionOnly,
+  request: { params: PasskeyIdParam },
+  responses: { 204: { description: "Removed" }, 404: errorResponse(PASSKEY_MESSAGES.notFound), 409: errorResponse(PASSKEY_MESSAGES.lastPasskey), ...sessionErrorResponses },
+});
+
+export function registerMeRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(meRoute, async (c) => {
+    const caller = c.get("auth");
+    const { member, passkeys } = await memberWithPasskeys(requestDatabase(c), caller.memberId!);
+    // Removed after this isolate cached the session: the session ended with it.
+    if (!member) throw new ApiError(401, "Unauthorized", {}, { reason: "session_expired" });
+    return c.json({ member: memberJson(member), account_id: caller.accountId, scopes: [...caller.scopes], passkeys: passkeys.map(passkeyJson) }, 200);
+  });
+
+  app.openapi(optionsRoute, async (c) => {
+    const caller = c.get("auth");
+    const db = requestDatabase(c);
+    const { member, passkeys } = await memberWithPasskeys(db, caller.memberId!);
+    if (!member) throw new ApiError(401, "Unauthorized", {}, { reason: "session_expired" });
+    const exclude = passkeys.map((p) => ({ credentialId: p.credential_id, transports: JSON.parse(p.transports) as string[] }));
+    const options = await creationOptions(relyingParty(c), { id: member.id, userName: member.name, displayName: member.name }, exclude);
+    await storeChallenge(db, options.challenge, "add_passkey", { memberId: member.id }, Date.now());
+    return c.json({ ...options }, 200);
+  });
+
+  app.openapi(addRoute, async (c) => {
+    const caller = c.get("auth");
+    const { credential, name } = c.req.valid("json");
+    const challenge = signedChallenge(credential.response.clientDataJSON);
+    if (challenge === null) throw new ApiError(400, AUTH_MESSAGES.challengeInvalid);
+    const db = requestDatabase(c);
+    const now = Date.now();
+    const [taken] = await takeChallenge(db, challenge, "add_passkey", now);
+    if (!taken || taken.member_id !== caller.memberId) throw new ApiError(400, AUTH_MESSAGES.challengeInvalid);
+    const verified = await verifyRegistration(relyingParty(c), credential as RegistrationResponseJSON, challenge);
+    if ("refused" in verified) throw new ApiError(400, `Invalid parameter credential: ${verified.refused}`);
+    const outcome = await addPasskey(db, { ...verified, accountId: caller.accountId, memberId: caller.memberId!, name: name ?? "Passkey", requestId: c.get("requestId"), now });
+    if (!outcome.added) throw new ApiError(409, outcome.reason === "already_registered" ? AUTH_MESSAGES.passkeyTaken : PASSKEY_MESSAGES.tooMany);
+    return c.json(passkeyJson(outcome.passkey), 201);
+  });
+
+  app.openapi(removeRoute, async (c) => {
+    const caller = c.get("auth");
+    const { id } = c.req.valid("param");
+    const outcome = await removePasskey(requestDatabase(c), { accountId: caller.accountId, memberId: caller.memberId!, passkeyId: id, requestId: c.get("requestId"), now: Date.now() });
+    if (outcome === "not_found") throw new ApiError(404, PASSKEY_MESSAGES.notFound);
+    if (outcome === "last_passkey") throw new ApiError(409, PASSKEY_MESSAGES.lastPasskey);
+    return c.body(null, 204);
+  });
+}
