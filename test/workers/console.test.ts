@@ -79,7 +79,9 @@ describe("the console's pages", () => {
     const page = await (await consoleCall("/console/keys", { cookie, origin: null })).text();
     expect(page).not.toContain("Create key");
     const res = await consoleCall("/console/keys", { cookie, ...form([["name", "sneaky"], ["scopes", "jobs:read"]]) });
-    expect(await res.text()).toContain("The key was not created: This API key lacks the scope keys:write");
+    const refused = await res.text();
+    expect(refused).toContain('role="alert"');
+    expect(refused).toMatch(/The key was not created: The member(&#39;|')s role \(viewer\) lacks the scope keys:write/);
     expect(await db.all(sql`select id from api_keys where account_id = ${accountId} and name = 'sneaky'`)).toEqual([]);
   });
 

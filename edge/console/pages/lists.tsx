@@ -151,11 +151,15 @@ export function registerListPages(app: Hono<AppEnv>): void {
     const form = await c.req.parseBody();
     const file = form["file"];
     const pasted = typeof form["paste"] === "string" ? form["paste"] : "";
-    const csv = file instanceof File && file.size > 0 ? await file.text() : pasted;
-    if (csv.trim() === "") return c.redirect(`/console/lists?error=${encodeURIComponent("Choose a file or paste at least one address.")}`, 303);
     const days = Number(form["retention_days"] ?? 30);
     const retention = Number.isInteger(days) && days >= 1 && days <= 30 ? days * 86_400 : 2_592_000;
-    const created = await api<VerificationJob>("POST", `/v1/email_verification_jobs?retention_seconds=${retention}`, { csv });
+    // A file goes as the CSV it is; pasted text is addresses one per line, every line one.
+    const body =
+      file instanceof File && file.size > 0
+        ? { csv: await file.text() }
+        : { json: { email_addresses: pasted.split(/\r?\n/).filter((line) => line.trim() !== "") } };
+    if ("json" in body && body.json.email_addresses.length === 0) return c.redirect(`/console/lists?error=${encodeURIComponent("Choose a file or paste at least one address.")}`, 303);
+    const created = await api<VerificationJob>("POST", `/v1/email_verification_jobs?retention_seconds=${retention}`, body);
     if (created.status === 401) return toSignIn(c);
     if (!created.ok) return c.redirect(`/console/lists?error=${encodeURIComponent(created.error?.error ?? "The list was not accepted")}`, 303);
     return c.redirect(`/console/lists/${created.data.id}`, 303);
