@@ -29,6 +29,7 @@ afterAll(async () => {
 /** A 1,000-line CSV with the address in its second column, and what each line should come out as. */
 function sampleList(): { csv: string; valid: number; duplicates: number; malformed: number } {
   const rows = ["name,Work Email,notes"];
+  const existing: string[] = [];
   let valid = 0;
   let duplicates = 0;
   let malformed = 0;
@@ -38,12 +39,15 @@ function sampleList(): { csv: string; valid: number; duplicates: number; malform
     if (i % 50 === 7) {
       email = "not an address";
       malformed++;
-    } else if (i % 40 === 3 && i > 40) {
-      email = `user${i - 40}@${MAIL_DOMAINS[(i - 40) % 2]}`; // repeats an earlier line
+    } else if (i % 40 === 3 && existing.length > 0) {
+      email = existing[i % existing.length]!.replace(/@.*/, (domainPart) => domainPart.toUpperCase()); // an earlier line again, its domain in capitals
       duplicates++;
     } else if (i % 10 === 1) email = `nobody${i}@${domain}`;
     else if (i % 25 === 2) email = `someone${i}@${NO_MAIL_DOMAIN}`;
-    else email = `user${i}@${domain}`;
+    else {
+      email = `user${i}@${domain}`;
+      existing.push(email);
+    }
     if (email.startsWith("user")) valid++;
     rows.push(`Person ${i},${email},"note, ${i}"`);
   }
@@ -91,7 +95,7 @@ describe("the console in a real browser", () => {
     await again.goto(stack.ownerLink);
     await again.getByLabel("Your name").fill("Mallory");
     await again.getByRole("button", { name: "Make a passkey and join" }).click().catch(() => undefined);
-    await again.getByRole("status").filter({ hasText: /not|invite|cancel/i }).waitFor();
+    await again.getByRole("status").filter({ hasText: "The invite was already used. Ask whoever invited you for a new link" }).waitFor();
 
     // Signing out and in again uses the passkey the owner link made.
     await owner.getByRole("button", { name: "Sign out" }).click();
@@ -113,7 +117,7 @@ describe("the console in a real browser", () => {
     const jobId = /job_[A-Za-z0-9_-]+/.exec(owner.url())![0];
     await owner.getByText("1,000 of 1,000 checked · completed").waitFor({ timeout: 150_000 });
 
-    const download = await Promise.all([owner.waitForEvent("download"), owner.getByRole("link", { name: "Valid only (CSV)" }).click()]).then(([d]) => d);
+    const download = await Promise.all([owner.waitForEvent("download"), owner.getByRole("link", { name: "Valid only (CSV)", exact: true }).click()]).then(([d]) => d);
     const rows = (await readFile((await download.path())!, "utf8")).trim().split(/\r?\n/).slice(1);
     const job = (await (await api(`/v1/email_verification_jobs/${jobId}`, stack.demoKey)).json()) as { counts: { valid: number; risky: number; invalid: number } };
     expect(rows.length).toBe(job.counts.valid);
@@ -123,10 +127,10 @@ describe("the console in a real browser", () => {
     expect(await table.getByRole("row", { name: /Invalid/ }).getByRole("cell").innerText()).toBe(job.counts.invalid.toLocaleString("en"));
 
     await owner.getByRole("link", { name: "Keys" }).click();
-    await owner.getByLabel("Name").fill("CRM sync");
+    await owner.getByLabel("Name", { exact: true }).fill("CRM sync");
     await owner.getByLabel(/Verify single addresses/).check();
     await owner.getByRole("button", { name: "Create key" }).click();
-    const secret = await owner.getByLabel("Secret").inputValue();
+    const secret = await owner.getByLabel("Secret", { exact: true }).inputValue();
     expect(secret).toMatch(/^cv_/);
     expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(200);
     const outOfScope = await api("/v1/people?profnet_id=1001", secret);
@@ -140,7 +144,7 @@ describe("the console in a real browser", () => {
     await owner.getByRole("link", { name: "Members" }).click();
     await owner.getByLabel("Invite someone as").selectOption("viewer");
     await owner.getByRole("button", { name: "Make an invite link" }).click();
-    const link = await owner.getByLabel("Invite link").inputValue();
+    const link = await owner.getByLabel("Invite link", { exact: true }).inputValue();
     const viewer = await pageWithAuthenticator(await browser.newContext());
     await joinWithLink(viewer, link, "Vic Viewer");
     await viewer.getByRole("link", { name: "Keys" }).click();
@@ -166,7 +170,7 @@ describe("the console in a real browser", () => {
         expect(await axeViolations(owner), `${path} at ${width} px`).toEqual([]);
         const overflow = await owner.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
         expect(overflow, `${path} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
-        if (shots) await owner.screenshot({ path: join(shots, `${path.split("?")[0]!.replace(/^\/console\/?/, "").replace(/job_.*/, "job").replace(/\//g, "-") || "overview"}-${width}.png`), fullPage: true });
+        if (shots && (width === 1280 || path === "/console/lists")) await owner.screenshot({ path: join(shots, `${path.split("?")[0]!.replace(/^\/console\/?/, "").replace(/job_.*/, "job").replace(/\//g, "-") || "overview"}-${width}.png`), fullPage: true });
       }
     }
     await owner.setViewportSize({ width: 1280, height: 900 });
@@ -194,6 +198,7 @@ describe("the console in a real browser", () => {
     await owner.keyboard.press("Space");
     await (await chooser).setFiles({ name: "few.csv", mimeType: "text/csv", buffer: Buffer.from(`email,other\nuser1@${MAIL_DOMAINS[0]},x\nuser2@${MAIL_DOMAINS[0]},y\nnobody@${MAIL_DOMAINS[1]},z\n`) });
     await owner.getByRole("status").filter({ hasText: "Ready: 3 lines" }).waitFor();
+    if (process.env.CONSOLE_SCREENSHOTS) await owner.screenshot({ path: join(process.env.CONSOLE_SCREENSHOTS, "lists-preview-360.png"), fullPage: true });
     await tabTo(/Start verifying 3 lines/);
     await owner.keyboard.press("Enter");
     await owner.waitForURL(/\/console\/lists\/job_/);

@@ -30,7 +30,9 @@ function failure(error: unknown): string {
 
 async function create(optionsUrl: string): Promise<PublicKeyCredential> {
   const options = await post(optionsUrl);
-  if (!options.ok) throw new Error(String(options.data["error"] ?? `HTTP ${options.status}`));
+  // 404 or 410: an invite link that is unknown, used or expired.
+  const advice = options.status === 404 || options.status === 410 ? ". Ask whoever invited you for a new link, or sign in if you have joined already." : "";
+  if (!options.ok) throw new Error(`${String(options.data["error"] ?? `HTTP ${options.status}`)}${advice}`);
   const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(options.data as unknown as PublicKeyCredentialCreationOptionsJSON);
   return (await navigator.credentials.create({ publicKey })) as PublicKeyCredential;
 }

@@ -96,7 +96,7 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         {account.ok ? (
           <section aria-labelledby="limits">
             <h2 id="limits">Rate limits</h2>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex={0} role="region" aria-label="Requests allowed per period">
               <table>
                 <caption class="sr-only">Requests allowed per period</caption>
                 <thead>
@@ -130,7 +130,7 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
     const [byDay, byKey] = await Promise.all([api<UsageReport>("GET", "/v1/usage?group_by=day"), api<UsageReport>("GET", "/v1/usage?group_by=key")]);
     const columns = ["lookups_charged", "lookups_not_found", "verifications", "job_lines", "credits_spent"] as const;
     const table = (report: UsageReport, first: "day" | "key_id", caption: string) => (
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex={0} role="region" aria-label={caption}>
         <table>
           <caption>{caption}</caption>
           <thead>
@@ -185,7 +185,7 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         <ErrorNote message={feed.error ? `${feed.error.error}. Reading this feed needs the people:read permission.` : null} />
         {feed.ok && feed.data.erasures.length === 0 ? <p>No erasures.</p> : null}
         {feed.ok && feed.data.erasures.length > 0 ? (
-          <div class="table-wrap">
+          <div class="table-wrap" tabindex={0} role="region" aria-label="Erasure notices">
             <table>
               <caption class="sr-only">Erasure notices</caption>
               <thead>
@@ -222,7 +222,7 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
       <>
         <ErrorNote message={audit.error ? `${audit.error.error}. Ask an owner or admin to read the audit trail.` : null} />
         {audit.ok ? (
-          <div class="table-wrap">
+          <div class="table-wrap" tabindex={0} role="region" aria-label="Audit events, newest first">
             <table>
               <caption class="sr-only">Audit events, newest first</caption>
               <thead>

@@ -29,7 +29,7 @@ function Verdict(props: { result: EmailVerificationResult }) {
         {r.email}: {r.classification} (score {r.score} of 100)
       </h2>
       <p>{reasonLabel(r.reason ?? "")}. {ADVICE[r.classification]}</p>
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Each check">
         <table>
           <caption>Each check</caption>
           <tbody>

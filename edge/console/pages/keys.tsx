@@ -94,7 +94,7 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
         <h2 id="key-list">Keys</h2>
         {keys.length === 0 ? <p>No keys yet.</p> : null}
         {keys.length > 0 ? (
-          <div class="table-wrap">
+          <div class="table-wrap" tabindex={0} role="region" aria-label="The account's keys, live first">
             <table>
               <caption class="sr-only">The account's keys, live first</caption>
               <thead>

@@ -77,7 +77,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
                 <h3>Preview</h3>
                 <label for="column">Email column</label>
                 <select id="column" name="column"></select>
-                <div class="table-wrap" id="preview-table"></div>
+                <div class="table-wrap" id="preview-table" tabindex={0} role="region" aria-label="Preview of the first rows"></div>
                 <dl class="figures" id="figures" aria-live="polite"></dl>
               </div>
               <label for="retention">Keep the results for</label>
@@ -106,7 +106,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
           <ErrorNote message={jobs.error?.error} />
           {jobs.ok && jobs.data.jobs.length === 0 ? <p>No lists yet.</p> : null}
           {jobs.ok && jobs.data.jobs.length > 0 ? (
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex={0} role="region" aria-label="Your lists, newest first">
               <table>
                 <caption class="sr-only">Your lists, newest first</caption>
                 <thead>
@@ -154,11 +154,10 @@ export function registerListPages(app: Hono<AppEnv>): void {
     const days = Number(form["retention_days"] ?? 30);
     const retention = Number.isInteger(days) && days >= 1 && days <= 30 ? days * 86_400 : 2_592_000;
     // A file goes as the CSV it is; pasted text is addresses one per line, every line one.
-    const body =
-      file instanceof File && file.size > 0
-        ? { csv: await file.text() }
-        : { json: { email_addresses: pasted.split(/\r?\n/).filter((line) => line.trim() !== "") } };
-    if ("json" in body && body.json.email_addresses.length === 0) return c.redirect(`/console/lists?error=${encodeURIComponent("Choose a file or paste at least one address.")}`, 303);
+    const addresses = pasted.split(/\r?\n/).filter((line) => line.trim() !== "");
+    const fileGiven = file instanceof File && file.size > 0;
+    if (!fileGiven && addresses.length === 0) return c.redirect(`/console/lists?error=${encodeURIComponent("Choose a file or paste at least one address.")}`, 303);
+    const body = fileGiven ? { csv: await (file as File).text() } : { json: { email_addresses: addresses } };
     const created = await api<VerificationJob>("POST", `/v1/email_verification_jobs?retention_seconds=${retention}`, body);
     if (created.status === 401) return toSignIn(c);
     if (!created.ok) return c.redirect(`/console/lists?error=${encodeURIComponent(created.error?.error ?? "The list was not accepted")}`, 303);
@@ -198,7 +197,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
               { label: "Invalid", value: job.summary.classification.invalid, tone: "bad" },
             ]}
           />
-          <div class="table-wrap">
+          <div class="table-wrap" tabindex={0} role="region" aria-label="By reason">
             <table>
               <caption>By reason</caption>
               <thead>

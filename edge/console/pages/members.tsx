@@ -36,7 +36,7 @@ function membersBody(me: SignedIn, members: Member[], note: { done?: string | un
       ) : null}
       <section aria-labelledby="member-list">
         <h2 id="member-list">Members</h2>
-        <div class="table-wrap">
+        <div class="table-wrap" tabindex={0} role="region" aria-label="The account's members">
           <table>
             <caption class="sr-only">The account's members</caption>
             <thead>
