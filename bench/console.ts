@@ -3,12 +3,15 @@
  * renders it under `wrangler dev` (signed in, each page's API reads included), the bytes of script and
  * CSS a browser fetches (gzipped), and a 10 MiB CSV of 100,000 rows dropped on the Lists page: how
  * long until the preview and counts are ready (parsed in a Web Worker), how long the upload takes to the
- * job's page, and how responsive the page stays meanwhile (the longest gap between 10 ms timer ticks on
- * its main thread, and long tasks over 50 ms as the browser reports them).
+ * job's page, and how responsive the page stays while the file is read and counted (the longest gap
+ * between 10 ms timer ticks on its main thread, and long tasks over 50 ms as the browser reports them).
  *
- *   npx tsx bench/console.ts [--requests 20]
+ *   npx tsx bench/console.ts [--requests 10]   (at most 20: each page's API reads count against the member's lookup limit)
  */
 import { gzipSync } from "node:zlib";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import { launchBrowser, pageWithAuthenticator } from "../test/browser/browser.ts";
@@ -22,14 +25,15 @@ export type ConsoleBench = {
   requests: number;
 };
 
+const RATE_WINDOW_MS = 10_500;
 const PAGES = ["/console", "/console/lists", "/console/keys", "/console/members", "/console/usage", "/console/audit", "/console/erasures", "/console/people", "/console/check", "/console/sign-in"];
 const ASSETS = ["console.css", "console.js", "lists.js", "list-worker.js", "passkeys.js"];
 
-/** A CSV of 100,000 rows of about 105 bytes: an address in the second of five columns. */
+/** A CSV of 100,000 rows of about 100 bytes (just under 10 MiB, the job limit): an address in the second of five columns. */
 function tenMiBList(): Buffer {
   const rows = ["name,email,company,city,notes"];
   for (let i = 0; rows.length <= 100_000; i++) {
-    rows.push(`Person number ${i},user${i}@${MAIL_DOMAINS[i % 2]},Company ${i % 997} Limited,City ${i % 311},"met at fair ${i % 53}, follow up later please"`);
+    rows.push(`Person number ${i},user${i}@${MAIL_DOMAINS[i % 2]},Company ${i % 997} Limited,City ${i % 311},"met at fair ${i % 53}, follow up"`);
   }
   return Buffer.from(rows.join("\n") + "\n");
 }
@@ -55,8 +59,11 @@ export async function runConsoleBench(opts: { requests: number; log: (m: string)
         const res = await fetch(`${stack.base}${path}`, { headers: { cookie }, redirect: "manual" });
         times.push(performance.now() - started);
         await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`${path} answered ${res.status}: the figures would not be the page's`);
       }
       ttfb.push({ path, medianMs: median(times), maxMs: Math.max(...times) });
+      // Each page reads the API several times, counted against the member's lookup limit (100 per 10 s): one window per page.
+      await new Promise((resolve) => setTimeout(resolve, RATE_WINDOW_MS));
     }
     const assets = await Promise.all(
       ASSETS.map(async (name) => {
@@ -67,6 +74,9 @@ export async function runConsoleBench(opts: { requests: number; log: (m: string)
 
     opts.log("console: a 10 MiB list dropped on the Lists page");
     const file = tenMiBList();
+    const dir = await mkdtemp(join(tmpdir(), "console-bench-"));
+    const fileOnDisk = join(dir, "big.csv");
+    await writeFile(fileOnDisk, file);
     await page.goto(`${stack.base}/console/lists`);
     await page.evaluate(() => {
       const w = globalThis as unknown as { gaps: number[]; tasks: number[] };
@@ -83,20 +93,22 @@ export async function runConsoleBench(opts: { requests: number; log: (m: string)
       }).observe({ entryTypes: ["longtask"] } as never);
     });
     const started = performance.now();
-    await page.getByLabel(/CSV file/).setInputFiles({ name: "big.csv", mimeType: "text/csv", buffer: file });
+    // A path, not a buffer: Playwright hands a buffer to the page through script on its main thread, a path the browser reads itself.
+    await page.getByLabel(/CSV file/).setInputFiles(fileOnDisk);
     await page.getByRole("status").filter({ hasText: "Ready: 100,000 lines" }).waitFor({ timeout: 120_000 });
     const readyMs = performance.now() - started;
+    // Read before the upload: the job's page that follows is a new document.
+    const responsiveness = await page.evaluate(() => {
+      const w = globalThis as unknown as { gaps: number[]; tasks: number[] };
+      return { gaps: w.gaps, tasks: w.tasks };
+    });
     const uploadStarted = performance.now();
     await page.getByRole("button", { name: /Start verifying 100,000 lines/ }).click();
     await page.waitForURL(/\/console\/lists\/job_/, { timeout: 120_000 });
     const uploadMs = performance.now() - uploadStarted;
     const jobId = /job_[A-Za-z0-9_-]+/.exec(page.url())![0];
-    // Measured up to the navigation: the page that made the upload is gone now, so read before it goes next time.
-    const responsiveness = await page.evaluate(() => {
-      const w = globalThis as unknown as { gaps?: number[]; tasks?: number[] };
-      return { gaps: w.gaps ?? [], tasks: w.tasks ?? [] };
-    });
     await fetch(`${stack.base}/v1/email_verification_jobs/${jobId}?purge=true`, { method: "DELETE", headers: { authorization: `Bearer ${stack.demoKey}` } });
+    await rm(dir, { recursive: true, force: true });
     return {
       ttfb,
       assets,
@@ -132,13 +144,13 @@ export function consoleMarkdown(r: ConsoleBench): string {
     `| **all together** | ${r.assets.reduce((s, a) => s + a.bytes, 0).toLocaleString("en")} | **${total.toLocaleString("en")}** (${(total / 1024).toFixed(1)} KB; budget 50 KB) |`,
     "",
     `A ${r.upload.fileMiB.toFixed(1)} MiB CSV of ${r.upload.rows.toLocaleString("en")} rows dropped on the Lists page: preview, column and counts ready in ${(r.upload.readyMs / 1000).toFixed(2)} s; ` +
-      `upload to the job's page in ${(r.upload.uploadMs / 1000).toFixed(2)} s. Main thread meanwhile: longest gap between 10 ms ticks ${r.upload.longestGapMs.toFixed(0)} ms, ` +
+      `upload to the job's page in ${(r.upload.uploadMs / 1000).toFixed(2)} s. Main thread while the file was read and counted: longest gap between 10 ms ticks ${r.upload.longestGapMs.toFixed(0)} ms, ` +
       `${r.upload.longTasks} long tasks (> 50 ms)${r.upload.longTasks ? `, the longest ${r.upload.longestTaskMs.toFixed(0)} ms` : ""}.`,
   ].join("\n");
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { requests: { type: "string", default: "20" } } });
+  const { values } = parseArgs({ options: { requests: { type: "string", default: "10" } } });
   const result = await runConsoleBench({ requests: Number(values.requests), log: (m) => process.stderr.write(`${m}\n`) });
   process.stdout.write(`${consoleMarkdown(result)}\n`);
 }

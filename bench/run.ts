@@ -64,7 +64,7 @@ const plan = quick
       fair: { big: 2_000, small: 300, delayMs: 20, headStartMs: 2_000 },
       harvest: { lines: 2_000, scale: 60 },
       receivers: { scale: 600, googleLines: 100_000, limitS: 600, quick: false },
-      console: { requests: 20 },
+      console: { requests: 10 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.

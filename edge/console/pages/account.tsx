@@ -10,7 +10,7 @@ import type { ApiKey, AuditPage, UsageReport } from "../../../shared/keys.ts";
 import type { AppEnv } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, page, When } from "../layout.tsx";
-import { toSignIn, whoIsSignedIn } from "../session.ts";
+import { signedIn, toSignIn } from "../session.tsx";
 import { BarChart } from "./charts.tsx";
 import { registerCheckPages } from "./check.tsx";
 import { registerMemberPages } from "./members.tsx";
@@ -23,8 +23,8 @@ type Erasures = { erasures: { profnet_id: number | null; profnet_public_identifi
 export function registerAccountPages(app: Hono<AppEnv>): void {
   app.get("/console", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const monthStart = new Date().toISOString().slice(0, 8) + "01";
     const [account, usage, jobs, keys] = await Promise.all([
       api<AccountInfo>("GET", "/v1/account"),
@@ -125,8 +125,8 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
 
   app.get("/console/usage", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const [byDay, byKey] = await Promise.all([api<UsageReport>("GET", "/v1/usage?group_by=day"), api<UsageReport>("GET", "/v1/usage?group_by=key")]);
     const columns = ["lookups_charged", "lookups_not_found", "verifications", "job_lines", "credits_spent"] as const;
     const table = (report: UsageReport, first: "day" | "key_id", caption: string) => (
@@ -174,8 +174,8 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
 
   app.get("/console/erasures", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const feed = await api<Erasures>("GET", "/v1/people/erasures?limit=100");
     return page(
       c,
@@ -213,8 +213,8 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
 
   app.get("/console/audit", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const audit = await api<AuditPage>("GET", "/v1/audit-events?limit=100");
     return page(
       c,

@@ -9,7 +9,7 @@ import type { AppEnv } from "../../env.ts";
 import { loadConfig } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, page } from "../layout.tsx";
-import { toSignIn, whoIsSignedIn } from "../session.ts";
+import { signedIn, toSignIn } from "../session.tsx";
 import { reasonLabel } from "./charts.tsx";
 
 const ADVICE: Record<string, string> = {
@@ -57,8 +57,8 @@ function Verdict(props: { result: EmailVerificationResult }) {
 export function registerCheckPages(app: Hono<AppEnv>): void {
   app.get("/console/check", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const email = c.req.query("email")?.trim() ?? "";
     const answer = email && me.can("verifications:write") ? await api<EmailVerificationResult>("GET", `/v1/email_verifications?email_address=${encodeURIComponent(email)}`) : null;
     return page(
@@ -112,16 +112,16 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
 
   app.get("/console/people", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const cost = loadConfig(c.env).LOOKUP_COST;
     return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, me.can("people:read") ? peopleForm(cost, null, null) : <p>Your role cannot look people up.</p>);
   });
 
   app.post("/console/people", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const form = await c.req.parseBody();
     const kinds = ["profnet_public_identifier", "profnet_id", "codehost_login", "codehost_id"];
     const kind = kinds.includes(String(form["kind"])) ? String(form["kind"]) : kinds[0]!;

@@ -10,7 +10,7 @@ import { SCOPES, type Scope } from "../../../shared/scopes.ts";
 import type { AppEnv } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, Notice, page, When } from "../layout.tsx";
-import { toSignIn, whoIsSignedIn, type SignedIn } from "../session.ts";
+import { signedIn, toSignIn, type SignedIn } from "../session.tsx";
 
 const SCOPE_WORDS: Record<Scope, string> = {
   "people:read": "Look up people (spends credits)",
@@ -155,8 +155,8 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
 export function registerKeyPages(app: Hono<AppEnv>): void {
   app.get("/console/keys", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
     return page(
       c,
@@ -167,8 +167,8 @@ export function registerKeyPages(app: Hono<AppEnv>): void {
 
   app.post("/console/keys", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const form = await c.req.parseBody({ all: true });
     const scopes = ([] as unknown[]).concat(form["scopes"] ?? []).filter((s): s is string => typeof s === "string");
     const expires = String(form["expires"] ?? "never");
@@ -190,8 +190,8 @@ export function registerKeyPages(app: Hono<AppEnv>): void {
 
   app.post("/console/keys/:id/roll", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const rolled = await api<ApiKeyWithToken>("POST", `/v1/keys/${encodeURIComponent(c.req.param("id"))}/roll`, { json: {} });
     const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
     return page(

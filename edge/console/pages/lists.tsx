@@ -11,7 +11,7 @@ import type { AccountInfo } from "../../../shared/api.ts";
 import type { AppEnv } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, Notice, page, When } from "../layout.tsx";
-import { toSignIn, whoIsSignedIn } from "../session.ts";
+import { signedIn, toSignIn } from "../session.tsx";
 import { BarChart, reasonLabel } from "./charts.tsx";
 
 const RETENTION_CHOICES = [
@@ -51,8 +51,8 @@ export function resultsDeletedAt(job: VerificationJob): string | null {
 export function registerListPages(app: Hono<AppEnv>): void {
   app.get("/console/lists", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const [jobs, account] = await Promise.all([api<{ jobs: VerificationJob[] }>("GET", "/v1/email_verification_jobs?limit=50"), api<AccountInfo>("GET", "/v1/account")]);
     const limits = account.ok ? account.data.jobs : null;
     return page(
@@ -166,8 +166,8 @@ export function registerListPages(app: Hono<AppEnv>): void {
 
   app.get("/console/lists/:id", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const id = c.req.param("id");
     const answer = await api<VerificationJob>("GET", `/v1/email_verification_jobs/${encodeURIComponent(id)}`);
     if (!answer.ok) {

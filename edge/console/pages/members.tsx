@@ -9,7 +9,7 @@ import { ROLES } from "../../../shared/roles.ts";
 import type { AppEnv } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, Notice, page, When } from "../layout.tsx";
-import { toSignIn, whoIsSignedIn, type Member, type SignedIn } from "../session.ts";
+import { signedIn, toSignIn, type Member, type SignedIn } from "../session.tsx";
 
 type Invite = { id: string; role: string; url: string; expires_at: string };
 
@@ -133,8 +133,8 @@ function membersBody(me: SignedIn, members: Member[], note: { done?: string | un
 export function registerMemberPages(app: Hono<AppEnv>): void {
   app.get("/console/members", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const members = await api<{ members: Member[] }>("GET", "/v1/members");
     return page(
       c,
@@ -145,8 +145,8 @@ export function registerMemberPages(app: Hono<AppEnv>): void {
 
   app.post("/console/members/invite", async (c) => {
     const api = apiCaller(app, c);
-    const me = await whoIsSignedIn(api);
-    if (!me) return toSignIn(c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
     const form = await c.req.parseBody();
     const invite = await api<Invite>("POST", "/v1/invites", { json: { role: String(form["role"] ?? "") } });
     const members = await api<{ members: Member[] }>("GET", "/v1/members");
