@@ -110,3 +110,47 @@ describe("the console's pages", () => {
     expect(page).toContain("Not a well-formed address");
   });
 });
+
+describe("the console's forms for lists and members", () => {
+  it("cancels a list, then deletes its results, through the jobs API, and says so on the list's page", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "developer", "Dev Three");
+    const body = new FormData();
+    // The test zone answers for slow.test after 4 s: the job is still running when it is cancelled.
+    body.set("paste", "someone@slow.test\nsomeone.else@slow.test\n");
+    const created = await consoleCall("/console/lists", { cookie, method: "POST", body });
+    const id = /(job_[A-Za-z0-9_-]+)$/.exec(created.headers.get("location") ?? "")![1]!;
+    const cancelled = await consoleCall(`/console/lists/${id}/cancel`, { cookie, method: "POST" });
+    expect(cancelled.status).toBe(303);
+    expect(cancelled.headers.get("location")).toMatch(new RegExp(`^/console/lists/${id}\\?done=`));
+    const [job] = await db.all<{ status: string }>(sql`select status from verification_jobs where id = ${id}`);
+    expect(job!.status).toBe("cancelled");
+    const deleted = await consoleCall(`/console/lists/${id}/delete`, { cookie, method: "POST" });
+    expect(deleted.status).toBe(303);
+    const page = await (await consoleCall(deleted.headers.get("location")!, { cookie, origin: null })).text();
+    expect(page).toContain("The results were deleted.");
+    expect(page).toContain("The results were deleted; the counts above stay.");
+    expect(page).not.toContain("Valid only (CSV)");
+  });
+
+  it("lets an owner change a member's role and remove them, and tells a developer they may not", async () => {
+    const { accountId } = await newAccount();
+    const owner = await join(accountId, "owner", "Olga Owner");
+    const dev = await join(accountId, "developer", "Dmitri Dev");
+    const changed = await consoleCall(`/console/members/${dev.memberId}/role`, { cookie: owner.cookie, ...form([["role", "viewer"]]) });
+    expect(changed.headers.get("location")).toBe(`/console/members?done=${encodeURIComponent("The role was changed.")}`);
+    const [row] = await db.all<{ role: string }>(sql`select role from members where id = ${dev.memberId}`);
+    expect(row!.role).toBe("viewer");
+    // The viewer (as the developer now is) sees no controls and the API refuses the form.
+    const viewerPage = await (await consoleCall("/console/members", { cookie: dev.cookie, origin: null })).text();
+    expect(viewerPage).not.toContain("Make an invite link");
+    const refused = await consoleCall(`/console/members/${owner.memberId}/remove`, { cookie: dev.cookie, method: "POST" });
+    expect(decodeURIComponent(refused.headers.get("location") ?? "")).toMatch(/^\/console\/members\?error=.*lacks the scope members:write/);
+    const removed = await consoleCall(`/console/members/${dev.memberId}/remove`, { cookie: owner.cookie, method: "POST" });
+    expect(removed.headers.get("location")).toBe(`/console/members?done=${encodeURIComponent("The member was removed and signed out.")}`);
+    // Their session ended with them: the console sends them to sign in.
+    const after = await consoleCall("/console/members", { cookie: dev.cookie, origin: null });
+    expect(after.status).toBe(303);
+    expect(after.headers.get("location")).toMatch(/^\/console\/sign-in/);
+  });
+});
