@@ -3,7 +3,8 @@
  * a 1,000-line list uploaded, checked and downloaded; a scoped key made, used and revoked; a viewer who
  * cannot make keys; every page free of WCAG 2.1 AA violations at desktop and 360 px widths; the list
  * flow by keyboard alone. With CONSOLE_SCREENSHOTS=dir the page tour also saves a screenshot of each
- * page there (`npm run docs:screenshots` writes docs/console/).
+ * page there (`npm run docs:screenshots` writes docs/console/). The tests run in order and share the owner the
+ * first one makes (a stack start per file costs seconds; one owner link per start).
  */
 import { readFile } from "node:fs/promises";
 import { mkdirSync } from "node:fs";
@@ -145,6 +146,10 @@ describe("the console in a real browser", () => {
     await owner.getByLabel("Invite someone as").selectOption("viewer");
     await owner.getByRole("button", { name: "Make an invite link" }).click();
     const link = await owner.getByLabel("Invite link", { exact: true }).inputValue();
+    // A second passkey from the same device is refused by the device itself, and the page says what to do.
+    await owner.getByLabel("Name for a new passkey").fill("Same laptop");
+    await owner.getByRole("button", { name: "Add a passkey on this device" }).click();
+    await owner.getByRole("status").filter({ hasText: "This device already holds a passkey of yours" }).waitFor();
     const viewer = await pageWithAuthenticator(await browser.newContext());
     await joinWithLink(viewer, link, "Vic Viewer");
     await viewer.getByRole("link", { name: "Keys" }).click();

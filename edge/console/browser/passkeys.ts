@@ -25,6 +25,7 @@ async function post(url: string, body?: unknown): Promise<{ ok: boolean; status:
 
 function failure(error: unknown): string {
   if (error instanceof DOMException && error.name === "NotAllowedError") return "The passkey request was cancelled or timed out. Try again.";
+  if (error instanceof DOMException && error.name === "InvalidStateError") return "This device already holds a passkey of yours: add one from another device or security key.";
   return error instanceof Error ? error.message : String(error);
 }
 
