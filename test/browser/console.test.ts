@@ -127,6 +127,16 @@ describe("the console in a real browser", () => {
     expect(await table.getByRole("row", { name: /Valid/ }).getByRole("cell").innerText()).toBe(job.counts.valid.toLocaleString("en"));
     expect(await table.getByRole("row", { name: /Invalid/ }).getByRole("cell").innerText()).toBe(job.counts.invalid.toLocaleString("en"));
 
+    // A lookup states its cost before it is spent, and spends it once.
+    await owner.getByRole("link", { name: "Look up a person" }).click();
+    await owner.getByLabel("Look up by").selectOption("profnet_id");
+    await owner.getByLabel("Identifier", { exact: true }).fill("1001");
+    await owner.getByText("A lookup that finds the person costs 1 credit").waitFor();
+    await owner.getByRole("button", { name: "Look up" }).click();
+    await owner.getByRole("heading", { name: "Answer" }).waitFor();
+    const account = (await (await api("/v1/account", stack.demoKey)).json()) as { credit_balance: number };
+    expect(account.credit_balance).toBe(999);
+
     await owner.getByRole("link", { name: "Keys" }).click();
     await owner.getByLabel("Name", { exact: true }).fill("CRM sync");
     await owner.getByLabel(/Verify single addresses/).check();
