@@ -134,6 +134,7 @@ describe("the console in a real browser", () => {
     await owner.getByText("A lookup that finds the person costs 1 credit").waitFor();
     await owner.getByRole("button", { name: "Look up" }).click();
     await owner.getByRole("heading", { name: "Answer" }).waitFor();
+    await owner.getByText("ada-lovelace", { exact: true }).waitFor();
     const account = (await (await api("/v1/account", stack.demoKey)).json()) as { credit_balance: number };
     expect(account.credit_balance).toBe(999);
 

@@ -4,7 +4,22 @@
  * stated before the button; the lookup is a POST so no link or prefetch can spend a credit.
  */
 import type { Hono } from "hono";
-import type { EmailVerificationResult } from "../../../shared/api.ts";
+import type { ContactInfo, EmailVerificationResult } from "../../../shared/api.ts";
+
+/** The answer's fields in the order a person reads them, with their names in words. */
+const PERSON_FIELDS: [keyof ContactInfo, string][] = [
+  ["work_email_addresses", "Work email"],
+  ["personal_email_addresses", "Personal email"],
+  ["email_addresses", "All email addresses"],
+  ["phone_numbers", "Phone"],
+  ["profnet_public_identifier", "Profnet identifier"],
+  ["profnet_id", "Profnet id"],
+  ["codehost_login", "Codehost login"],
+  ["codehost_id", "Codehost id"],
+  ["codehost_username", "Codehost name"],
+  ["socialnet_username", "Social network name"],
+  ["microblog_username", "Microblog name"],
+];
 import type { AppEnv } from "../../env.ts";
 import { loadConfig } from "../../env.ts";
 import { apiCaller } from "../api.ts";
@@ -81,7 +96,7 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
     );
   });
 
-  const peopleForm = (cost: number, error: string | null, result: unknown) => (
+  const peopleForm = (cost: number, error: string | null, result: ContactInfo | null) => (
     <>
       <form method="post" action="/console/people">
         <label for="identifier-kind">Look up by</label>
@@ -102,9 +117,21 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
       {result ? (
         <section aria-labelledby="person">
           <h2 id="person">Answer</h2>
-          <pre class="json" tabindex={0}>
-            {JSON.stringify(result, null, 2)}
-          </pre>
+          <dl class="figures">
+            {PERSON_FIELDS.map(([field, label]) => {
+              const value = result[field];
+              const text = Array.isArray(value) ? value.join(", ") : value;
+              return text === null || text === undefined || text === "" ? null : (
+                <div>
+                  <dt>{label}</dt>
+                  <dd>{String(text)}</dd>
+                </div>
+              );
+            })}
+          </dl>
+          <p>
+            {cost === 1 ? "One credit was" : `${cost} credits were`} spent. Delete what you keep of this person when the Erasures page lists them.
+          </p>
         </section>
       ) : null}
     </>
@@ -125,7 +152,7 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
     const form = await c.req.parseBody();
     const kinds = ["profnet_public_identifier", "profnet_id", "codehost_login", "codehost_id"];
     const kind = kinds.includes(String(form["kind"])) ? String(form["kind"]) : kinds[0]!;
-    const answer = await api<unknown>("GET", `/v1/people?${kind}=${encodeURIComponent(String(form["value"] ?? ""))}`);
+    const answer = await api<ContactInfo>("GET", `/v1/people?${kind}=${encodeURIComponent(String(form["value"] ?? ""))}`);
     const cost = loadConfig(c.env).LOOKUP_COST;
     const error = answer.ok ? null : answer.status === 404 ? "Nobody found: no credit was spent." : `${answer.error?.error ?? "Refused"}.`;
     return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, peopleForm(cost, error, answer.ok ? answer.data : null));
