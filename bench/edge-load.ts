@@ -4,14 +4,18 @@
  * answered by the local fixture and no probe. Starts what it needs through `npm start`.
  *
  * Requests rotate over --keys API keys of one account, as many customers' traffic would: each key
- * is limited per 10 s (docs/api.md "Rate limits"), and one key alone would mostly measure 429s.
+ * is limited per 10 s (docs/api.md "Rate limits"), and one key alone would mostly measure 429s. The
+ * session row rotates over as many console sessions (one member each), made in the database as
+ * sign-in makes them (docs/api.md "Sessions").
  *
  *   npx tsx bench/edge-load.ts [--duration 10] [--connections 50] [--keys 500] [--edge-port 8797]
  */
 import autocannon from "autocannon";
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
+import { sql } from "drizzle-orm";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { generateSecret, hashToken, newId } from "../edge/lib/tokens.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { startFreshDatabase } from "./child.ts";
 import { startDohServer } from "../test/fixtures/doh-server.ts";
@@ -61,30 +65,51 @@ try {
   const account = await createAccount(db, "bench", 100_000_000);
   const tokens: string[] = [];
   for (let i = 0; i < keyCount; i++) tokens.push((await createApiKey(db, account.id)).token);
+  const sessions: string[] = [];
+  const now = Date.now();
+  for (let i = 0; i < keyCount; i++) {
+    const memberId = newId("mem");
+    const token = generateSecret("cvs_");
+    await db.batch([
+      db.run(sql`insert into members (id, account_id, name, role, invite_id, created_at) values (${memberId}, ${account.id}, ${`bench ${i}`}, 'developer', 'bench', ${now})`),
+      db.run(sql`
+        insert into sessions (id, token_hash, member_id, account_id, created_at, last_seen_at, expires_at)
+        values (${newId("ses")}, ${await hashToken(token)}, ${memberId}, ${account.id}, ${now}, ${now}, ${now + 86_400_000})`),
+    ]);
+    sessions.push(token);
+  }
   db.$client.close();
   let sent = 0;
   const rotatingKeys = [
     { setupRequest: (request: { headers: Record<string, string> }) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${tokens[sent++ % tokens.length]}` } }) },
   ];
 
-  const targets: [string, string][] = [
-    ["GET /healthz", `${base}/healthz`],
-    ["GET /v1/people (hit)", `${base}/v1/people?profnet_id=1001`],
-    ["GET /v1/people (miss, 404)", `${base}/v1/people?profnet_id=999999999`],
-    ["GET /v1/email_verifications (DoH fixture, no probe)", `${base}/v1/email_verifications?email_address=ana@ok.test`],
+  let signedIn = 0;
+  const rotatingSessions = [
+    // Over http to a loopback host the cookie is named `session` (edge/sessions.ts).
+    { setupRequest: (request: { headers: Record<string, string> }) => ({ ...request, headers: { ...request.headers, cookie: `session=${sessions[signedIn++ % sessions.length]}` } }) },
+  ];
+
+  type Rotation = { setupRequest: (request: { headers: Record<string, string> }) => { headers: Record<string, string> } }[];
+  const targets: [string, string, Rotation][] = [
+    ["GET /healthz", `${base}/healthz`, rotatingKeys],
+    ["GET /v1/people (hit)", `${base}/v1/people?profnet_id=1001`, rotatingKeys],
+    ["GET /v1/people (hit, session cookie)", `${base}/v1/people?profnet_id=1001`, rotatingSessions],
+    ["GET /v1/people (miss, 404)", `${base}/v1/people?profnet_id=999999999`, rotatingKeys],
+    ["GET /v1/email_verifications (DoH fixture, no probe)", `${base}/v1/email_verifications?email_address=ana@ok.test`, rotatingKeys],
   ];
   const rows: string[] = [];
   let ceiling = 0;
-  for (const [name, url] of targets) {
-    await autocannon({ url, connections, duration: 2, requests: rotatingKeys }); // warm-up
-    const r = await autocannon({ url, connections, duration, requests: rotatingKeys });
+  for (const [name, url, requests] of targets) {
+    await autocannon({ url, connections, duration: 2, requests }); // warm-up
+    const r = await autocannon({ url, connections, duration, requests });
     if (name === "GET /healthz") ceiling = r.requests.average;
     const ratio = ceiling ? (r.requests.average / ceiling).toFixed(2) : "-";
     rows.push(
       `| ${name} | ${r.requests.average.toFixed(0)} | ${ratio} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${r.errors} |`,
     );
   }
-  console.log(`\nautocannon: ${connections} connections, ${duration} s per row after a 2 s warm-up, ${keyCount} keys in turn, wrangler dev on ${base}\n`);
+  console.log(`\nautocannon: ${connections} connections, ${duration} s per row after a 2 s warm-up, ${keyCount} keys (or sessions) in turn, wrangler dev on ${base}\n`);
   console.log("| Request | req/s | vs /healthz | p50 ms | p99 ms | non-2xx | errors |");
   console.log("|---|---|---|---|---|---|---|");
   for (const row of rows) console.log(row);

@@ -934,7 +934,7 @@ export interface components {
              */
             created_at: string;
             /**
-             * @description "operator" (the admin CLI) or the id of the key that created it
+             * @description "operator" (the admin CLI), or the id of the key or the member (console session) that created it
              * @example key_9aB2cD4eF6gH8iJ0
              */
             created_by: string;
@@ -1157,7 +1157,7 @@ export interface components {
             member: components["schemas"]["Member"];
             account_id: string;
             /** @description What this session may do: its role's scopes (shared/roles.ts) */
-            scopes: string[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
             passkeys: components["schemas"]["Passkey"][];
         };
         Passkey: {

@@ -11,6 +11,7 @@ import { describeError, writeLog } from "./log.ts";
 import { runPeopleDataCron } from "./people-data.ts";
 import { recordExpiredKeys } from "./db/keys.ts";
 import { deleteOldAuditEvents } from "./routes/audit-events.ts";
+import { deleteEndedSignInData } from "./db/members.ts";
 
 const app = createApp();
 
@@ -69,6 +70,12 @@ export default {
       if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "audit_cron", ...report });
     } catch (error) {
       writeLog("error", { event: "audit_cron_failed", error: describeError(error) });
+    }
+    try {
+      const report = await deleteEndedSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000);
+      if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "sign_in_cron", ...report });
+    } catch (error) {
+      writeLog("error", { event: "sign_in_cron_failed", error: describeError(error) });
     }
     try {
       const report = await applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS);

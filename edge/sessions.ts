@@ -65,7 +65,8 @@ export function readSessionToken(c: Context<AppEnv>): string | null {
 export function setSessionCookie(c: Context<AppEnv>, token: string, maxAgeSeconds: number): void {
   const name = sessionCookieName(new URL(c.req.url));
   const secure = name === "__Host-session";
-  setCookie(c, name, token, { httpOnly: true, secure, sameSite: "Strict", path: "/", maxAge: maxAgeSeconds, ...(secure ? { prefix: "host" as const } : {}) });
+  // The name carries the __Host- prefix itself (hono's `prefix` option would add a second one); hono checks its rules: Secure, Path=/, no Domain.
+  setCookie(c, name, token, { httpOnly: true, secure, sameSite: "Strict", path: "/", maxAge: maxAgeSeconds });
 }
 
 export function clearSessionCookie(c: Context<AppEnv>): void {

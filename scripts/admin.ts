@@ -4,6 +4,7 @@
  *
  * With --json, stdout carries exactly one JSON object (the result, or {"error": ...}); anything
  * else, progress included, goes to stderr. Exit status: 0 success, 1 failure, 2 usage error.
+ * Longer than 400 lines on purpose: every command in one table, next to the usage text that describes it.
  */
 import { Presets, SingleBar } from "cli-progress";
 import { parseArgs, type ParseArgsConfig } from "node:util";
@@ -17,6 +18,11 @@ import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./a
 import { suppressionKey } from "./admin/suppression-key.ts";
 import { KEY_OPTIONS, parseKeyOptions } from "./admin/key-options.ts";
 import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
+import { createInvite } from "../edge/db/members.ts";
+import { isRole, ROLES } from "../shared/roles.ts";
+
+/** Where `npm start` serves the console (a passkey's relying party must be a host name, so not 127.0.0.1). */
+const DEFAULT_CONSOLE_ORIGIN = "http://localhost:8787";
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -26,6 +32,10 @@ Commands:
   accounts show ID                          Balance, status, keys and recent ledger of an account
   accounts disable ID                       Refuse the account's keys (401) until it is enabled
   accounts enable ID
+  accounts invite --account ID --role ROLE [--origin URL]
+                                            Print a one-time link (24 hours) that makes a member with
+                                            ROLE (${ROLES.join(", ")}) and their first passkey; --origin
+                                            is where the console is served (default ${DEFAULT_CONSOLE_ORIGIN})
   accounts webhook-secret --account ID [--rotate]
                                             The secret that signs the account's job callbacks
                                             (made on first use; --rotate replaces it)
@@ -226,6 +236,21 @@ const COMMANDS: Record<string, Command> = {
     async run(db, { args: [id = ""] }) {
       const result = await setAccountStatus(db, id, "active");
       return { json: result, text: `Account ${id} is active` };
+    },
+  },
+  "accounts invite": {
+    args: [],
+    options: { account: { type: "string" }, role: { type: "string" }, origin: { type: "string" } },
+    async run(db, { values }) {
+      const account = requiredOption(values, "account");
+      const role = requiredOption(values, "role");
+      if (!isRole(role)) throw new UsageError(`--role must be one of ${ROLES.join(", ")}, got ${JSON.stringify(role)}`);
+      const origin = typeof values.origin === "string" ? values.origin : DEFAULT_CONSOLE_ORIGIN;
+      if (!URL.canParse(origin) || new URL(origin).origin !== origin) throw new UsageError(`--origin must be an origin such as ${DEFAULT_CONSOLE_ORIGIN}, got ${JSON.stringify(origin)}`);
+      const invite = await createInvite(db, { accountId: account, role, createdBy: "operator", origin });
+      if (!invite) throw new AdminError(`No account ${account}`);
+      const { id, url, expires_at } = invite;
+      return { json: { id, role, url, expires_at }, text: `One-time ${role} invite to ${account}, good until ${expires_at}:\n${url}` };
     },
   },
   "accounts webhook-secret": {

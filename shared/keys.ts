@@ -23,7 +23,7 @@ export const ApiKey = z
     prefix: z.string().openapi({ description: "The token's first characters, to tell keys apart; never enough to use it", example: "cv_Xy3kP9q" }),
     scopes: z.array(ScopeName),
     created_at: rfc3339,
-    created_by: z.string().openapi({ description: '"operator" (the admin CLI) or the id of the key that created it', example: "key_9aB2cD4eF6gH8iJ0" }),
+    created_by: z.string().openapi({ description: '"operator" (the admin CLI), or the id of the key or the member (console session) that created it', example: "key_9aB2cD4eF6gH8iJ0" }),
     last_used_at: rfc3339.nullable().openapi({ description: "Written at most once per five minutes per key, so up to that stale; null: never used" }),
     expires_at: rfc3339.nullable().openapi({ description: "From then on the key gets 401 with reason key_expired; null: never" }),
     revoked_at: rfc3339.nullable(),

@@ -6,6 +6,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { RoleName } from "./roles.ts";
+import { ScopeName } from "./scopes.ts";
 
 /** How long an invite link works: once, within a day. */
 export const INVITE_LIFETIME_MS = 86_400_000;
@@ -51,7 +52,7 @@ export const Passkey = z
 export type Passkey = z.infer<typeof Passkey>;
 
 export const Me = z
-  .object({ member: Member, account_id: z.string(), scopes: z.array(z.string()).openapi({ description: "What this session may do: its role's scopes (shared/roles.ts)" }), passkeys: z.array(Passkey) })
+  .object({ member: Member, account_id: z.string(), scopes: z.array(ScopeName).openapi({ description: "What this session may do: its role's scopes (shared/roles.ts)" }), passkeys: z.array(Passkey) })
   .openapi("Me");
 
 export const InviteCreateRequest = z.object({ role: RoleName }).openapi("InviteCreateRequest");

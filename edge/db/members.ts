@@ -256,3 +256,16 @@ export async function removeMember(db: Db, c: Change & { name: string; role: Rol
   ]);
   return results.at(-1)!.rowsAffected === 1;
 }
+
+/** An invite is kept this long past its expiry, so a late click is told "expired" rather than "no such invite". */
+export const ENDED_INVITE_KEPT_MS = 7 * 86_400_000;
+
+/** For the cron: deletes ended sessions, expired challenges, and invites ENDED_INVITE_KEPT_MS past their expiry. */
+export async function deleteEndedSignInData(db: Db, now: number, sessionIdleMs: number): Promise<{ sessions_deleted: number; challenges_deleted: number; invites_deleted: number }> {
+  const [sessions, challenges, invites] = await db.batch([
+    db.run(sql`delete from sessions where expires_at <= ${now} or last_seen_at <= ${now - sessionIdleMs}`),
+    db.run(sql`delete from webauthn_challenges where expires_at <= ${now}`),
+    db.run(sql`delete from invites where expires_at <= ${now - ENDED_INVITE_KEPT_MS}`),
+  ]);
+  return { sessions_deleted: sessions.rowsAffected, challenges_deleted: challenges.rowsAffected, invites_deleted: invites.rowsAffected };
+}

@@ -197,6 +197,27 @@ describe("account lifecycle", () => {
   );
 });
 
+describe("accounts invite", () => {
+  it(
+    "prints a one-time link to the console, with the secret in the fragment, stored hashed and audited as the operator",
+    async () => {
+      const created = await adminJson("accounts", "create", "--name", "Invited", "--credits", "0");
+      const accountId = String(created.json.id);
+      const run = await adminJson("accounts", "invite", "--account", accountId, "--role", "owner");
+      expect(run.status).toBe(0);
+      expect(run.json).toEqual({ id: expect.stringMatching(/^inv_/), role: "owner", url: expect.stringMatching(/^http:\/\/localhost:8787\/console\/invite#cvi_[A-Za-z0-9_-]{43}$/), expires_at: expect.any(String) });
+      const token = new URL(String(run.json.url)).hash.slice(1);
+      const stored = await db.$client.execute({ sql: "select role, token_hash, expires_at - created_at as lifetime from invites where id = ?", args: [String(run.json.id)] });
+      expect(stored.rows.map((r) => [r.role, r.token_hash, Number(r.lifetime)])).toEqual([["owner", await hashToken(token), 86_400_000]]);
+      const audit = await db.$client.execute({ sql: "select action, actor from audit_events where account_id = ?", args: [accountId] });
+      expect(audit.rows.map((r) => [r.action, r.actor])).toEqual([["member.invited", "operator"]]);
+      const human = await admin("accounts", "invite", "--account", accountId, "--role", "viewer", "--origin", "https://console.example.com");
+      expect(human.stdout).toMatch(/^One-time viewer invite to acc_\S+, good until \S+:\nhttps:\/\/console\.example\.com\/console\/invite#cvi_/);
+    },
+    CLI_TEST_TIMEOUT,
+  );
+});
+
 // Independent processes: run them side by side.
 describe.concurrent("errors", () => {
   it.each([
@@ -217,6 +238,9 @@ describe.concurrent("errors", () => {
     [["keys", "create", "--account", "acc_x", "--expires", "next week"], /--expires must be an RFC 3339 date-time/],
     [["keys", "create", "--account", "acc_x", "--daily-credit-cap", "0"], /--daily-credit-cap must be an integer from 1/],
     [["keys", "create", "--account", "acc_x", "--name", " "], /--name must be 1 to 100 characters/],
+    [["accounts", "invite", "--account", "acc_x"], /--role is required/],
+    [["accounts", "invite", "--account", "acc_x", "--role", "boss"], /--role must be one of owner, admin, developer, viewer/],
+    [["accounts", "invite", "--account", "acc_x", "--role", "owner", "--origin", "http://localhost:8787/console"], /--origin must be an origin/],
   ])(
     "%j is a usage error: status 2, a message on stderr, a JSON error on stdout",
     async (args, message) => {
@@ -233,6 +257,7 @@ describe.concurrent("errors", () => {
     [["credits", "add", "--account", "acc_missing", "--amount", "5"], "No account acc_missing"],
     [["keys", "create", "--account", "acc_missing"], "No account acc_missing"],
     [["keys", "revoke", "--key", "key_missing"], "No key key_missing"],
+    [["accounts", "invite", "--account", "acc_missing", "--role", "owner"], "No account acc_missing"],
     [["people", "import", "/nonexistent/people.jsonl"], "Cannot read /nonexistent/people.jsonl"],
   ])(
     "%j fails: status 1 and a JSON error",

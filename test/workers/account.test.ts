@@ -80,7 +80,7 @@ describe("GET /v1/account", () => {
     const doc = (await (await call("/v1/openapi.json")).json()) as any;
     const route = doc.paths["/v1/account"].get;
     expect(Object.keys(route.responses).sort()).toEqual(["200", "401", "403", "429", "503"]);
-    expect(route.security).toEqual([{ bearerAuth: ["account:read"] }]);
+    expect(route.security).toEqual([{ bearerAuth: ["account:read"] }, { sessionCookie: ["account:read"] }]);
     expect(Object.keys(doc.components.schemas.Account.properties)).toEqual(
       expect.arrayContaining(["account_id", "name", "status", "credit_balance", "rate_limits", "usage", "jobs"]),
     );

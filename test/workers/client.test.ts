@@ -4,23 +4,44 @@
  * the generated schema and parsed by the shared one, so the document is proven against the Worker.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import createClient from "openapi-fetch";
 import committed from "../../client/openapi.json";
-import { createJobFromCsv } from "../../client/index.ts";
+import { createJobFromCsv, type paths } from "../../client/index.ts";
+import { Invite, Me, Member, MemberList, Passkey } from "../../shared/members.ts";
+import { SoftwareAuthenticator } from "../fixtures/software-authenticator.ts";
+import { CONSOLE_ORIGIN, inviteToken, join, sessionCookieOf } from "./console-session.ts";
 import { AccountInfo, ContactInfo, EmailVerificationResult } from "../../shared/api.ts";
 import { JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
 import { ApiKeyWithToken, AuditPage, UsageReport } from "../../shared/keys.ts";
-import { apiClient, call, cancelUnfinishedJobs, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import { apiClient, call, cancelUnfinishedJobs, insertPerson, newAccount, send, uniqueIds } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
+
+const operations = Object.values((committed as { paths: Record<string, Record<string, { operationId: string }>> }).paths).flatMap((p) => Object.values(p).map((o) => o.operationId));
+const called = new Set<string>();
+
+/** The typed client as the console's scripts would use it: same origin, the session cookie kept as a browser keeps it. */
+function consoleClient() {
+  let cookie: string | null = null;
+  return createClient<paths>({
+    baseUrl: CONSOLE_ORIGIN,
+    headers: { origin: CONSOLE_ORIGIN },
+    fetch: async (request) => {
+      if (cookie) request.headers.set("cookie", `session=${cookie}`);
+      const res = await send(request);
+      const set = sessionCookieOf(res);
+      if (set !== null) cookie = set === "" ? null : set;
+      return res;
+    },
+  });
+}
 
 describe("the typed client", () => {
   it("is generated from the document the Worker serves (npm run client:generate rewrites it)", async () => {
     expect(await (await call("/v1/openapi.json")).json()).toEqual(committed);
   });
 
-  it("calls every operation of the document", async () => {
-    const operations = Object.values((committed as { paths: Record<string, Record<string, { operationId: string }>> }).paths).flatMap((p) => Object.values(p).map((o) => o.operationId));
-    const called = new Set<string>();
+  it("calls every key operation of the document", async () => {
     const { token } = await newAccount(10);
     const api = apiClient(token);
 
@@ -102,7 +123,61 @@ describe("the typed client", () => {
     const audit = await api.GET("/v1/audit-events", { params: { query: { limit: "10" } } });
     expect(AuditPage.strict().parse(audit.data).events.map((e) => e.action)).toEqual(["key.revoked", "key.rolled", "key.created", "key.created"]);
     called.add("listAuditEvents");
+  });
 
+  it("calls every member operation of the document, with a session", async () => {
+    const { accountId } = await newAccount(0);
+    const api = consoleClient();
+    const authenticator = new SoftwareAuthenticator();
+    const token = await inviteToken(accountId, "owner");
+    const options = await api.POST("/v1/auth/invites/{token}/options", { params: { path: { token } } });
+    expect(options.response.status).toBe(200);
+    called.add("inviteRegistrationOptions");
+    const credential = await authenticator.create(options.data as Parameters<SoftwareAuthenticator["create"]>[0], CONSOLE_ORIGIN);
+    const accepted = await api.POST("/v1/auth/invites/{token}/accept", { params: { path: { token } }, body: { name: "Olga", credential } });
+    const owner = Member.strict().parse(accepted.data?.member);
+    called.add("acceptInvite");
+    const me = await api.GET("/v1/me");
+    expect(Me.strict().parse(me.data).member.id).toBe(owner.id);
+    called.add("getMe");
+    const invite = await api.POST("/v1/invites", { body: { role: "viewer" } });
+    expect(Invite.strict().parse(invite.data).role).toBe("viewer");
+    called.add("createInvite");
+    const colleague = await join(accountId, "viewer", "Vic");
+    const members = await api.GET("/v1/members");
+    expect(MemberList.strict().parse(members.data).members.map((m) => m.name)).toEqual(["Olga", "Vic"]);
+    called.add("listMembers");
+    const updated = await api.PATCH("/v1/members/{id}", { params: { path: { id: colleague.memberId } }, body: { role: "developer" } });
+    expect(Member.strict().parse(updated.data).role).toBe("developer");
+    called.add("updateMember");
+    const removed = await api.DELETE("/v1/members/{id}", { params: { path: { id: colleague.memberId } } });
+    expect(removed.response.status).toBe(204);
+    called.add("removeMember");
+
+    const addOptions = await api.POST("/v1/me/passkeys/options");
+    called.add("passkeyRegistrationOptions");
+    const second = await authenticator.create(addOptions.data as Parameters<SoftwareAuthenticator["create"]>[0], CONSOLE_ORIGIN);
+    const added = await api.POST("/v1/me/passkeys", { body: { credential: second, name: "Backup" } });
+    const passkey = Passkey.strict().parse(added.data);
+    called.add("addPasskey");
+    expect((await api.DELETE("/v1/me/passkeys/{id}", { params: { path: { id: passkey.id } } })).response.status).toBe(204);
+    called.add("removePasskey");
+
+    expect((await api.POST("/v1/auth/sign-out")).response.status).toBe(204);
+    called.add("signOut");
+    expect((await api.GET("/v1/me")).response.status).toBe(401);
+    const request = await api.POST("/v1/auth/sign-in/options");
+    called.add("signInOptions");
+    const assertion = await authenticator.get(request.data as Parameters<SoftwareAuthenticator["get"]>[0], CONSOLE_ORIGIN, (c) => c === authenticator.credentials[0]);
+    const signedIn = await api.POST("/v1/auth/sign-in", { body: { credential: assertion } });
+    expect(Member.strict().parse(signedIn.data?.member).id).toBe(owner.id);
+    called.add("signIn");
+    expect((await api.POST("/v1/auth/sign-out-everywhere")).response.status).toBe(204);
+    called.add("signOutEverywhere");
+    expect((await api.GET("/v1/me")).response.status).toBe(401);
+  });
+
+  it("has called every operation of the document", () => {
     expect([...called].sort()).toEqual([...operations].sort());
   });
 });

@@ -11,7 +11,7 @@ import { hashToken } from "../../edge/lib/tokens.ts";
 import { INVITE_LIFETIME_MS } from "../../shared/members.ts";
 import { SoftwareAuthenticator } from "../fixtures/software-authenticator.ts";
 import { CONSOLE_ORIGIN, consoleCall, inviteToken, join, sessionCookieOf, signIn } from "./console-session.ts";
-import { db, newAccount } from "./helpers.ts";
+import { db, newAccount, send } from "./helpers.ts";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -56,6 +56,24 @@ describe("joining by invite", () => {
 
     // The cookie authenticates the API with the role's scopes.
     expect((await consoleCall("/v1/account", { cookie })).status).toBe(200);
+  });
+
+  it("over https the relying party is the host and the cookie is __Host-session, Secure", async () => {
+    const { accountId } = await newAccount(0);
+    const token = await inviteToken(accountId, "viewer");
+    const origin = "https://console.example.com";
+    const post = (path: string, body?: unknown) =>
+      send(new Request(`${origin}${path}`, { method: "POST", headers: { origin, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
+    const creation = (await (await post(`/v1/auth/invites/${token}/options`)).json()) as Creation & { rp: { id: string } };
+    expect(creation.rp.id).toBe("console.example.com");
+    const accepted = await post(`/v1/auth/invites/${token}/accept`, { name: "Ada", credential: await new SoftwareAuthenticator().create(creation, origin) });
+    expect(accepted.status).toBe(201);
+    const setCookie = accepted.headers.getSetCookie().join("\n");
+    expect(setCookie).toMatch(/^__Host-session=cvs_[A-Za-z0-9_-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
+    const cookie = /^__Host-session=([^;]+)/.exec(setCookie)![1]!;
+    expect((await send(new Request(`${origin}/v1/me`, { headers: { cookie: `__Host-session=${cookie}` } }))).status).toBe(200);
+    // The loopback name is not read over https.
+    expect((await send(new Request(`${origin}/v1/me`, { headers: { cookie: `session=${cookie}` } }))).status).toBe(401);
   });
 
   it("is single use: once accepted, the link gets 410 invite_used", async () => {

@@ -5,8 +5,13 @@
  */
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { sql } from "drizzle-orm";
+import { createScheduledController } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import worker from "../../edge/index.ts";
+import { ENDED_INVITE_KEPT_MS } from "../../edge/db/members.ts";
 import { SESSION_CACHE_TTL_MS } from "../../edge/sessions.ts";
-import { consoleCall, join, sessionCookieOf, signIn } from "./console-session.ts";
+import { INVITE_LIFETIME_MS } from "../../shared/members.ts";
+import { consoleCall, inviteToken, join, sessionCookieOf, signIn } from "./console-session.ts";
 import { callWith, databaseRequestsServed, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 // The settings' defaults (edge/env.ts): SESSION_IDLE_SECONDS 12 h, SESSION_MAX_SECONDS 7 days.
@@ -56,6 +61,29 @@ describe("lifetime", () => {
     expect((await account(`cvs_${"A".repeat(43)}`)).status).toBe(401);
     expect((await account("junk")).status).toBe(401);
     expect((await consoleCall("/v1/account")).status).toBe(401);
+  });
+});
+
+describe("the cron", () => {
+  it("deletes ended sessions, expired challenges, and invites a week past their expiry", async () => {
+    const { accountId } = await newAccount(0);
+    const start = Date.now();
+    const idle = await join(accountId, "viewer");
+    const live = await join(accountId, "viewer");
+    await consoleCall("/v1/auth/sign-in/options", { method: "POST" });
+    await inviteToken(accountId, "viewer");
+    const count = async (q: ReturnType<typeof sql>) => Number((await db.all<{ n: number }>(q))[0]!.n);
+    clockAt(start + IDLE_MS - 60_000);
+    expect((await account(live.cookie)).status).toBe(200);
+    clockAt(start + IDLE_MS + 60_000);
+    await worker.scheduled(createScheduledController(), env as never);
+    expect(await count(sql`select count(*) as n from sessions where member_id = ${idle.memberId}`)).toBe(0);
+    expect(await count(sql`select count(*) as n from sessions where member_id = ${live.memberId}`)).toBe(1);
+    expect(await count(sql`select count(*) as n from webauthn_challenges where expires_at <= ${start + IDLE_MS}`)).toBe(0);
+    expect(await count(sql`select count(*) as n from invites where account_id = ${accountId} and used_at is null`)).toBe(1);
+    clockAt(start + INVITE_LIFETIME_MS + ENDED_INVITE_KEPT_MS + 60_000);
+    await worker.scheduled(createScheduledController(), env as never);
+    expect(await count(sql`select count(*) as n from invites where account_id = ${accountId}`)).toBe(0);
   });
 });
 
