@@ -73,6 +73,27 @@ describe("the console's pages", () => {
     expect(later).not.toContain(token!);
   });
 
+  it("rolls a key from its row: the new secret shown once, the old key working through the overlap; revokes one", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "admin", "Ad Min");
+    const created = await consoleCall("/console/keys", { cookie, ...form([["name", "Nightly export"], ["scopes", "jobs:read"], ["expires", "never"]]) });
+    const oldToken = /id="new-secret" readonly="" value="(cv_[^"]+)"/.exec(await created.text())![1]!;
+    const [key] = await db.all<{ id: string }>(sql`select id from api_keys where account_id = ${accountId} and name = 'Nightly export'`);
+    const rolled = await (await consoleCall(`/console/keys/${key!.id}/roll`, { cookie, method: "POST" })).text();
+    const newToken = /id="new-secret" readonly="" value="(cv_[^"]+)"/.exec(rolled)?.[1];
+    expect(newToken).toBeDefined();
+    expect(newToken).not.toBe(oldToken);
+    expect(rolled).toContain("The old key keeps working for 24 hours");
+    const [old] = await db.all<{ replaced_by: string | null; expires_at: number }>(sql`select replaced_by, expires_at from api_keys where id = ${key!.id}`);
+    expect(old!.replaced_by).not.toBeNull();
+    expect(old!.expires_at - Date.now()).toBeGreaterThan(23 * 3_600_000);
+    const revoked = await consoleCall(`/console/keys/${old!.replaced_by}/revoke`, { cookie, method: "POST" });
+    expect(revoked.status).toBe(303);
+    expect(decodeURIComponent(revoked.headers.get("location")!)).toContain("revoked: it no longer works");
+    const [gone] = await db.all<{ revoked_at: number | null }>(sql`select revoked_at from api_keys where id = ${old!.replaced_by}`);
+    expect(gone!.revoked_at).not.toBeNull();
+  });
+
   it("shows a viewer no key form, and the API's refusal if the viewer posts one anyway", async () => {
     const { accountId } = await newAccount();
     const { cookie } = await join(accountId, "viewer", "Vi Ewer");
