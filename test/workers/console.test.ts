@@ -106,6 +106,18 @@ describe("the console's pages", () => {
     expect(await db.all(sql`select id from api_keys where account_id = ${accountId} and name = 'sneaky'`)).toEqual([]);
   });
 
+  it("bounds a form's body before reading it: 413 past 64 KiB, past the jobs API's limit for a list", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "developer", "Dev Four");
+    const big = await consoleCall("/console/keys", { cookie, ...form([["name", "x".repeat(70 * 1024)], ["scopes", "jobs:read"]]) });
+    expect(big.status).toBe(413);
+    const body = new FormData();
+    body.set("file", new File(["email\n" + "a@b.test\n".repeat(1_200_000)], "huge.csv", { type: "text/csv" }));
+    const list = await consoleCall("/console/lists", { cookie, method: "POST", body });
+    expect(list.status).toBe(413);
+    expect(await db.all(sql`select id from verification_jobs where account_id = ${accountId}`)).toEqual([]);
+  });
+
   it("refuses a form posted from another site before anything is done", async () => {
     const { accountId } = await newAccount();
     const { cookie } = await join(accountId, "owner", "Own Er");
