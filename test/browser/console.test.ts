@@ -195,6 +195,17 @@ describe("the console in a real browser", () => {
     if (shots) await owner.screenshot({ path: join(shots, "sign-in-1280.png"), fullPage: true });
   });
 
+  it("says before uploading what the API would refuse, and sends nothing", async () => {
+    await owner.setViewportSize({ width: 1280, height: 900 });
+    await owner.goto(`${stack.base}/console/lists`);
+    const before = (await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] };
+    await owner.getByLabel("Or paste addresses, one per line").fill(`email\nada@${MAIL_DOMAINS[0]}\n${"a".repeat(400)}@${MAIL_DOMAINS[0]}\n`);
+    await owner.getByRole("status").filter({ hasText: "Row 2 of the list: an address is at most 320 bytes" }).waitFor();
+    expect(await owner.getByRole("button", { name: /Start verifying/ }).isDisabled()).toBe(true);
+    const after = (await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] };
+    expect(after.jobs.length).toBe(before.jobs.length);
+  });
+
   it("runs the list flow with the keyboard alone, at 360 px", async () => {
     await owner.setViewportSize({ width: 360, height: 800 });
     await owner.goto(`${stack.base}/console/lists`);

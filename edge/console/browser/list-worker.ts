@@ -7,9 +7,10 @@
  */
 import { parse } from "csv-parse/browser/esm";
 import { parseEmailAddress } from "../../../shared/email/syntax.ts";
+import { JOB_LIMITS } from "../../../shared/job-limits.ts";
 
 export type Parsed = { type: "parsed"; header: string[] | null; preview: string[][]; rows: number; guess: number; columns: number };
-export type Counted = { type: "counted"; rows: number; distinct: number; duplicates: number; malformed: number; empty: number; csv: Blob };
+export type Counted = { type: "counted"; rows: number; distinct: number; duplicates: number; malformed: number; empty: number; csv: Blob; firstTooLong: number | null };
 export type Failed = { type: "failed"; message: string };
 export type Request = { type: "parse"; file?: File; text?: string } | { type: "count"; column: number; hasHeader: boolean };
 
@@ -67,8 +68,12 @@ function count(column: number, hasHeader: boolean): Counted {
   let malformed = 0;
   let empty = 0;
   const out: string[] = ["email"];
-  for (const record of body) {
+  const utf8 = new TextEncoder();
+  let firstTooLong: number | null = null;
+  for (const [index, record] of body.entries()) {
     const cell = record[column] ?? "";
+    // The API refuses a whole list for one address over its line limit: say which row, before upload.
+    if (firstTooLong === null && cell.length * 3 > JOB_LIMITS.maxLineBytes && utf8.encode(cell).byteLength > JOB_LIMITS.maxLineBytes) firstTooLong = index + 1;
     out.push(quote(cell));
     if (cell.trim() === "") {
       empty++;
@@ -83,7 +88,7 @@ function count(column: number, hasHeader: boolean): Counted {
     if (seen.has(key)) duplicates++;
     else seen.add(key);
   }
-  return { type: "counted", rows: body.length, distinct: seen.size, duplicates, malformed, empty, csv: new Blob([out.join("\r\n") + "\r\n"], { type: "text/csv" }) };
+  return { type: "counted", rows: body.length, distinct: seen.size, duplicates, malformed, empty, csv: new Blob([out.join("\r\n") + "\r\n"], { type: "text/csv" }), firstTooLong };
 }
 
 self.onmessage = async (event: MessageEvent<Request>) => {

@@ -5,7 +5,11 @@
  * /v1/email_verification_jobs with the session cookie, then opens the job's page. Without this
  * script the form posts to /console/lists instead.
  */
+import { JOB_LIMITS } from "../../../shared/job-limits.ts";
 import type { Counted, Failed, Parsed, Request } from "./list-worker.ts";
+
+const MAX_ADDRESSES = JOB_LIMITS.maxAddresses;
+const MAX_UPLOAD_BYTES = JOB_LIMITS.maxBodyBytes;
 
 const form = document.querySelector<HTMLFormElement>("#list-form");
 if (form) enhance(form);
@@ -108,6 +112,10 @@ function enhance(form: HTMLFormElement): void {
       }),
     );
     if (answer.rows === 0) return say("The list has no addresses in that column.", true);
+    // The jobs API's limits (shared/jobs.ts JOB_LIMITS), said before an upload it would refuse.
+    if (answer.rows > MAX_ADDRESSES) return say(`This list has ${n(answer.rows)} lines; a list holds at most ${n(MAX_ADDRESSES)}. Split it.`, true);
+    if (answer.firstTooLong !== null) return say(`Row ${n(answer.firstTooLong)} of the list: an address is at most ${JOB_LIMITS.maxLineBytes} bytes. Fix or remove that row.`, true);
+    if (answer.csv.size > MAX_UPLOAD_BYTES) return say("The addresses of this list come to more than 10 MB. Split it.", true);
     if (!Number.isNaN(maxLines) && usedLines + answer.rows > maxLines) return say(`This list is over what your account may send in 24 hours (${n(maxLines)} lines).`, true);
     start.disabled = false;
     start.textContent = `Start verifying ${n(answer.rows)} lines`;
