@@ -24,6 +24,7 @@ import { harvestMarkdown, runHarvest } from "./harvest.ts";
 import { RECEIVER_SCENARIOS, RECEIVERS_DESCRIPTION, receiversMarkdown, runReceivers } from "./receivers.ts";
 import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts";
+import { consoleMarkdown, runConsoleBench } from "./console.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
@@ -46,6 +47,7 @@ const plan = quick
       fair: { big: 1_000, small: 150, delayMs: 20, headStartMs: 2_000 },
       harvest: { lines: 400, scale: 60 },
       receivers: { scale: 600, googleLines: 5_000, limitS: 300, quick: true },
+      console: { requests: 5 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -62,6 +64,7 @@ const plan = quick
       fair: { big: 2_000, small: 300, delayMs: 20, headStartMs: 2_000 },
       harvest: { lines: 2_000, scale: 60 },
       receivers: { scale: 600, googleLines: 100_000, limitS: 600, quick: false },
+      console: { requests: 10 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -121,6 +124,7 @@ const fairPostfix = await runFairShare({ ...plan.fair, postfix: true, log });
 const refresh = await runPeopleRefresh({ ...plan.jobs, log });
 const harvest = await runHarvest({ ...plan.harvest, log });
 const receivers = await runReceivers({ ...plan.receivers, scenarios: RECEIVER_SCENARIOS, log });
+const consoleBench = await runConsoleBench({ ...plan.console, log });
 
 // ---- The report ----
 
@@ -182,6 +186,7 @@ ${tsxCommand("fair-share.ts", `--big ${plan.fair.big} --small ${plan.fair.small}
 ${tsxCommand("people-refresh.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
 ${tsxCommand("harvest.ts", `--lines ${plan.harvest.lines} --scale ${plan.harvest.scale}`)}
 ${tsxCommand("receivers.ts", `--scale ${plan.receivers.scale} --google-lines ${plan.receivers.googleLines} --limit-s ${plan.receivers.limitS}${plan.receivers.quick ? " --quick" : ""}`)}
+${tsxCommand("console.ts", `--requests ${plan.console.requests}`)}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -377,6 +382,13 @@ ${harvestMarkdown(harvest)}
 ${RECEIVERS_DESCRIPTION}
 
 ${receiversMarkdown(receivers, plan.receivers)}
+
+## 14. The console in a browser
+
+bench/console.ts: the stack as \`npm start\` runs it, and Debian's Chromium driven by playwright-core (docs/console.md). Time to first byte is
+measured from Node with the session cookie the browser got from a passkey sign-in; each page's time includes the API reads it makes.
+
+${consoleMarkdown(consoleBench)}
 `;
 
 /** The bulk-job pass of section 2 in one sentence. */

@@ -95,7 +95,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The account's bulk verification jobs, newest first
+         * @description Each job as its own read answers it, without the queue figures that count its lines. Counts against the job_reads rate limit.
+         */
+        get: operations["listVerificationJobs"];
         put?: never;
         /**
          * Create a bulk verification job
@@ -900,6 +904,12 @@ export interface components {
              */
             checked_at: string;
         };
+        VerificationJobList: {
+            /** @description Newest first; queue.lines_in_progress, accounts_sharing and waiting_on read 0 in a list (read the job for them) */
+            jobs: components["schemas"]["VerificationJob"][];
+            /** @description Pass as before for older jobs; null when there are none */
+            next_before: string | null;
+        };
         ApiKeyList: {
             /** @description Live keys first, then the others, newest first */
             keys: components["schemas"]["ApiKey"][];
@@ -1604,6 +1614,82 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Account"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listVerificationJobs: {
+        parameters: {
+            query?: {
+                /** @description 1..100, default 20 */
+                limit?: string;
+                /** @description next_before of the previous page */
+                before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerificationJobList"];
+                };
+            };
+            /** @description Invalid parameter limit: must be an integer between 1 and 100; or Invalid parameter before: not a job id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */

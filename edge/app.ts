@@ -20,6 +20,8 @@ import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts
 import { JOBS_PATH, registerJobRoutes } from "./routes/jobs.ts";
 import { registerErasuresRoute } from "./routes/erasures.ts";
 import { registerKeyRoutes } from "./routes/keys.ts";
+import { registerJobListRoute } from "./routes/job-list.ts";
+import { registerConsole } from "./console/routes.tsx";
 import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
@@ -149,9 +151,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // Reading the account costs a database read, like a lookup, and counts as one.
   app.use("/v1/account", requireCaller, enforceRateLimit("lookup"));
   // A job is verification in bulk: creating one counts against job_creation and verification;
-  // reading or cancelling one against job_reads, so polling spends neither.
+  // listing, reading or cancelling one against job_reads, so polling spends neither.
   // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
-  app.use(JOBS_PATH, requireCaller, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
+  app.on("POST", JOBS_PATH, requireCaller, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
+  app.on("GET", JOBS_PATH, requireCaller, enforceRateLimit("job_reads"));
   for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireCaller, enforceRateLimit("job_reads"));
   // Keys, usage and the audit trail are database reads and small writes, counted like a lookup.
   for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireCaller, enforceRateLimit("lookup"));
@@ -168,12 +171,15 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
   registerJobRoutes(app);
+  registerJobListRoute(app);
   registerKeyRoutes(app);
   registerUsageRoute(app);
   registerAuditRoute(app);
   registerAuthRoutes(app);
   registerMemberRoutes(app);
   registerMeRoutes(app);
+  // The console's pages (docs/console.md) call the routes above through this same app.
+  registerConsole(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 

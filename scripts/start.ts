@@ -6,7 +6,8 @@
  *   3. the SMTP probe on 127.0.0.1:8788 with a secret generated for this run, and its metrics listener
  *      (GET /metrics and /status on PROBE_METRICS_LISTEN, 127.0.0.1:9788), as probe/main.ts runs it,
  *   4. the Worker under `wrangler dev` on 127.0.0.1:8787,
- * then prints the demo key and a curl line, and stops every child on Ctrl-C or SIGTERM.
+ * then prints the console's URL with a one-time owner link for the demo account (docs/console.md), the demo
+ * key and a curl line, and stops every child on Ctrl-C or SIGTERM.
  * Configuration (docs/operations.md "Configuration") comes from the environment and overrides the defaults.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -16,6 +17,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { accounts } from "../edge/db/schema.ts";
+import { createInvite } from "../edge/db/members.ts";
 import { ConfigError, loadConfig, type Bindings } from "../edge/env.ts";
 import { startLibsqlServer } from "./libsql-server.ts";
 import { applyMigrations, LOCAL_DATA_DIR, LOCAL_DATABASE_FILE, localServerTokenFile, localWebhookSecretKeyFile, openDatabase, webhookSecretKey } from "./lib/database.ts";
@@ -76,21 +78,21 @@ function reportNarrowed(narrowed: string[]): void {
 }
 
 /** Seeds the demo account once; its token is kept in .data/ (git-ignored) so every start can print it. */
-async function ensureDemo(url: string, authToken: string | undefined, identity: string): Promise<string> {
+async function ensureDemo(url: string, authToken: string | undefined, identity: string): Promise<{ token: string; accountId: string }> {
   const db = openDatabase(url, authToken);
   try {
     await applyMigrations(db);
     if (existsSync(demoKeyFile)) {
-      const saved = JSON.parse(readFileSync(demoKeyFile, "utf8")) as { token: string; database: string };
+      const saved = JSON.parse(readFileSync(demoKeyFile, "utf8")) as { token: string; account: string; database: string };
       const known = await db.select({ id: accounts.id }).from(accounts).limit(1);
-      if (saved.database === identity && known.length > 0) return saved.token;
+      if (saved.database === identity && known.length > 0) return { token: saved.token, accountId: saved.account };
     }
     const account = await createAccount(db, "demo", 1000);
     const key = await createApiKey(db, account.id);
     await seedSamplePeople(db);
     writePrivateFile(demoKeyFile, JSON.stringify({ token: key.token, account: account.id, database: identity }));
     log(`seeded demo account ${account.id} with 1000 credits and sample profiles`);
-    return key.token;
+    return { token: key.token, accountId: account.id };
   } finally {
     db.$client.close();
   }
@@ -209,7 +211,8 @@ async function main() {
   checkWorkerSettings(probeSecret);
   reportNarrowed(ensurePrivateDir(dataDir));
   const database = await startDatabase();
-  const token = await ensureDemo(database.url, database.authToken, database.identity);
+  const demo = await ensureDemo(database.url, database.authToken, database.identity);
+  const token = demo.token;
   const extra = await startExtras(probeSecret);
   startWorker(
     workerVars({ databaseUrl: database.url, databaseAuthToken: database.authToken, probeUrl: extra.probeUrl, probeSecret: extra.probeSecret, webhookSecretKey: ensureWebhookSecretKey() }),
@@ -218,9 +221,14 @@ async function main() {
   await waitForHealth(`${base}/healthz`, 60_000);
   runCron(base);
   log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  // Passkeys are bound to a host name, and browsers treat http://localhost (not 127.0.0.1) as secure.
+  const consoleBase = `http://localhost:${edgePort}`;
+  const ownerLink = await ownerInvite(database.url, database.authToken, demo.accountId, consoleBase);
   process.stdout.write(
     [
       "",
+      `Console:   ${consoleBase}/console`,
+      `Owner link (one use, makes the first passkey of the demo account): ${ownerLink}`,
       `API:       ${base}/v1  (OpenAPI: ${base}/v1/openapi.json)`,
       `Demo key:  ${token}`,
       "",
@@ -232,6 +240,18 @@ async function main() {
       "",
     ].join("\n"),
   );
+}
+
+/** A fresh one-time invite for the demo account's owner, by the invite maker the API's own invites use. */
+async function ownerInvite(url: string, authToken: string | undefined, accountId: string, origin: string): Promise<string> {
+  const db = openDatabase(url, authToken);
+  try {
+    const invite = await createInvite(db, { accountId, role: "owner", createdBy: "operator", origin });
+    if (!invite) throw new Error(`the demo account ${accountId} is missing from the database`);
+    return invite.url;
+  } finally {
+    db.$client.close();
+  }
 }
 
 /**

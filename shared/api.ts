@@ -6,7 +6,7 @@ import { z } from "@hono/zod-openapi";
 import { SmtpOutcome } from "./smtp-outcome.ts";
 
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
-export const API_VERSION = "1.7.0";
+export const API_VERSION = "1.8.0";
 
 export const ErrorBody = z
   .object({

@@ -5,18 +5,9 @@
  */
 import { z } from "@hono/zod-openapi";
 import { CLASSIFICATIONS, EmailVerificationResult, ERROR_MESSAGES, VERIFICATION_REASONS } from "./api.ts";
+import { JOB_LIMITS } from "./job-limits.ts";
 
-/** What one job may hold: the limits the create route enforces and the OpenAPI document states. */
-export const JOB_LIMITS = {
-  maxBodyBytes: 10 * 1024 * 1024,
-  maxAddresses: 100_000,
-  /**
-   * One address (a CSV cell or a JSON array element) in UTF-8 bytes: RFC 5321 allows 254 octets in a
-   * path, and a little room stays for surrounding whitespace. Anything longer cannot be an address,
-   * and would be stored twice (the line and its result).
-   */
-  maxLineBytes: 320,
-} as const;
+export { JOB_LIMITS } from "./job-limits.ts";
 
 export const JOB_INPUT_ERRORS = {
   bodyTooLarge: `Request body too large: a job is at most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB`,

@@ -90,6 +90,9 @@ describe("the typed client", () => {
     const page = await api.GET("/v1/email_verification_jobs/{id}/results", { params: { path: { id: job.id }, query: { classification: "invalid" } } });
     expect(JobResultsPage.strict().parse(page.data).results.map((r) => r.email)).toEqual(["not-an-address"]);
     called.add("listVerificationJobResults");
+    const listed = await api.GET("/v1/email_verification_jobs", { params: { query: { limit: "10" } } });
+    expect(listed.data?.jobs.map((j) => j.id)).toContain(job.id);
+    called.add("listVerificationJobs");
     const badFilter = await api.GET("/v1/email_verification_jobs/{id}/results", { params: { path: { id: job.id }, query: { reason: "bounced" } } });
     expect(badFilter.response.status).toBe(400);
 

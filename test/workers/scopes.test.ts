@@ -23,6 +23,7 @@ const OPERATIONS: Operation[] = [
   { method: "GET", path: "/v1/email_verifications", scope: "verifications:write" },
   { method: "POST", path: "/v1/email_verifications", scope: "verifications:write", init: jsonBody("{") },
   { method: "POST", path: "/v1/email_verification_jobs", scope: "jobs:write", init: jsonBody("{") },
+  { method: "GET", path: "/v1/email_verification_jobs", scope: "jobs:read" },
   { method: "GET", path: "/v1/email_verification_jobs/{id}", scope: "jobs:read" },
   { method: "GET", path: "/v1/email_verification_jobs/{id}/results", scope: "jobs:read" },
   { method: "DELETE", path: "/v1/email_verification_jobs/{id}", scope: "jobs:write" },

@@ -1,0 +1,87 @@
+/**
+ * Passkey ceremonies against the API's /v1/auth operations (docs/console.md "Signing in"): sign in,
+ * accept an invite (its token is the URL's fragment), add a passkey. The browser's own JSON forms of
+ * WebAuthn (parse*OptionsFromJSON, credential.toJSON) carry the options and answers: no library.
+ */
+export {};
+
+const status = document.getElementById("passkey-status");
+const say = (text: string, isError = false) => {
+  if (!status) return;
+  status.textContent = text;
+  status.className = isError ? "error" : "";
+};
+
+async function post(url: string, body?: unknown): Promise<{ ok: boolean; status: number; data: Record<string, unknown> }> {
+  const res = await fetch(url, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+  return { ok: res.ok, status: res.status, data };
+}
+
+function failure(error: unknown): string {
+  if (error instanceof DOMException && error.name === "NotAllowedError") return "The passkey request was cancelled or timed out. Try again.";
+  if (error instanceof DOMException && error.name === "InvalidStateError") return "This device already holds a passkey of yours: add one from another device or security key.";
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function create(optionsUrl: string): Promise<PublicKeyCredential> {
+  const options = await post(optionsUrl);
+  // 404 or 410: an invite link that is unknown, used or expired.
+  const advice = options.status === 404 || options.status === 410 ? ". Ask whoever invited you for a new link, or sign in if you have joined already." : "";
+  if (!options.ok) throw new Error(`${String(options.data["error"] ?? `HTTP ${options.status}`)}${advice}`);
+  const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(options.data as unknown as PublicKeyCredentialCreationOptionsJSON);
+  return (await navigator.credentials.create({ publicKey })) as PublicKeyCredential;
+}
+
+document.getElementById("sign-in")?.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.currentTarget as HTMLFormElement;
+  try {
+    say("Waiting for your passkey…");
+    const options = await post("/v1/auth/sign-in/options");
+    if (!options.ok) throw new Error(String(options.data["error"] ?? `HTTP ${options.status}`));
+    const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.data as unknown as PublicKeyCredentialRequestOptionsJSON);
+    const credential = (await navigator.credentials.get({ publicKey })) as PublicKeyCredential;
+    const signedIn = await post("/v1/auth/sign-in", { credential: credential.toJSON() });
+    if (!signedIn.ok) throw new Error(`Sign-in refused: ${String(signedIn.data["error"] ?? signedIn.status)}. Use a passkey made for this account.`);
+    location.assign(form.dataset["next"] ?? "/console");
+  } catch (error) {
+    say(failure(error), true);
+  }
+});
+
+document.getElementById("accept-invite")?.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const token = location.hash.slice(1);
+  const name = (document.getElementById("member-name") as HTMLInputElement).value.trim();
+  if (!token) return say("This link has no invite in it: open the whole link you were sent.", true);
+  try {
+    say("Making your passkey…");
+    const credential = await create(`/v1/auth/invites/${encodeURIComponent(token)}/options`);
+    const accepted = await post(`/v1/auth/invites/${encodeURIComponent(token)}/accept`, { name, credential: credential.toJSON() });
+    if (!accepted.ok) throw new Error(`The invite was not accepted: ${String(accepted.data["error"] ?? accepted.status)}.`);
+    history.replaceState(null, "", "/console/invite");
+    location.assign("/console");
+  } catch (error) {
+    say(failure(error), true);
+  }
+});
+
+document.getElementById("add-passkey")?.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const name = (document.getElementById("passkey-name") as HTMLInputElement).value.trim();
+  try {
+    say("Making a passkey…");
+    const credential = await create("/v1/me/passkeys/options");
+    const added = await post("/v1/me/passkeys", { credential: credential.toJSON(), ...(name ? { name } : {}) });
+    if (!added.ok) throw new Error(`The passkey was not added: ${String(added.data["error"] ?? added.status)}.`);
+    location.assign("/console/members?done=" + encodeURIComponent("The passkey was added."));
+  } catch (error) {
+    say(failure(error), true);
+  }
+});

@@ -1,0 +1,121 @@
+/**
+ * The console's page frame: one stylesheet, one small script (edge/console/browser/console.ts), both
+ * from Workers static assets; every <script> carries the request's CSP nonce. A skip link, one <main>
+ * and one <h1> per page, and the navigation as a list of links, so a keyboard or screen reader user
+ * finds the same structure on every page.
+ */
+import type { Child } from "hono/jsx";
+import type { Context } from "hono";
+import type { AppEnv } from "../env.ts";
+
+export type NavItem = { href: string; label: string };
+
+export const NAV: NavItem[] = [
+  { href: "/console", label: "Overview" },
+  { href: "/console/lists", label: "Lists" },
+  { href: "/console/check", label: "Check an address" },
+  { href: "/console/people", label: "Look up a person" },
+  { href: "/console/keys", label: "Keys" },
+  { href: "/console/members", label: "Members" },
+  { href: "/console/usage", label: "Usage" },
+  { href: "/console/erasures", label: "Erasures" },
+  { href: "/console/audit", label: "Audit" },
+];
+
+export type PageOptions = {
+  title: string;
+  /** The path of the nav item this page belongs to; none for pages outside the signed-in console. */
+  current?: string;
+  /** Who is signed in, shown in the header with the sign-out button. */
+  member?: { name: string; role: string };
+  /** Extra scripts (module files under /console/assets/). */
+  scripts?: string[];
+};
+
+export function nonceOf(c: Context<AppEnv>): string {
+  return (c.get("secureHeadersNonce" as never) as string | undefined) ?? "";
+}
+
+export function page(c: Context<AppEnv>, options: PageOptions, body: Child) {
+  const nonce = nonceOf(c);
+  const scripts = ["console.js", ...(options.scripts ?? [])];
+  return c.html(
+    "<!doctype html>" +
+      (
+        <html lang="en">
+          <head>
+            <meta charset="utf-8" />
+            <meta name="viewport" content="width=device-width, initial-scale=1" />
+            <title>{`${options.title} · Console`}</title>
+            <link rel="stylesheet" href="/console/assets/console.css" />
+            {scripts.map((name) => (
+              <script type="module" src={`/console/assets/${name}`} nonce={nonce}></script>
+            ))}
+          </head>
+          <body>
+            <a class="skip" href="#main">
+              Skip to content
+            </a>
+            <header class="top">
+              <a class="brand" href="/console">
+                Contact verify
+              </a>
+              {options.member ? (
+                <form method="post" action="/console/sign-out" class="who">
+                  <span>
+                    {options.member.name} ({options.member.role})
+                  </span>
+                  <button type="submit" class="link">
+                    Sign out
+                  </button>
+                </form>
+              ) : null}
+            </header>
+            {options.current !== undefined ? (
+              <nav aria-label="Console">
+                <ul>
+                  {NAV.map((item) => (
+                    <li>
+                      <a href={item.href} aria-current={item.href === options.current ? "page" : undefined}>
+                        {item.label}
+                      </a>
+                    </li>
+                  ))}
+                </ul>
+              </nav>
+            ) : null}
+            <main id="main" tabindex={-1}>
+              <h1>{options.title}</h1>
+              {body}
+            </main>
+          </body>
+        </html>
+      ).toString(),
+  );
+}
+
+/** An error the API gave, in words that say what to do; rendered as an alert. */
+export function ErrorNote(props: { message: string | null | undefined }) {
+  if (!props.message) return null;
+  return (
+    <p role="alert" class="error">
+      {props.message}
+    </p>
+  );
+}
+
+export function Notice(props: { message: string | null | undefined }) {
+  if (!props.message) return null;
+  return (
+    <p role="status" class="notice">
+      {props.message}
+    </p>
+  );
+}
+
+/** A UTC timestamp as people read it, with the machine form in <time>. */
+export function When(props: { at: string | null | undefined; empty?: string }) {
+  if (!props.at) return <>{props.empty ?? "never"}</>;
+  const text = props.at.replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC");
+  return <time datetime={props.at}>{text}</time>;
+}

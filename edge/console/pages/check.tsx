@@ -1,0 +1,160 @@
+/**
+ * Check an address (GET /v1/email_verifications) and look up a person (GET /v1/people): a form, and
+ * the API's answer in plain words. The lookup's cost (LOOKUP_COST, the setting the API charges by) is
+ * stated before the button; the lookup is a POST so no link or prefetch can spend a credit.
+ */
+import type { Hono } from "hono";
+import type { ContactInfo, EmailVerificationResult } from "../../../shared/api.ts";
+
+/** The answer's fields in the order a person reads them, with their names in words. */
+const PERSON_FIELDS: [keyof ContactInfo, string][] = [
+  ["work_email_addresses", "Work email"],
+  ["personal_email_addresses", "Personal email"],
+  ["email_addresses", "All email addresses"],
+  ["phone_numbers", "Phone"],
+  ["profnet_public_identifier", "Profnet identifier"],
+  ["profnet_id", "Profnet id"],
+  ["codehost_login", "Codehost login"],
+  ["codehost_id", "Codehost id"],
+  ["codehost_username", "Codehost name"],
+  ["socialnet_username", "Social network name"],
+  ["microblog_username", "Microblog name"],
+];
+import type { AppEnv } from "../../env.ts";
+import { loadConfig } from "../../env.ts";
+import { apiCaller } from "../api.ts";
+import { ErrorNote, page } from "../layout.tsx";
+import { signedIn, toSignIn } from "../session.tsx";
+import { reasonLabel } from "./charts.tsx";
+
+const ADVICE: Record<string, string> = {
+  valid: "Safe to send.",
+  risky: "Send with care: the mailbox could not be confirmed. Keep it out of cold campaigns, or confirm it with the person (a double opt-in).",
+  invalid: "Do not send: mail to this address will bounce or reach nobody.",
+};
+
+const yesNo = (v: boolean | null | undefined) => (v === true ? "yes" : v === false ? "no" : "not checked");
+
+function Verdict(props: { result: EmailVerificationResult }) {
+  const r = props.result;
+  const d = r.details;
+  return (
+    <section aria-labelledby="verdict">
+      <h2 id="verdict">
+        {r.email}: {r.classification} (score {r.score} of 100)
+      </h2>
+      <p>{reasonLabel(r.reason ?? "")}. {ADVICE[r.classification]}</p>
+      <div class="table-wrap" tabindex={0} role="region" aria-label="Each check">
+        <table>
+          <caption>Each check</caption>
+          <tbody>
+            <tr><th scope="row">Well-formed address</th><td>{yesNo(r.checks.syntax)}</td></tr>
+            <tr><th scope="row">The domain takes mail (MX)</th><td>{yesNo(r.checks.mx_record)}</td></tr>
+            <tr><th scope="row">The mail server accepts the mailbox</th><td>{yesNo(r.checks.smtp_deliverable)}</td></tr>
+            <tr><th scope="row">Accepts any address (catch-all)</th><td>{yesNo(r.checks.accepts_any_email)}</td></tr>
+            <tr><th scope="row">Disposable address</th><td>{yesNo(r.checks.disposable)}</td></tr>
+            <tr><th scope="row">Role address (info@, sales@…)</th><td>{yesNo(r.checks.role_account)}</td></tr>
+            <tr><th scope="row">Free mail provider</th><td>{yesNo(r.checks.free_provider)}</td></tr>
+            <tr><th scope="row">Did you mean</th><td>{r.checks.typo_suggestion ?? "no suggestion"}</td></tr>
+            <tr><th scope="row">Mail provider</th><td>{d?.mx_provider ?? "not recognised"}</td></tr>
+            <tr>
+              <th scope="row">What the mail server said</th>
+              <td>{d?.smtp_reply ? `${d.smtp_reply.code} ${d.smtp_reply.text}` : d?.smtp_outcome ? d.smtp_outcome.replace(/_/g, " ") : "no SMTP conversation"}</td>
+            </tr>
+          </tbody>
+        </table>
+      </div>
+      {r.warnings.length > 0 ? <p>Warnings: {r.warnings.join("; ")}</p> : null}
+    </section>
+  );
+}
+
+export function registerCheckPages(app: Hono<AppEnv>): void {
+  app.get("/console/check", async (c) => {
+    const api = apiCaller(app, c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
+    const email = c.req.query("email")?.trim() ?? "";
+    const answer = email && me.can("verifications:write") ? await api<EmailVerificationResult>("GET", `/v1/email_verifications?email_address=${encodeURIComponent(email)}`) : null;
+    return page(
+      c,
+      { title: "Check an address", current: "/console/check", member: me.member },
+      <>
+        {me.can("verifications:write") ? (
+          <form method="get" action="/console/check">
+            <label for="email">Email address</label>
+            <input id="email" name="email" type="email" required value={email} autocomplete="off" />
+            <p class="hint">Free of credits; takes up to about ten seconds while the mail server is asked.</p>
+            <button type="submit">Check</button>
+          </form>
+        ) : (
+          <p>Your role cannot run checks.</p>
+        )}
+        <ErrorNote message={answer?.error?.error} />
+        {answer?.ok ? <Verdict result={answer.data} /> : null}
+      </>,
+    );
+  });
+
+  const peopleForm = (cost: number, error: string | null, result: ContactInfo | null) => (
+    <>
+      <form method="post" action="/console/people">
+        <label for="identifier-kind">Look up by</label>
+        <select id="identifier-kind" name="kind">
+          <option value="profnet_public_identifier">Profnet public identifier</option>
+          <option value="profnet_id">Profnet id</option>
+          <option value="codehost_login">Codehost login</option>
+          <option value="codehost_id">Codehost id</option>
+        </select>
+        <label for="identifier">Identifier</label>
+        <input id="identifier" name="value" required autocomplete="off" />
+        <p class="hint">
+          A lookup that finds the person costs {cost} credit{cost === 1 ? "" : "s"}; one that finds nobody costs nothing.
+        </p>
+        <button type="submit">Look up</button>
+      </form>
+      <ErrorNote message={error} />
+      {result ? (
+        <section aria-labelledby="person">
+          <h2 id="person">Answer</h2>
+          <dl class="figures">
+            {PERSON_FIELDS.map(([field, label]) => {
+              const value = result[field];
+              const text = Array.isArray(value) ? value.join(", ") : value;
+              return text === null || text === undefined || text === "" ? null : (
+                <div>
+                  <dt>{label}</dt>
+                  <dd>{String(text)}</dd>
+                </div>
+              );
+            })}
+          </dl>
+          <p>
+            {cost === 1 ? "One credit was" : `${cost} credits were`} spent. Delete what you keep of this person when the Erasures page lists them.
+          </p>
+        </section>
+      ) : null}
+    </>
+  );
+
+  app.get("/console/people", async (c) => {
+    const api = apiCaller(app, c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
+    const cost = loadConfig(c.env).LOOKUP_COST;
+    return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, me.can("people:read") ? peopleForm(cost, null, null) : <p>Your role cannot look people up.</p>);
+  });
+
+  app.post("/console/people", async (c) => {
+    const api = apiCaller(app, c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
+    const form = await c.req.parseBody();
+    const kinds = ["profnet_public_identifier", "profnet_id", "codehost_login", "codehost_id"];
+    const kind = kinds.includes(String(form["kind"])) ? String(form["kind"]) : kinds[0]!;
+    const answer = await api<ContactInfo>("GET", `/v1/people?${kind}=${encodeURIComponent(String(form["value"] ?? ""))}`);
+    const cost = loadConfig(c.env).LOOKUP_COST;
+    const error = answer.ok ? null : answer.status === 404 ? "Nobody found: no credit was spent." : `${answer.error?.error ?? "Refused"}.`;
+    return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, peopleForm(cost, error, answer.ok ? answer.data : null));
+  });
+}

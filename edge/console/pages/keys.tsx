@@ -1,0 +1,221 @@
+/**
+ * Keys: the account's API keys (GET /v1/keys) with name, scopes, last use and expiry; create with a
+ * name, scopes and an expiry (POST /v1/keys), the secret shown once on the answer page with a copy
+ * button; roll (POST /v1/keys/{id}/roll) and revoke (DELETE /v1/keys/{id}). The API decides what a
+ * member may grant; the page only offers the scopes the member's role holds.
+ */
+import type { Hono } from "hono";
+import type { ApiKey, ApiKeyWithToken } from "../../../shared/keys.ts";
+import { SCOPES, type Scope } from "../../../shared/scopes.ts";
+import type { AppEnv } from "../../env.ts";
+import { apiCaller } from "../api.ts";
+import { ErrorNote, Notice, page, When } from "../layout.tsx";
+import { signedIn, toSignIn, type SignedIn } from "../session.tsx";
+
+const SCOPE_WORDS: Record<Scope, string> = {
+  "people:read": "Look up people (spends credits)",
+  "verifications:write": "Verify single addresses",
+  "jobs:write": "Create, cancel and delete list jobs",
+  "jobs:read": "Read list jobs and their results",
+  "account:read": "Read the account, usage and keys",
+  "keys:write": "Create, roll and revoke keys",
+  "members:write": "Invite and manage members",
+  "audit:read": "Read the audit trail",
+};
+
+const EXPIRY_CHOICES = [
+  { value: "30", label: "In 30 days" },
+  { value: "90", label: "In 90 days" },
+  { value: "365", label: "In a year" },
+  { value: "never", label: "Never" },
+];
+
+function SecretOnce(props: { created: ApiKeyWithToken; verb: string }) {
+  return (
+    <section aria-labelledby="secret" class="secret">
+      <h2 id="secret">
+        Key {props.created.name ? `“${props.created.name}” ` : ""}
+        {props.verb}: copy its secret now
+      </h2>
+      <p>This is the only time the secret is shown; only its hash is kept.</p>
+      <label for="new-secret">Secret</label>
+      <div class="copy-row">
+        <input id="new-secret" readonly value={props.created.token} spellcheck={false} autocomplete="off" />
+        <button type="button" data-copy="new-secret">
+          Copy
+        </button>
+      </div>
+    </section>
+  );
+}
+
+function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unknown) {
+  const mayWrite = me.can("keys:write");
+  const grantable = SCOPES.filter((s) => me.can(s));
+  return (
+    <>
+      {extra}
+      <ErrorNote message={error} />
+      {mayWrite ? (
+        <section aria-labelledby="create">
+          <h2 id="create">Create a key</h2>
+          <form method="post" action="/console/keys">
+            <label for="key-name">Name</label>
+            <input id="key-name" name="name" required maxlength={100} autocomplete="off" aria-describedby="key-name-hint" />
+            <p class="hint" id="key-name-hint">
+              Say where it is used, e.g. “CRM sync”.
+            </p>
+            <fieldset>
+              <legend>What it may do</legend>
+              {grantable.map((scope) => (
+                <div class="check">
+                  <input type="checkbox" id={`scope-${scope}`} name="scopes" value={scope} />
+                  <label for={`scope-${scope}`}>
+                    {SCOPE_WORDS[scope]} <code>{scope}</code>
+                  </label>
+                </div>
+              ))}
+            </fieldset>
+            <label for="key-expiry">Expires</label>
+            <select id="key-expiry" name="expires">
+              {EXPIRY_CHOICES.map((c) => (
+                <option value={c.value} selected={c.value === "90"}>
+                  {c.label}
+                </option>
+              ))}
+            </select>
+            <button type="submit">Create key</button>
+          </form>
+        </section>
+      ) : (
+        <p>Your role can read keys but not create, roll or revoke them.</p>
+      )}
+      <section aria-labelledby="key-list">
+        <h2 id="key-list">Keys</h2>
+        {keys.length === 0 ? <p>No keys yet.</p> : null}
+        {keys.length > 0 ? (
+          <div class="table-wrap" tabindex={0} role="region" aria-label="The account's keys, live first">
+            <table>
+              <caption class="sr-only">The account's keys, live first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Starts with</th>
+                  <th scope="col">Scopes</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col">Status</th>
+                  {mayWrite ? <th scope="col">Actions</th> : null}
+                </tr>
+              </thead>
+              <tbody>
+                {keys.map((key) => (
+                  <tr>
+                    <th scope="row">{key.name || "(no name)"}</th>
+                    <td>
+                      <code>{key.prefix}…</code>
+                    </td>
+                    <td>{key.scopes.join(", ")}</td>
+                    <td>
+                      <When at={key.last_used_at} />
+                    </td>
+                    <td>
+                      <When at={key.expires_at} empty="never" />
+                    </td>
+                    <td>{key.status}</td>
+                    {mayWrite ? (
+                      <td>
+                        {key.status === "active" ? (
+                          <div class="actions">
+                            <form method="post" action={`/console/keys/${key.id}/roll`}>
+                              <button type="submit" aria-label={`Roll ${key.name || key.prefix}`}>
+                                Roll
+                              </button>
+                            </form>
+                            <form method="post" action={`/console/keys/${key.id}/revoke`}>
+                              <button type="submit" class="danger" aria-label={`Revoke ${key.name || key.prefix}`}>
+                                Revoke
+                              </button>
+                            </form>
+                          </div>
+                        ) : null}
+                      </td>
+                    ) : null}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : null}
+      </section>
+    </>
+  );
+}
+
+export function registerKeyPages(app: Hono<AppEnv>): void {
+  app.get("/console/keys", async (c) => {
+    const api = apiCaller(app, c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
+    const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
+    return page(
+      c,
+      { title: "Keys", current: "/console/keys", member: me.member },
+      keysPage(me, keys.ok ? keys.data.keys : [], keys.error?.error ?? c.req.query("error") ?? null, <Notice message={c.req.query("done")} />),
+    );
+  });
+
+  app.post("/console/keys", async (c) => {
+    const api = apiCaller(app, c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
+    const form = await c.req.parseBody({ all: true });
+    const scopes = ([] as unknown[]).concat(form["scopes"] ?? []).filter((s): s is string => typeof s === "string");
+    const expires = String(form["expires"] ?? "never");
+    const days = Number(expires);
+    const body = {
+      name: String(form["name"] ?? ""),
+      scopes,
+      ...(Number.isInteger(days) && days > 0 ? { expires_at: new Date(Date.now() + days * 86_400_000).toISOString() } : {}),
+    };
+    const created = await api<ApiKeyWithToken>("POST", "/v1/keys", { json: body });
+    const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
+    const error = created.ok ? null : `The key was not created: ${created.error?.error ?? "refused"}.${scopes.length === 0 ? " Tick at least one thing it may do." : ""}`;
+    return page(
+      c,
+      { title: "Keys", current: "/console/keys", member: me.member },
+      keysPage(me, keys.ok ? keys.data.keys : [], error, created.ok ? <SecretOnce created={created.data} verb="created" /> : null),
+    );
+  });
+
+  app.post("/console/keys/:id/roll", async (c) => {
+    const api = apiCaller(app, c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
+    const rolled = await api<ApiKeyWithToken>("POST", `/v1/keys/${encodeURIComponent(c.req.param("id"))}/roll`, { json: {} });
+    const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
+    return page(
+      c,
+      { title: "Keys", current: "/console/keys", member: me.member },
+      keysPage(
+        me,
+        keys.ok ? keys.data.keys : [],
+        rolled.ok ? null : `The key was not rolled: ${rolled.error?.error ?? "refused"}.`,
+        rolled.ok ? (
+          <>
+            <SecretOnce created={rolled.data} verb="rolled" />
+            <p role="status">The old key keeps working for 24 hours, so you can put the new one in place.</p>
+          </>
+        ) : null,
+      ),
+    );
+  });
+
+  app.post("/console/keys/:id/revoke", async (c) => {
+    const api = apiCaller(app, c);
+    const revoked = await api<ApiKey>("DELETE", `/v1/keys/${encodeURIComponent(c.req.param("id"))}`);
+    if (revoked.status === 401) return toSignIn(c);
+    const note = revoked.ok ? `done=${encodeURIComponent(`Key ${revoked.data.name || revoked.data.prefix} revoked: it no longer works.`)}` : `error=${encodeURIComponent(revoked.error?.error ?? "Failed")}`;
+    return c.redirect(`/console/keys?${note}`, 303);
+  });
+}

@@ -1,0 +1,61 @@
+/**
+ * The console (docs/console.md): pages under /console rendered on the server, each using the API's own
+ * operations through the member's session (./api.ts). One Content-Security-Policy for all of them,
+ * scripts by nonce only, no inline handlers or styles, frame-ancestors 'none'; static files (CSS,
+ * small scripts) come from Workers static assets under /console/assets/.
+ */
+import type { Hono } from "hono";
+import { csrf } from "hono/csrf";
+import { NONCE, secureHeaders } from "hono/secure-headers";
+import { JOB_INPUT_ERRORS, JOB_LIMITS } from "../../shared/jobs.ts";
+import { limitRequestBody } from "../body-limit.ts";
+import type { AppEnv } from "../env.ts";
+import { registerAccountPages } from "./pages/account.tsx";
+import { registerKeyPages } from "./pages/keys.tsx";
+import { registerListPages } from "./pages/lists.tsx";
+import { registerSignInPages } from "./pages/sign-in.tsx";
+
+/** A list form carries the file (at most the jobs API's 10 MiB) and a few fields. */
+const LIST_FORM_MAX_BYTES = JOB_LIMITS.maxBodyBytes + 64 * 1024;
+const LIST_TOO_LARGE = `${JOB_INPUT_ERRORS.bodyTooLarge}: split the list`;
+const FORM_MAX_BYTES = 64 * 1024;
+
+export const CONSOLE_CSP = {
+  defaultSrc: ["'none'"],
+  scriptSrc: [NONCE, "'strict-dynamic'"],
+  styleSrc: ["'self'"],
+  imgSrc: ["'self'", "data:"],
+  connectSrc: ["'self'"],
+  workerSrc: ["'self'"],
+  formAction: ["'self'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+};
+
+export function registerConsole(app: Hono<AppEnv>): void {
+  app.get("/", (c) => c.redirect("/console", 302));
+  app.use(
+    "/console/*",
+    secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, xFrameOptions: "DENY", crossOriginEmbedderPolicy: false }),
+    // A form posted from another site is refused before any handler runs (the API checks again).
+    csrf(),
+    // Bodies bounded before a handler reads them: a list file as the jobs API bounds it, any other form small.
+    async (c, next) => {
+      if (c.req.method !== "POST") return next();
+      const list = c.req.path === "/console/lists";
+      return limitRequestBody(list ? LIST_FORM_MAX_BYTES : FORM_MAX_BYTES, list ? LIST_TOO_LARGE : undefined)(c, next);
+    },
+    async (c, next) => {
+      await next();
+      c.header("Cache-Control", "no-store");
+    },
+  );
+  app.use("/console", secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, xFrameOptions: "DENY" }), async (c, next) => {
+    await next();
+    c.header("Cache-Control", "no-store");
+  });
+  registerSignInPages(app);
+  registerListPages(app);
+  registerKeyPages(app);
+  registerAccountPages(app);
+}

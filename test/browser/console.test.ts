@@ -1,0 +1,234 @@
+/**
+ * The console as a person uses it, in Debian's Chromium (docs/console.md): the owner link, a passkey,
+ * a 1,000-line list uploaded, checked and downloaded; a scoped key made, used and revoked; a viewer who
+ * cannot make keys; every page free of WCAG 2.1 AA violations at desktop and 360 px widths; the list
+ * flow by keyboard alone. With CONSOLE_SCREENSHOTS=dir the page tour also saves a screenshot of each
+ * page there (`npm run docs:screenshots` writes docs/console/). The tests run in order and share the owner the
+ * first one makes (a stack start per file costs seconds; one owner link per start).
+ */
+import { readFile } from "node:fs/promises";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { axeViolations, launchBrowser, pageWithAuthenticator } from "./browser.ts";
+import { MAIL_DOMAINS, NO_MAIL_DOMAIN, startConsoleStack, type ConsoleStack } from "./stack.ts";
+
+let stack: ConsoleStack;
+let browser: Browser;
+let owner: Page;
+
+beforeAll(async () => {
+  stack = await startConsoleStack();
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+/** A 1,000-line CSV with the address in its second column, and what each line should come out as. */
+function sampleList(): { csv: string; valid: number; duplicates: number; malformed: number } {
+  const rows = ["name,Work Email,notes"];
+  const existing: string[] = [];
+  let valid = 0;
+  let duplicates = 0;
+  let malformed = 0;
+  for (let i = 0; i < 1000; i++) {
+    const domain = MAIL_DOMAINS[i % 2]!;
+    let email: string;
+    if (i % 50 === 7) {
+      email = "not an address";
+      malformed++;
+    } else if (i % 40 === 3 && existing.length > 0) {
+      email = existing[i % existing.length]!.replace(/@.*/, (domainPart) => domainPart.toUpperCase()); // an earlier line again, its domain in capitals
+      duplicates++;
+    } else if (i % 10 === 1) email = `nobody${i}@${domain}`;
+    else if (i % 25 === 2) email = `someone${i}@${NO_MAIL_DOMAIN}`;
+    else {
+      email = `user${i}@${domain}`;
+      existing.push(email);
+    }
+    if (email.startsWith("user")) valid++;
+    rows.push(`Person ${i},${email},"note, ${i}"`);
+  }
+  return { csv: rows.join("\n") + "\n", valid, duplicates, malformed };
+}
+
+async function api(path: string, token: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${stack.base}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
+}
+
+async function joinWithLink(page: Page, link: string, name: string): Promise<void> {
+  await page.goto(link);
+  expect(await axeViolations(page)).toEqual([]);
+  await page.getByLabel("Your name").fill(name);
+  await page.getByRole("button", { name: "Make a passkey and join" }).click();
+  await page.waitForURL(`${stack.base}/console`);
+}
+
+describe("the console in a real browser", () => {
+  it("serves pages with one nonce CSP, frame-ancestors 'none' and the secure headers; / leads to the console", async () => {
+    const res = await fetch(`${stack.base}/console/sign-in`);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toMatch(/script-src 'nonce-[A-Za-z0-9+/=]+' 'strict-dynamic'/);
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("default-src 'none'");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    const nonce = /'nonce-([^']+)'/.exec(csp)![1]!;
+    const html = await res.text();
+    for (const tag of html.match(/<script[^>]*>/g) ?? []) expect(tag).toContain(`nonce="${nonce}"`);
+    expect(html).not.toMatch(/ on[a-z]+="|style="/);
+    const root = await fetch(`${stack.base}/`, { redirect: "manual" });
+    expect(root.headers.get("location")).toBe("/console");
+    const signedOut = await fetch(`${stack.base}/console/keys`, { redirect: "manual" });
+    expect(signedOut.status).toBe(303);
+    expect(signedOut.headers.get("location")).toMatch(/^\/console\/sign-in/);
+  });
+
+  it("walks the whole flow: owner link, passkey, a 1,000-line list to done, valid rows downloaded, a scoped key used and revoked", async () => {
+    const context = await browser.newContext({ acceptDownloads: true });
+    owner = await pageWithAuthenticator(context);
+    await joinWithLink(owner, stack.ownerLink, "Olive Owner");
+    // The link was for one use.
+    const again = await (await browser.newContext()).newPage();
+    await again.goto(stack.ownerLink);
+    await again.getByLabel("Your name").fill("Mallory");
+    await again.getByRole("button", { name: "Make a passkey and join" }).click().catch(() => undefined);
+    await again.getByRole("status").filter({ hasText: "The invite was already used. Ask whoever invited you for a new link" }).waitFor();
+
+    // Signing out and in again uses the passkey the owner link made.
+    await owner.getByRole("button", { name: "Sign out" }).click();
+    await owner.waitForURL(/\/console\/sign-in/);
+    await owner.getByRole("button", { name: "Sign in with a passkey" }).click();
+    await owner.waitForURL(`${stack.base}/console`);
+
+    const list = sampleList();
+    await owner.getByRole("link", { name: "Lists", exact: true }).click();
+    await owner.getByLabel(/CSV file/).setInputFiles({ name: "list.csv", mimeType: "text/csv", buffer: Buffer.from(list.csv) });
+    await owner.getByRole("status").filter({ hasText: "Ready: 1,000 lines" }).waitFor();
+    expect(await owner.getByLabel("Email column").inputValue()).toBe("1");
+    const figure = (term: string) => owner.locator(".figures div", { hasText: term }).locator("dd").innerText();
+    expect(await figure("Duplicates")).toBe(String(list.duplicates));
+    expect(await figure("Malformed")).toBe(String(list.malformed));
+    expect(await figure("Cost")).toBe("no credits");
+    await owner.getByRole("button", { name: "Start verifying 1,000 lines" }).click();
+    await owner.waitForURL(/\/console\/lists\/job_/);
+    const jobId = /job_[A-Za-z0-9_-]+/.exec(owner.url())![0];
+    await owner.getByText("1,000 of 1,000 checked · completed").waitFor({ timeout: 150_000 });
+
+    const download = await Promise.all([owner.waitForEvent("download"), owner.getByRole("link", { name: "Valid only (CSV)", exact: true }).click()]).then(([d]) => d);
+    const rows = (await readFile((await download.path())!, "utf8")).trim().split(/\r?\n/).slice(1);
+    const job = (await (await api(`/v1/email_verification_jobs/${jobId}`, stack.demoKey)).json()) as { counts: { valid: number; risky: number; invalid: number } };
+    expect(rows.length).toBe(job.counts.valid);
+    expect(job.counts.valid).toBe(list.valid);
+    const table = owner.getByRole("table", { name: "Answered lines by classification" });
+    expect(await table.getByRole("row", { name: /Valid/ }).getByRole("cell").innerText()).toBe(job.counts.valid.toLocaleString("en"));
+    expect(await table.getByRole("row", { name: /Invalid/ }).getByRole("cell").innerText()).toBe(job.counts.invalid.toLocaleString("en"));
+
+    // A lookup states its cost before it is spent, and spends it once.
+    await owner.getByRole("link", { name: "Look up a person" }).click();
+    await owner.getByLabel("Look up by").selectOption("profnet_id");
+    await owner.getByLabel("Identifier", { exact: true }).fill("1001");
+    await owner.getByText("A lookup that finds the person costs 1 credit").waitFor();
+    await owner.getByRole("button", { name: "Look up" }).click();
+    await owner.getByRole("heading", { name: "Answer" }).waitFor();
+    await owner.getByText("ada-lovelace", { exact: true }).waitFor();
+    const account = (await (await api("/v1/account", stack.demoKey)).json()) as { credit_balance: number };
+    expect(account.credit_balance).toBe(999);
+
+    await owner.getByRole("link", { name: "Keys" }).click();
+    await owner.getByLabel("Name", { exact: true }).fill("CRM sync");
+    await owner.getByLabel(/Verify single addresses/).check();
+    await owner.getByRole("button", { name: "Create key" }).click();
+    const secret = await owner.getByLabel("Secret", { exact: true }).inputValue();
+    expect(secret).toMatch(/^cv_/);
+    expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(200);
+    const outOfScope = await api("/v1/people?profnet_id=1001", secret);
+    expect(outOfScope.status).toBe(403);
+    await owner.getByRole("button", { name: "Revoke CRM sync" }).click();
+    await owner.getByRole("status").filter({ hasText: "revoked" }).waitFor();
+    expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(401);
+  });
+
+  it("shows a viewer no control to make keys, and the API refuses the viewer one (403)", async () => {
+    await owner.getByRole("link", { name: "Members" }).click();
+    await owner.getByLabel("Invite someone as").selectOption("viewer");
+    await owner.getByRole("button", { name: "Make an invite link" }).click();
+    const link = await owner.getByLabel("Invite link", { exact: true }).inputValue();
+    // A second passkey from the same device is refused by the device itself, and the page says what to do.
+    await owner.getByLabel("Name for a new passkey").fill("Same laptop");
+    await owner.getByRole("button", { name: "Add a passkey on this device" }).click();
+    await owner.getByRole("status").filter({ hasText: "This device already holds a passkey of yours" }).waitFor();
+    const viewer = await pageWithAuthenticator(await browser.newContext());
+    await joinWithLink(viewer, link, "Vic Viewer");
+    await viewer.getByRole("link", { name: "Keys" }).click();
+    await viewer.getByRole("heading", { name: "Keys", level: 1 }).waitFor();
+    expect(await viewer.getByRole("button", { name: "Create key" }).count()).toBe(0);
+    const refused = await viewer.evaluate(async () => {
+      const res = await fetch("/v1/keys", { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "x", scopes: ["jobs:read"] }) });
+      return res.status;
+    });
+    expect(refused).toBe(403);
+  });
+
+  it("has no WCAG 2.1 AA violation on any page, at desktop width and at 360 px, where nothing scrolls sideways", async () => {
+    const shots = process.env.CONSOLE_SCREENSHOTS;
+    if (shots) mkdirSync(shots, { recursive: true });
+    const paths = ["/console", "/console/lists", "/console/check?email=user5%40lists-one.test", "/console/people", "/console/keys", "/console/members", "/console/usage", "/console/erasures", "/console/audit"];
+    const firstJob = await owner.evaluate(async () => ((await (await fetch("/v1/email_verification_jobs?limit=1")).json()) as { jobs: { id: string }[] }).jobs[0]!.id);
+    paths.push(`/console/lists/${firstJob}`);
+    for (const width of [1280, 360]) {
+      await owner.setViewportSize({ width, height: 900 });
+      for (const path of paths) {
+        await owner.goto(`${stack.base}${path}`);
+        expect(await axeViolations(owner), `${path} at ${width} px`).toEqual([]);
+        const overflow = await owner.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        expect(overflow, `${path} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
+        if (shots && (width === 1280 || path === "/console/lists")) await owner.screenshot({ path: join(shots, `${path.split("?")[0]!.replace(/^\/console\/?/, "").replace(/job_.*/, "job").replace(/\//g, "-") || "overview"}-${width}.png`), fullPage: true });
+      }
+    }
+    await owner.setViewportSize({ width: 1280, height: 900 });
+    await owner.goto(`${stack.base}/console/sign-in`);
+    expect(await axeViolations(owner)).toEqual([]);
+    if (shots) await owner.screenshot({ path: join(shots, "sign-in-1280.png"), fullPage: true });
+  });
+
+  it("says before uploading what the API would refuse, and sends nothing", async () => {
+    await owner.setViewportSize({ width: 1280, height: 900 });
+    await owner.goto(`${stack.base}/console/lists`);
+    const before = (await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] };
+    await owner.getByLabel("Or paste addresses, one per line").fill(`email\nada@${MAIL_DOMAINS[0]}\n${"a".repeat(400)}@${MAIL_DOMAINS[0]}\n`);
+    await owner.getByRole("status").filter({ hasText: "Row 2 of the list: an address is at most 320 bytes" }).waitFor();
+    expect(await owner.getByRole("button", { name: /Start verifying/ }).isDisabled()).toBe(true);
+    const after = (await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] };
+    expect(after.jobs.length).toBe(before.jobs.length);
+  });
+
+  it("runs the list flow with the keyboard alone, at 360 px", async () => {
+    await owner.setViewportSize({ width: 360, height: 800 });
+    await owner.goto(`${stack.base}/console/lists`);
+    const tabTo = async (name: RegExp) => {
+      for (let i = 0; i < 60; i++) {
+        await owner.keyboard.press("Tab");
+        const label = await owner.evaluate(() => {
+          const el = document.activeElement as HTMLElement | null;
+          return `${el?.getAttribute("aria-label") ?? ""} ${el?.id ?? ""} ${el?.textContent ?? ""}`;
+        });
+        if (name.test(label)) return;
+      }
+      throw new Error(`Tab never reached ${name}`);
+    };
+    await tabTo(/\bfile\b/);
+    const chooser = owner.waitForEvent("filechooser");
+    await owner.keyboard.press("Space");
+    await (await chooser).setFiles({ name: "few.csv", mimeType: "text/csv", buffer: Buffer.from(`email,other\nuser1@${MAIL_DOMAINS[0]},x\nuser2@${MAIL_DOMAINS[0]},y\nnobody@${MAIL_DOMAINS[1]},z\n`) });
+    await owner.getByRole("status").filter({ hasText: "Ready: 3 lines" }).waitFor();
+    if (process.env.CONSOLE_SCREENSHOTS) await owner.screenshot({ path: join(process.env.CONSOLE_SCREENSHOTS, "lists-preview-360.png"), fullPage: true });
+    await tabTo(/Start verifying 3 lines/);
+    await owner.keyboard.press("Enter");
+    await owner.waitForURL(/\/console\/lists\/job_/);
+    await owner.getByText("3 of 3 checked · completed").waitFor({ timeout: 60_000 });
+  });
+});
