@@ -86,7 +86,7 @@ describe("relative links in the README and docs/ lead somewhere", () => {
     const text = read(path).replace(/```[\s\S]*?```/g, "");
     return new Set([...text.matchAll(/^#+ (.*)$/gm)].map((m) => slug(m[1]!)));
   };
-  const pages = ["README.md", "docs/api.md", "docs/jobs.md", "docs/probe.md", "docs/operations.md", "docs/console.md"];
+  const pages = ["README.md", "docs/api.md", "docs/jobs.md", "docs/probe.md", "docs/operations.md", "docs/console.md", "docs/fleet.md", "docs/architecture.md"];
   it.each(pages)("%s", (page) => {
     for (const [, target] of read(page).matchAll(/\]\(([^)\s]+)\)/g)) {
       if (/^[a-z]+:/.test(target!)) continue;
