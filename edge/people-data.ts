@@ -14,6 +14,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { EmailVerificationResult } from "../shared/api.ts";
+import { reasonsProving } from "../shared/email/reasons.ts";
 import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
@@ -35,16 +36,16 @@ const REFRESH_JOBS_APPLIED_PER_RUN = 3;
 const LOG_ROWS_PER_DELETE = 5_000;
 const LOG_DELETES_PER_RUN = 10;
 
-/** Answers that find the mailbox: an undeliverable address comes back. */
-const MAILBOX_EXISTS = ["deliverable", "mailbox_full"];
-/** Answers that say something definite other than "no such mailbox": the run of not-found answers starts again. */
-const BREAKS_NOT_FOUND_RUN = [...MAILBOX_EXISTS, "catch_all"];
+/** Answers that find the mailbox (shared/email/reasons.ts): an undeliverable address comes back. */
+const MAILBOX_EXISTS = reasonsProving("mailbox_exists");
+/** Answers where the server took the address (the mailbox's, or any): the run of not-found answers starts again. */
+const BREAKS_NOT_FOUND_RUN = reasonsProving("mailbox_exists", "accepts_any");
 /**
- * Answers that say nothing about the mailbox: tried again after EMAIL_RECHECK_SECONDS rather than
+ * Answers that say nothing about the mailbox yet: tried again after EMAIL_RECHECK_SECONDS rather than
  * EMAIL_MAX_AGE_SECONDS (a receiver's budget spent included; a provider that forbids probing is not:
  * asking sooner would not change its answer).
  */
-const INCONCLUSIVE = ["policy_block", "temporary_failure", "connection_failed", "smtp_inconclusive", "receiver_budget_spent", "dns_failure", "no_smtp_check"];
+const INCONCLUSIVE = reasonsProving("nothing_yet");
 
 export type PeopleDataConfig = {
   maxAgeSeconds: number;

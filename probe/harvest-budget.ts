@@ -20,6 +20,8 @@
  *
  * Pure: no timers, every decision takes `now` (the probe's clock, Unix-scale milliseconds).
  */
+import { outcomeMeaning } from "../shared/email/reasons.ts";
+import type { RcptClass } from "./smtp/classify.ts";
 
 /** The limits one budget applies; the object is the registry's, which may lower or raise them (warm-up). */
 export type BudgetLimits = {
@@ -409,7 +411,10 @@ export class HarvestBudget {
   }
 }
 
-/** Whether a RCPT reply is the refusal harvest defences count: an unknown user. */
-export function isUnknownUser(cls: string, reply: { code: number; enhanced: string | null }): boolean {
-  return cls === "mailbox_not_found" || (reply.code >= 500 && reply.enhanced !== null && reply.enhanced.startsWith("5.1."));
+/**
+ * Whether a RCPT reply is the refusal harvest defences count: an unknown user, as its class proves
+ * (shared/email/reasons.ts), or any permanent 5.1.x (bad destination mailbox or address) whatever its wording.
+ */
+export function isUnknownUser(cls: RcptClass, reply: { code: number; enhanced: string | null }): boolean {
+  return (cls !== "too_many_recipients" && outcomeMeaning(cls).proves === "no_mailbox") || (reply.code >= 500 && reply.enhanced !== null && reply.enhanced.startsWith("5.1."));
 }
