@@ -19,7 +19,7 @@ import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
 import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
-import { enqueueTurns, type JobsQueue } from "./jobs/consumer.ts";
+import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
 import { newLines } from "./jobs/new-lines.ts";
 import { RESULTS_EXPIRED, startJob, writeJobLines } from "./jobs/store.ts";
 import { newId } from "./lib/tokens.ts";

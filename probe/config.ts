@@ -4,7 +4,7 @@
  */
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
-import { normalizeDnsName } from "../edge/mx/doh.ts";
+import { normalizeDnsName } from "../shared/doh.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
 import { RECEIVER_FAMILIES } from "../shared/email/receiver-policy.ts";

@@ -18,7 +18,7 @@
  *   of the queue while the address backs off.
  */
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, budgetLaneOf, destinationEvent, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
+import { blankOutcome, budgetLaneOf, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
 import type { ProbeConfig } from "./config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
@@ -28,7 +28,7 @@ import { runTransaction, type CatchAllTest } from "./transaction.ts";
 import { monotonicNow } from "./clock.ts";
 import { FairQueue, type Lane } from "./fair-queue.ts";
 import { CATCH_ALL_LANE, type HarvestBudget } from "./harvest-budget.ts";
-import { countFamilyEvent, countHarvestDeferral } from "./metrics.ts";
+import { countFamilyEvent, countHarvestDeferral, destinationEvent } from "./counters.ts";
 import type { AppliedPolicy, FamilyGate } from "./receiver-budgets.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 

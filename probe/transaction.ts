@@ -5,9 +5,9 @@
  * recipient limit, a session that died when reused) goes to pacing; whether the server pushed back
  * goes to the caller, which backs off and closes the session.
  */
-import { countRcptReply } from "./metrics.ts";
+import { countRcptReply, destinationEvent } from "./counters.ts";
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, destinationEvent, type CheckOutcome, type QueuedCheck } from "./check.ts";
+import { blankOutcome, type CheckOutcome, type QueuedCheck } from "./check.ts";
 import type { Pacing } from "./pacing.ts";
 import type { Slot } from "./session-pool.ts";
 import { classifyRcptReply, isThrottling } from "./smtp/classify.ts";

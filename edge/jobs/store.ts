@@ -14,9 +14,8 @@ import type { VerificationJob } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
 import type { LineHistory } from "./line-policy.ts";
 import type { verificationJobs } from "../db/schema.ts";
+import { CHUNK_SIZE } from "./queue.ts";
 
-/** Lines per turn (one queue message): a consumer claims at most this many of a job's lines per message. */
-export const CHUNK_SIZE = 200;
 /** Rows per INSERT when a job is created (one JSON argument each). */
 const INSERT_ROWS = 2_500;
 /**

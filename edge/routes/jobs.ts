@@ -12,7 +12,7 @@ import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
-import { enqueueTurns } from "../jobs/consumer.ts";
+import { enqueueTurns } from "../jobs/queue.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { parseJobBody, parseRetentionSeconds } from "../jobs/input.ts";
 import { purgeResults } from "../jobs/retention.ts";

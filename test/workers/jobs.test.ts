@@ -16,10 +16,11 @@ import { webhookSecret } from "../../edge/db/admin.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
 import { probeOrder } from "../../edge/probe-client.ts";
-import { CHUNK_SIZE, claimTurn, newLease, renewClaims, STALLED_JOBS_PER_RUN, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
+import { claimTurn, newLease, renewClaims, STALLED_JOBS_PER_RUN, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
+import { CHUNK_SIZE } from "../../edge/jobs/queue.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings } from "../../edge/env.ts";
-import type { JobsQueue } from "../../edge/jobs/consumer.ts";
+import type { JobsQueue } from "../../edge/jobs/queue.ts";
 import { cancelUnfinishedJobs, call, callWith, db, newAccount, setAccountStatus } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
