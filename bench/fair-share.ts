@@ -20,6 +20,7 @@ import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
 import { PROBE_SETTINGS } from "../probe/config.ts";
 import { childCounters, startJobsStack } from "./child.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const EDGE_PORT = 8799;
 const PROBE_PORT = 8798;
@@ -164,7 +165,7 @@ export function fairShareMarkdown(r: FairShareResult): string {
   ].join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: { big: { type: "string", default: "2000" }, small: { type: "string", default: "300" }, "delay-ms": { type: "string", default: "20" }, "head-start-ms": { type: "string", default: "2000" } },
   });
