@@ -18,6 +18,7 @@ import { reasonsProving } from "../shared/email/reasons.ts";
 import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
+import { deleteInBatches, rowsAffected } from "./db/rows.ts";
 import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
 import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
 import { newLines } from "./jobs/new-lines.ts";
@@ -57,7 +58,6 @@ export type PeopleDataConfig = {
 };
 
 const inList = (values: string[]) => sql.raw(values.map((v) => `'${v}'`).join(", "));
-const rowsAffected = (result: unknown) => Number((result as { rowsAffected?: number }).rowsAffected ?? 0);
 
 
 export type StoredEmailAnswer = { email: string; classification: string; smtp_outcome: string | null; reason: string; checked_at: number };
@@ -173,15 +173,9 @@ export type PeopleDataReport = {
 };
 
 async function deleteOld(db: Database, table: "person_access_log" | "erasure_notices", column: "created_at" | "erased_at", before: number): Promise<number> {
-  let deleted = 0;
-  for (let i = 0; i < LOG_DELETES_PER_RUN; i++) {
-    const n = rowsAffected(
-      await db.run(sql`delete from ${sql.identifier(table)} where id in (select id from ${sql.identifier(table)} where ${sql.identifier(column)} < ${before} limit ${LOG_ROWS_PER_DELETE})`),
-    );
-    deleted += n;
-    if (n < LOG_ROWS_PER_DELETE) break;
-  }
-  return deleted;
+  const deleteUpTo = (limit: number) =>
+    db.run(sql`delete from ${sql.identifier(table)} where id in (select id from ${sql.identifier(table)} where ${sql.identifier(column)} < ${before} limit ${limit})`);
+  return (await deleteInBatches(deleteUpTo, LOG_ROWS_PER_DELETE, LOG_ROWS_PER_DELETE * LOG_DELETES_PER_RUN)).deleted;
 }
 
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */

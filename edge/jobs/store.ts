@@ -12,6 +12,7 @@ import { utcDay } from "../key-activity.ts";
 import { VERIFICATION_REASONS, type EmailVerificationResult } from "../../shared/api.ts";
 import type { VerificationJob } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
+import { rowsAffected } from "../db/rows.ts";
 import type { LineHistory } from "./line-policy.ts";
 import type { verificationJobs } from "../db/schema.ts";
 import { CHUNK_SIZE } from "./queue.ts";
@@ -227,7 +228,7 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
         (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as lines,
         (select min(created_at) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as oldest`),
   ]);
-  if (Number((inserted as { rowsAffected?: number }).rowsAffected ?? 0) === 1) return { kind: "started" };
+  if (rowsAffected(inserted) === 1) return { kind: "started" };
   const earlier = existing[0];
   if (earlier) return { kind: "existing", job: Number(earlier.writing) === 1 ? null : earlier, requestHash: earlier.request_hash };
   const u = usage[0]!;
@@ -278,7 +279,7 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
     completeIfDone(db, jobId, now),
     db.all<JobRow>(sql`select ${jobWithQueue(now)} from verification_jobs where id = ${jobId}`),
   ]);
-  if (Number((finished as { rowsAffected?: number }).rowsAffected ?? 0) !== 1 || !job[0]) throw new Error(`job ${jobId} was given up while its lines were written`);
+  if (rowsAffected(finished) !== 1 || !job[0]) throw new Error(`job ${jobId} was given up while its lines were written`);
   return job[0];
 }
 
@@ -300,16 +301,18 @@ export async function deleteAbandonedJobs(db: Database, maxLines = LINES_PER_TRA
   const abandoned = await db.all<{ id: string }>(sql`select id from verification_jobs where writing = 1 and created_at < ${Date.now() - ABANDONED_CREATE_MS} limit 10`);
   let deleted = 0;
   for (const { id } of abandoned) {
-    const [lines] = await db.batch([
-      db.run(sql`delete from verification_job_items where job_id = ${id}
-        and position < (select coalesce(min(position), 0) + ${maxLines} from verification_job_items where job_id = ${id})`),
-    ]);
-    if (Number((lines as { rowsAffected?: number }).rowsAffected ?? 0) > 0) continue;
+    if (rowsAffected(await deleteFirstLines(db, id, maxLines)) > 0) continue;
     const [row] = await db.batch([db.run(sql`delete from verification_jobs where id = ${id} and writing = 1
       and not exists (select 1 from verification_job_items where job_id = ${id})`)]);
-    deleted += Number((row as { rowsAffected?: number }).rowsAffected ?? 0);
+    deleted += rowsAffected(row);
   }
   return deleted;
+}
+
+/** Deletes a job's first `limit` lines (by position; one statement): expired results, an abandoned create. */
+export function deleteFirstLines(db: Database, jobId: string, limit: number) {
+  return db.run(sql`delete from verification_job_items where job_id = ${jobId}
+    and position in (select position from verification_job_items where job_id = ${jobId} order by position limit ${limit})`);
 }
 
 /** Completes the job if every line is done, once (whoever gets there first); returns it when this statement did. */
@@ -333,7 +336,7 @@ export async function cancelJob(db: Database, accountId: string, id: string): Pr
     findJobQuery(db, accountId, id),
   ]);
   const job = rows[0];
-  return job ? { job, cancelled: Number((update as { rowsAffected?: number }).rowsAffected ?? 0) === 1 } : null;
+  return job ? { job, cancelled: rowsAffected(update) === 1 } : null;
 }
 
 export type ResultRow = { position: number; email: string; state: string; result: string | null; checked_at: number | null };
@@ -501,7 +504,7 @@ export async function renewClaims(db: Database, jobId: string, positions: number
   if (positions.length === 0) return 0;
   const result = await db.run(sql`update verification_job_items set lease_until = ${Date.now() + lease.ms}
     where job_id = ${jobId} and state = 'claimed' and lease_token = ${lease.token} and position in (select value from json_each(${JSON.stringify(positions)}))`);
-  return Number(result.rowsAffected ?? 0);
+  return rowsAffected(result);
 }
 
 export type LineAnswer =
