@@ -40,6 +40,7 @@ import { parseSmtpTimeout } from "../verification-params.ts";
 import { newLines } from "../jobs/new-lines.ts";
 import { requireScope, scopeSecurity } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { cursorPaging } from "../lib/paging.ts";
 
 export const JOBS_PATH = "/v1/email_verification_jobs";
 const DEFAULT_PAGE = 100;
@@ -288,27 +289,8 @@ async function jobWithResults(c: Context<AppEnv>): Promise<JobRow> {
   return job;
 }
 
-const encodeCursor = (position: number) => btoa(`p:${position}`).replace(/=+$/, "");
-function decodeCursor(raw: string | undefined): number {
-  if (raw === undefined || raw === "") return 0;
-  let text: string;
-  try {
-    text = atob(raw);
-  } catch {
-    throw new ApiError(400, JOB_MESSAGES.badCursor);
-  }
-  const m = /^p:(\d{1,9})$/.exec(text);
-  if (!m) throw new ApiError(400, JOB_MESSAGES.badCursor);
-  return Number(m[1]);
-}
-
-function pageLimit(raw: string | undefined): number {
-  if (raw === undefined || raw.trim() === "") return DEFAULT_PAGE;
-  const value = raw.trim();
-  const n = /^[0-9]{1,4}$/.test(value) ? Number(value) : Number.NaN;
-  if (!(n >= 1 && n <= MAX_PAGE)) throw new ApiError(400, JOB_MESSAGES.badLimit);
-  return n;
-}
+/** A results cursor is the position the next page starts from. */
+const paging = cursorPaging({ tag: "p", fields: 1, defaultLimit: DEFAULT_PAGE, maxLimit: MAX_PAGE, badCursor: JOB_MESSAGES.badCursor, badLimit: JOB_MESSAGES.badLimit });
 
 /** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked. */
 function lineResult(row: ResultRow): JobResult {
@@ -340,8 +322,8 @@ async function results(c: Context<AppEnv>) {
   const filter: ResultFilter = { classifications: filterValues(c, "classification"), reasons: filterValues(c, "reason") };
   const filtered = filter.classifications.length + filter.reasons.length > 0;
   if (!wantsCsv) {
-    const limit = pageLimit(c.req.query("limit"));
-    const from = decodeCursor(c.req.query("cursor"));
+    const limit = paging.limit(c.req.query("limit"));
+    const from = paging.after(c.req.query("cursor"))?.[0] ?? 0;
     const job = await jobWithResults(c);
     return c.json(filtered ? await filteredPage(c, job, from, limit, filter) : await page(c, job, from, limit), 200);
   }
@@ -352,7 +334,7 @@ async function results(c: Context<AppEnv>) {
 const finishedJob = (job: JobRow) => job.status === "completed" || job.status === "cancelled";
 
 function pageBody(job: JobRow, results: JobResult[], next: number | null): z.infer<typeof JobResultsPage> {
-  return { results, next_cursor: next === null ? null : encodeCursor(next), status: job.status, processed: Number(job.processed), total: Number(job.total) };
+  return { results, next_cursor: next === null ? null : paging.cursor(next), status: job.status, processed: Number(job.processed), total: Number(job.total) };
 }
 
 /**
