@@ -22,7 +22,8 @@ import { deleteInBatches, rowsAffected } from "./db/rows.ts";
 import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
 import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
 import { newLines } from "./jobs/new-lines.ts";
-import { RESULTS_EXPIRED, startJob, writeJobLines } from "./jobs/store.ts";
+import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
+import { RESULTS_EXPIRED } from "./jobs/store/job-rows.ts";
 import { newId } from "./lib/tokens.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification-params.ts";
 

@@ -13,7 +13,7 @@ import { probeOrder, rankingKey } from "../probe-client.ts";
 import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
 import { callProbeBatch } from "./probe-batch.ts";
-import type { ClaimedLine, LineAnswer } from "./store.ts";
+import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
 
 export type CheckLinesConfig = {
   dohUrl: string;

@@ -16,22 +16,10 @@ import { LINE_POLICY, parkedDelaySeconds, requeueDelaySeconds } from "./line-pol
 import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
 import { probeTenant } from "../probe-client.ts";
-import {
-  bulkCandidates,
-  callbackAccount,
-  claimTurns,
-  deleteAbandonedJobs,
-  jobById,
-  jobJson,
-  newLease,
-  recordCallback,
-  renewClaims,
-  stalledWork,
-  writeAnswers,
-  type ClaimedLine,
-  type JobRow,
-  type Lease,
-} from "./store.ts";
+import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cleanup.ts";
+import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
+import { claimTurns, newLease, renewClaims, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
+import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
 import { CHUNK_SIZE, enqueueTurns, type JobsQueue } from "./queue.ts";
 
 // Where it was first declared; edge/env.ts reads it from here.

@@ -1,6 +1,6 @@
 /** A job's lines as stored, from its addresses: the same for a customer's upload and the cron's re-verification batches. */
 import { prepareAddress } from "../verify.ts";
-import type { NewLine } from "./store.ts";
+import type { NewLine } from "./store/job-creation.ts";
 
 /** Addresses checked between two yields to the event loop while a job's lines are prepared. */
 const PREPARE_SLICE = 2_000;

@@ -12,7 +12,8 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected } from "../db/rows.ts";
-import { deleteFirstLines, jobById, RESULTS_EXPIRED, type JobRow } from "./store.ts";
+import { jobById, RESULTS_EXPIRED, type JobRow } from "./store/job-rows.ts";
+import { deleteFirstLines } from "./store/lines.ts";
 
 /** Lines per delete statement. */
 export const LINES_PER_DELETE = 5_000;

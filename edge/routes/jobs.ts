@@ -16,21 +16,9 @@ import { enqueueTurns } from "../jobs/queue.ts";
 import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
 import { parseJobBody, parseRetentionSeconds } from "../jobs/input.ts";
 import { purgeResults } from "../jobs/retention.ts";
-import {
-  cancelJob,
-  doneRowsQuery,
-  findJob,
-  firstUnansweredQuery,
-  giveUpCreate,
-  jobJson,
-  resultRowsQuery,
-  startJob,
-  writeJobLines,
-  type JobRow,
-  type NewLine,
-  type ResultFilter,
-  type ResultRow,
-} from "../jobs/store.ts";
+import { giveUpCreate, startJob, writeJobLines, type NewLine } from "../jobs/store/job-creation.ts";
+import { cancelJob, findJob, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
+import { doneRowsQuery, firstUnansweredQuery, resultRowsQuery, type ResultFilter, type ResultRow } from "../jobs/store/lines.ts";
 import { mxProvider } from "../../shared/email/mx-providers.ts";
 import { verificationReason } from "../../shared/email/verdict.ts";
 import { ApiError } from "../lib/errors.ts";

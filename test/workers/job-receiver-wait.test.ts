@@ -18,7 +18,8 @@ import { VerificationJob, type JobMessage } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
 import type { Bindings } from "../../edge/env.ts";
 import type { JobsQueue } from "../../edge/jobs/queue.ts";
-import { startJob, stalledWork } from "../../edge/jobs/store.ts";
+import { startJob } from "../../edge/jobs/store/job-creation.ts";
+import { stalledWork } from "../../edge/jobs/store/scheduling.ts";
 import { HELD_RETRY_AFTER_MS, type FixtureBatch } from "../fixtures/probe-fixture.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 
