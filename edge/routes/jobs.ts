@@ -3,9 +3,8 @@
  * read its results in input order (JSON pages or CSV) while it runs, cancel it. The work itself
  * runs on the queue (edge/jobs/consumer.ts); the database is the source of truth.
  */
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { z } from "@hono/zod-openapi";
 import type { EmailVerificationResult } from "../../shared/api.ts";
 import { JOB_INPUT_ERRORS, JOB_LIMITS, JOB_RESULT_FILTERS, JobCreateQuery, JobCreateRequest, JobResultsPage, VerificationJob, type JobResult } from "../../shared/jobs.ts";
 import { limitRequestBody } from "../body-limit.ts";
@@ -26,7 +25,7 @@ import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification-params.ts";
 import { newLines } from "../jobs/new-lines.ts";
-import { requireScope, scopeSecurity } from "../scopes.ts";
+import { requireScope, scoped, scopeSecurity } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { cursorPaging } from "../lib/paging.ts";
 
@@ -58,8 +57,112 @@ const json = (schema: z.ZodType, description: string) => ({ description, content
 export const JOBS_TAG = "Bulk verification jobs";
 
 const JobIdParam = z.object({ id: z.string().openapi({ example: "job_Qx3m9TtGkZ0lJ2rA" }) });
+const jobAnswer = { ...json(VerificationJob, "The job"), headers: { Location: { schema: { type: "string" as const }, description: "The job's URL" } } };
 
-function registerDocs(app: OpenAPIHono<AppEnv>): void {
+export const createJobRoute = createRoute({
+  method: "post",
+  path: JOBS_PATH,
+  operationId: "createVerificationJob",
+  tags: [JOBS_TAG],
+  summary: "Create a bulk verification job",
+  description:
+    "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
+    `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. ` +
+    "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
+    "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
+    "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
+  security: scopeSecurity("jobs:write"),
+  middleware: [requireScope("jobs:write"), limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge)] as const,
+  request: {
+    query: JobCreateQuery,
+    headers: z.object({ "idempotency-key": z.string().optional() }),
+    body: {
+      required: true,
+      content: {
+        // By reference, not as a schema to validate with: the body (JSON or CSV, up to the limits above) is read by
+        // parseJobBody, bounded and with the messages docs/jobs.md gives, not by the framework's JSON validator.
+        "application/json": { schema: { $ref: "#/components/schemas/JobCreateRequest" } },
+        "text/csv": { schema: z.string().openapi({ description: "A header row with a column named email_address or email (any case), else the first column is used" }) },
+      },
+    },
+  },
+  responses: {
+    202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
+    400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key`),
+    409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
+    413: errorResponse(`${JOB_INPUT_ERRORS.bodyTooLarge}; or ${JOB_INPUT_ERRORS.tooManyAddresses}`),
+    415: errorResponse(JOB_INPUT_ERRORS.unsupported),
+    ...authenticatedErrorResponses,
+    429: errorResponse("Rate limit exceeded; too many jobs running for the account (JOB_MAX_RUNNING); or the account's daily line quota (JOB_MAX_LINES_PER_DAY) exceeded. Retry-After says when to try again"),
+  },
+});
+
+export const getJobRoute = createRoute({
+  method: "get",
+  path: `${JOBS_PATH}/{id}`,
+  operationId: "getVerificationJob",
+  tags: [JOBS_TAG],
+  summary: "A bulk verification job: status, progress and counts",
+  description:
+    "The job as it is now: status, lines answered, counts and a summary by classification and by reason (kept in the same writes as the answers), " +
+    "and where it stands in the scheduling (queue). Another account's job and no job at all are the same 404.",
+  ...scoped("jobs:read"),
+  request: { params: JobIdParam },
+  responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
+});
+
+export const jobResultsRoute = createRoute({
+  method: "get",
+  path: `${JOBS_PATH}/{id}/results`,
+  operationId: "listVerificationJobResults",
+  tags: [JOBS_TAG],
+  summary: "A job's results in input order, readable while it runs",
+  description:
+    "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
+    "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
+    "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
+  ...scoped("jobs:read"),
+  request: {
+    params: JobIdParam,
+    query: z.object({
+      limit: z.string().optional().openapi({ description: `1..${MAX_PAGE}, default ${DEFAULT_PAGE}` }),
+      cursor: z.string().optional(),
+      format: z.enum(["json", "csv"]).optional(),
+      classification: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.classification.join(", ")}`, example: "valid,risky" }),
+      reason: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.reason.join(", ")} (VerificationReason)`, example: "mailbox_not_found" }),
+    }),
+  },
+  responses: {
+    200: { description: "A page, or the CSV", content: { "application/json": { schema: JobResultsPage }, "text/csv": { schema: z.string() } } },
+    400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}; or a classification or reason outside the vocabulary, named`),
+    404: errorResponse(JOB_MESSAGES.notFound),
+    410: errorResponse(`${JOB_MESSAGES.resultsExpired}: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable)`),
+    ...authenticatedErrorResponses,
+  },
+});
+
+export const cancelJobRoute = createRoute({
+  method: "delete",
+  path: `${JOBS_PATH}/{id}`,
+  operationId: "cancelVerificationJob",
+  tags: [JOBS_TAG],
+  summary: "Cancel a job: no new checks start; results already in stay readable",
+  description:
+    "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
+    "A job that has ended is answered as it is. Idempotent. " +
+    "With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.",
+  ...scoped("jobs:write"),
+  request: { params: JobIdParam, query: z.object({ purge: z.enum(["true", "false"]).optional().openapi({ description: "true: delete the job's results now" }) }) },
+  responses: {
+    200: json(VerificationJob, "The job as it is now"),
+    400: errorResponse(JOB_MESSAGES.badPurge),
+    404: errorResponse(JOB_MESSAGES.notFound),
+    ...authenticatedErrorResponses,
+  },
+});
+
+/** The job callback, in the document's webhooks: sent by the queue consumer (edge/jobs/callback.ts), not a route. */
+function registerCallbackDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerWebhook({
     method: "post",
     path: "verificationJobEnded",
@@ -86,103 +189,8 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
       200: { description: "Received (any 2xx): no more attempts for this event" },
     },
   });
-
-  const jobAnswer = { ...json(VerificationJob, "The job"), headers: { Location: { schema: { type: "string" as const }, description: "The job's URL" } } };
-  app.openAPIRegistry.registerPath({
-    method: "post",
-    path: JOBS_PATH,
-    operationId: "createVerificationJob",
-    tags: [JOBS_TAG],
-    summary: "Create a bulk verification job",
-    description:
-      "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
-      `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. ` +
-      "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
-      "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
-      "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
-    security: scopeSecurity("jobs:write"),
-    request: {
-      query: JobCreateQuery,
-      headers: z.object({ "idempotency-key": z.string().optional() }),
-      body: {
-        required: true,
-        content: {
-          "application/json": { schema: JobCreateRequest },
-          "text/csv": { schema: z.string().openapi({ description: "A header row with a column named email_address or email (any case), else the first column is used" }) },
-        },
-      },
-    },
-    responses: {
-      202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-      400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key`),
-      409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
-      413: errorResponse(`${JOB_INPUT_ERRORS.bodyTooLarge}; or ${JOB_INPUT_ERRORS.tooManyAddresses}`),
-      415: errorResponse(JOB_INPUT_ERRORS.unsupported),
-      ...authenticatedErrorResponses,
-      429: errorResponse("Rate limit exceeded; too many jobs running for the account (JOB_MAX_RUNNING); or the account's daily line quota (JOB_MAX_LINES_PER_DAY) exceeded. Retry-After says when to try again"),
-    },
-  });
-  app.openAPIRegistry.registerPath({
-    method: "get",
-    path: `${JOBS_PATH}/{id}`,
-    operationId: "getVerificationJob",
-    tags: [JOBS_TAG],
-    summary: "A bulk verification job: status, progress and counts",
-    description:
-      "The job as it is now: status, lines answered, counts and a summary by classification and by reason (kept in the same writes as the answers), " +
-      "and where it stands in the scheduling (queue). Another account's job and no job at all are the same 404.",
-    security: scopeSecurity("jobs:read"),
-    request: { params: JobIdParam },
-    responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
-  });
-  app.openAPIRegistry.registerPath({
-    method: "get",
-    path: `${JOBS_PATH}/{id}/results`,
-    operationId: "listVerificationJobResults",
-    tags: [JOBS_TAG],
-    summary: "A job's results in input order, readable while it runs",
-    description:
-      "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
-      "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
-      "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
-    security: scopeSecurity("jobs:read"),
-    request: {
-      params: JobIdParam,
-      query: z.object({
-        limit: z.string().optional().openapi({ description: `1..${MAX_PAGE}, default ${DEFAULT_PAGE}` }),
-        cursor: z.string().optional(),
-        format: z.enum(["json", "csv"]).optional(),
-        classification: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.classification.join(", ")}`, example: "valid,risky" }),
-        reason: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.reason.join(", ")} (VerificationReason)`, example: "mailbox_not_found" }),
-      }),
-    },
-    responses: {
-      200: { description: "A page, or the CSV", content: { "application/json": { schema: JobResultsPage }, "text/csv": { schema: z.string() } } },
-      400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}; or a classification or reason outside the vocabulary, named`),
-      404: errorResponse(JOB_MESSAGES.notFound),
-      410: errorResponse(`${JOB_MESSAGES.resultsExpired}: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable)`),
-      ...authenticatedErrorResponses,
-    },
-  });
-  app.openAPIRegistry.registerPath({
-    method: "delete",
-    path: `${JOBS_PATH}/{id}`,
-    operationId: "cancelVerificationJob",
-    tags: [JOBS_TAG],
-    summary: "Cancel a job: no new checks start; results already in stay readable",
-    description:
-      "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
-      "A job that has ended is answered as it is. Idempotent. " +
-      "With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.",
-    security: scopeSecurity("jobs:write"),
-    request: { params: JobIdParam, query: z.object({ purge: z.enum(["true", "false"]).optional().openapi({ description: "true: delete the job's results now" }) }) },
-    responses: {
-      200: json(VerificationJob, "The job as it is now"),
-      400: errorResponse(JOB_MESSAGES.badPurge),
-      404: errorResponse(JOB_MESSAGES.notFound),
-      ...authenticatedErrorResponses,
-    },
-  });
+  // The create's body is given by reference (createJobRoute): its schema is registered here by name.
+  app.openAPIRegistry.register("JobCreateRequest", JobCreateRequest);
 }
 
 async function sha256Hex(text: string): Promise<string> {
@@ -190,8 +198,7 @@ async function sha256Hex(text: string): Promise<string> {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function idempotencyKey(c: Context<AppEnv>): string | null {
-  const raw = c.req.header("idempotency-key");
+function idempotencyKey(raw: string | undefined): string | null {
   if (raw === undefined) return null;
   const key = raw.trim();
   if (key === "" || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x20-\x7e]+$/.test(key)) throw new ApiError(400, JOB_MESSAGES.badIdempotencyKey);
@@ -202,14 +209,10 @@ function accepted(c: Context<AppEnv>, job: JobRow) {
   return c.json(jobJson(job), 202, { Location: `${JOBS_PATH}/${job.id}` });
 }
 
-async function create(c: Context<AppEnv>) {
+async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>, rawKey: string | undefined) {
   const config = c.get("config");
   const { accountId } = c.get("auth");
-  const request = await parseJobBody(c.req.header("content-type") ?? "", new Uint8Array(await c.req.arrayBuffer()), {
-    smtp_timeout: c.req.query("smtp_timeout"),
-    callback_url: c.req.query("callback_url"),
-    retention_seconds: c.req.query("retention_seconds"),
-  });
+  const request = await parseJobBody(c.req.header("content-type") ?? "", new Uint8Array(await c.req.arrayBuffer()), query);
   const smtpTimeout = parseSmtpTimeout(request.smtpTimeout);
   const retentionSeconds = parseRetentionSeconds(request.retentionSeconds, config.JOB_RETENTION_SECONDS);
   let callbackUrl: string | null = null;
@@ -218,7 +221,7 @@ async function create(c: Context<AppEnv>) {
     if (!checked.ok) throw new ApiError(400, checked.error);
     callbackUrl = checked.url;
   }
-  const key = idempotencyKey(c);
+  const key = idempotencyKey(rawKey);
   // A retention asked for is part of the request (a retry with another is a different request); the default is not.
   const requestHash = await sha256Hex(JSON.stringify([request.addresses, smtpTimeout, callbackUrl, ...(request.retentionSeconds === undefined ? [] : [retentionSeconds])]));
   const db = requestDatabase(c);
@@ -295,8 +298,7 @@ function lineResult(row: ResultRow): JobResult {
 }
 
 /** A filter parameter: comma-separated values of its vocabulary; anything else is 400 naming it. */
-function filterValues(c: Context<AppEnv>, name: keyof typeof JOB_RESULT_FILTERS): string[] {
-  const raw = c.req.query(name);
+function filterValues(raw: string | undefined, name: keyof typeof JOB_RESULT_FILTERS): string[] {
   if (raw === undefined) return [];
   const allowed: readonly string[] = JOB_RESULT_FILTERS[name];
   const values = raw.split(",").map((v) => v.trim());
@@ -304,14 +306,14 @@ function filterValues(c: Context<AppEnv>, name: keyof typeof JOB_RESULT_FILTERS)
   return [...new Set(values)];
 }
 
-async function results(c: Context<AppEnv>) {
-  const wantsCsv = c.req.query("format") === "csv" || (c.req.query("format") === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
+async function results(c: Context<AppEnv>, query: z.infer<typeof jobResultsRoute.request.query>) {
+  const wantsCsv = query.format === "csv" || (query.format === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
   // Parameters first: a bad request costs no database read.
-  const filter: ResultFilter = { classifications: filterValues(c, "classification"), reasons: filterValues(c, "reason") };
+  const filter: ResultFilter = { classifications: filterValues(query.classification, "classification"), reasons: filterValues(query.reason, "reason") };
   const filtered = filter.classifications.length + filter.reasons.length > 0;
   if (!wantsCsv) {
-    const limit = paging.limit(c.req.query("limit"));
-    const from = paging.after(c.req.query("cursor"))?.[0] ?? 0;
+    const limit = paging.limit(query.limit);
+    const from = paging.after(query.cursor)?.[0] ?? 0;
     const job = await jobWithResults(c);
     return c.json(filtered ? await filteredPage(c, job, from, limit, filter) : await page(c, job, from, limit), 200);
   }
@@ -393,16 +395,19 @@ function csvStream(c: Context<AppEnv>, job: JobRow, filter: ResultFilter | null)
 }
 
 export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
-  registerDocs(app);
-  app.post(JOBS_PATH, requireScope("jobs:write"), limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge), create);
-  app.get(`${JOBS_PATH}/:id`, requireScope("jobs:read"), async (c) => c.json(jobJson(await jobOr404(c)), 200));
-  app.get(`${JOBS_PATH}/:id/results`, requireScope("jobs:read"), results);
-  app.delete(`${JOBS_PATH}/:id`, requireScope("jobs:write"), async (c) => {
-    const rawPurge = c.req.query("purge");
-    if (rawPurge !== undefined && !["true", "false"].includes(rawPurge.trim())) throw new ApiError(400, JOB_MESSAGES.badPurge);
-    const purge = rawPurge?.trim() === "true";
+  registerCallbackDocs(app);
+  app.openapi(createJobRoute, (c) => create(c, c.req.valid("query"), c.req.valid("header")["idempotency-key"]));
+  app.openapi(getJobRoute, async (c) => c.json(jobJson(await jobOr404(c)), 200));
+  app.openapi(jobResultsRoute, (c) => results(c, c.req.valid("query")));
+  // purge is the only parameter that can fail here: its own message rather than the generic one.
+  const purgeHook = (result: { success: boolean }): undefined => {
+    if (!result.success) throw new ApiError(400, JOB_MESSAGES.badPurge);
+    return undefined;
+  };
+  app.openapi(cancelJobRoute, async (c) => {
+    const purge = c.req.valid("query").purge === "true";
     const db = requestDatabase(c);
-    const outcome = await cancelJob(db, c.get("auth").accountId, c.req.param("id"));
+    const outcome = await cancelJob(db, c.get("auth").accountId, c.req.valid("param").id);
     if (!outcome) throw new ApiError(404, JOB_MESSAGES.notFound);
     const { cancelled } = outcome;
     // A purge deletes the results now: reads answer 410 at once, the first lines go in this request and any rest in the cron's next runs.
@@ -414,5 +419,5 @@ export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
       );
     }
     return c.json(jobJson(job), 200);
-  });
+  }, purgeHook);
 }

@@ -318,6 +318,16 @@ describe("reading and cancelling", () => {
     }
   });
 
+  it("the query is the route's schema (createRoute): a format other than json or csv, a repeated parameter and a purge other than true or false are 400s naming them", async () => {
+    const { token } = await newAccount(0);
+    const xml = await call(`${PATH}/job_x/results?format=xml`, { token });
+    expect([xml.status, ((await xml.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/^Invalid parameter format: /)]);
+    const twice = await call(`${PATH}?smtp_timeout=5&smtp_timeout=7`, { token, method: "POST", body: JSON.stringify({ email_addresses: ["ana@example.com"] }), headers: { "content-type": "application/json" } });
+    expect([twice.status, ((await twice.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/^Invalid parameter smtp_timeout: /)]);
+    const purge = await call(`${PATH}/job_x?purge=yes`, { token, method: "DELETE" });
+    expect([purge.status, await purge.json()]).toEqual([400, { error: JOB_MESSAGES.badPurge }]);
+  });
+
   it("CSV results: one row per input line, formulas escaped, by format=csv or Accept: text/csv", async () => {
     const { token } = await newAccount(0);
     const job = await created(await postJson(token, { email_addresses: ["=HYPERLINK(x)@ok.test", "+1@ok.test", "-x@ok.test", "@ok.test", "ana@ok.test"] }));
