@@ -74,7 +74,8 @@ export type QueuedCheck = {
   utf8: boolean;
   submittedAt: number;
   retries: number;
-  settled: boolean;
+  /** Answered: its promise resolved, whatever else still holds it (a timer, a transaction in flight). */
+  finished: boolean;
   resolve: (outcome: CheckOutcome) => void;
   timer: NodeJS.Timeout;
   deferTimer: NodeJS.Timeout | undefined;

@@ -117,7 +117,7 @@ export class Destination {
         utf8: needsSmtpUtf8(req.recipient),
         submittedAt: monotonicNow(),
         retries: 0,
-        settled: false,
+        finished: false,
         resolve,
         timer: setTimeout(() => this.#expire(p), Math.max(0, req.deadline - monotonicNow())),
         deferTimer: req.deferAt !== undefined && req.deferAt < req.deadline ? setTimeout(() => this.#defer(p), Math.max(0, req.deferAt - monotonicNow())) : undefined,
@@ -126,7 +126,7 @@ export class Destination {
       };
       const now = monotonicNow();
       const dead = this.#pacing.dead(now);
-      if (dead) return this.#settle(p, dead);
+      if (dead) return this.#finish(p, dead);
       // A domain whose catch-all answer the family's policy knows gets no random address.
       if (req.catchAllCheck && this.ctx.policy.knownNotCatchAll.includes(p.domain) && this.ctx.catchAll.get(p.domain, req.host) === null) {
         this.ctx.catchAll.set(p.domain, req.host, false);
@@ -156,9 +156,9 @@ export class Destination {
     if (this.#queue.length === 0) this.#pool.closeIdle();
   }
 
-  #settle(p: QueuedCheck, outcome: CheckOutcome): void {
-    if (p.settled) return;
-    p.settled = true;
+  #finish(p: QueuedCheck, outcome: CheckOutcome): void {
+    if (p.finished) return;
+    p.finished = true;
     clearTimeout(p.timer);
     clearTimeout(p.deferTimer);
     this.#queue.remove(p);
@@ -185,10 +185,10 @@ export class Destination {
     if (p.req.bulk) {
       countHarvestDeferral();
       countFamilyEvent(heldBy.family, "deferral");
-      return this.#settle(p, { ...blankOutcome(), deferred: true, heldBy });
+      return this.#finish(p, { ...blankOutcome(), deferred: true, heldBy });
     }
     countFamilyEvent(heldBy.family, "budget_spent");
-    this.#settle(p, { ...blankOutcome(), heldBy });
+    this.#finish(p, { ...blankOutcome(), heldBy });
   }
 
   /**
@@ -197,17 +197,17 @@ export class Destination {
    * it until the relief: not a failure).
    */
   #defer(p: QueuedCheck): void {
-    if (p.settled || p.provisional || !p.waitingFor.startsWith("a session")) return;
+    if (p.finished || p.provisional || !p.waitingFor.startsWith("a session")) return;
     const held = this.#held(p, monotonicNow());
     if (held) return this.#answerHeld(p, held);
     if (this.#answeredAt < p.submittedAt) return;
-    this.#settle(p, { ...blankOutcome(), deferred: true });
+    this.#finish(p, { ...blankOutcome(), deferred: true });
   }
 
   #expire(p: QueuedCheck): void {
-    if (p.settled) return;
-    if (p.provisional) return this.#settle(p, p.provisional);
-    this.#settle(p, {
+    if (p.finished) return;
+    if (p.provisional) return this.#finish(p, p.provisional);
+    this.#finish(p, {
       ...blankOutcome(),
       stage: p.waitingFor.startsWith("a reply") ? "rcpt" : "connect",
       failure: { kind: "timeout", message: `deadline reached while waiting for ${p.waitingFor}` },
@@ -323,7 +323,7 @@ export class Destination {
       if (oneDomain && batch.length > 0 && p.domain !== batch[0]!.domain) break;
       if (p.utf8 && !s.smtpUtf8) {
         // Another MX of the domain may offer SMTPUTF8: the walk goes on (stage "ehlo").
-        this.#settle(p, {
+        this.#finish(p, {
           ...blankOutcome(),
           tls: s.tls,
           pipelining: s.pipelining,
@@ -433,7 +433,7 @@ export class Destination {
       mailFrom: this.ctx.config.mailFrom,
       pacing: this.#pacing,
       catchAll: this.ctx.catchAll,
-      settle: (p, outcome) => this.#settle(p, outcome),
+      finish: (p, outcome) => this.#finish(p, outcome),
       answered: (now) => (this.#answeredAt = now),
       ...(testsDeadline !== undefined ? { testsDeadline } : {}),
       catchAllAnswered: (catchAll, now) => this.#catchAllAnswered(catchAll, now),
@@ -448,7 +448,7 @@ export class Destination {
     for (const t of tests) t.harvest?.close(ended);
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
-      if (p.settled) continue;
+      if (p.finished) continue;
       p.retries++;
       p.waitingFor = "a session to this address";
       this.#queue.unshift(p);
@@ -509,6 +509,6 @@ export class Destination {
     };
     // Every check waiting here moves on to its next MX address now, and so will new ones for a moment.
     this.#pacing.connectFailed(outcome, now);
-    for (const p of [...this.#queue]) this.#settle(p, outcome);
+    for (const p of [...this.#queue]) this.#finish(p, outcome);
   }
 }

@@ -19,7 +19,7 @@ import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification-params.ts";
-import { newLines } from "../jobs/new-lines.ts";
+import { prepareLines } from "../jobs/prepare-lines.ts";
 import { requireScope, scoped, scopeSecurity } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobOr404, json, MAX_IDEMPOTENCY_KEY_LENGTH } from "./job-common.ts";
@@ -186,7 +186,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>,
   let job: JobRow;
   try {
     // The syntax checks (most of a second for 100,000 lines) only once the limits have said yes.
-    const lines = await newLines(request.addresses);
+    const lines = await prepareLines(request.addresses);
     // Each transaction of lines may queue behind other uploads' at the database's write lock: it
     // gets a longer wait than an interactive read (a lookup's own timeout is unchanged).
     const linesDb = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS * JOB_WRITE_TIMEOUT_FACTOR);

@@ -2,7 +2,7 @@
  * The answer vocabulary and what each answer proves, in one place (docs/api.md "Reasons"). Every rule about what an
  * answer means reads these tables: the verdict's reason for an SMTP outcome (shared/email/verdict.ts), which answers a
  * job line asks again (edge/jobs/line-policy.ts), which answers bring back, keep or retry a stored address
- * (edge/people-data.ts), and which RCPT replies a receiver's harvest defence counts (probe/harvest-budget.ts).
+ * (edge/personal-data-cron.ts), and which RCPT replies a receiver's harvest defence counts (probe/harvest-budget.ts).
  * A reason or an outcome without a row fails the type check and test/node/answer-meaning.test.ts.
  */
 import type { ProbeOutcome, SmtpOutcome } from "../smtp-outcome.ts";

@@ -1,6 +1,6 @@
 /**
  * One table says what each answer proves (shared/email/reasons.ts); the verdict, the job engine's recheck rule and
- * the probe's harvest accounting read it and agree with it (the stored-address rules: test/workers/people-data.test.ts).
+ * the probe's harvest accounting read it and agree with it (the stored-address rules: test/workers/personal-data-cron.test.ts).
  */
 import { describe, expect, it } from "vitest";
 import { isTemporary } from "../../edge/jobs/line-policy.ts";

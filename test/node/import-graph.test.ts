@@ -114,7 +114,7 @@ describe("the import graph", () => {
     expect(out).toEqual([]);
   });
 
-  it.each(["edge/routes/jobs.ts", "edge/people-data.ts"])("%s starts jobs without loading the consumer that runs them", (file) => {
+  it.each(["edge/routes/jobs.ts", "edge/personal-data-cron.ts"])("%s starts jobs without loading the consumer that runs them", (file) => {
     expect(runtime[file]).toContain("edge/jobs/queue.ts");
     expect(loads(file).has("edge/jobs/consumer.ts")).toBe(false);
   });

@@ -9,7 +9,7 @@ import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
 import { REASON_MEANING, VERIFICATION_REASONS } from "../../shared/email/reasons.ts";
-import { REFRESH_ACCOUNT_ID, runPeopleDataCron, writeStoredEmailAnswers, type PeopleDataConfig } from "../../edge/people-data.ts";
+import { REFRESH_ACCOUNT_ID, runPersonalDataCron, writeStoredEmailAnswers, type PersonalDataConfig } from "../../edge/personal-data-cron.ts";
 import type { JobsQueue } from "../../edge/jobs/queue.ts";
 import { applyJobRetention } from "../../edge/jobs/retention.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
@@ -27,9 +27,9 @@ async function lookup(token: string, query: string) {
 }
 
 /** The cron's personal-data part, with these settings, on the Worker's own queue (the consumer runs the refresh job's turns). */
-async function runCron(settings: Partial<PeopleDataConfig> = {}) {
+async function runCron(settings: Partial<PersonalDataConfig> = {}) {
   const queue = (env as unknown as { JOBS_QUEUE: JobsQueue }).JOBS_QUEUE;
-  await runPeopleDataCron(db, queue, { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400, refreshBatch: 2_000, accessLogRetentionSeconds: 31_536_000, jobRetentionSeconds: 2_592_000, ...settings });
+  await runPersonalDataCron(db, queue, { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400, refreshBatch: 2_000, accessLogRetentionSeconds: 31_536_000, jobRetentionSeconds: 2_592_000, ...settings });
 }
 
 const emailRows = (personId: number) =>
@@ -98,7 +98,7 @@ describe("the access log", () => {
 
 describe("re-verification of stored addresses through the bulk engine", () => {
   /** Only this test's addresses are due; the cron makes a refresh job, the queue runs it on the real probe, the next cron writes its answers. */
-  async function refreshRound(settings: Partial<PeopleDataConfig>) {
+  async function refreshRound(settings: Partial<PersonalDataConfig>) {
     await runCron(settings);
     const deadline = Date.now() + 20_000;
     for (;;) {

@@ -21,7 +21,7 @@ import type { Database } from "./db/client.ts";
 import { deleteInBatches, rowsAffected } from "./db/rows.ts";
 import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
 import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
-import { newLines } from "./jobs/new-lines.ts";
+import { prepareLines } from "./jobs/prepare-lines.ts";
 import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
 import { RESULTS_EXPIRED } from "./jobs/store/job-rows.ts";
 import { newId } from "./lib/tokens.ts";
@@ -49,7 +49,7 @@ const BREAKS_NOT_FOUND_RUN = reasonsProving("mailbox_exists", "accepts_any");
  */
 const INCONCLUSIVE = reasonsProving("nothing_yet");
 
-export type PeopleDataConfig = {
+export type PersonalDataConfig = {
   maxAgeSeconds: number;
   recheckSeconds: number;
   /** Addresses per refresh job (0: no re-verification). */
@@ -67,7 +67,7 @@ export type StoredEmailAnswer = { email: string; classification: string; smtp_ou
  * Writes answers to every stored row of each address (any person), by the rules above. An answer no newer than
  * what a row holds changes nothing, so writing the same answers twice is harmless.
  */
-export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: Pick<PeopleDataConfig, "maxAgeSeconds" | "recheckSeconds">): Promise<number> {
+export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: Pick<PersonalDataConfig, "maxAgeSeconds" | "recheckSeconds">): Promise<number> {
   const recheckMs = config.recheckSeconds * 1000;
   const maxAgeMs = config.maxAgeSeconds * 1000;
   let updated = 0;
@@ -105,7 +105,7 @@ export async function writeStoredEmailAnswers(db: Database, answers: StoredEmail
 type DoneLine = { position: number; email: string; result: string; reason: string | null; classification: string; checked_at: number };
 
 /** Writes the answers of refresh jobs that have ended, then lets retention delete them (the job row goes once its lines have). */
-async function applyEndedRefreshJobs(db: Database, config: PeopleDataConfig): Promise<{ jobs: number; addresses: number; rows: number }> {
+async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): Promise<{ jobs: number; addresses: number; rows: number }> {
   const ended = await db.all<{ id: string }>(sql`select id from verification_jobs
     where account_id = ${REFRESH_ACCOUNT_ID} and status in ('completed', 'cancelled') and results_expired = ${RESULTS_EXPIRED.held} and writing = 0
     order by completed_at limit ${REFRESH_JOBS_APPLIED_PER_RUN}`);
@@ -132,7 +132,7 @@ async function applyEndedRefreshJobs(db: Database, config: PeopleDataConfig): Pr
 }
 
 /** When no refresh job is running: the addresses due, oldest first, claimed for REFRESH_CLAIM_MS and put in a new one. */
-async function startRefreshJob(db: Database, queue: JobsQueue, config: PeopleDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
+async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
   const [running] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs
     where account_id = ${REFRESH_ACCOUNT_ID} and (status in ('queued', 'running') or writing = 1)`);
   if (Number(running?.n ?? 0) > 0) return { job: null, addresses: 0 };
@@ -159,12 +159,12 @@ async function startRefreshJob(db: Database, queue: JobsQueue, config: PeopleDat
     { maxRunning: Number.MAX_SAFE_INTEGER, maxLinesPerDay: Number.MAX_SAFE_INTEGER },
   );
   if (started.kind !== "started") return { job: null, addresses: 0 };
-  const job = await writeJobLines(db, id, await newLines(emails));
+  const job = await writeJobLines(db, id, await prepareLines(emails));
   if (job.status !== "completed") await enqueueTurns(queue, id, emails.length);
   return { job: id, addresses: emails.length };
 }
 
-export type PeopleDataReport = {
+export type PersonalDataReport = {
   refresh_jobs_applied: number;
   refresh_answers_written: number;
   refresh_job_started: string | null;
@@ -180,7 +180,7 @@ async function deleteOld(db: Database, table: "person_access_log" | "erasure_not
 }
 
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */
-export async function runPeopleDataCron(db: Database, queue: JobsQueue, config: PeopleDataConfig, now = Date.now()): Promise<PeopleDataReport> {
+export async function runPersonalDataCron(db: Database, queue: JobsQueue, config: PersonalDataConfig, now = Date.now()): Promise<PersonalDataReport> {
   const applied = await applyEndedRefreshJobs(db, config);
   const started = config.refreshBatch > 0 ? await startRefreshJob(db, queue, config, now) : { job: null, addresses: 0 };
   const before = now - config.accessLogRetentionSeconds * 1000;
