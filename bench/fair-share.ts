@@ -25,6 +25,7 @@ import type { Zone } from "../test/fixtures/doh-server.ts";
 import { PROBE_SETTINGS } from "../probe/config.ts";
 import { startPostfix } from "../test/interop/servers/postfix.ts";
 import { childCounters, startJobsStack } from "./child.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const EDGE_PORT = 8799;
 /** The mail server's address (the fixture listens on every address; Postfix on this one). */
@@ -192,7 +193,7 @@ export function fairShareMarkdown(r: FairShareResult): string {
   ].join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: {
       big: { type: "string", default: "2000" },

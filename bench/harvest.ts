@@ -28,6 +28,7 @@ import { startUdpDnsServer } from "./dns-udp-server.ts";
 import { PEERS, type Peer } from "./peer-verify.ts";
 import { ensurePeers, runPeerTool } from "./peers-run.ts";
 import { SYSTEM_DNS_HOST } from "./verify-fixtures.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const EDGE_PORT = 8793;
 const PROBE_PORT = 8792;
@@ -208,7 +209,7 @@ export function harvestMarkdown(r: HarvestResult): string {
   ].join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({ options: { lines: { type: "string", default: "2000" }, scale: { type: "string", default: "60" } } });
   const result = await runHarvest({ lines: Number(values.lines), scale: Number(values.scale), log: (m) => process.stderr.write(`${m}\n`) });
   process.stdout.write(`${harvestMarkdown(result)}\n`);

@@ -24,6 +24,7 @@ import { ensurePeers, runPeerTool } from "./peers-run.ts";
 import { buildProbeBundle, peakRssMiB, probeOnce, startProbeProcess, type ProbeSigning } from "./probe-process.ts";
 import { median, spread } from "./stats.ts";
 import { SYSTEM_DNS_HOST } from "./verify-fixtures.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 /** The last commit before the probe had a scheduler: one conversation per check, four at a time per destination. */
 export const BEFORE_SCHEDULER = "c048eab";
@@ -175,7 +176,7 @@ export function hotDomainMarkdown(r: HotDomainResult): string {
   return lines.join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: { reps: { type: "string", default: "3" }, checks: { type: "string", default: "500" }, "delay-ms": { type: "string", default: "20" } },
   });

@@ -19,9 +19,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { root } from "./child.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const MIB = 1024 * 1024;
 const BODY_BYTES = 10 * MIB;
@@ -112,7 +112,7 @@ export function jobUploadMarkdown(rows: UploadRow[]): string {
   ].join("\n");
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({ options: { impl: { type: "string", default: "edge/jobs/input.ts" } } });
   process.stdout.write(`${jobUploadMarkdown(await runJobUpload({ impl: values.impl, log: (m) => process.stderr.write(`${m}\n`) }))}\n`);
 }

@@ -20,12 +20,12 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { pathToFileURL } from "node:url";
 import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
 import { seedSamplePeople } from "../scripts/lib/samples.ts";
 import { root as ourRoot, startChild, stopChild } from "./child.ts";
 import { percentile } from "./stats.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const { unstable_startWorker } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
 const HIT = "/v1/people?profnet_id=1001";
@@ -159,7 +159,7 @@ export function jobsCreateLoadMarkdown(rows: { label: string; result: CreateLoad
   ].join("\n");
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: {
       jobs: { type: "string", default: "10" },

@@ -21,6 +21,7 @@ import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
 import { childCounters, startJobsStack } from "./child.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const EDGE_PORT = 8797;
 const PROBE_PORT = 8796;
@@ -181,6 +182,6 @@ export function scaleListArgs(): { addresses: number; domains: number; delayMs: 
   return { addresses: Number(values.addresses), domains: Number(values.domains), delayMs: Number(values["delay-ms"]), seed: Number(values.seed) };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   console.log(jobsScaleMarkdown(await runJobsScale({ ...scaleListArgs(), log: (m) => process.stderr.write(`${m}\n`) })));
 }

@@ -17,6 +17,7 @@ import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
 import { timedPool } from "./pool.ts";
 import type { Truth } from "./verify-list.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 export const PEERS = ["email-verify", "@emailcheck/email-validator-js"] as const;
 export type Peer = (typeof PEERS)[number];
@@ -98,7 +99,7 @@ async function run(tool: Peer, emails: string[], concurrency: number): Promise<P
   return { tool, concurrency, wallMs, cpuSeconds: (cpu.user + cpu.system) / 1e6, peakRssMiB: process.resourceUsage().maxRSS / 1024, answers: results };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: { tool: { type: "string" }, list: { type: "string" }, concurrency: { type: "string", default: "50" } },
   });

@@ -18,6 +18,7 @@ import { importPeople } from "../scripts/admin/people-import.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { childCounters, startJobsStack } from "./child.ts";
 import { buildScaleList, scaleListArgs } from "./jobs-scale.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const EDGE_PORT = 8795;
 const PROBE_PORT = 8794;
@@ -207,6 +208,6 @@ export function peopleRefreshMarkdown(r: PeopleRefreshResult): string {
   ].join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   console.log(peopleRefreshMarkdown(await runPeopleRefresh({ ...scaleListArgs(), log: (m) => process.stderr.write(`${m}\n`) })));
 }

@@ -25,6 +25,7 @@ import { root, startChild, stopChild } from "./child.ts";
 import { buildProbeBundle, peakRssMiB, probeOnce, startProbeProcess } from "./probe-process.ts";
 import { probeScaleMarkdown } from "./probe-scale-report.ts";
 import { percentile } from "./stats.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const DESTINATIONS = 2_000;
 /** The "one domain" rows are run at these levels only: beyond, the per-destination RCPT rate makes every check wait past its deadline. */
@@ -188,7 +189,7 @@ export async function runProbeBench(opts: { levels: number[]; checks: number; de
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: {
       levels: { type: "string", default: "1,50,500,2000" },

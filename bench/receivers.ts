@@ -34,6 +34,7 @@ import { receiverPolicy } from "../shared/email/receiver-policy.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
 import { RECEIVER_MX } from "../test/fixtures/receiver-fixtures.ts";
 import { buildList, reasonCounts, removeBundleDir, startReceiverStack, truthOf, type Api, type StackOptions } from "./receiver-stack.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 const EDGE_PORT = 8805;
 
@@ -353,7 +354,7 @@ function pairs(list: string[] | undefined): Record<string, string> {
   }));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: {
       scenario: { type: "string", default: "all" },

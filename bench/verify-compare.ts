@@ -35,6 +35,7 @@ import { timedPool } from "./pool.ts";
 import { median, percentile, spread } from "./stats.ts";
 import { SYSTEM_DNS_HOST } from "./verify-fixtures.ts";
 import { buildVerificationList, GREYLIST_REPLY, POLICY_REPLY, TRUTH, type AddressKind, type Truth, type VerificationList } from "./verify-list.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 export const OURS = "This API (Worker + probe)";
 const TOOLS = [OURS, "email-verify", "@emailcheck/email-validator-js"] as const;
@@ -477,7 +478,7 @@ export function jobComparisonMarkdown(r: VerifyComparison): string {
   return lines.join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: {
       reps: { type: "string", default: "3" },

@@ -12,6 +12,7 @@ import { startDohServer } from "../test/fixtures/doh-server.ts";
 import { startMailServer, type RunningServer } from "../test/fixtures/smtp-servers.ts";
 import { startUdpDnsServer } from "./dns-udp-server.ts";
 import { buildVerificationList, GREYLIST_REPLY, POLICY_REPLY, type DomainSpec } from "./verify-list.ts";
+import { isMainModule } from "../scripts/lib/main-module.ts";
 
 export const SYSTEM_DNS_HOST = "127.0.53.53";
 const SMTP_PORT = 25;
@@ -32,7 +33,7 @@ function mailServerFor(domain: DomainSpec, delayMs: number): Promise<RunningServ
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({ options: { seed: { type: "string", default: "5" }, "delay-ms": { type: "string", default: "20" } } });
   const list = buildVerificationList(Number(values.seed));
   const delayMs = Number(values["delay-ms"]);

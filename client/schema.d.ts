@@ -597,6 +597,31 @@ export interface components {
             /** @description true once the results were deleted (retention, or DELETE with purge=true); counts and summary stay */
             results_expired: boolean;
         };
+        JobCreateRequest: {
+            /**
+             * @description The addresses, one per line of the job, in order; 1 to 100,000, each at most 320 bytes of UTF-8. Repeats are checked once; a line that fails the syntax check is answered invalid in place.
+             * @example [
+             *       "ana@example.com",
+             *       "ben@example.org"
+             *     ]
+             */
+            email_addresses: string[];
+            /**
+             * @description Integer seconds 1..60, default 10
+             * @example 10
+             */
+            smtp_timeout?: number | string;
+            /**
+             * @description Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default 2,592,000, thirty days); 0: until the callback was delivered, or one hour
+             * @example 86400
+             */
+            retention_seconds?: number | string;
+            /**
+             * @description An https URL that receives the finished job, signed (Standard Webhooks)
+             * @example https://example.com/hooks/verification
+             */
+            callback_url?: string | null;
+        };
         ApiKeyRollRequest: {
             /** @description How long the old key keeps working; default 86400 (24 hours) */
             overlap_seconds?: number;
@@ -862,31 +887,6 @@ export interface components {
                 /** @description Lines submitted in the last 24 hours, cancelled and all-invalid jobs included */
                 lines_last_24h: number;
             };
-        };
-        JobCreateRequest: {
-            /**
-             * @description The addresses, one per line of the job, in order; 1 to 100,000, each at most 320 bytes of UTF-8. Repeats are checked once; a line that fails the syntax check is answered invalid in place.
-             * @example [
-             *       "ana@example.com",
-             *       "ben@example.org"
-             *     ]
-             */
-            email_addresses: string[];
-            /**
-             * @description Integer seconds 1..60, default 10
-             * @example 10
-             */
-            smtp_timeout?: number | string;
-            /**
-             * @description Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default 2,592,000, thirty days); 0: until the callback was delivered, or one hour
-             * @example 86400
-             */
-            retention_seconds?: number | string;
-            /**
-             * @description An https URL that receives the finished job, signed (Standard Webhooks)
-             * @example https://example.com/hooks/verification
-             */
-            callback_url?: string | null;
         };
         JobResultsPage: {
             results: components["schemas"]["JobResult"][];

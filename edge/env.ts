@@ -6,7 +6,7 @@ import { z } from "zod";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import type { Caller } from "./caller.ts";
 import type { Database } from "./db/client.ts";
-import type { JobsQueue } from "./jobs/consumer.ts";
+import type { JobsQueue } from "./jobs/queue.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
 
 /** The part of the Rate Limiting binding we use (workerd's RateLimit). */

@@ -8,7 +8,7 @@ import { loadConfig, type Bindings } from "./env.ts";
 import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/consumer.ts";
 import { applyJobRetention } from "./jobs/retention.ts";
 import { describeError, writeLog } from "./log.ts";
-import { runPeopleDataCron } from "./people-data.ts";
+import { runPersonalDataCron } from "./personal-data-cron.ts";
 import { recordExpiredKeys } from "./db/keys.ts";
 import { deleteOldAuditEvents } from "./routes/audit-events.ts";
 import { deleteEndedSignInData } from "./db/members.ts";
@@ -50,7 +50,7 @@ export default {
       writeLog("error", { event: "stalled_work_check_failed", error: describeError(error) });
     }
     try {
-      const report = await runPeopleDataCron(deps.db, deps.queue, {
+      const report = await runPersonalDataCron(deps.db, deps.queue, {
         maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS,
         recheckSeconds: config.EMAIL_RECHECK_SECONDS,
         refreshBatch: config.EMAIL_REFRESH_BATCH,

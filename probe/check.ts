@@ -3,7 +3,6 @@
  * caller asks (CheckRequest), what it gets back (CheckOutcome), and the check while it waits in a
  * destination's queue or rides a transaction (QueuedCheck).
  */
-import { countDestinationEvent } from "./metrics.ts";
 import type { HarvestRcpt } from "./harvest-budget.ts";
 import { randomBytes } from "node:crypto";
 import type { SmtpReply } from "./smtp/reply.ts";
@@ -75,7 +74,8 @@ export type QueuedCheck = {
   utf8: boolean;
   submittedAt: number;
   retries: number;
-  settled: boolean;
+  /** Answered: its promise resolved, whatever else still holds it (a timer, a transaction in flight). */
+  finished: boolean;
   resolve: (outcome: CheckOutcome) => void;
   timer: NodeJS.Timeout;
   deferTimer: NodeJS.Timeout | undefined;
@@ -118,16 +118,4 @@ export function blankOutcome(): CheckOutcome {
     deferred: false,
     heldBy: null,
   };
-}
-
-/** What a destination did that an operator should see: pushed back, tarpitted, or spent our unknown-recipient budget. */
-export type DestinationEvent = "backoff" | "tarpit" | "harvest_budget";
-
-/**
- * An operator's line about a mail server that pushed back: its IP address and what happened, never a
- * recipient. One JSON object per line, like the rest of the probe's logs.
- */
-export function destinationEvent(event: DestinationEvent, address: string, fields: Record<string, string | number>): void {
-  countDestinationEvent(event);
-  console.warn(JSON.stringify({ level: "warn", msg: `destination ${event}`, destination: address, ...fields }));
 }

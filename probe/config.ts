@@ -4,7 +4,7 @@
  */
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
-import { normalizeDnsName } from "../edge/mx/doh.ts";
+import { normalizeDnsName } from "../shared/doh.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
 import { RECEIVER_FAMILIES, receiverPolicy } from "../shared/email/receiver-policy.ts";
@@ -59,9 +59,44 @@ export function canonicalPublicIp(value: string): string | null {
   return address.toString();
 }
 
+/**
+ * One item of PROBE_ORIGIN as `new URL(url).origin` spells it (what the Worker signs), or null when it is not
+ * an http(s) origin: scheme, host and port, with nothing after them but an optional "/".
+ */
+function httpOrigin(text: string): string | null {
+  if (!URL.canParse(text)) return null;
+  const url = new URL(text);
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== text.replace(/\/$/, "").toLowerCase()) return null;
+  return url.origin;
+}
+
 /** The probe's settings as environment variables: names, bounds and defaults (docs/probe.md lists them from here). */
 export const PROBE_SETTINGS = z.object({
   PORT: int(0, 65535, 8788),
+  /**
+   * The origins (comma-separated) of the URLs the Worker calls this probe at, such as https://probe1.example.com
+   * behind its TLS proxy: a request's signature must be made for one of them. Unset: the probe's own loopback URLs.
+   */
+  PROBE_ORIGIN: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .optional()
+      .transform((value, ctx) => {
+        if (value === undefined) return undefined;
+        const origins: string[] = [];
+        for (const item of list(value)) {
+          const origin = httpOrigin(item);
+          if (origin === null) {
+            ctx.addIssue({ code: "custom", message: `PROBE_ORIGIN must be URL origins (scheme, host and port only) such as https://probe1.example.com, comma-separated; "${item.slice(0, 80)}" is not one` });
+            return z.NEVER;
+          }
+          origins.push(origin);
+        }
+        if (origins.length === 0) ctx.addIssue({ code: "custom", message: "PROBE_ORIGIN must list at least one origin" });
+        return origins;
+      }),
+  ),
   /** Where the HTTP service listens; 0.0.0.0 in a container, 127.0.0.1 under `npm start`. */
   PROBE_LISTEN_HOST: z.preprocess(emptyToUndefined, z.string().default("0.0.0.0")),
   PROBE_SECRET: z.string({ message: "PROBE_SECRET is required" }).superRefine((secret, ctx) => {
@@ -262,6 +297,8 @@ const probeConfigSchema = (requirePublicIps: boolean) => PROBE_SETTINGS
   .transform((c) => ({
     port: c.PORT,
     listenHost: c.PROBE_LISTEN_HOST,
+    /** PROBE_ORIGIN; undefined: the probe's loopback URLs (startProbeServer works them out once it has a port). */
+    origins: c.PROBE_ORIGIN,
     metricsListen: metricsListen(c.PROBE_METRICS_LISTEN),
     secret: c.PROBE_SECRET,
     heloName: c.PROBE_HELO_NAME.toLowerCase(),

@@ -18,7 +18,7 @@
  *   of the queue while the address backs off.
  */
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, budgetLaneOf, destinationEvent, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
+import { blankOutcome, budgetLaneOf, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
 import type { ProbeConfig } from "./config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
@@ -28,7 +28,7 @@ import { runTransaction, type CatchAllTest } from "./transaction.ts";
 import { monotonicNow } from "./clock.ts";
 import { FairQueue, type Lane } from "./fair-queue.ts";
 import { CATCH_ALL_LANE, type HarvestBudget } from "./harvest-budget.ts";
-import { countFamilyEvent, countHarvestDeferral } from "./metrics.ts";
+import { countFamilyEvent, countHarvestDeferral, destinationEvent } from "./counters.ts";
 import type { AppliedPolicy, FamilyGate } from "./receiver-budgets.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 import { DomainsSeen, type UntrustedNotice } from "./untrusted.ts";
@@ -121,7 +121,7 @@ export class Destination {
         utf8: needsSmtpUtf8(req.recipient),
         submittedAt: monotonicNow(),
         retries: 0,
-        settled: false,
+        finished: false,
         resolve,
         timer: setTimeout(() => this.#expire(p), Math.max(0, req.deadline - monotonicNow())),
         deferTimer: req.deferAt !== undefined && req.deferAt < req.deadline ? setTimeout(() => this.#defer(p), Math.max(0, req.deferAt - monotonicNow())) : undefined,
@@ -131,7 +131,7 @@ export class Destination {
       const now = monotonicNow();
       this.#domainsSeen().add(p.domain, now);
       const dead = this.#pacing.dead(now);
-      if (dead) return this.#settle(p, dead);
+      if (dead) return this.#finish(p, dead);
       // A domain whose catch-all answer the family's policy knows gets no random address.
       if (req.catchAllCheck && this.ctx.policy.knownNotCatchAll.includes(p.domain) && this.ctx.catchAll.get(p.domain, req.host) === null) {
         this.ctx.catchAll.set(p.domain, req.host, false);
@@ -161,9 +161,9 @@ export class Destination {
     if (this.#queue.length === 0) this.#pool.closeIdle();
   }
 
-  #settle(p: QueuedCheck, outcome: CheckOutcome): void {
-    if (p.settled) return;
-    p.settled = true;
+  #finish(p: QueuedCheck, outcome: CheckOutcome): void {
+    if (p.finished) return;
+    p.finished = true;
     clearTimeout(p.timer);
     clearTimeout(p.deferTimer);
     this.#queue.remove(p);
@@ -197,10 +197,10 @@ export class Destination {
     if (p.req.bulk) {
       countHarvestDeferral();
       countFamilyEvent(heldBy.family, "deferral");
-      return this.#settle(p, { ...blankOutcome(), deferred: true, heldBy });
+      return this.#finish(p, { ...blankOutcome(), deferred: true, heldBy });
     }
     countFamilyEvent(heldBy.family, "budget_spent");
-    this.#settle(p, { ...blankOutcome(), heldBy });
+    this.#finish(p, { ...blankOutcome(), heldBy });
   }
 
   /**
@@ -209,17 +209,17 @@ export class Destination {
    * it until the relief: not a failure).
    */
   #defer(p: QueuedCheck): void {
-    if (p.settled || p.provisional || !p.waitingFor.startsWith("a session")) return;
+    if (p.finished || p.provisional || !p.waitingFor.startsWith("a session")) return;
     const held = this.#held(p, monotonicNow());
     if (held) return this.#answerHeld(p, held);
     if (this.#answeredAt < p.submittedAt) return;
-    this.#settle(p, { ...blankOutcome(), deferred: true });
+    this.#finish(p, { ...blankOutcome(), deferred: true });
   }
 
   #expire(p: QueuedCheck): void {
-    if (p.settled) return;
-    if (p.provisional) return this.#settle(p, p.provisional);
-    this.#settle(p, {
+    if (p.finished) return;
+    if (p.provisional) return this.#finish(p, p.provisional);
+    this.#finish(p, {
       ...blankOutcome(),
       stage: p.waitingFor.startsWith("a reply") ? "rcpt" : "connect",
       failure: { kind: "timeout", message: `deadline reached while waiting for ${p.waitingFor}` },
@@ -335,7 +335,7 @@ export class Destination {
       if (oneDomain && batch.length > 0 && p.domain !== batch[0]!.domain) break;
       if (p.utf8 && !s.smtpUtf8) {
         // Another MX of the domain may offer SMTPUTF8: the walk goes on (stage "ehlo").
-        this.#settle(p, {
+        this.#finish(p, {
           ...blankOutcome(),
           tls: s.tls,
           pipelining: s.pipelining,
@@ -445,7 +445,7 @@ export class Destination {
       mailFrom: this.ctx.config.mailFrom,
       pacing: this.#pacing,
       catchAll: this.ctx.catchAll,
-      settle: (p, outcome) => this.#settle(p, outcome),
+      finish: (p, outcome) => this.#finish(p, outcome),
       answered: (now) => (this.#answeredAt = now),
       ...(testsDeadline !== undefined ? { testsDeadline } : {}),
       catchAllAnswered: (catchAll, now) => this.#catchAllAnswered(catchAll, now),
@@ -462,7 +462,7 @@ export class Destination {
     for (const t of tests) t.harvest?.close(ended);
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
-      if (p.settled) continue;
+      if (p.finished) continue;
       p.retries++;
       p.waitingFor = "a session to this address";
       this.#queue.unshift(p);
@@ -551,6 +551,6 @@ export class Destination {
     };
     // Every check waiting here moves on to its next MX address now, and so will new ones for a moment.
     this.#pacing.connectFailed(outcome, now);
-    for (const p of [...this.#queue]) this.#settle(p, outcome);
+    for (const p of [...this.#queue]) this.#finish(p, outcome);
   }
 }

@@ -76,7 +76,7 @@ export class FairQueue<T> {
     return true;
   }
 
-  /** Takes `item` out without it having been served (it settled while waiting): the rotation stays. */
+  /** Takes `item` out without it having been served (it was answered while waiting): the rotation stays. */
   remove(item: T): boolean {
     const tenant = this.laneOf(item);
     const lane = tenant === null ? this.#interactive : this.#tenants.get(tenant);

@@ -20,6 +20,8 @@
  *
  * Pure: no timers, every decision takes `now` (the probe's clock, Unix-scale milliseconds).
  */
+import { outcomeMeaning } from "../shared/email/reasons.ts";
+import type { RcptClass } from "./smtp/classify.ts";
 
 /** The limits one budget applies; the object is the registry's, which may lower or raise them (warm-up). */
 export type BudgetLimits = {
@@ -67,7 +69,7 @@ export class HarvestRcpt {
   /** Still counted: not yet older than the window. */
   inWindow = true;
   /** When its reply came (or it was closed or cancelled): it counts for a window after that. */
-  settledAt: number | null = null;
+  endedAt: number | null = null;
   constructor(
     readonly at: number,
     /** Whose history its answer goes to (CATCH_ALL_LANE for a random address). */
@@ -80,17 +82,17 @@ export class HarvestRcpt {
 
   /** The reply came: refused as an unknown user, or anything else. */
   replied(unknown: boolean, now: number): void {
-    if (this.state === "pending") this.budget.settle(this, unknown ? "unknown" : "known", now);
+    if (this.state === "pending") this.budget.record(this, unknown ? "unknown" : "known", now);
   }
 
   /** Never sent after all (the session was found dead before it went out). */
   cancel(now: number): void {
-    if (this.state === "pending") this.budget.settle(this, "cancelled", now);
+    if (this.state === "pending") this.budget.record(this, "cancelled", now);
   }
 
   /** The transaction ended without a reply to it: sent, not refused as unknown. */
   close(now: number): void {
-    if (this.state === "pending") this.budget.settle(this, "known", now);
+    if (this.state === "pending") this.budget.record(this, "known", now);
   }
 }
 
@@ -170,9 +172,9 @@ export class HarvestBudget {
   }
 
   /** @internal A RCPT's reply (or its absence) moves it out of pending. */
-  settle(r: HarvestRcpt, state: Exclude<RcptState, "pending">, now: number): void {
+  record(r: HarvestRcpt, state: Exclude<RcptState, "pending">, now: number): void {
     r.state = state;
-    r.settledAt = now;
+    r.endedAt = now;
     const lane = this.#lane(r.lane, now);
     lane.pending--;
     if (state !== "cancelled") {
@@ -201,7 +203,7 @@ export class HarvestBudget {
    */
   #expire(now: number): void {
     const since = now - this.limits.unknownWindowMs;
-    while (this.#head < this.#window.length && (this.#window[this.#head]!.settledAt ?? Infinity) <= since) {
+    while (this.#head < this.#window.length && (this.#window[this.#head]!.endedAt ?? Infinity) <= since) {
       const r = this.#window[this.#head++]!;
       r.inWindow = false;
       if (r.state === "cancelled") continue;
@@ -368,7 +370,7 @@ export class HarvestBudget {
     if (paused !== null) return paused;
     const times: number[] = [];
     const oldest = this.#window[this.#head];
-    if (oldest && oldest.settledAt !== null) times.push(oldest.settledAt + this.limits.unknownWindowMs);
+    if (oldest && oldest.endedAt !== null) times.push(oldest.endedAt + this.limits.unknownWindowMs);
     const first = this.#refusals[0];
     if (first !== undefined) times.push(first.at + this.#hourMs);
     return times.length ? Math.max(now + 1, Math.min(...times)) : null;
@@ -426,7 +428,10 @@ export class HarvestBudget {
   }
 }
 
-/** Whether a RCPT reply is the refusal harvest defences count: an unknown user. */
-export function isUnknownUser(cls: string, reply: { code: number; enhanced: string | null }): boolean {
-  return cls === "mailbox_not_found" || (reply.code >= 500 && reply.enhanced !== null && reply.enhanced.startsWith("5.1."));
+/**
+ * Whether a RCPT reply is the refusal harvest defences count: an unknown user, as its class proves
+ * (shared/email/reasons.ts), or any permanent 5.1.x (bad destination mailbox or address) whatever its wording.
+ */
+export function isUnknownUser(cls: RcptClass, reply: { code: number; enhanced: string | null }): boolean {
+  return (cls !== "too_many_recipients" && outcomeMeaning(cls).proves === "no_mailbox") || (reply.code >= 500 && reply.enhanced !== null && reply.enhanced.startsWith("5.1."));
 }

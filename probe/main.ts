@@ -4,7 +4,7 @@
  * their own deadlines (at most 120 s), every SMTP session closed with QUIT, then exit.
  */
 import { loadProbeConfig, ProbeConfigError } from "./config.ts";
-import { parseProbeOrigins, ProbeOriginError, startProbeServer } from "./server.ts";
+import { startProbeServer } from "./server.ts";
 
 // A promise nobody awaited that fails is one check's bug, not a reason to drop every check in
 // flight: log it and keep serving. An uncaught exception is different (Node's state may be
@@ -15,7 +15,7 @@ process.on("unhandledRejection", (reason) => {
 
 try {
   const config = loadProbeConfig(process.env);
-  const probe = await startProbeServer(config, { origins: parseProbeOrigins(process.env.PROBE_ORIGIN), metrics: true });
+  const probe = await startProbeServer(config, { metrics: true });
   console.log(
     JSON.stringify({
       level: "info",
@@ -40,6 +40,6 @@ try {
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
 } catch (err) {
-  console.error(err instanceof ProbeConfigError || err instanceof ProbeOriginError ? err.message : `probe failed to start: ${String(err)}`);
+  console.error(err instanceof ProbeConfigError ? err.message : `probe failed to start: ${String(err)}`);
   process.exit(1);
 }

@@ -1,8 +1,8 @@
 /**
  * The probe's metrics in the Prometheus text format (prom-client), served on PROBE_METRICS_LISTEN (default
  * 127.0.0.1:9788), never on the public port: what an operator of a fleet graphs and alerts on (docs/probe.md
- * "Metrics"). Counters are counted where things happen (a check answered, a RCPT reply read, a destination
- * that pushed back); gauges are read from the scheduler at each scrape. No label carries an address, a domain
+ * "Metrics"). Counters are counted where things happen (probe/counters.ts: a check answered, a RCPT reply read, a
+ * destination that pushed back); gauges are read from the scheduler at each scrape. No label carries an address, a domain
  * or a recipient: outcomes, reply classes and event kinds only. The same listener serves GET /status, the
  * details the public /healthz keeps to itself: the scheduler's figures and the self-audit's findings.
  *
@@ -12,54 +12,11 @@
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { isIP, type AddressInfo } from "node:net";
-import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
-import type { ProbeOutcome } from "../shared/smtp-outcome.ts";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { counters } from "./counters.ts";
 import { AUDIT_CHECKS, type ReputationAudit } from "./reputation.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { monotonicNow } from "./clock.ts";
-
-/** Counters of this process: one probe per process in production. */
-const counters = new Registry();
-
-const checks = new Counter({
-  name: "probe_checks_total",
-  help: "Checks answered, by outcome (accepted, mailbox_not_found, policy_block, temporary_failure, ...); deferred ones handed back unasked",
-  labelNames: ["outcome"] as const,
-  registers: [counters],
-});
-const rcptReplies = new Counter({
-  name: "probe_rcpt_replies_total",
-  help: "Replies to RCPT TO by class (2xx, 4xx, 5xx), catch-all tests included: the 5xx share is what receivers punish",
-  labelNames: ["class"] as const,
-  registers: [counters],
-});
-const destinationEvents = new Counter({
-  name: "probe_destination_events_total",
-  help: "Mail servers that pushed back: backoff (refused or dropped a session, throttled), tarpit (a refusal came late), harvest_budget (our unknown-recipient budget there ran out)",
-  labelNames: ["event"] as const,
-  registers: [counters],
-});
-
-const harvestDeferrals = new Counter({
-  name: "probe_harvest_deferrals_total",
-  help: "Batch checks handed back unasked because their destination had spent its unknown-recipient budget (harvest-aware pacing)",
-  registers: [counters],
-});
-
-const familyEvents = new Counter({
-  name: "probe_family_events_total",
-  help: "By receiver family (shared/email/receiver-policy.ts): rcpt (RCPTs sent), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), not_probed (a family we do not probe)",
-  labelNames: ["family", "event"] as const,
-  registers: [counters],
-});
-
-export type FamilyEvent = "rcpt" | "unknown" | "deferral" | "budget_spent" | "backoff" | "stop" | "not_probed";
-export const countFamilyEvent = (family: string, event: FamilyEvent) => familyEvents.inc({ family, event });
-
-export const countCheck = (outcome: ProbeOutcome | "deferred") => checks.inc({ outcome });
-export const countRcptReply = (code: number) => rcptReplies.inc({ class: `${Math.min(5, Math.max(2, Math.floor(code / 100)))}xx` });
-export const countDestinationEvent = (event: "backoff" | "tarpit" | "harvest_budget") => destinationEvents.inc({ event });
-export const countHarvestDeferral = () => harvestDeferrals.inc();
 
 /** The gauges of one scheduler, read at each scrape. */
 function schedulerGauges(scheduler: Scheduler): Registry {

@@ -4,7 +4,7 @@
  * mailbox stops the walk; a refused connection, a timeout, a refused greeting or a server that
  * breaks the protocol moves on to the next address. Nothing runs past the request's deadline.
  */
-import { countCheck, countFamilyEvent } from "./metrics.ts";
+import { countCheck, countFamilyEvent } from "./counters.ts";
 import type { ProbeAttempt, ProbeOutcome, ProbeRequestParsed, ProbeResponse, SmtpReplySummary } from "../shared/probe-contract.ts";
 import type { ProbeConfig } from "./config.ts";
 import type { CheckOutcome, Scheduler } from "./scheduler.ts";

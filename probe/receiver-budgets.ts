@@ -11,7 +11,7 @@
 import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, familyOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../shared/email/receiver-policy.ts";
 import { HarvestBudget, type BudgetLimits, type BudgetSnapshot } from "./harvest-budget.ts";
 import { Limiter, TokenBucket } from "./limits.ts";
-import { countFamilyEvent } from "./metrics.ts";
+import { countFamilyEvent } from "./counters.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;

@@ -13,7 +13,7 @@
  */
 import ipaddr from "ipaddr.js";
 import { spf } from "mailauth/lib/spf/index.js";
-import { queryDoh, type DohAnswer, type DohRecordType } from "../edge/mx/doh.ts";
+import { queryDoh, type DohAnswer, type DohRecordType } from "../shared/doh.ts";
 import type { ProbeConfig } from "./config.ts";
 
 export type AuditCheck = "ptr" | "fcrdns" | "spf" | "dnsbl";

@@ -24,37 +24,11 @@ export type RunningProbe = {
 };
 
 export type ProbeServerOptions = {
-  /** The origins the Worker signs for (PROBE_ORIGIN); default: this probe's loopback URLs on its port. */
+  /** The origins the Worker signs for; default: the configuration's (PROBE_ORIGIN), else this probe's loopback URLs on its port. */
   origins?: readonly string[];
   /** Start the metrics listener too (PROBE_METRICS_LISTEN), as production does. */
   metrics?: boolean;
 };
-
-/** The error PROBE_ORIGIN's parsing gives, worded for the operator. */
-export class ProbeOriginError extends Error {
-  override name = "ProbeOriginError";
-}
-
-/**
- * PROBE_ORIGIN: the origins (comma-separated) of the URLs the Worker calls this probe at, such as
- * https://probe1.example.com (behind its TLS proxy). Undefined when not set.
- */
-export function parseProbeOrigins(value: string | undefined): string[] | undefined {
-  if (value === undefined || value.trim() === "") return undefined;
-  return value.split(",").map((item) => {
-    const text = item.trim();
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      throw new ProbeOriginError(`PROBE_ORIGIN must be URL origins such as https://probe1.example.com, comma-separated; got ${JSON.stringify(text.slice(0, 80))}`);
-    }
-    if ((url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== text.replace(/\/$/, "")) {
-      throw new ProbeOriginError(`PROBE_ORIGIN must be URL origins (scheme, host and port only) such as https://probe1.example.com; got ${JSON.stringify(text.slice(0, 80))}`);
-    }
-    return url.origin;
-  });
-}
 
 /** Without PROBE_ORIGIN a probe answers requests signed for its own loopback URLs only: a local stack, a test. */
 function loopbackOrigins(listenHost: string, port: number): string[] {
@@ -75,7 +49,7 @@ export async function startProbeServer(config: ProbeConfig, options: ProbeServer
     });
   });
   const { address, port } = server.address() as AddressInfo;
-  service.origins = [...(options.origins ?? loopbackOrigins(config.listenHost, port))];
+  service.origins = [...(options.origins ?? config.origins ?? loopbackOrigins(config.listenHost, port))];
   let metrics: MetricsServer | null = null;
   try {
     if (options.metrics && config.metricsListen) metrics = await startMetricsServer(service, config.metricsListen.host, config.metricsListen.port);

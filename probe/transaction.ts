@@ -5,9 +5,9 @@
  * recipient limit, a session that died when reused) goes to pacing; whether the server pushed back
  * goes to the caller, which backs off and closes the session.
  */
-import { countRcptReply } from "./metrics.ts";
+import { countRcptReply, destinationEvent } from "./counters.ts";
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, destinationEvent, type CheckOutcome, type QueuedCheck } from "./check.ts";
+import { blankOutcome, type CheckOutcome, type QueuedCheck } from "./check.ts";
 import type { Pacing } from "./pacing.ts";
 import type { Slot } from "./session-pool.ts";
 import { classifyRcptReply, isThrottling } from "./smtp/classify.ts";
@@ -25,7 +25,7 @@ export type TransactionDeps = {
   pacing: Pacing;
   catchAll: CatchAllCache;
   /** Answers a check; a check already answered stays as it is. */
-  settle(p: QueuedCheck, outcome: CheckOutcome): void;
+  finish(p: QueuedCheck, outcome: CheckOutcome): void;
   /** The server answered a RCPT: it is working, however slowly. */
   answered(now: number): void;
   /** Every reply to RCPT (`unknown`: refused as an unknown user) and every refusal of MAIL FROM or RSET: the family's rules read them. */
@@ -100,7 +100,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
       return;
     }
     const p = batch[index]!;
-    if (p.settled) return;
+    if (p.finished) return;
     if (cls === "too_many_recipients" || isThrottling(reply)) {
       if (!(cls === "too_many_recipients" && pacing.recipientLimitReached(index, now))) throttled = true;
       if (pacing.mayRetry(p.retries)) return void retry.push(p);
@@ -133,7 +133,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
   });
   for (const t of tests) t.finish(null);
 
-  const unanswered = batch.filter((p) => !p.settled && !retry.includes(p));
+  const unanswered = batch.filter((p) => !p.finished && !retry.includes(p));
   const refusal = result.reset && !isPositive(result.reset) ? result.reset : result.mail && !isPositive(result.mail) ? result.mail : null;
   if (refusal) deps.replied?.(refusal, false, monotonicNow());
   if (refusal && isThrottling(refusal)) {
@@ -144,7 +144,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
   } else if (refusal) {
     // A refused MAIL FROM is about us (our name, our address), never the mailbox: it ends the walk.
     for (const p of unanswered) {
-      deps.settle(p, { ...facts(), stage: "mail", rejectedReply: refusal, failure: { kind: "rejected", message: `mail refused: ${refusal.code}` } });
+      deps.finish(p, { ...facts(), stage: "mail", rejectedReply: refusal, failure: { kind: "rejected", message: `mail refused: ${refusal.code}` } });
     }
   } else if (result.failure) {
     const stale = !firstUse && !sawReply && result.reset === null && result.mail === null && result.failure.kind === "closed";
@@ -156,7 +156,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
       throttled = true;
       retry.push(...unanswered);
     } else {
-      for (const p of unanswered) deps.settle(p, { ...facts(), stage: "rcpt", failure: result.failure });
+      for (const p of unanswered) deps.finish(p, { ...facts(), stage: "rcpt", failure: result.failure });
     }
   }
 
@@ -176,16 +176,16 @@ function answer(p: QueuedCheck, reply: SmtpReply, notFound: boolean, base: () =>
   if (notFound) {
     // A server that refuses one address is not accepting every address; this replaces a cached "yes".
     if (p.req.catchAllCheck) cache.set(p.domain, p.req.host, false);
-    return deps.settle(p, { ...base(), catchAll: p.req.catchAllCheck ? false : null, catchAllCached: false });
+    return deps.finish(p, { ...base(), catchAll: p.req.catchAllCheck ? false : null, catchAllCached: false });
   }
   const known = p.req.catchAllCheck ? cache.get(p.domain, p.req.host) : null;
   const pending = p.req.catchAllCheck && known === null && isPositive(reply) ? cache.pending(p.domain, p.req.host) : null;
-  if (!pending) return deps.settle(p, { ...base(), catchAll: known, catchAllCached: known !== null });
+  if (!pending) return deps.finish(p, { ...base(), catchAll: known, catchAllCached: known !== null });
   // The address is accepted; its answer waits for the random one, but not for long.
   p.provisional = { ...base(), catchAll: null, catchAllCached: false };
   let timer: NodeJS.Timeout | undefined;
   void Promise.race([pending, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), deps.pacing.catchAllWaitMs(replyMs))))]).then((catchAll) => {
     clearTimeout(timer);
-    deps.settle(p, { ...base(), catchAll, catchAllCached: false });
+    deps.finish(p, { ...base(), catchAll, catchAllCached: false });
   });
 }

@@ -23,8 +23,8 @@ import { randomBytes, timingSafeEqual, createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { isMainModule } from "./lib/main-module.ts";
 
 type Db = InstanceType<typeof Database>;
 type HranaValue =
@@ -641,7 +641,7 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+if (isMainModule(import.meta.url)) {
   const { values } = parseArgs({
     options: { file: { type: "string" }, port: { type: "string", default: "8080" }, host: { type: "string", default: "127.0.0.1" } },
   });

@@ -21,6 +21,7 @@ import { Presets, SingleBar } from "cli-progress";
 import { createApiClient, createJobFromCsv, type ApiClient, type Schemas } from "../client/index.ts";
 import { JOB_RESULT_FILTERS } from "../shared/jobs.ts";
 import { writePrivateFile } from "./lib/private-files.ts";
+import { isMainModule } from "./lib/main-module.ts";
 
 /** Between two reads of the job: well inside the job_reads rate limit. */
 const POLL_MS = 2_000;
@@ -166,4 +167,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+if (isMainModule(import.meta.url)) await main();

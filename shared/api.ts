@@ -3,6 +3,7 @@
  * the tests all use these; field names here are the contract and must not drift.
  */
 import { z } from "@hono/zod-openapi";
+import { VERIFICATION_REASONS } from "./email/reasons.ts";
 import { SmtpOutcome } from "./smtp-outcome.ts";
 
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
@@ -181,27 +182,10 @@ export const VerificationDetails = z
 export type VerificationDetails = z.infer<typeof VerificationDetails>;
 
 /**
- * Why a result is what it is, in one word (docs/api.md "Reasons"): the vocabulary of job summaries
- * and result filters. verificationReason (shared/email/verdict.ts) picks it, by this precedence.
+ * Why a result is what it is, in one word (docs/api.md "Reasons"): the vocabulary of job summaries and result filters,
+ * beside what each proves (shared/email/reasons.ts). verificationReason (shared/email/verdict.ts) picks it.
  */
-export const VERIFICATION_REASONS = [
-  "syntax",
-  "no_mail_domain",
-  "mailbox_not_found",
-  "typo",
-  "disposable",
-  "catch_all",
-  "policy_block",
-  "temporary_failure",
-  "mailbox_full",
-  "connection_failed",
-  "smtp_inconclusive",
-  "receiver_budget_spent",
-  "provider_forbids_probing",
-  "dns_failure",
-  "no_smtp_check",
-  "deliverable",
-] as const;
+export { VERIFICATION_REASONS };
 export const VerificationReason = z.enum(VERIFICATION_REASONS).openapi("VerificationReason", {
   description: "Why the result is what it is, in one word; the vocabulary of job summaries and result filters (docs/api.md, Reasons)",
 });

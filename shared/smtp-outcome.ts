@@ -2,8 +2,8 @@
  * The SMTP outcome of one address, one vocabulary from the socket to the JSON (docs/api.md, the
  * smtp_outcome table): what the mail server said (ProbeOutcome, in the probe's answer), or why no
  * probe answered (ProbeCallFailure); the public `details.smtp_outcome` is one of the two, the second
- * with a `probe_` prefix. The probe's reply classifier, the Worker's verdict, the job engine's
- * recheck rule and the OpenAPI document all read these lists; nothing spells an outcome by hand.
+ * with a `probe_` prefix. The probe's reply classifier, the Worker's verdict and the OpenAPI document read
+ * these lists; what each outcome proves is shared/email/reasons.ts's table; nothing spells an outcome by hand.
  */
 import { z } from "zod";
 
@@ -50,6 +50,3 @@ export const SmtpOutcome = z.enum([...ProbeOutcome.options, ...ProbeCallFailure.
 export type SmtpOutcome = z.infer<typeof SmtpOutcome>;
 
 export const smtpOutcomeOfCallFailure = (failure: ProbeCallFailure): SmtpOutcome => `probe_${failure}`;
-
-/** Outcomes that may differ when asked again later: a job line with one of these is rechecked once. */
-export const TEMPORARY_SMTP_OUTCOMES: ReadonlySet<SmtpOutcome> = new Set<SmtpOutcome>(["temporary_failure", "timeout"]);

@@ -2,9 +2,9 @@
  * Account, key and credit operations behind the admin CLI (and the tests' seeding). They take a
  * Drizzle database so they run the same against a local file, the local libSQL server, or Turso.
  */
-import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { desc, eq, sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
-import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "../jobs/webhook.ts";
+import { accountWebhookSecret } from "../jobs/webhook-secret.ts";
 import { isInternalAccount } from "../internal-accounts.ts";
 import { decodeScopes, SCOPES, type Scope } from "../../shared/scopes.ts";
 import { newId } from "../lib/tokens.ts";
@@ -132,29 +132,9 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
   };
 }
 
-/**
- * The account's webhook signing secret ("whsec_" + base64), made on first use; with `rotate`, a new
- * one replaces it (callbacks already queued are signed with the new one when they go out). Stored
- * sealed under WEBHOOK_SECRET_KEY (`keyBase64`); one stored plain before sealing existed is sealed
- * now, in place.
- */
+/** The account's webhook signing secret (edge/jobs/webhook-secret.ts), made on first use; with `rotate`, a new one. */
 export async function webhookSecret(db: Db, accountId: string, keyBase64: string | undefined, rotate = false): Promise<{ secret: string }> {
-  const fresh = generateWebhookSecret();
-  const sealed = await sealWebhookSecret(fresh, accountId, keyBase64);
-  // Set only when missing (or rotating): two first uses at once keep one secret, not two.
-  await db
-    .update(accounts)
-    .set({ webhookSecret: sealed })
-    .where(rotate ? eq(accounts.id, accountId) : and(eq(accounts.id, accountId), isNull(accounts.webhookSecret)));
-  const [row] = await db.select({ stored: accounts.webhookSecret }).from(accounts).where(eq(accounts.id, accountId));
-  if (!row?.stored) throw new AdminError(`No account ${accountId}`);
-  const secret = await openWebhookSecret(row.stored, accountId, keyBase64);
-  if (!isSealed(row.stored)) {
-    // Guarded by the old value: a rotation meanwhile wins.
-    await db
-      .update(accounts)
-      .set({ webhookSecret: await sealWebhookSecret(secret, accountId, keyBase64) })
-      .where(and(eq(accounts.id, accountId), eq(accounts.webhookSecret, row.stored)));
-  }
+  const secret = await accountWebhookSecret(db, accountId, keyBase64, rotate);
+  if (secret === null) throw new AdminError(`No account ${accountId}`);
   return { secret };
 }

@@ -7,7 +7,7 @@
  * CALLBACK_TIMEOUT_MS. docs/jobs.md "Callbacks" says what is left: the window between our lookup and the
  * runtime's own (DNS rebinding), and how a self-hosted runtime closes it.
  */
-import { queryDoh } from "../mx/doh.ts";
+import { queryDoh } from "../../shared/doh.ts";
 import { checkTarget } from "../../shared/targets.ts";
 import { JOB_INPUT_ERRORS } from "../../shared/jobs.ts";
 import { signWebhook } from "./webhook.ts";

@@ -13,7 +13,7 @@ import { probeOrder, rankingKey } from "../probe-client.ts";
 import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
 import { callProbeBatch } from "./probe-batch.ts";
-import type { ClaimedLine, LineAnswer } from "./store.ts";
+import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
 
 export type CheckLinesConfig = {
   dohUrl: string;
@@ -78,7 +78,7 @@ export async function checkLines(
   }
 
   /** An answer in hand: done, or its recheck. */
-  const settle = (line: Line, result: ReturnType<typeof completeVerification>) => {
+  const answerOrRecheck = (line: Line, result: ReturnType<typeof completeVerification>) => {
     const outcome = afterAnswer(line.claimed, result, config.recheckDelaySeconds);
     if (outcome.kind === "recheck") return answer({ position: line.claimed.position, kind: "recheck", result, recheckAt: outcome.recheckAt });
     return answer({ position: line.claimed.position, kind: "done", result });
@@ -92,16 +92,16 @@ export async function checkLines(
   for (const line of lines) {
     const unprobed = line.mx ? unprobedAnswer(familyOf(line.mx)) : null;
     if (unprobed) {
-      await settle(line, completeVerification(line.prepared, line.dns, unprobed));
+      await answerOrRecheck(line, completeVerification(line.prepared, line.dns, unprobed));
       continue;
     }
     if (line.mx && waitedTooLong(line.claimed, config.receiverWaitMaxMs)) {
-      await settle(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent")));
+      await answerOrRecheck(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent")));
       continue;
     }
     if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret || overClaimed(line.claimed)) {
       const reason = config.probeUrls.length === 0 || !config.probeSecret ? "not_configured" : "unreachable";
-      await settle(line, completeVerification(line.prepared, line.dns, line.mx ? { ok: false, reason, ms: 0 } : null));
+      await answerOrRecheck(line, completeVerification(line.prepared, line.dns, line.mx ? { ok: false, reason, ms: 0 } : null));
       continue;
     }
     const probe = probeFor(config.probeUrls, line);
@@ -111,7 +111,7 @@ export async function checkLines(
   await Promise.all(
     [...toProbe].map(async ([probeUrl, probeLines]) => {
       for (let start = 0; start < probeLines.length; start += PROBE_MAX_BATCH_ADDRESSES) {
-        await askProbe(probeUrl, probeLines.slice(start, start + PROBE_MAX_BATCH_ADDRESSES), config, settle, answer, untrust);
+        await askProbe(probeUrl, probeLines.slice(start, start + PROBE_MAX_BATCH_ADDRESSES), config, answerOrRecheck, answer, untrust);
       }
     }),
   );
@@ -136,7 +136,7 @@ async function askProbe(
   probeUrl: string,
   lines: Line[],
   config: CheckLinesConfig,
-  settle: (line: Line, result: ReturnType<typeof completeVerification>) => Promise<void>,
+  answerOrRecheck: (line: Line, result: ReturnType<typeof completeVerification>) => Promise<void>,
   answer: (a: LineAnswer) => Promise<void>,
   untrust: (notice: UntrustedAnswers) => Promise<void>,
 ): Promise<void> {
@@ -167,8 +167,8 @@ async function askProbe(
         const next = afterDeferral(line.claimed, probeLine.retry_after_ms, config.receiverWaitMaxMs);
         if (next.kind === "defer") await answer({ position: line.claimed.position, kind: "defer" });
         else if (next.kind === "park") await answer({ position: line.claimed.position, kind: "park", until: next.until, waitingOn: probeLine.waiting_on ?? null });
-        else await settle(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent", { retryAfterMs: probeLine.retry_after_ms })));
-      } else await settle(line, completeVerification(line.prepared, line.dns, { ok: true, response: probeLine.result, ms: probeLine.result.elapsed_ms }));
+        else await answerOrRecheck(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent", { retryAfterMs: probeLine.retry_after_ms })));
+      } else await answerOrRecheck(line, completeVerification(line.prepared, line.dns, { ok: true, response: probeLine.result, ms: probeLine.result.elapsed_ms }));
     }
   });
   for (const [email, emailLines] of byEmail) {
@@ -176,7 +176,7 @@ async function askProbe(
     for (const line of emailLines) {
       // The probe did not answer for this line: back to pending, unless it has failed too often.
       if (afterProbeFailure(line.claimed) === "release") await answer({ position: line.claimed.position, kind: "release" });
-      else await settle(line, completeVerification(line.prepared, line.dns, { ok: false, reason: end.ok ? "bad_response" : end.reason, ms: 0 }));
+      else await answerOrRecheck(line, completeVerification(line.prepared, line.dns, { ok: false, reason: end.ok ? "bad_response" : end.reason, ms: 0 }));
     }
   }
 }

@@ -7,7 +7,7 @@
  */
 import { JobMessage } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
-import { webhookSecret } from "../db/admin.ts";
+import { accountWebhookSecret } from "./webhook-secret.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
 import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
 import { answerWriter } from "./answer-writer.ts";
@@ -17,29 +17,14 @@ import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
 import { probeTenant } from "../probe-client.ts";
 import { UNTRUSTED_RECHECK_DELAY_MS, untrustValids } from "./untrusted.ts";
-import {
-  bulkCandidates,
-  callbackAccount,
-  CHUNK_SIZE,
-  claimTurns,
-  deleteAbandonedJobs,
-  jobById,
-  jobJson,
-  newLease,
-  recordCallback,
-  renewClaims,
-  stalledWork,
-  writeAnswers,
-  type ClaimedLine,
-  type JobRow,
-  type Lease,
-} from "./store.ts";
+import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cleanup.ts";
+import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
+import { claimTurns, newLease, renewClaims, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
+import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
+import { CHUNK_SIZE, enqueueTurns, type JobsQueue } from "./queue.ts";
 
-/** The parts of a Queues producer binding (workerd's Queue) that jobs use. */
-export type JobsQueue = {
-  send(body: JobMessage, options?: { delaySeconds?: number }): Promise<unknown>;
-  sendBatch(messages: { body: JobMessage; delaySeconds?: number }[]): Promise<unknown>;
-};
+// Where it was first declared (edge/jobs/queue.ts declares it now).
+export type { JobsQueue };
 
 /** The parts of a delivered message (workerd's Message) that the consumer uses. */
 export type DeliveredMessage = { readonly body: unknown; ack(): void; retry(options?: { delaySeconds?: number }): void };
@@ -67,16 +52,6 @@ export type JobsDeps = {
  * go within this time, and the next message or the cron gives them to another.
  */
 export const CLAIM_LEASE_MS = 30_000;
-/** Queue messages per send (the Queues limit for sendBatch is 100). */
-const SEND_BATCH = 100;
-
-/** Puts turns of bulk work on the queue, one per CHUNK_SIZE lines: at creation, after a run (what line-policy sends back), and from the cron. */
-export async function enqueueTurns(queue: JobsQueue, job: string, lines: number, delaySeconds = 0): Promise<void> {
-  const turns = Math.ceil(lines / CHUNK_SIZE);
-  for (let i = 0; i < turns; i += SEND_BATCH) {
-    await queue.sendBatch(Array.from({ length: Math.min(SEND_BATCH, turns - i) }, () => ({ body: { kind: "work" as const, job }, delaySeconds })));
-  }
-}
 
 /** What one delivery's turns claimed of one job, and the messages that paid for it (none: taken for an idle account). */
 type JobWork = { job: JobRow; lines: ClaimedLine[]; messages: DeliveredMessage[] };
@@ -213,18 +188,20 @@ async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Prom
   // A disabled account's callback waits, pending and not counted as an attempt; the cron sends it
   // once the account is enabled again.
   if (!account?.active) return;
-  let secret: string;
+  let secret: string | null;
   try {
     secret =
       account.storedSecret !== null && isSealed(account.storedSecret)
         ? await openWebhookSecret(account.storedSecret, job.account_id, deps.webhookSecretKey)
-        : (await webhookSecret(deps.db, job.account_id, deps.webhookSecretKey)).secret;
+        : await accountWebhookSecret(deps.db, job.account_id, deps.webhookSecretKey);
   } catch (error) {
     if (!(error instanceof WebhookKeyError)) throw error;
     // A configuration error: logged, and the attempt fails like any other, to be retried.
     writeLog("error", { event: "webhook_secret_unavailable", job_id: jobId, error: describeError(error) });
     return failCallback(deps, jobId, attempt, "callback not signed: WEBHOOK_SECRET_KEY is missing or wrong");
   }
+  // The account is gone (deleted since the callback account was read): nobody to sign for.
+  if (secret === null) return;
   const delivery = await deliverCallback({
     url: job.callback_url,
     secret,

@@ -9,7 +9,7 @@
  * consumers run in many isolates at once, and a count that only they maintain would drift with every
  * one that dies. Pure: it plans a delivery's turns (`take`), and the caller claims them in one go.
  */
-import type { BulkCandidate } from "./store.ts";
+import type { BulkCandidate } from "./store/scheduling.ts";
 
 type Account = { id: string; inHand: number; lastTurn: number; jobs: Job[] };
 type Job = { id: string; account: Account; due: number; lastTurn: number; createdAt: number };

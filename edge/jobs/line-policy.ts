@@ -17,7 +17,8 @@
  * database error), `probeFailures` (only releases) and whether the line is on its recheck. Only
  * probe failures move a line to another probe, so a recheck goes where greylisting remembers us.
  */
-import { TEMPORARY_SMTP_OUTCOMES, type SmtpOutcome } from "../../shared/smtp-outcome.ts";
+import { outcomeMeaning, REASON_MEANING } from "../../shared/email/reasons.ts";
+import type { SmtpOutcome } from "../../shared/smtp-outcome.ts";
 import type { EmailVerificationResult } from "../../shared/api.ts";
 
 export const LINE_POLICY = {
@@ -44,10 +45,13 @@ export type LineOutcome =
   | { kind: "park"; until: number }
   | { kind: "release" };
 
-/** An answer that may change if asked again: a temporary SMTP outcome, or an assumption after a DNS failure. */
+/**
+ * An answer that may change if asked again (shared/email/reasons.ts, recheckSoon): by its SMTP outcome (a 4xx, a
+ * timeout), or an assumption after a DNS failure, whatever reason comes first in precedence.
+ */
 export function isTemporary(result: EmailVerificationResult): boolean {
   const outcome = result.details?.smtp_outcome as SmtpOutcome | null | undefined;
-  return (outcome != null && TEMPORARY_SMTP_OUTCOMES.has(outcome)) || result.score_details.dns_failed_assumption === true;
+  return (outcome != null && outcomeMeaning(outcome).recheckSoon) || (result.score_details.dns_failed_assumption === true && REASON_MEANING.dns_failure.recheckSoon);
 }
 
 /** An answer in hand: done, or a recheck when it is temporary, this was the first try and rechecks are on. */

@@ -11,7 +11,9 @@
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { jobById, RESULTS_EXPIRED, type JobRow } from "./store.ts";
+import { deleteInBatches, rowsAffected } from "../db/rows.ts";
+import { jobById, RESULTS_EXPIRED, type JobRow } from "./store/job-rows.ts";
+import { deleteFirstLines } from "./store/lines.ts";
 
 /** Lines per delete statement. */
 export const LINES_PER_DELETE = 5_000;
@@ -24,22 +26,10 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000;
 /** retention_seconds = 0 and no callback: results are kept this long after the job ended. */
 export const ZERO_RETENTION_GRACE_MS = 3_600_000;
 
-const rowsAffected = (result: unknown) => Number((result as { rowsAffected?: number }).rowsAffected ?? 0);
-
 /** Deletes up to `max` of an expired job's lines, LINES_PER_DELETE per statement; marks it deleted once none is left. Returns the lines deleted. */
 async function deleteLines(db: Database, jobId: string, max: number): Promise<number> {
-  let deleted = 0;
-  while (deleted < max) {
-    const n = rowsAffected(
-      await db.run(sql`delete from verification_job_items where job_id = ${jobId}
-        and position < (select coalesce(min(position), 0) + ${Math.min(LINES_PER_DELETE, max - deleted)} from verification_job_items where job_id = ${jobId})`),
-    );
-    deleted += n;
-    if (n === 0) {
-      await db.run(sql`update verification_jobs set results_expired = ${RESULTS_EXPIRED.deleted} where id = ${jobId} and results_expired = ${RESULTS_EXPIRED.deleting}`);
-      break;
-    }
-  }
+  const { deleted, exhausted } = await deleteInBatches((limit) => deleteFirstLines(db, jobId, limit), LINES_PER_DELETE, max);
+  if (exhausted) await db.run(sql`update verification_jobs set results_expired = ${RESULTS_EXPIRED.deleted} where id = ${jobId} and results_expired = ${RESULTS_EXPIRED.deleting}`);
   return deleted;
 }
 

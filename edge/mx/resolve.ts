@@ -4,7 +4,7 @@
  * that do not exist, or a DNS failure (the caller then assumes the MX). The whole resolution stays
  * within `deadlineMs`, and nothing here throws.
  */
-import { queryDoh, type DohAnswer, type DohRecordType, type DohSuccess } from "./doh.ts";
+import { queryDoh, type DohAnswer, type DohRecordType, type DohSuccess } from "../../shared/doh.ts";
 import { TtlCache } from "../../shared/ttl-cache.ts";
 
 export type MailHost = { host: string; preference: number; addresses: string[] };

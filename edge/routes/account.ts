@@ -5,7 +5,8 @@ import { AccountInfo } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
-import { HOLDS_RUNNING_SLOT, LINE_QUOTA_WINDOW_MS } from "../jobs/store.ts";
+import { LINE_QUOTA_WINDOW_MS } from "../jobs/store/job-creation.ts";
+import { HOLDS_RUNNING_SLOT } from "../jobs/store/job-rows.ts";
 import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
 

@@ -7,9 +7,10 @@ import { sql } from "drizzle-orm";
 import { AuditPage, AuditQuery, type AUDIT_ACTIONS } from "../../shared/keys.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../lib/errors.ts";
 import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { deleteInBatches } from "../db/rows.ts";
+import { cursorPaging } from "../lib/paging.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 500;
@@ -35,34 +36,16 @@ const auditRoute = createRoute({
   },
 });
 
-/** A cursor is the last event's id, made opaque so clients do not build their own. */
-const encodeCursor = (id: number) => btoa(`a:${id}`).replace(/=+$/, "");
-function decodeCursor(raw: string | undefined): number | null {
-  if (raw === undefined || raw === "") return null;
-  let text = "";
-  try {
-    text = atob(raw);
-  } catch {
-    throw new ApiError(400, AUDIT_MESSAGES.badCursor);
-  }
-  const match = /^a:(\d{1,15})$/.exec(text);
-  if (!match) throw new ApiError(400, AUDIT_MESSAGES.badCursor);
-  return Number(match[1]);
-}
-
-function parseLimit(raw: string | undefined): number {
-  if (raw === undefined || raw === "") return DEFAULT_LIMIT;
-  if (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_LIMIT) throw new ApiError(400, AUDIT_MESSAGES.badLimit);
-  return Number(raw);
-}
+/** A cursor is the last event's id. */
+const paging = cursorPaging({ tag: "a", fields: 1, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT, badCursor: AUDIT_MESSAGES.badCursor, badLimit: AUDIT_MESSAGES.badLimit });
 
 type EventRow = { id: number; action: string; actor: string; target: string | null; details: string; request_id: string | null; created_at: number };
 
 export function registerAuditRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(auditRoute, async (c) => {
     const query = c.req.valid("query");
-    const before = decodeCursor(query.cursor);
-    const limit = parseLimit(query.limit);
+    const before = paging.after(query.cursor)?.[0] ?? null;
+    const limit = paging.limit(query.limit);
     // One more than the page, to know whether another follows.
     const rows = await requestDatabase(c).all<EventRow>(sql`
       select id, action, actor, target, details, request_id, created_at from audit_events
@@ -79,14 +62,14 @@ export function registerAuditRoute(app: OpenAPIHono<AppEnv>): void {
         request_id: r.request_id,
         created_at: new Date(Number(r.created_at)).toISOString(),
       })),
-      next_cursor: rows.length > limit ? encodeCursor(Number(page.at(-1)!.id)) : null,
+      next_cursor: rows.length > limit ? paging.cursor(Number(page.at(-1)!.id)) : null,
     };
     return c.json(body, 200);
   });
 }
 
-/** For the cron: deletes events older than the retention, a bounded number per run. */
-export async function deleteOldAuditEvents(db: { run(q: ReturnType<typeof sql>): Promise<{ rowsAffected: number }> }, before: number, maxRows = 10_000): Promise<number> {
-  const result = await db.run(sql`delete from audit_events where id in (select id from audit_events where created_at < ${before} order by id limit ${maxRows})`);
-  return result.rowsAffected;
+/** For the cron: deletes events older than the retention, a bounded number per run, 5,000 per statement. */
+export async function deleteOldAuditEvents(db: { run(q: ReturnType<typeof sql>): Promise<unknown> }, before: number, maxRows = 10_000): Promise<number> {
+  const deleteUpTo = (limit: number) => db.run(sql`delete from audit_events where id in (select id from audit_events where created_at < ${before} order by id limit ${limit})`);
+  return (await deleteInBatches(deleteUpTo, 5_000, maxRows)).deleted;
 }

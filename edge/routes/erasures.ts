@@ -11,6 +11,7 @@ import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { cursorPaging } from "../lib/paging.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1_000;
@@ -51,26 +52,7 @@ function parseSince(raw: string | undefined): number {
 }
 
 /** The cursor: the last notice's time and id, so a page resumes after it whatever is erased meanwhile. */
-const encodeCursor = (erasedAt: number, id: number) => btoa(`e:${erasedAt}:${id}`).replace(/=+$/, "");
-function decodeCursor(raw: string | undefined): { erasedAt: number; id: number } | null {
-  if (raw === undefined || raw === "") return null;
-  let text = "";
-  try {
-    text = atob(raw);
-  } catch {
-    throw new ApiError(400, ERASURE_MESSAGES.badCursor);
-  }
-  const m = /^e:(\d{1,15}):(\d{1,15})$/.exec(text);
-  if (!m) throw new ApiError(400, ERASURE_MESSAGES.badCursor);
-  return { erasedAt: Number(m[1]), id: Number(m[2]) };
-}
-
-function parseLimit(raw: string | undefined): number {
-  if (raw === undefined || raw.trim() === "") return DEFAULT_LIMIT;
-  const n = /^[0-9]{1,4}$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-  if (!(n >= 1 && n <= MAX_LIMIT)) throw new ApiError(400, ERASURE_MESSAGES.badLimit);
-  return n;
-}
+const paging = cursorPaging({ tag: "e", fields: 2, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT, badCursor: ERASURE_MESSAGES.badCursor, badLimit: ERASURE_MESSAGES.badLimit });
 
 type NoticeRow = { id: number; profnet_id: number | null; profnet_public_identifier: string | null; codehost_id: number | null; codehost_login: string | null; erased_at: number };
 
@@ -78,14 +60,14 @@ export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(erasuresRoute, async (c) => {
     const query = c.req.valid("query");
     const since = parseSince(query.since);
-    const after = decodeCursor(query.cursor);
-    const limit = parseLimit(query.limit);
+    const [afterAt, afterId] = paging.after(query.cursor) ?? [];
+    const limit = paging.limit(query.limit);
     const { accountId } = c.get("auth");
     // One row past the page says whether another follows; the (account_id, erased_at, id) index serves it.
     const rows = await requestDatabase(c).all<NoticeRow>(sql`
       select id, profnet_id, profnet_public_identifier, codehost_id, codehost_login, erased_at from erasure_notices
       where account_id = ${accountId} and erased_at >= ${since}
-        ${after ? sql`and (erased_at > ${after.erasedAt} or (erased_at = ${after.erasedAt} and id > ${after.id}))` : sql``}
+        ${afterAt !== undefined ? sql`and (erased_at > ${afterAt} or (erased_at = ${afterAt} and id > ${afterId}))` : sql``}
       order by erased_at, id limit ${limit + 1}`);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
@@ -98,7 +80,7 @@ export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
           codehost_login: r.codehost_login,
           erased_at: new Date(Number(r.erased_at)).toISOString(),
         })),
-        next_cursor: rows.length > limit && last ? encodeCursor(Number(last.erased_at), Number(last.id)) : null,
+        next_cursor: rows.length > limit && last ? paging.cursor(Number(last.erased_at), Number(last.id)) : null,
       },
       200,
     );

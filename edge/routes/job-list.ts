@@ -9,7 +9,7 @@ import { sql } from "drizzle-orm";
 import { VerificationJob } from "../../shared/jobs.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { jobJson, type JobRow } from "../jobs/store.ts";
+import { jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";

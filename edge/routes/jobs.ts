@@ -1,76 +1,111 @@
 /**
- * Bulk verification jobs (docs/jobs.md "Bulk verification jobs"): create from JSON or CSV, read the job,
- * read its results in input order (JSON pages or CSV) while it runs, cancel it. The work itself
+ * Bulk verification jobs (docs/jobs.md "Bulk verification jobs"): create from JSON or CSV, read the job, cancel it;
+ * its results in input order are job-results.ts. The work itself
  * runs on the queue (edge/jobs/consumer.ts); the database is the source of truth.
  */
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { z } from "@hono/zod-openapi";
-import type { EmailVerificationResult } from "../../shared/api.ts";
-import { JOB_INPUT_ERRORS, JOB_LIMITS, JOB_RESULT_FILTERS, JobCreateQuery, JobCreateRequest, JobResultsPage, VerificationJob, type JobResult } from "../../shared/jobs.ts";
+import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateQuery, JobCreateRequest, VerificationJob } from "../../shared/jobs.ts";
 import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
-import { enqueueTurns } from "../jobs/consumer.ts";
-import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
+import { enqueueTurns } from "../jobs/queue.ts";
 import { parseJobBody, parseRetentionSeconds } from "../jobs/input.ts";
 import { purgeResults } from "../jobs/retention.ts";
-import {
-  cancelJob,
-  doneRowsQuery,
-  findJob,
-  firstUnansweredQuery,
-  giveUpCreate,
-  jobJson,
-  resultRowsQuery,
-  startJob,
-  writeJobLines,
-  type JobRow,
-  type NewLine,
-  type ResultFilter,
-  type ResultRow,
-} from "../jobs/store.ts";
-import { mxProvider } from "../../shared/email/mx-providers.ts";
-import { verificationReason } from "../../shared/email/verdict.ts";
+import { giveUpCreate, startJob, writeJobLines } from "../jobs/store/job-creation.ts";
+import { cancelJob, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification-params.ts";
-import { newLines } from "../jobs/new-lines.ts";
-import { requireScope, scopeSecurity } from "../scopes.ts";
+import { prepareLines } from "../jobs/prepare-lines.ts";
+import { requireScope, scoped, scopeSecurity } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobOr404, json, MAX_IDEMPOTENCY_KEY_LENGTH } from "./job-common.ts";
+import { registerJobResultsRoute } from "./job-results.ts";
 
-export const JOBS_PATH = "/v1/email_verification_jobs";
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 1_000;
-const CSV_PAGE = 1_000;
-const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+export { JOB_MESSAGES, JOBS_PATH, JOBS_TAG };
+
 /** A job's lines are written with this many times DATABASE_TIMEOUT_MS per transaction. */
 const JOB_WRITE_TIMEOUT_FACTOR = 4;
 
-export const JOB_MESSAGES = {
-  notFound: "No job found",
-  idempotencyConflict: "This Idempotency-Key was already used for a different job",
-  badIdempotencyKey: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
-  badLimit: `limit must be an integer between 1 and ${MAX_PAGE}`,
-  badCursor: "Invalid cursor",
-  resultsExpired: "Job results have expired",
-  badPurge: "purge must be true or false",
-  badFilter: (name: string, value: string, allowed: readonly string[]) => `Unknown ${name} "${value}": expected one or more of ${allowed.join(", ")}, comma-separated`,
-  tooManyRunning: (max: number) => `Too many jobs running: an account may have ${max} queued or running at once; wait for one to finish or cancel one`,
-  dailyQuota: (max: number, used: number) =>
-    `Daily line quota exceeded: an account may submit ${max.toLocaleString("en")} lines per 24 hours (JOB_MAX_LINES_PER_DAY); ${used.toLocaleString("en")} were submitted in the last 24 hours`,
-  stillCreating: "The job with this Idempotency-Key is still being created; retry in a few seconds",
-} as const;
+const jobAnswer = { ...json(VerificationJob, "The job"), headers: { Location: { schema: { type: "string" as const }, description: "The job's URL" } } };
 
-const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
-/** The OpenAPI tag of the job operations and the job callback. */
-export const JOBS_TAG = "Bulk verification jobs";
+export const createJobRoute = createRoute({
+  method: "post",
+  path: JOBS_PATH,
+  operationId: "createVerificationJob",
+  tags: [JOBS_TAG],
+  summary: "Create a bulk verification job",
+  description:
+    "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
+    `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. ` +
+    "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
+    "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
+    "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
+  security: scopeSecurity("jobs:write"),
+  middleware: [requireScope("jobs:write"), limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge)] as const,
+  request: {
+    query: JobCreateQuery,
+    headers: z.object({ "idempotency-key": z.string().optional() }),
+    body: {
+      required: true,
+      content: {
+        // By reference, not as a schema to validate with: the body (JSON or CSV, up to the limits above) is read by
+        // parseJobBody, bounded and with the messages docs/jobs.md gives, not by the framework's JSON validator.
+        "application/json": { schema: { $ref: "#/components/schemas/JobCreateRequest" } },
+        "text/csv": { schema: z.string().openapi({ description: "A header row with a column named email_address or email (any case), else the first column is used" }) },
+      },
+    },
+  },
+  responses: {
+    202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
+    400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key`),
+    409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
+    413: errorResponse(`${JOB_INPUT_ERRORS.bodyTooLarge}; or ${JOB_INPUT_ERRORS.tooManyAddresses}`),
+    415: errorResponse(JOB_INPUT_ERRORS.unsupported),
+    ...authenticatedErrorResponses,
+    429: errorResponse("Rate limit exceeded; too many jobs running for the account (JOB_MAX_RUNNING); or the account's daily line quota (JOB_MAX_LINES_PER_DAY) exceeded. Retry-After says when to try again"),
+  },
+});
 
-const JobIdParam = z.object({ id: z.string().openapi({ example: "job_Qx3m9TtGkZ0lJ2rA" }) });
+export const getJobRoute = createRoute({
+  method: "get",
+  path: `${JOBS_PATH}/{id}`,
+  operationId: "getVerificationJob",
+  tags: [JOBS_TAG],
+  summary: "A bulk verification job: status, progress and counts",
+  description:
+    "The job as it is now: status, lines answered, counts and a summary by classification and by reason (kept in the same writes as the answers), " +
+    "and where it stands in the scheduling (queue). Another account's job and no job at all are the same 404.",
+  ...scoped("jobs:read"),
+  request: { params: JobIdParam },
+  responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
+});
 
-function registerDocs(app: OpenAPIHono<AppEnv>): void {
+export const cancelJobRoute = createRoute({
+  method: "delete",
+  path: `${JOBS_PATH}/{id}`,
+  operationId: "cancelVerificationJob",
+  tags: [JOBS_TAG],
+  summary: "Cancel a job: no new checks start; results already in stay readable",
+  description:
+    "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
+    "A job that has ended is answered as it is. Idempotent. " +
+    "With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.",
+  ...scoped("jobs:write"),
+  request: { params: JobIdParam, query: z.object({ purge: z.enum(["true", "false"]).optional().openapi({ description: "true: delete the job's results now" }) }) },
+  responses: {
+    200: json(VerificationJob, "The job as it is now"),
+    400: errorResponse(JOB_MESSAGES.badPurge),
+    404: errorResponse(JOB_MESSAGES.notFound),
+    ...authenticatedErrorResponses,
+  },
+});
+
+/** The job callback, in the document's webhooks: sent by the queue consumer (edge/jobs/callback.ts), not a route. */
+function registerCallbackDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerWebhook({
     method: "post",
     path: "verificationJobEnded",
@@ -97,103 +132,8 @@ function registerDocs(app: OpenAPIHono<AppEnv>): void {
       200: { description: "Received (any 2xx): no more attempts for this event" },
     },
   });
-
-  const jobAnswer = { ...json(VerificationJob, "The job"), headers: { Location: { schema: { type: "string" as const }, description: "The job's URL" } } };
-  app.openAPIRegistry.registerPath({
-    method: "post",
-    path: JOBS_PATH,
-    operationId: "createVerificationJob",
-    tags: [JOBS_TAG],
-    summary: "Create a bulk verification job",
-    description:
-      "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
-      `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. ` +
-      "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
-      "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
-      "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
-    security: scopeSecurity("jobs:write"),
-    request: {
-      query: JobCreateQuery,
-      headers: z.object({ "idempotency-key": z.string().optional() }),
-      body: {
-        required: true,
-        content: {
-          "application/json": { schema: JobCreateRequest },
-          "text/csv": { schema: z.string().openapi({ description: "A header row with a column named email_address or email (any case), else the first column is used" }) },
-        },
-      },
-    },
-    responses: {
-      202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-      400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key`),
-      409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
-      413: errorResponse(`${JOB_INPUT_ERRORS.bodyTooLarge}; or ${JOB_INPUT_ERRORS.tooManyAddresses}`),
-      415: errorResponse(JOB_INPUT_ERRORS.unsupported),
-      ...authenticatedErrorResponses,
-      429: errorResponse("Rate limit exceeded; too many jobs running for the account (JOB_MAX_RUNNING); or the account's daily line quota (JOB_MAX_LINES_PER_DAY) exceeded. Retry-After says when to try again"),
-    },
-  });
-  app.openAPIRegistry.registerPath({
-    method: "get",
-    path: `${JOBS_PATH}/{id}`,
-    operationId: "getVerificationJob",
-    tags: [JOBS_TAG],
-    summary: "A bulk verification job: status, progress and counts",
-    description:
-      "The job as it is now: status, lines answered, counts and a summary by classification and by reason (kept in the same writes as the answers), " +
-      "and where it stands in the scheduling (queue). Another account's job and no job at all are the same 404.",
-    security: scopeSecurity("jobs:read"),
-    request: { params: JobIdParam },
-    responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
-  });
-  app.openAPIRegistry.registerPath({
-    method: "get",
-    path: `${JOBS_PATH}/{id}/results`,
-    operationId: "listVerificationJobResults",
-    tags: [JOBS_TAG],
-    summary: "A job's results in input order, readable while it runs",
-    description:
-      "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
-      "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
-      "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
-    security: scopeSecurity("jobs:read"),
-    request: {
-      params: JobIdParam,
-      query: z.object({
-        limit: z.string().optional().openapi({ description: `1..${MAX_PAGE}, default ${DEFAULT_PAGE}` }),
-        cursor: z.string().optional(),
-        format: z.enum(["json", "csv"]).optional(),
-        classification: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.classification.join(", ")}`, example: "valid,risky" }),
-        reason: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.reason.join(", ")} (VerificationReason)`, example: "mailbox_not_found" }),
-      }),
-    },
-    responses: {
-      200: { description: "A page, or the CSV", content: { "application/json": { schema: JobResultsPage }, "text/csv": { schema: z.string() } } },
-      400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}; or a classification or reason outside the vocabulary, named`),
-      404: errorResponse(JOB_MESSAGES.notFound),
-      410: errorResponse(`${JOB_MESSAGES.resultsExpired}: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable)`),
-      ...authenticatedErrorResponses,
-    },
-  });
-  app.openAPIRegistry.registerPath({
-    method: "delete",
-    path: `${JOBS_PATH}/{id}`,
-    operationId: "cancelVerificationJob",
-    tags: [JOBS_TAG],
-    summary: "Cancel a job: no new checks start; results already in stay readable",
-    description:
-      "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
-      "A job that has ended is answered as it is. Idempotent. " +
-      "With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.",
-    security: scopeSecurity("jobs:write"),
-    request: { params: JobIdParam, query: z.object({ purge: z.enum(["true", "false"]).optional().openapi({ description: "true: delete the job's results now" }) }) },
-    responses: {
-      200: json(VerificationJob, "The job as it is now"),
-      400: errorResponse(JOB_MESSAGES.badPurge),
-      404: errorResponse(JOB_MESSAGES.notFound),
-      ...authenticatedErrorResponses,
-    },
-  });
+  // The create's body is given by reference (createJobRoute): its schema is registered here by name.
+  app.openAPIRegistry.register("JobCreateRequest", JobCreateRequest);
 }
 
 async function sha256Hex(text: string): Promise<string> {
@@ -201,8 +141,7 @@ async function sha256Hex(text: string): Promise<string> {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function idempotencyKey(c: Context<AppEnv>): string | null {
-  const raw = c.req.header("idempotency-key");
+function idempotencyKey(raw: string | undefined): string | null {
   if (raw === undefined) return null;
   const key = raw.trim();
   if (key === "" || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x20-\x7e]+$/.test(key)) throw new ApiError(400, JOB_MESSAGES.badIdempotencyKey);
@@ -213,14 +152,10 @@ function accepted(c: Context<AppEnv>, job: JobRow) {
   return c.json(jobJson(job), 202, { Location: `${JOBS_PATH}/${job.id}` });
 }
 
-async function create(c: Context<AppEnv>) {
+async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>, rawKey: string | undefined) {
   const config = c.get("config");
   const { accountId } = c.get("auth");
-  const request = await parseJobBody(c.req.header("content-type") ?? "", new Uint8Array(await c.req.arrayBuffer()), {
-    smtp_timeout: c.req.query("smtp_timeout"),
-    callback_url: c.req.query("callback_url"),
-    retention_seconds: c.req.query("retention_seconds"),
-  });
+  const request = await parseJobBody(c.req.header("content-type") ?? "", new Uint8Array(await c.req.arrayBuffer()), query);
   const smtpTimeout = parseSmtpTimeout(request.smtpTimeout);
   const retentionSeconds = parseRetentionSeconds(request.retentionSeconds, config.JOB_RETENTION_SECONDS);
   let callbackUrl: string | null = null;
@@ -229,7 +164,7 @@ async function create(c: Context<AppEnv>) {
     if (!checked.ok) throw new ApiError(400, checked.error);
     callbackUrl = checked.url;
   }
-  const key = idempotencyKey(c);
+  const key = idempotencyKey(rawKey);
   // A retention asked for is part of the request (a retry with another is a different request); the default is not.
   const requestHash = await sha256Hex(JSON.stringify([request.addresses, smtpTimeout, callbackUrl, ...(request.retentionSeconds === undefined ? [] : [retentionSeconds])]));
   const db = requestDatabase(c);
@@ -251,7 +186,7 @@ async function create(c: Context<AppEnv>) {
   let job: JobRow;
   try {
     // The syntax checks (most of a second for 100,000 lines) only once the limits have said yes.
-    const lines = await newLines(request.addresses);
+    const lines = await prepareLines(request.addresses);
     // Each transaction of lines may queue behind other uploads' at the database's write lock: it
     // gets a longer wait than an interactive read (a lookup's own timeout is unchanged).
     const linesDb = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS * JOB_WRITE_TIMEOUT_FACTOR);
@@ -274,165 +209,20 @@ async function create(c: Context<AppEnv>) {
   return accepted(c, job);
 }
 
-async function jobOr404(c: Context<AppEnv>): Promise<JobRow> {
-  const job = await findJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id") ?? "");
-  // Another account's job and no job at all look the same.
-  if (!job) throw new ApiError(404, JOB_MESSAGES.notFound);
-  return job;
-}
-
-/** The job whose results are asked for: 410 once they were deleted (retention, or a purge). */
-async function jobWithResults(c: Context<AppEnv>): Promise<JobRow> {
-  const job = await jobOr404(c);
-  if (Number(job.results_expired) > 0) throw new ApiError(410, JOB_MESSAGES.resultsExpired);
-  return job;
-}
-
-const encodeCursor = (position: number) => btoa(`p:${position}`).replace(/=+$/, "");
-function decodeCursor(raw: string | undefined): number {
-  if (raw === undefined || raw === "") return 0;
-  let text: string;
-  try {
-    text = atob(raw);
-  } catch {
-    throw new ApiError(400, JOB_MESSAGES.badCursor);
-  }
-  const m = /^p:(\d{1,9})$/.exec(text);
-  if (!m) throw new ApiError(400, JOB_MESSAGES.badCursor);
-  return Number(m[1]);
-}
-
-function pageLimit(raw: string | undefined): number {
-  if (raw === undefined || raw.trim() === "") return DEFAULT_PAGE;
-  const value = raw.trim();
-  const n = /^[0-9]{1,4}$/.test(value) ? Number(value) : Number.NaN;
-  if (!(n >= 1 && n <= MAX_PAGE)) throw new ApiError(400, JOB_MESSAGES.badLimit);
-  return n;
-}
-
-/** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked. */
-function lineResult(row: ResultRow): JobResult {
-  const stored = JSON.parse(row.result!) as EmailVerificationResult;
-  return {
-    ...stored,
-    // Results stored before mx_provider existed get it from their MX hosts, by the same table.
-    ...(stored.details ? { details: { ...stored.details, mx_provider: stored.details.mx_provider ?? mxProvider(stored.details.mx_hosts) } } : {}),
-    email: lineEmail(row.email),
-    // Results stored before `reason` existed get it from the same rules.
-    reason: stored.reason ?? verificationReason(stored),
-    checked_at: new Date(Number(row.checked_at ?? 0)).toISOString(),
-  };
-}
-
-/** A filter parameter: comma-separated values of its vocabulary; anything else is 400 naming it. */
-function filterValues(c: Context<AppEnv>, name: keyof typeof JOB_RESULT_FILTERS): string[] {
-  const raw = c.req.query(name);
-  if (raw === undefined) return [];
-  const allowed: readonly string[] = JOB_RESULT_FILTERS[name];
-  const values = raw.split(",").map((v) => v.trim());
-  for (const value of values) if (!allowed.includes(value)) throw new ApiError(400, JOB_MESSAGES.badFilter(name, value.slice(0, 40), allowed));
-  return [...new Set(values)];
-}
-
-async function results(c: Context<AppEnv>) {
-  const wantsCsv = c.req.query("format") === "csv" || (c.req.query("format") === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
-  // Parameters first: a bad request costs no database read.
-  const filter: ResultFilter = { classifications: filterValues(c, "classification"), reasons: filterValues(c, "reason") };
-  const filtered = filter.classifications.length + filter.reasons.length > 0;
-  if (!wantsCsv) {
-    const limit = pageLimit(c.req.query("limit"));
-    const from = decodeCursor(c.req.query("cursor"));
-    const job = await jobWithResults(c);
-    return c.json(filtered ? await filteredPage(c, job, from, limit, filter) : await page(c, job, from, limit), 200);
-  }
-  const job = await jobWithResults(c);
-  return csvStream(c, job, filtered ? filter : null);
-}
-
-const finishedJob = (job: JobRow) => job.status === "completed" || job.status === "cancelled";
-
-function pageBody(job: JobRow, results: JobResult[], next: number | null): z.infer<typeof JobResultsPage> {
-  return { results, next_cursor: next === null ? null : encodeCursor(next), status: job.status, processed: Number(job.processed), total: Number(job.total) };
-}
-
-/**
- * One page in one database read, whatever the job's state: a finished job's page is its next
- * answered lines (by the done index); a running job's page is the lines from the cursor on, up to
- * the first one not answered yet, where the next page resumes.
- */
-async function page(c: Context<AppEnv>, job: JobRow, from: number, limit: number) {
-  const finished = finishedJob(job);
-  const db = requestDatabase(c);
-  // One row past the page says whether another page follows.
-  const rows = finished ? await doneRowsQuery(db, job.id, from, limit + 1) : await resultRowsQuery(db, job.id, from, limit);
-  const out: JobResult[] = [];
-  let next: number | null = from;
-  for (const row of rows) {
-    if (out.length === limit || row.state !== "done" || row.result === null) {
-      next = Number(row.position);
-      break;
-    }
-    out.push(lineResult(row));
-    next = Number(row.position) + 1;
-  }
-  // A finished job with no row past the page has no next page.
-  if (finished && rows.length <= limit) next = null;
-  return pageBody(job, out, next);
-}
-
-/**
- * A page of the answered lines that pass the filter, in input order, in one round trip. While the
- * job runs it stops, as an unfiltered page does, before the first line not answered yet, so that a
- * client following next_cursor sees every matching line once, however the lines finish.
- */
-async function filteredPage(c: Context<AppEnv>, job: JobRow, from: number, limit: number, filter: ResultFilter) {
-  const finished = finishedJob(job);
-  const db = requestDatabase(c);
-  const [unanswered, rows] = await db.batch([firstUnansweredQuery(db, job.id, from), doneRowsQuery(db, job.id, from, limit + 1, filter)]);
-  const stop = finished ? null : (unanswered[0]?.position ?? null);
-  const inRange = rows.filter((r) => stop === null || Number(r.position) < Number(stop));
-  const out = inRange.slice(0, limit).map(lineResult);
-  let next: number | null;
-  if (inRange.length > limit) next = Number(inRange[limit]!.position);
-  else if (finished) next = null;
-  else next = stop !== null ? Number(stop) : Math.max(from, ...out.map((r, i) => Number(inRange[i]!.position) + 1));
-  return pageBody(job, out, next);
-}
-
-/** Every input line as CSV, in input order; with a filter, only the answered lines that pass it. */
-function csvStream(c: Context<AppEnv>, job: JobRow, filter: ResultFilter | null) {
-  const db = requestDatabase(c);
-  const encoder = new TextEncoder();
-  const notDone = job.status === "cancelled" ? "cancelled" : "pending";
-  let position = 0;
-  let headerSent = false;
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!headerSent) {
-        headerSent = true;
-        controller.enqueue(encoder.encode(csvHeader()));
-        return;
-      }
-      const rows = filter ? await doneRowsQuery(db, job.id, position, CSV_PAGE, filter) : await resultRowsQuery(db, job.id, position, CSV_PAGE);
-      if (rows.length === 0) return controller.close();
-      controller.enqueue(encoder.encode(rows.map((r) => csvRow(r.email, r.state === "done" && r.result ? lineResult(r) : null, notDone)).join("")));
-      position = Number(rows.at(-1)!.position) + 1;
-    },
-  });
-  return c.body(stream, 200, { "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": `attachment; filename="${job.id}.csv"` });
-}
-
 export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
-  registerDocs(app);
-  app.post(JOBS_PATH, requireScope("jobs:write"), limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge), create);
-  app.get(`${JOBS_PATH}/:id`, requireScope("jobs:read"), async (c) => c.json(jobJson(await jobOr404(c)), 200));
-  app.get(`${JOBS_PATH}/:id/results`, requireScope("jobs:read"), results);
-  app.delete(`${JOBS_PATH}/:id`, requireScope("jobs:write"), async (c) => {
-    const rawPurge = c.req.query("purge");
-    if (rawPurge !== undefined && !["true", "false"].includes(rawPurge.trim())) throw new ApiError(400, JOB_MESSAGES.badPurge);
-    const purge = rawPurge?.trim() === "true";
+  registerCallbackDocs(app);
+  app.openapi(createJobRoute, (c) => create(c, c.req.valid("query"), c.req.valid("header")["idempotency-key"]));
+  app.openapi(getJobRoute, async (c) => c.json(jobJson(await jobOr404(c)), 200));
+  registerJobResultsRoute(app);
+  // purge is the only parameter that can fail here: its own message rather than the generic one.
+  const purgeHook = (result: { success: boolean }): undefined => {
+    if (!result.success) throw new ApiError(400, JOB_MESSAGES.badPurge);
+    return undefined;
+  };
+  app.openapi(cancelJobRoute, async (c) => {
+    const purge = c.req.valid("query").purge === "true";
     const db = requestDatabase(c);
-    const outcome = await cancelJob(db, c.get("auth").accountId, c.req.param("id"));
+    const outcome = await cancelJob(db, c.get("auth").accountId, c.req.valid("param").id);
     if (!outcome) throw new ApiError(404, JOB_MESSAGES.notFound);
     const { cancelled } = outcome;
     // A purge deletes the results now: reads answer 410 at once, the first lines go in this request and any rest in the cron's next runs.
@@ -444,5 +234,5 @@ export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
       );
     }
     return c.json(jobJson(job), 200);
-  });
+  }, purgeHook);
 }

@@ -4,6 +4,7 @@
  * them in code.
  */
 import type { EmailVerificationResult, ScoreDetails, ValidationChecks, VerificationReason } from "../api.ts";
+import { reasonOfSmtpOutcome } from "./reasons.ts";
 import type { SmtpOutcome } from "../smtp-outcome.ts";
 
 export const WARNINGS = {
@@ -173,18 +174,11 @@ export function classifyVerification(
   return "valid";
 }
 
-/** What an inconclusive SMTP answer says, as a reason. */
-const INCONCLUSIVE_REASON: Partial<Record<SmtpOutcome, VerificationReason>> = {
-  policy_block: "policy_block",
-  temporary_failure: "temporary_failure",
-  timeout: "temporary_failure",
-  mailbox_full: "mailbox_full",
-  connection_failed: "connection_failed",
-  rejected_unclear: "smtp_inconclusive",
-  protocol_error: "smtp_inconclusive",
-  budget_spent: "receiver_budget_spent",
-  not_probed: "provider_forbids_probing",
-};
+/**
+ * The reasons the verdict reaches through its checks rather than the SMTP outcome: a refusal (checks.smtp_deliverable),
+ * and the two that come after a DNS failure in precedence.
+ */
+const DECIDED_BY_CHECKS: ReadonlySet<VerificationReason> = new Set(["mailbox_not_found", "no_smtp_check", "deliverable"]);
 
 /**
  * Why a result is what it is, in one word (docs/api.md "Reasons"), read from the result itself so a
@@ -206,8 +200,8 @@ export function verificationReason(r: Omit<EmailVerificationResult, "reason">): 
   if (r.checks.disposable === true) return "disposable";
   const outcome = r.details?.smtp_outcome;
   if (r.checks.accepts_any_email === true && (r.checks.smtp_deliverable === true || outcome === "not_probed")) return "catch_all";
-  const inconclusive = outcome ? INCONCLUSIVE_REASON[outcome] : undefined;
-  if (inconclusive) return inconclusive;
+  const byOutcome = outcome ? reasonOfSmtpOutcome(outcome) : undefined;
+  if (byOutcome && !DECIDED_BY_CHECKS.has(byOutcome)) return byOutcome;
   if (r.score_details.dns_failed_assumption === true) return "dns_failure";
   if (r.checks.smtp_deliverable !== true) return "no_smtp_check";
   return "deliverable";

@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { answerWriter, type AnswerWriterLimits } from "../../edge/jobs/answer-writer.ts";
-import type { LineAnswer } from "../../edge/jobs/store.ts";
+import type { LineAnswer } from "../../edge/jobs/store/lines.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -10,7 +10,7 @@ import {
   queryDoh,
   validateDnsMessage,
   type DohFailure,
-} from "../../edge/mx/doh.ts";
+} from "../../shared/doh.ts";
 import { startDohServer, type DohServer, type Zone } from "../fixtures/doh-server.ts";
 import { testZone } from "../fixtures/test-zone.ts";
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FairShare } from "../../edge/jobs/fair-share.ts";
-import { workOrder, type BulkCandidate, type NewLine } from "../../edge/jobs/store.ts";
+import { workOrder, type NewLine } from "../../edge/jobs/store/job-creation.ts";
+import type { BulkCandidate } from "../../edge/jobs/store/scheduling.ts";
 
 const job = (job: string, account: string, extra: Partial<BulkCandidate> = {}): BulkCandidate => ({
   job,

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProbe, probeOrder, rankingKey } from "../../edge/probe-client.ts";
 import { checkLines } from "../../edge/jobs/check-lines.ts";
-import type { LineAnswer } from "../../edge/jobs/store.ts";
+import type { LineAnswer } from "../../edge/jobs/store/lines.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
 import { startDohServer, type DohServer } from "../fixtures/doh-server.ts";

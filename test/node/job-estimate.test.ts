@@ -1,10 +1,10 @@
 /**
- * A job's estimated completion (edge/jobs/store.ts estimatedCompletion, the job's
+ * A job's estimated completion (edge/jobs/store/job-rows.ts estimatedCompletion, the job's
  * queue.estimated_completion_at): the lines not parked at the rate the job has answered lines so far,
  * the parked ones not before the last of them is due again. Table-driven, no database.
  */
 import { describe, expect, it } from "vitest";
-import { estimatedCompletion, type JobRow } from "../../edge/jobs/store.ts";
+import { estimatedCompletion, type JobRow } from "../../edge/jobs/store/job-rows.ts";
 
 const NOW = 1_000_000_000;
 const job = (total: number, processed: number, startedAt: number | null, waitingUntil: number | null = null) =>

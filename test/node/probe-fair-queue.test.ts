@@ -61,7 +61,7 @@ describe("a destination's fair queue", () => {
     expect(serve(q)).toEqual(["a1", "b1", "a2", "b2"]);
   });
 
-  it("removes a settled check from the middle of its lane, and a tenant whose lane empties leaves the rotation", () => {
+  it("removes an answered check from the middle of its lane, and a tenant whose lane empties leaves the rotation", () => {
     const q = queue();
     const items = ["a1", "a2", "a3", "b1"].map((id) => item(id));
     for (const i of items) q.push(i);

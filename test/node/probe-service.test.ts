@@ -162,7 +162,7 @@ describe("signed requests cannot be replayed, redirected or pushed in unchecked"
     const forProbe = await signProbeRequest(SECRET, { origin: probeOrigin(probe.url), method: "POST", path: PROBE_PATH, body: text });
     expect((await post(busyProbe, text, forProbe)).status).toBe(401);
     // Its own PROBE_ORIGIN (behind a TLS proxy) is what a probe checks; its loopback URLs are then refused.
-    const proxied = await startProbeServer(config(), { origins: ["https://probe1.verify.example"] });
+    const proxied = await startProbeServer(config({ PROBE_ORIGIN: "https://probe1.verify.example" }));
     try {
       const signedForName = await signProbeRequest(SECRET, { origin: "https://probe1.verify.example", method: "POST", path: PROBE_PATH, body: text });
       expect((await post(proxied, text, signedForName)).status).toBe(200);
@@ -375,7 +375,19 @@ describe("configuration", () => {
     [{ ...base, PROBE_MAX_REJECTIONS_PER_SESSION: "0" }, /PROBE_MAX_REJECTIONS_PER_SESSION/],
     [{ ...base, PROBE_MAX_RCPTS_PER_TRANSACTION: "101" }, /PROBE_MAX_RCPTS_PER_TRANSACTION/],
     [{ ...base, PROBE_SESSION_IDLE_MS: "x" }, /PROBE_SESSION_IDLE_MS/],
+    [{ ...base, PROBE_ORIGIN: "probe1.verify.example" }, /PROBE_ORIGIN: PROBE_ORIGIN must be URL origins .*"probe1.verify.example" is not one/],
+    [{ ...base, PROBE_ORIGIN: "https://probe1.verify.example/v1" }, /PROBE_ORIGIN must be URL origins/],
+    [{ ...base, PROBE_ORIGIN: "ftp://probe1.verify.example" }, /PROBE_ORIGIN must be URL origins/],
+    [{ ...base, PROBE_ORIGIN: " , " }, /PROBE_ORIGIN must list at least one origin/],
   ])("refuses %j", (env, message) => {
     expect(() => loadProbeConfig(env)).toThrow(message);
+  });
+
+  it("PROBE_ORIGIN is read with the other settings: origins as the Worker signs them; unset, none (the loopback URLs)", () => {
+    expect(loadProbeConfig({ ...base, PROBE_ORIGIN: "https://Probe1.Verify.example/, http://10.0.0.7:8788" }).origins).toEqual([
+      "https://probe1.verify.example",
+      "http://10.0.0.7:8788",
+    ]);
+    expect(loadProbeConfig(base).origins).toBeUndefined();
   });
 });

@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { VerificationJob, type JobMessage } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
-import { CHUNK_SIZE, claimTurn, newLease } from "../../edge/jobs/store.ts";
+import { claimTurn, newLease } from "../../edge/jobs/store/lines.ts";
+import { CHUNK_SIZE } from "../../edge/jobs/queue.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);

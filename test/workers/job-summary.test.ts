@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { VERIFICATION_REASONS } from "../../shared/api.ts";
 import { JobResultsPage, VerificationJob, type JobResult } from "../../shared/jobs.ts";
-import { jobJson, type JobRow } from "../../edge/jobs/store.ts";
+import { jobJson, type JobRow } from "../../edge/jobs/store/job-rows.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);

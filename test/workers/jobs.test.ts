@@ -16,10 +16,12 @@ import { webhookSecret } from "../../edge/db/admin.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
 import { probeOrder } from "../../edge/probe-client.ts";
-import { CHUNK_SIZE, claimTurn, newLease, renewClaims, STALLED_JOBS_PER_RUN, stalledWork, writeAnswers } from "../../edge/jobs/store.ts";
+import { claimTurn, newLease, renewClaims, writeAnswers } from "../../edge/jobs/store/lines.ts";
+import { STALLED_JOBS_PER_RUN, stalledWork } from "../../edge/jobs/store/scheduling.ts";
+import { CHUNK_SIZE } from "../../edge/jobs/queue.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings } from "../../edge/env.ts";
-import type { JobsQueue } from "../../edge/jobs/consumer.ts";
+import type { JobsQueue } from "../../edge/jobs/queue.ts";
 import { cancelUnfinishedJobs, call, callWith, db, newAccount, setAccountStatus } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
@@ -314,6 +316,16 @@ describe("reading and cancelling", () => {
       expect(res.status, cursor).toBe(400);
       expect(await res.json()).toEqual({ error: JOB_MESSAGES.badCursor });
     }
+  });
+
+  it("the query is the route's schema (createRoute): a format other than json or csv, a repeated parameter and a purge other than true or false are 400s naming them", async () => {
+    const { token } = await newAccount(0);
+    const xml = await call(`${PATH}/job_x/results?format=xml`, { token });
+    expect([xml.status, ((await xml.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/^Invalid parameter format: /)]);
+    const twice = await call(`${PATH}?smtp_timeout=5&smtp_timeout=7`, { token, method: "POST", body: JSON.stringify({ email_addresses: ["ana@example.com"] }), headers: { "content-type": "application/json" } });
+    expect([twice.status, ((await twice.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/^Invalid parameter smtp_timeout: /)]);
+    const purge = await call(`${PATH}/job_x?purge=yes`, { token, method: "DELETE" });
+    expect([purge.status, await purge.json()]).toEqual([400, { error: JOB_MESSAGES.badPurge }]);
   });
 
   it("CSV results: one row per input line, formulas escaped, by format=csv or Accept: text/csv", async () => {

@@ -25,7 +25,7 @@ export default defineProject({
           JOB_RETRY_DELAY_SECONDS: "1",
           WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
           // Every file shares one database: the cron re-verifies stored addresses only where a test asks it to
-          // (test/workers/people-data.test.ts), so other files' cron runs do not start refresh jobs that take turns.
+          // (test/workers/personal-data-cron.test.ts), so other files' cron runs do not start refresh jobs that take turns.
           EMAIL_REFRESH_BATCH: "0",
         },
       },

@@ -3,7 +3,7 @@
  * csv-parse, the parser the API uses, in 1 MiB slices so a 10 MiB file never blocks the page; answers
  * the first rows and a guessed email column; then, for the column picked, counts duplicates and
  * malformed addresses with the API's own syntax check (shared/email/syntax.ts, the same duplicate key
- * as edge/jobs/new-lines.ts) and builds the one-column CSV the page uploads.
+ * as edge/jobs/prepare-lines.ts) and builds the one-column CSV the page uploads.
  */
 import { parse } from "csv-parse/browser/esm";
 import { parseEmailAddress } from "../../../shared/email/syntax.ts";

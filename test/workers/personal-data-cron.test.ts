@@ -8,8 +8,9 @@ import { createClient } from "@libsql/client/web";
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
-import { REFRESH_ACCOUNT_ID, runPeopleDataCron, writeStoredEmailAnswers, type PeopleDataConfig } from "../../edge/people-data.ts";
-import type { JobsQueue } from "../../edge/jobs/consumer.ts";
+import { REASON_MEANING, VERIFICATION_REASONS } from "../../shared/email/reasons.ts";
+import { REFRESH_ACCOUNT_ID, runPersonalDataCron, writeStoredEmailAnswers, type PersonalDataConfig } from "../../edge/personal-data-cron.ts";
+import type { JobsQueue } from "../../edge/jobs/queue.ts";
 import { applyJobRetention } from "../../edge/jobs/retention.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
@@ -26,9 +27,9 @@ async function lookup(token: string, query: string) {
 }
 
 /** The cron's personal-data part, with these settings, on the Worker's own queue (the consumer runs the refresh job's turns). */
-async function runCron(settings: Partial<PeopleDataConfig> = {}) {
+async function runCron(settings: Partial<PersonalDataConfig> = {}) {
   const queue = (env as unknown as { JOBS_QUEUE: JobsQueue }).JOBS_QUEUE;
-  await runPeopleDataCron(db, queue, { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400, refreshBatch: 2_000, accessLogRetentionSeconds: 31_536_000, jobRetentionSeconds: 2_592_000, ...settings });
+  await runPersonalDataCron(db, queue, { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400, refreshBatch: 2_000, accessLogRetentionSeconds: 31_536_000, jobRetentionSeconds: 2_592_000, ...settings });
 }
 
 const emailRows = (personId: number) =>
@@ -97,7 +98,7 @@ describe("the access log", () => {
 
 describe("re-verification of stored addresses through the bulk engine", () => {
   /** Only this test's addresses are due; the cron makes a refresh job, the queue runs it on the real probe, the next cron writes its answers. */
-  async function refreshRound(settings: Partial<PeopleDataConfig>) {
+  async function refreshRound(settings: Partial<PersonalDataConfig>) {
     await runCron(settings);
     const deadline = Date.now() + 20_000;
     for (;;) {
@@ -179,6 +180,33 @@ describe("re-verification of stored addresses through the bulk engine", () => {
 
     await writeStoredEmailAnswers(db, [{ email: "gone@example.org", classification: "valid", smtp_outcome: "accepted", reason: "deliverable", checked_at: at + 90_000_000 }], config);
     expect((await lookup(token, `profnet_id=${ids.profnet_id}`)).body).toMatchObject({ email_addresses: ["gone@example.org"], phone_numbers: ["+14155550123"] });
+  });
+});
+
+describe("a stored answer does what its reason proves (shared/email/reasons.ts)", () => {
+  it("on an undeliverable address: every reason in the table, and nothing else decides", async () => {
+    const config = { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400 };
+    const at = Date.parse("2026-11-02T00:00:00Z");
+    const emails = VERIFICATION_REASONS.map((reason) => `${reason.replaceAll("_", "-")}@meaning.example`);
+    const personId = await insertPerson({ profnet_id: uniqueIds().profnet_id, emails });
+    const answer = (email: string, reason: string, checked_at: number) => ({ email, classification: "risky", smtp_outcome: null, reason, checked_at });
+    await writeStoredEmailAnswers(db, emails.map((email) => answer(email, "mailbox_not_found", at)), config);
+    await writeStoredEmailAnswers(db, emails.map((email) => answer(email, "mailbox_not_found", at + 86_400_000)), config);
+    const later = at + 90_000_000;
+    await writeStoredEmailAnswers(db, VERIFICATION_REASONS.map((reason, i) => answer(emails[i]!, reason, later)), config);
+    const rows = await emailRows(personId);
+    expect(rows.map((r) => [r.reason, r.undeliverable_at === null, r.not_found_at === null, r.next_check_at])).toEqual(
+      VERIFICATION_REASONS.map((reason) => {
+        const { proves } = REASON_MEANING[reason];
+        return [
+          reason,
+          proves === "mailbox_exists",
+          proves === "mailbox_exists" || proves === "accepts_any",
+          // A still-undeliverable address waits the full age; one that says nothing yet is asked again sooner.
+          proves === "nothing_yet" ? later + 86_400_000 : later + 2_592_000_000,
+        ];
+      }),
+    );
   });
 });
 

@@ -14,13 +14,16 @@
  */
 import { sql } from "drizzle-orm";
 import type { EmailVerificationResult } from "../shared/api.ts";
+import { reasonsProving } from "../shared/email/reasons.ts";
 import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
+import { deleteInBatches, rowsAffected } from "./db/rows.ts";
 import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
-import { enqueueTurns, type JobsQueue } from "./jobs/consumer.ts";
-import { newLines } from "./jobs/new-lines.ts";
-import { RESULTS_EXPIRED, startJob, writeJobLines } from "./jobs/store.ts";
+import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
+import { prepareLines } from "./jobs/prepare-lines.ts";
+import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
+import { RESULTS_EXPIRED } from "./jobs/store/job-rows.ts";
 import { newId } from "./lib/tokens.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification-params.ts";
 
@@ -35,18 +38,18 @@ const REFRESH_JOBS_APPLIED_PER_RUN = 3;
 const LOG_ROWS_PER_DELETE = 5_000;
 const LOG_DELETES_PER_RUN = 10;
 
-/** Answers that find the mailbox: an undeliverable address comes back. */
-const MAILBOX_EXISTS = ["deliverable", "mailbox_full"];
-/** Answers that say something definite other than "no such mailbox": the run of not-found answers starts again. */
-const BREAKS_NOT_FOUND_RUN = [...MAILBOX_EXISTS, "catch_all"];
+/** Answers that find the mailbox (shared/email/reasons.ts): an undeliverable address comes back. */
+const MAILBOX_EXISTS = reasonsProving("mailbox_exists");
+/** Answers where the server took the address (the mailbox's, or any): the run of not-found answers starts again. */
+const BREAKS_NOT_FOUND_RUN = reasonsProving("mailbox_exists", "accepts_any");
 /**
- * Answers that say nothing about the mailbox: tried again after EMAIL_RECHECK_SECONDS rather than
+ * Answers that say nothing about the mailbox yet: tried again after EMAIL_RECHECK_SECONDS rather than
  * EMAIL_MAX_AGE_SECONDS (a receiver's budget spent included; a provider that forbids probing is not:
  * asking sooner would not change its answer).
  */
-const INCONCLUSIVE = ["policy_block", "temporary_failure", "connection_failed", "smtp_inconclusive", "receiver_budget_spent", "dns_failure", "no_smtp_check"];
+const INCONCLUSIVE = reasonsProving("nothing_yet");
 
-export type PeopleDataConfig = {
+export type PersonalDataConfig = {
   maxAgeSeconds: number;
   recheckSeconds: number;
   /** Addresses per refresh job (0: no re-verification). */
@@ -56,7 +59,6 @@ export type PeopleDataConfig = {
 };
 
 const inList = (values: string[]) => sql.raw(values.map((v) => `'${v}'`).join(", "));
-const rowsAffected = (result: unknown) => Number((result as { rowsAffected?: number }).rowsAffected ?? 0);
 
 
 export type StoredEmailAnswer = { email: string; classification: string; smtp_outcome: string | null; reason: string; checked_at: number };
@@ -65,7 +67,7 @@ export type StoredEmailAnswer = { email: string; classification: string; smtp_ou
  * Writes answers to every stored row of each address (any person), by the rules above. An answer no newer than
  * what a row holds changes nothing, so writing the same answers twice is harmless.
  */
-export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: Pick<PeopleDataConfig, "maxAgeSeconds" | "recheckSeconds">): Promise<number> {
+export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: Pick<PersonalDataConfig, "maxAgeSeconds" | "recheckSeconds">): Promise<number> {
   const recheckMs = config.recheckSeconds * 1000;
   const maxAgeMs = config.maxAgeSeconds * 1000;
   let updated = 0;
@@ -103,7 +105,7 @@ export async function writeStoredEmailAnswers(db: Database, answers: StoredEmail
 type DoneLine = { position: number; email: string; result: string; reason: string | null; classification: string; checked_at: number };
 
 /** Writes the answers of refresh jobs that have ended, then lets retention delete them (the job row goes once its lines have). */
-async function applyEndedRefreshJobs(db: Database, config: PeopleDataConfig): Promise<{ jobs: number; addresses: number; rows: number }> {
+async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): Promise<{ jobs: number; addresses: number; rows: number }> {
   const ended = await db.all<{ id: string }>(sql`select id from verification_jobs
     where account_id = ${REFRESH_ACCOUNT_ID} and status in ('completed', 'cancelled') and results_expired = ${RESULTS_EXPIRED.held} and writing = 0
     order by completed_at limit ${REFRESH_JOBS_APPLIED_PER_RUN}`);
@@ -130,7 +132,7 @@ async function applyEndedRefreshJobs(db: Database, config: PeopleDataConfig): Pr
 }
 
 /** When no refresh job is running: the addresses due, oldest first, claimed for REFRESH_CLAIM_MS and put in a new one. */
-async function startRefreshJob(db: Database, queue: JobsQueue, config: PeopleDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
+async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
   const [running] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs
     where account_id = ${REFRESH_ACCOUNT_ID} and (status in ('queued', 'running') or writing = 1)`);
   if (Number(running?.n ?? 0) > 0) return { job: null, addresses: 0 };
@@ -157,12 +159,12 @@ async function startRefreshJob(db: Database, queue: JobsQueue, config: PeopleDat
     { maxRunning: Number.MAX_SAFE_INTEGER, maxLinesPerDay: Number.MAX_SAFE_INTEGER },
   );
   if (started.kind !== "started") return { job: null, addresses: 0 };
-  const job = await writeJobLines(db, id, await newLines(emails));
+  const job = await writeJobLines(db, id, await prepareLines(emails));
   if (job.status !== "completed") await enqueueTurns(queue, id, emails.length);
   return { job: id, addresses: emails.length };
 }
 
-export type PeopleDataReport = {
+export type PersonalDataReport = {
   refresh_jobs_applied: number;
   refresh_answers_written: number;
   refresh_job_started: string | null;
@@ -172,19 +174,13 @@ export type PeopleDataReport = {
 };
 
 async function deleteOld(db: Database, table: "person_access_log" | "erasure_notices", column: "created_at" | "erased_at", before: number): Promise<number> {
-  let deleted = 0;
-  for (let i = 0; i < LOG_DELETES_PER_RUN; i++) {
-    const n = rowsAffected(
-      await db.run(sql`delete from ${sql.identifier(table)} where id in (select id from ${sql.identifier(table)} where ${sql.identifier(column)} < ${before} limit ${LOG_ROWS_PER_DELETE})`),
-    );
-    deleted += n;
-    if (n < LOG_ROWS_PER_DELETE) break;
-  }
-  return deleted;
+  const deleteUpTo = (limit: number) =>
+    db.run(sql`delete from ${sql.identifier(table)} where id in (select id from ${sql.identifier(table)} where ${sql.identifier(column)} < ${before} limit ${limit})`);
+  return (await deleteInBatches(deleteUpTo, LOG_ROWS_PER_DELETE, LOG_ROWS_PER_DELETE * LOG_DELETES_PER_RUN)).deleted;
 }
 
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */
-export async function runPeopleDataCron(db: Database, queue: JobsQueue, config: PeopleDataConfig, now = Date.now()): Promise<PeopleDataReport> {
+export async function runPersonalDataCron(db: Database, queue: JobsQueue, config: PersonalDataConfig, now = Date.now()): Promise<PersonalDataReport> {
   const applied = await applyEndedRefreshJobs(db, config);
   const started = config.refreshBatch > 0 ? await startRefreshJob(db, queue, config, now) : { job: null, addresses: 0 };
   const before = now - config.accessLogRetentionSeconds * 1000;

@@ -1,6 +1,6 @@
 /** A job's lines as stored, from its addresses: the same for a customer's upload and the cron's re-verification batches. */
 import { prepareAddress } from "../verify.ts";
-import type { NewLine } from "./store.ts";
+import type { NewLine } from "./store/job-creation.ts";
 
 /** Addresses checked between two yields to the event loop while a job's lines are prepared. */
 const PREPARE_SLICE = 2_000;
@@ -11,7 +11,7 @@ const PREPARE_SLICE = 2_000;
  * loop every PREPARE_SLICE addresses, so other requests in the same isolate (their database answers
  * arriving) are not held up behind it past their own timeouts.
  */
-export async function newLines(addresses: string[]): Promise<NewLine[]> {
+export async function prepareLines(addresses: string[]): Promise<NewLine[]> {
   const first = new Map<string, number>();
   const lines: NewLine[] = [];
   for (let position = 0; position < addresses.length; position++) {

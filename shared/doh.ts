@@ -10,7 +10,7 @@
  */
 import { Buffer } from "node:buffer";
 import dnsPacket from "dns-packet";
-import { raceAbort, readBytesWithin } from "../../shared/bounded-body.ts";
+import { raceAbort, readBytesWithin } from "./bounded-body.ts";
 
 /**
  * The record types this client asks for. PTR data is a name (normalized like MX exchanges: lower

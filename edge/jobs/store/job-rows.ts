@@ -1,0 +1,184 @@
+/**
+ * Job rows (verification_jobs) as the statements of edge/jobs/store/ read them: JobRow, the JSON a client sees, finding
+ * and cancelling a job, completing it once, and the SQL pieces the other store modules share (JOB_COLUMNS, the
+ * account-active and running-slot guards). The job tables are the source of truth: a queue message only says where to
+ * look, and every write that matters is guarded by the state it expects, so a message delivered twice, a consumer that
+ * dies halfway or a restarted stack can never lose an answer or write one twice. The guards that must agree with each
+ * other live together: what is due and what is claimable in lines.ts and scheduling.ts, what holds a slot here.
+ */
+import { sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { VERIFICATION_REASONS } from "../../../shared/api.ts";
+import type { VerificationJob } from "../../../shared/jobs.ts";
+import type { Database } from "../../db/client.ts";
+import { rowsAffected } from "../../db/rows.ts";
+import type { verificationJobs } from "../../db/schema.ts";
+
+/** JOB_RETENTION_SECONDS' default: what a job created before retention_seconds existed (null) keeps its results for. */
+export const DEFAULT_JOB_RETENTION_SECONDS = 2_592_000;
+/** results_expired: 0 results held; 1 expired, lines being deleted (the cron); 2 every line deleted. */
+export const RESULTS_EXPIRED = { held: 0, deleting: 1, deleted: 2 } as const;
+
+export type Statement = BatchItem<"sqlite">;
+export const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
+
+/** A column name as SQL spells it: Drizzle's camelCase keys map to the snake_case columns raw queries return. */
+type SnakeCase<S extends string> = S extends `${infer Head}${infer Tail}` ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${SnakeCase<Tail>}` : S;
+type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
+
+/** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
+export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "writing" | "lastClaimAt">> &
+  /** Where the job stands in the scheduling (docs/jobs.md "Scheduling"), when the read asked for it. */
+  Partial<{
+    lines_in_progress: number;
+    accounts_sharing: number;
+    /** Parked lines by the receiver family they wait on, a JSON object; and when the last of them is due again. */
+    waiting_on: string | null;
+    waiting_until: number | null;
+    started_at: number | null;
+  }>;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+/** A job's answered lines by reason: every reason of the vocabulary (0 included), and any other the stored counts hold. */
+function reasonSummary(stored: string): Record<string, number> {
+  let counts: Record<string, unknown> = {};
+  try {
+    counts = JSON.parse(stored) as Record<string, unknown>;
+  } catch {
+    // The triggers write this column; an unreadable one counts as empty rather than failing the read.
+  }
+  const out: Record<string, number> = Object.fromEntries(VERIFICATION_REASONS.map((r) => [r, 0]));
+  for (const [reason, n] of Object.entries(counts)) out[reason] = Number(n) || 0;
+  return out;
+}
+
+/** Parked lines by family, from the stored JSON object (an unreadable one counts as none). */
+function waitingOn(stored: string | null | undefined): Record<string, number> {
+  let counts: Record<string, unknown> = {};
+  try {
+    counts = stored ? (JSON.parse(stored) as Record<string, unknown>) : {};
+  } catch {
+    // Written by the same read's json_group_object; unreadable only if that changes.
+  }
+  return Object.fromEntries(Object.entries(counts).map(([family, n]) => [family, Number(n) || 0]));
+}
+
+/**
+ * When an unfinished job should be done, roughly: its lines not parked at the rate it has answered
+ * lines so far, and its parked lines not before the last of them is due again. Null while there is
+ * nothing to go by (no line answered yet, and some not parked).
+ */
+export function estimatedCompletion(row: JobRow, parked: number, now = Date.now()): number | null {
+  const remaining = Math.max(0, Number(row.total) - Number(row.processed));
+  const active = Math.max(0, remaining - parked);
+  const parkedUntil = parked > 0 && row.waiting_until != null ? Number(row.waiting_until) : now;
+  if (active === 0) return Math.max(now, parkedUntil);
+  const started = row.started_at == null ? null : Number(row.started_at);
+  const processed = Number(row.processed);
+  if (started === null || processed === 0 || now <= started) return null;
+  return Math.max(Math.round(now + (active * (now - started)) / processed), parkedUntil);
+}
+
+/**
+ * Lines not answered yet, split into waiting for a turn and in a consumer's hands; how many accounts
+ * share the turns; the lines parked on a receiver's budget by family; and when the job should be done.
+ */
+function queueState(row: JobRow): VerificationJob["queue"] {
+  const unfinished = row.status === "queued" || row.status === "running";
+  const inProgress = unfinished ? Number(row.lines_in_progress ?? 0) : 0;
+  const parked = unfinished ? waitingOn(row.waiting_on) : {};
+  const estimate = unfinished ? estimatedCompletion(row, Object.values(parked).reduce((a, b) => a + b, 0)) : null;
+  return {
+    lines_waiting: unfinished ? Math.max(0, Number(row.total) - Number(row.processed) - inProgress) : 0,
+    lines_in_progress: inProgress,
+    accounts_sharing: unfinished ? Number(row.accounts_sharing ?? 0) : 0,
+    waiting_on: parked,
+    estimated_completion_at: iso(estimate),
+  };
+}
+
+export function jobJson(row: JobRow): VerificationJob {
+  const counts = { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) };
+  return {
+    id: row.id,
+    status: row.status,
+    created_at: iso(row.created_at)!,
+    completed_at: iso(row.completed_at),
+    total: Number(row.total),
+    processed: Number(row.processed),
+    counts,
+    summary: { classification: counts, reason: reasonSummary(row.reason_counts) },
+    queue: queueState(row),
+    smtp_timeout: Number(row.smtp_timeout),
+    results_url: `/v1/email_verification_jobs/${row.id}/results`,
+    retention_seconds: row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds),
+    results_expired: Number(row.results_expired) > 0,
+  };
+}
+
+export const JOB_COLUMNS = sql.raw(
+  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_expired",
+);
+
+/** A job as its account sees it: one still being written does not exist yet. */
+/** JOB_COLUMNS and where the job stands in the scheduling (JobRow's lines_in_progress, accounts_sharing), for reads that answer with the job. */
+export const jobWithQueue = (now: number) => sql`${JOB_COLUMNS},
+  (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as lines_in_progress,
+  (select count(distinct o.account_id) from verification_jobs o where o.status in ('queued', 'running') and o.writing = 0
+    and o.account_id in (select id from accounts where status = 'active')) as accounts_sharing,
+  (select json_group_object(family, lines) from (select coalesce(i.waiting_on, 'unknown') as family, count(*) as lines from verification_job_items i
+    where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'waiting' group by 1)) as waiting_on,
+  (select max(i.wait_until) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'waiting') as waiting_until,
+  started_at`;
+
+export function findJobQuery(db: Database, accountId: string, id: string) {
+  return db.all<JobRow>(sql`select ${jobWithQueue(Date.now())} from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
+}
+
+export async function findJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {
+  return (await findJobQuery(db, accountId, id))[0] ?? null;
+}
+
+export async function jobById(db: Database, id: string): Promise<JobRow | null> {
+  return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and writing = 0`))[0] ?? null;
+}
+
+/**
+ * "This job holds one of its account's JOB_MAX_RUNNING slots", for statements on verification_jobs:
+ * queued or running, unless every line it has left is parked on a receiver's budget (docs/jobs.md
+ * "Waiting on a receiver"): such a job only waits, and must not keep its account from starting another.
+ */
+export const HOLDS_RUNNING_SLOT = sql.raw(`status in ('queued', 'running') and not (
+    exists (select 1 from verification_job_items w where w.job_id = verification_jobs.id and w.duplicate_of is null and w.state = 'waiting')
+    and not exists (select 1 from verification_job_items w where w.job_id = verification_jobs.id and w.duplicate_of is null and w.state in ('pending', 'claimed', 'recheck')))`);
+
+/**
+ * "This job's account is active", for statements on verification_jobs: a disabled account's jobs
+ * claim nothing and its callbacks wait, and the cron leaves both alone until it is enabled again.
+ */
+export const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts where status = 'active')");
+
+/** Completes the job if every line is done, once (whoever gets there first); returns it when this statement did. */
+export function completeIfDone(db: Database, jobId: string, now: number) {
+  return db.all<JobRow>(sql`update verification_jobs set status = 'completed', completed_at = ${now}, updated_at = ${now},
+      callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
+    where id = ${jobId} and status in ('queued', 'running') and processed >= total and writing = 0
+    returning ${JOB_COLUMNS}`);
+}
+
+/**
+ * Cancels a job that has not finished (its callback, if it has a URL, is then due); returns the job
+ * as it is now (null: no such job) and whether this call cancelled it.
+ */
+export async function cancelJob(db: Database, accountId: string, id: string): Promise<{ job: JobRow; cancelled: boolean } | null> {
+  const now = Date.now();
+  const [update, rows] = await db.batch([
+    db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${now}, updated_at = ${now},
+        callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
+      where id = ${id} and account_id = ${accountId} and status in ('queued', 'running') and writing = 0`),
+    findJobQuery(db, accountId, id),
+  ]);
+  const job = rows[0];
+  return job ? { job, cancelled: rowsAffected(update) === 1 } : null;
+}

@@ -1,0 +1,171 @@
+/**
+ * GET /v1/email_verification_jobs/{id}/results (docs/jobs.md): a job's results in input order, as JSON pages of one
+ * database read each or streamed as CSV, narrowed by classification and reason, readable while the job runs.
+ */
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { EmailVerificationResult } from "../../shared/api.ts";
+import { mxProvider } from "../../shared/email/mx-providers.ts";
+import { verificationReason } from "../../shared/email/verdict.ts";
+import { JOB_RESULT_FILTERS, JobResultsPage, type JobResult } from "../../shared/jobs.ts";
+import { requestDatabase } from "../db/client.ts";
+import type { AppEnv } from "../env.ts";
+import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
+import type { JobRow } from "../jobs/store/job-rows.ts";
+import { doneRowsQuery, firstUnansweredQuery, resultRowsQuery, type ResultFilter, type ResultRow } from "../jobs/store/lines.ts";
+import { ApiError } from "../lib/errors.ts";
+import { cursorPaging } from "../lib/paging.ts";
+import { scoped } from "../scopes.ts";
+import { DEFAULT_PAGE, JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobWithResults, MAX_PAGE } from "./job-common.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+
+/** Lines per database read of a CSV stream. */
+const CSV_PAGE = 1_000;
+
+export const jobResultsRoute = createRoute({
+  method: "get",
+  path: `${JOBS_PATH}/{id}/results`,
+  operationId: "listVerificationJobResults",
+  tags: [JOBS_TAG],
+  summary: "A job's results in input order, readable while it runs",
+  description:
+    "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
+    "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
+    "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
+  ...scoped("jobs:read"),
+  request: {
+    params: JobIdParam,
+    query: z.object({
+      limit: z.string().optional().openapi({ description: `1..${MAX_PAGE}, default ${DEFAULT_PAGE}` }),
+      cursor: z.string().optional(),
+      format: z.enum(["json", "csv"]).optional(),
+      classification: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.classification.join(", ")}`, example: "valid,risky" }),
+      reason: z.string().optional().openapi({ description: `Comma-separated, of: ${JOB_RESULT_FILTERS.reason.join(", ")} (VerificationReason)`, example: "mailbox_not_found" }),
+    }),
+  },
+  responses: {
+    200: { description: "A page, or the CSV", content: { "application/json": { schema: JobResultsPage }, "text/csv": { schema: z.string() } } },
+    400: errorResponse(`${JOB_MESSAGES.badLimit}; ${JOB_MESSAGES.badCursor}; or a classification or reason outside the vocabulary, named`),
+    404: errorResponse(JOB_MESSAGES.notFound),
+    410: errorResponse(`${JOB_MESSAGES.resultsExpired}: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable)`),
+    ...authenticatedErrorResponses,
+  },
+});
+
+/** A results cursor is the position the next page starts from. */
+const paging = cursorPaging({ tag: "p", fields: 1, defaultLimit: DEFAULT_PAGE, maxLimit: MAX_PAGE, badCursor: JOB_MESSAGES.badCursor, badLimit: JOB_MESSAGES.badLimit });
+
+/** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked. */
+function lineResult(row: ResultRow): JobResult {
+  const stored = JSON.parse(row.result!) as EmailVerificationResult;
+  return {
+    ...stored,
+    // Results stored before mx_provider existed get it from their MX hosts, by the same table.
+    ...(stored.details ? { details: { ...stored.details, mx_provider: stored.details.mx_provider ?? mxProvider(stored.details.mx_hosts) } } : {}),
+    email: lineEmail(row.email),
+    // Results stored before `reason` existed get it from the same rules.
+    reason: stored.reason ?? verificationReason(stored),
+    checked_at: new Date(Number(row.checked_at ?? 0)).toISOString(),
+  };
+}
+
+/** A filter parameter: comma-separated values of its vocabulary; anything else is 400 naming it. */
+function filterValues(raw: string | undefined, name: keyof typeof JOB_RESULT_FILTERS): string[] {
+  if (raw === undefined) return [];
+  const allowed: readonly string[] = JOB_RESULT_FILTERS[name];
+  const values = raw.split(",").map((v) => v.trim());
+  for (const value of values) if (!allowed.includes(value)) throw new ApiError(400, JOB_MESSAGES.badFilter(name, value.slice(0, 40), allowed));
+  return [...new Set(values)];
+}
+
+async function results(c: Context<AppEnv>, query: z.infer<typeof jobResultsRoute.request.query>) {
+  const wantsCsv = query.format === "csv" || (query.format === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
+  // Parameters first: a bad request costs no database read.
+  const filter: ResultFilter = { classifications: filterValues(query.classification, "classification"), reasons: filterValues(query.reason, "reason") };
+  const filtered = filter.classifications.length + filter.reasons.length > 0;
+  if (!wantsCsv) {
+    const limit = paging.limit(query.limit);
+    const from = paging.after(query.cursor)?.[0] ?? 0;
+    const job = await jobWithResults(c);
+    return c.json(filtered ? await filteredPage(c, job, from, limit, filter) : await page(c, job, from, limit), 200);
+  }
+  const job = await jobWithResults(c);
+  return csvStream(c, job, filtered ? filter : null);
+}
+
+const finishedJob = (job: JobRow) => job.status === "completed" || job.status === "cancelled";
+
+function pageBody(job: JobRow, results: JobResult[], next: number | null): z.infer<typeof JobResultsPage> {
+  return { results, next_cursor: next === null ? null : paging.cursor(next), status: job.status, processed: Number(job.processed), total: Number(job.total) };
+}
+
+/**
+ * One page in one database read, whatever the job's state: a finished job's page is its next
+ * answered lines (by the done index); a running job's page is the lines from the cursor on, up to
+ * the first one not answered yet, where the next page resumes.
+ */
+async function page(c: Context<AppEnv>, job: JobRow, from: number, limit: number) {
+  const finished = finishedJob(job);
+  const db = requestDatabase(c);
+  // One row past the page says whether another page follows.
+  const rows = finished ? await doneRowsQuery(db, job.id, from, limit + 1) : await resultRowsQuery(db, job.id, from, limit);
+  const out: JobResult[] = [];
+  let next: number | null = from;
+  for (const row of rows) {
+    if (out.length === limit || row.state !== "done" || row.result === null) {
+      next = Number(row.position);
+      break;
+    }
+    out.push(lineResult(row));
+    next = Number(row.position) + 1;
+  }
+  // A finished job with no row past the page has no next page.
+  if (finished && rows.length <= limit) next = null;
+  return pageBody(job, out, next);
+}
+
+/**
+ * A page of the answered lines that pass the filter, in input order, in one round trip. While the
+ * job runs it stops, as an unfiltered page does, before the first line not answered yet, so that a
+ * client following next_cursor sees every matching line once, however the lines finish.
+ */
+async function filteredPage(c: Context<AppEnv>, job: JobRow, from: number, limit: number, filter: ResultFilter) {
+  const finished = finishedJob(job);
+  const db = requestDatabase(c);
+  const [unanswered, rows] = await db.batch([firstUnansweredQuery(db, job.id, from), doneRowsQuery(db, job.id, from, limit + 1, filter)]);
+  const stop = finished ? null : (unanswered[0]?.position ?? null);
+  const inRange = rows.filter((r) => stop === null || Number(r.position) < Number(stop));
+  const out = inRange.slice(0, limit).map(lineResult);
+  let next: number | null;
+  if (inRange.length > limit) next = Number(inRange[limit]!.position);
+  else if (finished) next = null;
+  else next = stop !== null ? Number(stop) : Math.max(from, ...out.map((r, i) => Number(inRange[i]!.position) + 1));
+  return pageBody(job, out, next);
+}
+
+/** Every input line as CSV, in input order; with a filter, only the answered lines that pass it. */
+function csvStream(c: Context<AppEnv>, job: JobRow, filter: ResultFilter | null) {
+  const db = requestDatabase(c);
+  const encoder = new TextEncoder();
+  const notDone = job.status === "cancelled" ? "cancelled" : "pending";
+  let position = 0;
+  let headerSent = false;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!headerSent) {
+        headerSent = true;
+        controller.enqueue(encoder.encode(csvHeader()));
+        return;
+      }
+      const rows = filter ? await doneRowsQuery(db, job.id, position, CSV_PAGE, filter) : await resultRowsQuery(db, job.id, position, CSV_PAGE);
+      if (rows.length === 0) return controller.close();
+      controller.enqueue(encoder.encode(rows.map((r) => csvRow(r.email, r.state === "done" && r.result ? lineResult(r) : null, notDone)).join("")));
+      position = Number(rows.at(-1)!.position) + 1;
+    },
+  });
+  return c.body(stream, 200, { "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": `attachment; filename="${job.id}.csv"` });
+}
+
+export function registerJobResultsRoute(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(jobResultsRoute, (c) => results(c, c.req.valid("query")));
+}

@@ -1,0 +1,107 @@
+/**
+ * The answer vocabulary and what each answer proves, in one place (docs/api.md "Reasons"). Every rule about what an
+ * answer means reads these tables: the verdict's reason for an SMTP outcome (shared/email/verdict.ts), which answers a
+ * job line asks again (edge/jobs/line-policy.ts), which answers bring back, keep or retry a stored address
+ * (edge/personal-data-cron.ts), and which RCPT replies a receiver's harvest defence counts (probe/harvest-budget.ts).
+ * A reason or an outcome without a row fails the type check and test/node/answer-meaning.test.ts.
+ */
+import type { ProbeOutcome, SmtpOutcome } from "../smtp-outcome.ts";
+
+/**
+ * Why a result is what it is, in one word: the vocabulary of job summaries and result filters, in order of
+ * precedence (verificationReason picks the first that applies).
+ */
+export const VERIFICATION_REASONS = [
+  "syntax",
+  "no_mail_domain",
+  "mailbox_not_found",
+  "typo",
+  "disposable",
+  "catch_all",
+  "policy_block",
+  "temporary_failure",
+  "mailbox_full",
+  "connection_failed",
+  "smtp_inconclusive",
+  "receiver_budget_spent",
+  "provider_forbids_probing",
+  "dns_failure",
+  "no_smtp_check",
+  "deliverable",
+] as const;
+export type VerificationReason = (typeof VERIFICATION_REASONS)[number];
+
+/**
+ * What an answer proves about the address's mailbox:
+ * - mailbox_exists: the server knows the mailbox (it took the address, or refused it only for being over quota);
+ * - no_mailbox: the server refused the mailbox as non-existent;
+ * - no_mail: the address cannot take mail at all (its syntax, or a domain without mail);
+ * - accepts_any: the server takes every address, so its yes says nothing about this one;
+ * - settled_elsewhere: nothing about the mailbox, and asking again would not change that (a typo or a disposable
+ *   domain, a provider we may not ask);
+ * - nothing_yet: nothing about the mailbox so far; a later check may tell (blocks, 4xx, unreachable, no check).
+ */
+export type AnswerProof = "mailbox_exists" | "no_mailbox" | "no_mail" | "accepts_any" | "settled_elsewhere" | "nothing_yet";
+
+export type AnswerMeaning = {
+  proves: AnswerProof;
+  /** Worth one more try in the same job a few minutes later: the answer is known to change (greylisting, a timeout, DNS). */
+  recheckSoon: boolean;
+};
+
+/** Reason -> what it proves. */
+export const REASON_MEANING: Readonly<Record<VerificationReason, AnswerMeaning>> = {
+  syntax: { proves: "no_mail", recheckSoon: false },
+  no_mail_domain: { proves: "no_mail", recheckSoon: false },
+  mailbox_not_found: { proves: "no_mailbox", recheckSoon: false },
+  typo: { proves: "settled_elsewhere", recheckSoon: false },
+  disposable: { proves: "settled_elsewhere", recheckSoon: false },
+  catch_all: { proves: "accepts_any", recheckSoon: false },
+  policy_block: { proves: "nothing_yet", recheckSoon: false },
+  temporary_failure: { proves: "nothing_yet", recheckSoon: true },
+  // An over-quota refusal (5.2.2, 552, 4.2.2) names a mailbox the server has: proof that it exists, though mail may
+  // bounce until it is emptied (so the verdict is risky).
+  mailbox_full: { proves: "mailbox_exists", recheckSoon: false },
+  connection_failed: { proves: "nothing_yet", recheckSoon: false },
+  smtp_inconclusive: { proves: "nothing_yet", recheckSoon: false },
+  receiver_budget_spent: { proves: "nothing_yet", recheckSoon: false },
+  provider_forbids_probing: { proves: "settled_elsewhere", recheckSoon: false },
+  dns_failure: { proves: "nothing_yet", recheckSoon: true },
+  no_smtp_check: { proves: "nothing_yet", recheckSoon: false },
+  deliverable: { proves: "mailbox_exists", recheckSoon: false },
+};
+
+/**
+ * What each thing a mail server can say (or the probe's reason for saying nothing) is as a reason. The verdict only
+ * uses it after the checks that come first in precedence (syntax, domain, typo, disposable, catch-all): an accepted
+ * address may still be a catch-all's, and one refused as unknown is decided by its check.
+ */
+export const REASON_OF_OUTCOME: Readonly<Record<ProbeOutcome, VerificationReason>> = {
+  accepted: "deliverable",
+  mailbox_not_found: "mailbox_not_found",
+  mailbox_full: "mailbox_full",
+  policy_block: "policy_block",
+  rejected_unclear: "smtp_inconclusive",
+  temporary_failure: "temporary_failure",
+  timeout: "temporary_failure",
+  connection_failed: "connection_failed",
+  protocol_error: "smtp_inconclusive",
+  refused_target: "no_smtp_check",
+  budget_spent: "receiver_budget_spent",
+  not_probed: "provider_forbids_probing",
+};
+
+/** The reason for a public smtp_outcome: a probe that did not answer is no SMTP check. */
+export function reasonOfSmtpOutcome(outcome: SmtpOutcome): VerificationReason {
+  return outcome in REASON_OF_OUTCOME ? REASON_OF_OUTCOME[outcome as ProbeOutcome] : "no_smtp_check";
+}
+
+/** What an SMTP outcome proves (the probe's RCPT classes are outcomes too). */
+export function outcomeMeaning(outcome: SmtpOutcome): AnswerMeaning {
+  return REASON_MEANING[reasonOfSmtpOutcome(outcome)];
+}
+
+/** The reasons that prove one of `proofs`, in the vocabulary's order. */
+export function reasonsProving(...proofs: AnswerProof[]): VerificationReason[] {
+  return VERIFICATION_REASONS.filter((reason) => proofs.includes(REASON_MEANING[reason].proves));
+}

@@ -1,0 +1,123 @@
+/**
+ * The import graph of edge/, probe/, shared/ and scripts/ (madge): no import circle at all, type-only imports included; and the boundaries between the parts: shared/ stands alone, the probe imports nothing of the
+ * Worker's, the Worker nothing of the admin code's, and, counting what is imported when the code runs (type-only imports
+ * left out), the code that starts jobs does not load the consumer that runs them, nor the probe's basic types its
+ * metrics. `npm run imports:circular` prints madge's own report.
+ */
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const DIRECTORIES = ["edge", "probe", "shared", "scripts"];
+
+/** Circles allowed: none (the last, edge/env.ts <-> auth.ts, rate-limits.ts and sessions.ts, went with edge/caller.ts). */
+const ALLOWED_CIRCLES: string[][] = [];
+
+type Graph = Record<string, string[]>;
+/** madge's API (the package has no types of its own). */
+type Madge = (paths: string[], config: object) => Promise<{ obj(): Graph }>;
+const madge = createRequire(import.meta.url)("madge") as Madge;
+
+/** Every import, type-only ones too. */
+let graph: Graph;
+/** What is loaded when the code runs: type-only imports left out. */
+let runtime: Graph;
+
+beforeAll(async () => {
+  const read = async (skipTypeImports: boolean) => {
+    const detective = { skipTypeImports };
+    const result = await madge(DIRECTORIES.map((d) => `${root}${d}`), { baseDir: root, fileExtensions: ["ts", "tsx"], tsConfig: `${root}tsconfig.json`, detectiveOptions: { ts: detective, tsx: detective } });
+    return result.obj();
+  };
+  [graph, runtime] = [await read(false), await read(true)];
+}, 60_000);
+
+/** Strongly connected components of more than one file (Tarjan): every import circle, each as its sorted files. */
+function circles(g: Record<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  let next = 0;
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of g[v] ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) out.push(component.sort());
+    }
+  };
+  for (const v of Object.keys(g)) if (!index.has(v)) visit(v);
+  return out.sort((a, b) => a[0]!.localeCompare(b[0]!));
+}
+
+/** Every file `from` loads when it runs, through its imports. */
+function loads(from: string): Set<string> {
+  const seen = new Set<string>();
+  const todo = [...(runtime[from] ?? [])];
+  while (todo.length > 0) {
+    const file = todo.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    todo.push(...(runtime[file] ?? []));
+  }
+  return seen;
+}
+
+const importsOf = (prefix: string) => Object.entries(graph).filter(([file]) => file.startsWith(prefix));
+
+describe("the import graph", () => {
+  it("reads the directories (a sanity check on the tool)", () => {
+    expect(graph["edge/app.ts"]).toContain("edge/auth.ts");
+    // A type-only import is in the one graph and not in the other.
+    expect(graph["probe/metrics.ts"]).toContain("probe/scheduler.ts");
+    expect(runtime["probe/metrics.ts"]).not.toContain("probe/scheduler.ts");
+    expect(Object.keys(graph).filter((f) => f.startsWith("probe/")).length).toBeGreaterThan(20);
+  });
+
+  it("has no import circle but the allowed one", () => {
+    expect(circles(graph)).toEqual(ALLOWED_CIRCLES);
+  });
+
+  it("shared/ imports nothing outside shared/", () => {
+    const out = importsOf("shared/").flatMap(([file, deps]) => deps.filter((d) => !d.startsWith("shared/")).map((d) => `${file} -> ${d}`));
+    expect(out).toEqual([]);
+  });
+
+  it("the probe imports nothing of the Worker's or the scripts' (its image copies probe/ and shared/ only)", () => {
+    const out = importsOf("probe/").flatMap(([file, deps]) => deps.filter((d) => d.startsWith("edge/") || d.startsWith("scripts/")).map((d) => `${file} -> ${d}`));
+    expect(out).toEqual([]);
+  });
+
+  it("the Worker imports nothing of the admin code's (edge/db/admin.ts) or the scripts'", () => {
+    const out = importsOf("edge/").flatMap(([file, deps]) => deps.filter((d) => d === "edge/db/admin.ts" || d.startsWith("scripts/")).map((d) => `${file} -> ${d}`));
+    expect(out).toEqual([]);
+  });
+
+  it.each(["edge/routes/jobs.ts", "edge/personal-data-cron.ts"])("%s starts jobs without loading the consumer that runs them", (file) => {
+    expect(runtime[file]).toContain("edge/jobs/queue.ts");
+    expect(loads(file).has("edge/jobs/consumer.ts")).toBe(false);
+  });
+
+  it("the probe's basic types (check.ts) load neither its metrics nor its counters (prom-client)", () => {
+    const reached = loads("probe/check.ts");
+    expect(reached.has("probe/metrics.ts")).toBe(false);
+    expect(reached.has("probe/counters.ts")).toBe(false);
+  });
+});
