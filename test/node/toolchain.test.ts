@@ -15,8 +15,8 @@ const scripts = (JSON.parse(readFileSync(`${root}package.json`, "utf8")) as { sc
 describe("npm run typecheck", () => {
   const commands = scripts.typecheck!.split("&&").map((c) => c.trim());
 
-  it("checks both programs (the Node side and the Worker side)", () => {
-    expect(commands.map((c) => c.split(" -p ")[1])).toEqual(["tsconfig.json", "edge/tsconfig.json"]);
+  it("checks every program: the Node side, the Worker side, the console's browser scripts and its browser tests", () => {
+    expect(commands.map((c) => c.split(" -p ")[1])).toEqual(["tsconfig.json", "edge/tsconfig.json", "edge/console/browser/tsconfig.json", "test/browser/tsconfig.json"]);
   });
 
   it.each(commands)("%s runs TypeScript 7", async (command) => {
