@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: runs every benchmark and writes docs/benchmarks.md: most of it is that document's text.
  * `npm run bench`: every benchmark of issue 5 in one run, fixtures included, then docs/benchmarks.md
  * and docs/probe-scale.svg written from the numbers. `npm run bench -- --quick` is a smoke run with
  * one repetition and smaller sizes; its figures are not for quoting.

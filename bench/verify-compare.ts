@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: one benchmark: running this API and every npm verifier on the same list and writing its tables.
  * Verification side by side with the npm verifiers a user would pick instead: the same 1,000
  * addresses (bench/verify-list.ts), the same DNS zone and the same SMTP servers
  * (bench/verify-fixtures.ts), the same number of addresses in flight, and each tool's own verdict

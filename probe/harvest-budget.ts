@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: the budget's arithmetic, pure: the window, the hour, the lanes and their snapshot keep one set of counts in step.
  * The unknown-recipient budget of one budget key (docs/probe.md "Receiver policy"): a receiver's
  * harvest defence counts the share of a client's recipients that are unknown users, and how many an
  * hour, and for some families (Google, Microsoft) it counts them by our sending IP across all its MX

@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: one process's whole life: the embedded libSQL server, its Host and token checks, the file lock and a clean stop.
  * A small libSQL server speaking Hrana over HTTP (JSON encoding, protocol v2 and v3) on top of the
  * native `libsql` engine, so `@libsql/client/web` — which is all the Worker can use — can talk to a
  * local file. It stands in for sqld / `turso dev`, which cannot be installed here; a DATABASE_URL

@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: RFC 8484 in wire format: the query, the bounded parser of five record types and the client, which share their limits.
  * RFC 8484 DNS-over-HTTPS client (wire format, POST application/dns-message).
  *
  * Runs in a Worker (nodejs_compat: Buffer from node:buffer) and in Node; it uses only fetch,

@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: one SMTP session, greeting to QUIT: a protocol state machine that reads best whole.
  * One SMTP session with one mail server address, kept open for reuse as a well-behaved MTA does:
  * connect, greeting, EHLO (HELO fallback), opportunistic STARTTLS and EHLO again once; then any
  * number of transactions (RSET when needed, MAIL FROM, RCPT TO for one or many recipients; never

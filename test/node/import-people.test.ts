@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: the import's rules, each against one libSQL database.
  * `people import` against a real libSQL file database: what ends up in people, person_emails and
  * person_phones, which lines are rejected and why, and that importing twice changes nothing.
  */

@@ -1,3 +1,6 @@
+/**
+ * Longer than 400 lines on purpose: a table of real servers' RCPT replies and what each means, one row per reply.
+ */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { classifyRcptReply, type RcptClass } from "../../probe/smtp/classify.ts";

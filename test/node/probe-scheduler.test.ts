@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: the scheduler's rules, each against fixture mail servers that share their setup.
  * The probe's scheduler against scripted MTAs on loopback (test/fixtures/mta-fixture.ts): warm
  * sessions and RSET, coalescing, rotation before Postfix's error limits, 452 splitting, 421 in the
  * middle of a batch, a tarpit, servers that close idle sessions or drop after one transaction, no

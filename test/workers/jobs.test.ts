@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: one resource's whole contract (create, read, results, cancel) against one database and queue; split by operation, each part would repeat the fixtures.
  * Bulk verification jobs inside workerd, end to end: the routes, the Worker's own queue consumer
  * (run by the local queue, or handed a batch directly to test redelivery), the cron, the real probe
  * behind the test zone's MX hosts, and a real HTTP server receiving the signed callbacks.
