@@ -23,7 +23,7 @@ import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
 import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
 import { prepareLines } from "./jobs/prepare-lines.ts";
 import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
-import { RESULTS_EXPIRED } from "./jobs/store/job-rows.ts";
+import { RESULTS_STATE } from "./jobs/store/job-rows.ts";
 import { newId } from "./lib/tokens.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification-params.ts";
 
@@ -107,7 +107,7 @@ type DoneLine = { position: number; email: string; result: string; reason: strin
 /** Writes the answers of refresh jobs that have ended, then lets retention delete them (the job row goes once its lines have). */
 async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): Promise<{ jobs: number; addresses: number; rows: number }> {
   const ended = await db.all<{ id: string }>(sql`select id from verification_jobs
-    where account_id = ${REFRESH_ACCOUNT_ID} and status in ('completed', 'cancelled') and results_expired = ${RESULTS_EXPIRED.held} and writing = 0
+    where account_id = ${REFRESH_ACCOUNT_ID} and status in ('completed', 'cancelled') and results_state = ${RESULTS_STATE.held} and creating = 0
     order by completed_at limit ${REFRESH_JOBS_APPLIED_PER_RUN}`);
   let addresses = 0;
   let rows = 0;
@@ -124,17 +124,17 @@ async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): 
       addresses += answers.length;
       from = Number(lines.at(-1)!.position) + 1;
     }
-    await db.run(sql`update verification_jobs set results_expired = ${RESULTS_EXPIRED.deleting} where id = ${id} and results_expired = ${RESULTS_EXPIRED.held}`);
+    await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting} where id = ${id} and results_state = ${RESULTS_STATE.held}`);
   }
   // Refresh jobs whose lines retention has deleted leave nothing behind.
-  await db.run(sql`delete from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and results_expired = ${RESULTS_EXPIRED.deleted}`);
+  await db.run(sql`delete from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and results_state = ${RESULTS_STATE.deleted}`);
   return { jobs: ended.length, addresses, rows };
 }
 
 /** When no refresh job is running: the addresses due, oldest first, claimed for REFRESH_CLAIM_MS and put in a new one. */
 async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
   const [running] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs
-    where account_id = ${REFRESH_ACCOUNT_ID} and (status in ('queued', 'running') or writing = 1)`);
+    where account_id = ${REFRESH_ACCOUNT_ID} and (status in ('queued', 'running') or creating = 1)`);
   if (Number(running?.n ?? 0) > 0) return { job: null, addresses: 0 };
   // Twice the batch of rows by the next_check_at index: one address may be stored for several people.
   const due = await db.all<{ email: string }>(sql`select email from person_emails where next_check_at <= ${now}

@@ -205,11 +205,11 @@ export const verificationJobs = sqliteTable(
      * never holds the write lock in one piece): no read, claim or cron sees the job until it is 0.
      * A create that died half way leaves it 1; the cron deletes such a job.
      */
-    writing: integer("writing").notNull().default(0),
+    creating: integer("creating").notNull().default(0),
     /** What the job asked for at creation (retention_seconds); null: JOB_RETENTION_SECONDS. */
     retentionSeconds: integer("retention_seconds"),
-    /** 1 once its lines and results are deleted (retention ran out, or DELETE ?purge=true): its results endpoints answer 410. */
-    resultsExpired: integer("results_expired").notNull().default(0),
+    /** 0 results held; 1 expired, lines being deleted by the cron; 2 every line deleted (retention ran out, or DELETE ?purge=true). The API says results_expired: state > 0, and its results endpoints answer 410. */
+    resultsState: integer("results_state").notNull().default(0),
   },
   (t) => [
     uniqueIndex("verification_jobs_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
@@ -218,7 +218,7 @@ export const verificationJobs = sqliteTable(
     index("verification_jobs_account_status_idx").on(t.accountId, t.status),
     index("verification_jobs_status_updated_idx").on(t.status, t.updatedAt),
     // The cron's retention finds finished jobs whose results are still held, by when they ended.
-    index("verification_jobs_retention_idx").on(t.resultsExpired, t.completedAt),
+    index("verification_jobs_retention_idx").on(t.resultsState, t.completedAt),
     check("verification_jobs_status_known", sql`${t.status} in ('queued', 'running', 'completed', 'cancelled')`),
   ],
 );

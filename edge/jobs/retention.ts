@@ -12,7 +12,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected } from "../db/rows.ts";
-import { jobById, RESULTS_EXPIRED, type JobRow } from "./store/job-rows.ts";
+import { jobById, RESULTS_STATE, type JobRow } from "./store/job-rows.ts";
 import { deleteFirstLines } from "./store/lines.ts";
 
 /** Lines per delete statement. */
@@ -29,7 +29,7 @@ export const ZERO_RETENTION_GRACE_MS = 3_600_000;
 /** Deletes up to `max` of an expired job's lines, LINES_PER_DELETE per statement; marks it deleted once none is left. Returns the lines deleted. */
 async function deleteLines(db: Database, jobId: string, max: number): Promise<number> {
   const { deleted, exhausted } = await deleteInBatches((limit) => deleteFirstLines(db, jobId, limit), LINES_PER_DELETE, max);
-  if (exhausted) await db.run(sql`update verification_jobs set results_expired = ${RESULTS_EXPIRED.deleted} where id = ${jobId} and results_expired = ${RESULTS_EXPIRED.deleting}`);
+  if (exhausted) await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleted} where id = ${jobId} and results_state = ${RESULTS_STATE.deleting}`);
   return deleted;
 }
 
@@ -38,8 +38,8 @@ async function deleteLines(db: Database, jobId: string, max: number): Promise<nu
  * deletes the first LINES_PER_DELETE lines now; the cron deletes the rest. Returns the job as it is after.
  */
 export async function purgeResults(db: Database, job: JobRow): Promise<JobRow | null> {
-  await db.run(sql`update verification_jobs set results_expired = ${RESULTS_EXPIRED.deleting}
-    where id = ${job.id} and results_expired = ${RESULTS_EXPIRED.held} and status in ('completed', 'cancelled')`);
+  await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting}
+    where id = ${job.id} and results_state = ${RESULTS_STATE.held} and status in ('completed', 'cancelled')`);
   await deleteLines(db, job.id, LINES_PER_DELETE);
   return jobById(db, job.id);
 }
@@ -49,15 +49,15 @@ export type RetentionReport = { jobs_expired: number; job_lines_deleted: number;
 /** The cron's part: jobs whose retention ran out are marked, expired jobs lose their lines (bounded), old Idempotency-Keys are forgotten. */
 export async function applyJobRetention(db: Database, defaultRetentionSeconds: number, now = Date.now()): Promise<RetentionReport> {
   const retention = sql`coalesce(retention_seconds, ${defaultRetentionSeconds})`;
-  const expired = await db.run(sql`update verification_jobs set results_expired = ${RESULTS_EXPIRED.deleting}
+  const expired = await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting}
     where id in (select id from verification_jobs
-      where results_expired = ${RESULTS_EXPIRED.held} and status in ('completed', 'cancelled') and writing = 0 and (
+      where results_state = ${RESULTS_STATE.held} and status in ('completed', 'cancelled') and creating = 0 and (
         (${retention} > 0 and completed_at + ${retention} * 1000 <= ${now})
         or (${retention} = 0 and (callback_state in ('delivered', 'failed') or (callback_state = 'none' and completed_at + ${ZERO_RETENTION_GRACE_MS} <= ${now}))))
       limit ${JOBS_EXPIRED_PER_RUN})`);
 
   let linesDeleted = 0;
-  const deleting = await db.all<{ id: string }>(sql`select id from verification_jobs where results_expired = ${RESULTS_EXPIRED.deleting} order by completed_at limit 20`);
+  const deleting = await db.all<{ id: string }>(sql`select id from verification_jobs where results_state = ${RESULTS_STATE.deleting} order by completed_at limit 20`);
   for (const { id } of deleting) {
     if (linesDeleted >= LINES_DELETED_PER_RUN) break;
     linesDeleted += await deleteLines(db, id, LINES_DELETED_PER_RUN - linesDeleted);

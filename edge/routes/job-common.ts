@@ -45,6 +45,6 @@ export async function jobOr404(c: Context<AppEnv>): Promise<JobRow> {
 /** The job whose results are asked for: 410 once they were deleted (retention, or a purge). */
 export async function jobWithResults(c: Context<AppEnv>): Promise<JobRow> {
   const job = await jobOr404(c);
-  if (Number(job.results_expired) > 0) throw new ApiError(410, JOB_MESSAGES.resultsExpired);
+  if (Number(job.results_state) > 0) throw new ApiError(410, JOB_MESSAGES.resultsExpired);
   return job;
 }

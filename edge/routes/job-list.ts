@@ -61,8 +61,8 @@ export function registerJobListRoute(app: OpenAPIHono<AppEnv>): void {
     // Newest first by (created_at, id); `before` is a job of this account, found in the same statement.
     const cursor = before === undefined ? sql`` : sql`and (created_at, id) < (select created_at, id from verification_jobs where id = ${before} and account_id = ${accountId})`;
     const rows = await requestDatabase(c).all<JobRow>(sql`select id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts,
-      smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_expired, started_at
-      from verification_jobs where account_id = ${accountId} and writing = 0 ${cursor} order by created_at desc, id desc limit ${limit + 1}`);
+      smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_state, started_at
+      from verification_jobs where account_id = ${accountId} and creating = 0 ${cursor} order by created_at desc, id desc limit ${limit + 1}`);
     const page = rows.slice(0, limit);
     return c.json({ jobs: page.map(jobJson), next_before: rows.length > limit ? page.at(-1)!.id : null }, 200);
   });

@@ -26,7 +26,7 @@ export type EraseResult = { erased: number; suppressed: number };
 const MAX_REASON_LENGTH = 500;
 
 /** The lines of refresh jobs not yet written back: an erased address leaves them at once. */
-const OPEN_REFRESH_JOBS = `select id from verification_jobs where account_id = '${REFRESH_ACCOUNT_ID}' and results_expired = 0`;
+const OPEN_REFRESH_JOBS = `select id from verification_jobs where account_id = '${REFRESH_ACCOUNT_ID}' and results_state = 0`;
 
 /**
  * Erases the people the selector names, in one write batch that also records the suppressions (and, at the first
@@ -94,12 +94,12 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
           invalid_count = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done' and classification = 'invalid'),
           reason_counts = coalesce((select json_group_object(reason, n) from (select reason, count(*) as n from verification_job_items i
             where i.job_id = verification_jobs.id and state = 'done' and reason is not null group by reason)), '{}')
-        where id in (${OPEN_REFRESH_JOBS}) and writing = 0`,
+        where id in (${OPEN_REFRESH_JOBS}) and creating = 0`,
       args: [],
     },
     {
       sql: `update verification_jobs set status = 'completed', completed_at = ?1, updated_at = ?1
-        where id in (${OPEN_REFRESH_JOBS}) and status in ('queued', 'running') and writing = 0 and processed >= total`,
+        where id in (${OPEN_REFRESH_JOBS}) and status in ('queued', 'running') and creating = 0 and processed >= total`,
       args: [now],
     },
   ];

@@ -31,7 +31,7 @@ function create(token: string, addresses: string[], bindings: Partial<Bindings> 
 }
 
 const jobsOf = async (accountId: string) =>
-  db.all<{ id: string; status: string; writing: number }>(sql`select id, status, writing from verification_jobs where account_id = ${accountId}`);
+  db.all<{ id: string; status: string; creating: number }>(sql`select id, status, creating from verification_jobs where account_id = ${accountId}`);
 
 async function runCron() {
   const ctx = createExecutionContext();
@@ -96,13 +96,13 @@ describe("writing a large job", () => {
     await call(`${PATH}/${job.id}`, { method: "DELETE", token });
     const [lines] = await db.all<{ n: number; last: number }>(sql`select count(*) as n, max(position) as last from verification_job_items where job_id = ${job.id}`);
     expect(lines).toEqual({ n: total, last: total - 1 });
-    const [row] = await db.all<{ writing: number }>(sql`select writing from verification_jobs where id = ${job.id}`);
-    expect(row!.writing).toBe(0);
+    const [row] = await db.all<{ creating: number }>(sql`select creating from verification_jobs where id = ${job.id}`);
+    expect(row!.creating).toBe(0);
   });
 
   async function writingJob(accountId: string, createdAt: number, key: string | null = null, requestHash = "test") {
     const id = `job_test${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-    await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash, idempotency_key, created_at, updated_at, writing)
+    await db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash, idempotency_key, created_at, updated_at, creating)
       values (${id}, ${accountId}, 'queued', 3, 5, ${requestHash}, ${key}, ${createdAt}, ${createdAt}, 1)`);
     await db.run(sql`insert into verification_job_items (job_id, position, email, state) values (${id}, 0, 'a@ok.test', 'pending'), (${id}, 1, 'b@ok.test', 'pending')`);
     return id;
@@ -114,7 +114,7 @@ describe("writing a large job", () => {
     expect((await call(`${PATH}/${id}`, { token })).status).toBe(404);
     expect((await call(`${PATH}/${id}`, { method: "DELETE", token })).status).toBe(404);
     expect((await claimTurn(db, id, newLease(30_000), 200)).lines).toEqual([]);
-    expect(await jobsOf(accountId)).toEqual([{ id, status: "queued", writing: 1 }]);
+    expect(await jobsOf(accountId)).toEqual([{ id, status: "queued", creating: 1 }]);
   });
 
   it("a retry with the Idempotency-Key of a job still being written is 409 with Retry-After", async () => {

@@ -100,7 +100,7 @@ describe("a job whose lines only wait", () => {
     const account = await (await call("/v1/account", { token })).json();
     expect((account as { jobs: { running: number } }).jobs.running).toBe(0);
     expect(await startJob(db, another(2), limits)).toEqual({ kind: "started" });
-    await db.run(sql`update verification_jobs set writing = 0, status = 'cancelled' where account_id = ${accountId} and id != ${id}`);
+    await db.run(sql`update verification_jobs set creating = 0, status = 'cancelled' where account_id = ${accountId} and id != ${id}`);
 
     // Stalled, but nothing due: no turn. Due: one.
     await db.run(sql`update verification_jobs set updated_at = 0 where id = ${id}`);

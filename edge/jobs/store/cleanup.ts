@@ -34,11 +34,11 @@ export async function callbackAccount(db: Database, accountId: string): Promise<
  * Returns the jobs deleted whole.
  */
 export async function deleteAbandonedJobs(db: Database, maxLines = LINES_PER_TRANSACTION): Promise<number> {
-  const abandoned = await db.all<{ id: string }>(sql`select id from verification_jobs where writing = 1 and created_at < ${Date.now() - ABANDONED_CREATE_MS} limit 10`);
+  const abandoned = await db.all<{ id: string }>(sql`select id from verification_jobs where creating = 1 and created_at < ${Date.now() - ABANDONED_CREATE_MS} limit 10`);
   let deleted = 0;
   for (const { id } of abandoned) {
     if (rowsAffected(await deleteFirstLines(db, id, maxLines)) > 0) continue;
-    const [row] = await db.batch([db.run(sql`delete from verification_jobs where id = ${id} and writing = 1
+    const [row] = await db.batch([db.run(sql`delete from verification_jobs where id = ${id} and creating = 1
       and not exists (select 1 from verification_job_items where job_id = ${id})`)]);
     deleted += rowsAffected(row);
   }

@@ -69,12 +69,12 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
   const now = Date.now();
   const since = now - LINE_QUOTA_WINDOW_MS;
   const [inserted, existing, usage] = await db.batch([
-    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, writing, retention_seconds)
+    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds)
       select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
       where (select count(*) from verification_jobs where account_id = ${job.accountId} and ${HOLDS_RUNNING_SLOT}) < ${limits.maxRunning}
         and (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) + ${job.total} <= ${limits.maxLinesPerDay}
       on conflict do nothing`),
-    db.all<JobRow & { writing: number }>(sql`select ${jobWithQueue(now)}, writing from verification_jobs
+    db.all<JobRow & { creating: number }>(sql`select ${jobWithQueue(now)}, creating from verification_jobs
       where account_id = ${job.accountId} and idempotency_key = ${job.idempotencyKey} and id != ${job.id}`),
     db.all<{ running: number; lines: number; oldest: number | null }>(sql`select
         (select count(*) from verification_jobs where account_id = ${job.accountId} and ${HOLDS_RUNNING_SLOT}) as running,
@@ -83,7 +83,7 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
   ]);
   if (rowsAffected(inserted) === 1) return { kind: "started" };
   const earlier = existing[0];
-  if (earlier) return { kind: "existing", job: Number(earlier.writing) === 1 ? null : earlier, requestHash: earlier.request_hash };
+  if (earlier) return { kind: "existing", job: Number(earlier.creating) === 1 ? null : earlier, requestHash: earlier.request_hash };
   const u = usage[0]!;
   if (Number(u.running) >= limits.maxRunning) return { kind: "too_many_running" };
   // Lines leave the window as their jobs turn 24 hours old: the oldest goes first.
@@ -117,14 +117,14 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
       statements.push(
         db.run(sql`insert into verification_job_items (job_id, position, seq, email, duplicate_of, state, classification, result, reason, checked_at)
           select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8 from json_each(${JSON.stringify(rows)})
-          where (select writing from verification_jobs where id = ${jobId}) = 1`),
+          where (select creating from verification_jobs where id = ${jobId}) = 1`),
       );
     }
     await batch(db, statements);
   }
   const now = Date.now();
   const [finished, , , job] = await db.batch([
-    db.run(sql`update verification_jobs set writing = 0, updated_at = ${now} where id = ${jobId} and writing = 1`),
+    db.run(sql`update verification_jobs set creating = 0, updated_at = ${now} where id = ${jobId} and creating = 1`),
     // The key's usage roll-up counts the lines once the job is visible (changes(): the update just before).
     db.run(sql`insert into usage_daily (account_id, key_id, day, job_lines)
       select account_id, ${keyId}, ${utcDay(now)}, total from verification_jobs where id = ${jobId} and ${keyId} is not null and changes() = 1
@@ -142,5 +142,5 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
  * for the client's retry, and is the cron's to delete.
  */
 export async function giveUpCreate(db: Database, jobId: string): Promise<void> {
-  await db.run(sql`update verification_jobs set status = 'cancelled', created_at = 0, idempotency_key = null where id = ${jobId} and writing = 1`);
+  await db.run(sql`update verification_jobs set status = 'cancelled', created_at = 0, idempotency_key = null where id = ${jobId} and creating = 1`);
 }

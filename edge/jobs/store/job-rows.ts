@@ -16,8 +16,8 @@ import type { verificationJobs } from "../../db/schema.ts";
 
 /** JOB_RETENTION_SECONDS' default: what a job created before retention_seconds existed (null) keeps its results for. */
 export const DEFAULT_JOB_RETENTION_SECONDS = 2_592_000;
-/** results_expired: 0 results held; 1 expired, lines being deleted (the cron); 2 every line deleted. */
-export const RESULTS_EXPIRED = { held: 0, deleting: 1, deleted: 2 } as const;
+/** results_state: 0 results held; 1 expired, lines being deleted (the cron); 2 every line deleted. */
+export const RESULTS_STATE = { held: 0, deleting: 1, deleted: 2 } as const;
 
 export type Statement = BatchItem<"sqlite">;
 export const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
@@ -27,7 +27,7 @@ type SnakeCase<S extends string> = S extends `${infer Head}${infer Tail}` ? `${H
 type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
 
 /** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
-export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "writing" | "lastClaimAt">> &
+export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "creating" | "lastClaimAt">> &
   /** Where the job stands in the scheduling (docs/jobs.md "Scheduling"), when the read asked for it. */
   Partial<{
     lines_in_progress: number;
@@ -113,19 +113,19 @@ export function jobJson(row: JobRow): VerificationJob {
     smtp_timeout: Number(row.smtp_timeout),
     results_url: `/v1/email_verification_jobs/${row.id}/results`,
     retention_seconds: row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds),
-    results_expired: Number(row.results_expired) > 0,
+    results_expired: Number(row.results_state) > 0,
   };
 }
 
 export const JOB_COLUMNS = sql.raw(
-  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_expired",
+  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_state",
 );
 
 /** A job as its account sees it: one still being written does not exist yet. */
 /** JOB_COLUMNS and where the job stands in the scheduling (JobRow's lines_in_progress, accounts_sharing), for reads that answer with the job. */
 export const jobWithQueue = (now: number) => sql`${JOB_COLUMNS},
   (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'claimed' and i.lease_until > ${now}) as lines_in_progress,
-  (select count(distinct o.account_id) from verification_jobs o where o.status in ('queued', 'running') and o.writing = 0
+  (select count(distinct o.account_id) from verification_jobs o where o.status in ('queued', 'running') and o.creating = 0
     and o.account_id in (select id from accounts where status = 'active')) as accounts_sharing,
   (select json_group_object(family, lines) from (select coalesce(i.waiting_on, 'unknown') as family, count(*) as lines from verification_job_items i
     where i.job_id = verification_jobs.id and i.duplicate_of is null and i.state = 'waiting' group by 1)) as waiting_on,
@@ -133,7 +133,7 @@ export const jobWithQueue = (now: number) => sql`${JOB_COLUMNS},
   started_at`;
 
 export function findJobQuery(db: Database, accountId: string, id: string) {
-  return db.all<JobRow>(sql`select ${jobWithQueue(Date.now())} from verification_jobs where id = ${id} and account_id = ${accountId} and writing = 0`);
+  return db.all<JobRow>(sql`select ${jobWithQueue(Date.now())} from verification_jobs where id = ${id} and account_id = ${accountId} and creating = 0`);
 }
 
 export async function findJob(db: Database, accountId: string, id: string): Promise<JobRow | null> {
@@ -141,7 +141,7 @@ export async function findJob(db: Database, accountId: string, id: string): Prom
 }
 
 export async function jobById(db: Database, id: string): Promise<JobRow | null> {
-  return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and writing = 0`))[0] ?? null;
+  return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and creating = 0`))[0] ?? null;
 }
 
 /**
@@ -163,7 +163,7 @@ export const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts wh
 export function completeIfDone(db: Database, jobId: string, now: number) {
   return db.all<JobRow>(sql`update verification_jobs set status = 'completed', completed_at = ${now}, updated_at = ${now},
       callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
-    where id = ${jobId} and status in ('queued', 'running') and processed >= total and writing = 0
+    where id = ${jobId} and status in ('queued', 'running') and processed >= total and creating = 0
     returning ${JOB_COLUMNS}`);
 }
 
@@ -176,7 +176,7 @@ export async function cancelJob(db: Database, accountId: string, id: string): Pr
   const [update, rows] = await db.batch([
     db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${now}, updated_at = ${now},
         callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
-      where id = ${id} and account_id = ${accountId} and status in ('queued', 'running') and writing = 0`),
+      where id = ${id} and account_id = ${accountId} and status in ('queued', 'running') and creating = 0`),
     findJobQuery(db, accountId, id),
   ]);
   const job = rows[0];

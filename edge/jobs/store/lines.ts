@@ -80,7 +80,7 @@ function turnStatements(db: Database, jobId: string, lease: Lease, max: number, 
   return [
     db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}),
         updated_at = case when status = 'queued' then ${now} else updated_at end, last_claim_at = ${now}
-      where id = ${jobId} and status in ('queued', 'running') and writing = 0 and ${ACCOUNT_ACTIVE}`),
+      where id = ${jobId} and status in ('queued', 'running') and creating = 0 and ${ACCOUNT_ACTIVE}`),
     db.all<ClaimedRow>(sql`update verification_job_items ${claim}
       where rowid in (select rowid from verification_job_items where ${claimable} and state in ('recheck', 'waiting', 'claimed')
         and case state when 'recheck' then recheck_at <= ${now} when 'waiting' then wait_until <= ${now} else lease_until <= ${now} end

@@ -41,7 +41,7 @@ export async function bulkCandidates(db: Database, now = Date.now()): Promise<Bu
       ${due("waiting", ` and i.wait_until <= ${Number(now)}`)} as parked,
       ${due("claimed", ` and i.lease_until <= ${Number(now)}`)} as expired
     from verification_jobs j
-    where j.status in ('queued', 'running') and j.writing = 0 and ${ACCOUNT_ACTIVE}`);
+    where j.status in ('queued', 'running') and j.creating = 0 and ${ACCOUNT_ACTIVE}`);
   return rows.map((r) => ({
     job: String(r.id),
     account: String(r.account_id),
@@ -71,7 +71,7 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
   // Only jobs with due lines: one whose lines all wait on a receiver (parked) has nothing to send and
   // must not take the places of jobs that do.
   const stalledJobs = sql`select id from verification_jobs
-    where status in ('queued', 'running') and writing = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
+    where status in ('queued', 'running') and creating = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
       and exists (select 1 from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and ${dueLine(now, "i.")})
     order by updated_at, id limit ${sql.raw(String(STALLED_JOBS_PER_RUN))}`;
   const dueCallbacks = sql`select id from verification_jobs
