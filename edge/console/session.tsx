@@ -3,11 +3,11 @@
  * member may do comes from shared/roles.ts, the table the API checks a session against, so a control
  * is shown exactly when the API would allow its operation.
  */
-import type { Context } from "hono";
+import type { Context, Hono } from "hono";
 import { ROLE_SCOPES, type Role } from "../../shared/roles.ts";
 import type { Scope } from "../../shared/scopes.ts";
 import type { AppEnv } from "../env.ts";
-import type { CallApi } from "./api.ts";
+import { apiCaller, type CallApi } from "./api.ts";
 import { ErrorNote, page } from "./layout.tsx";
 
 export type Member = { id: string; name: string; role: Role; created_at: string; last_sign_in_at: string | null };
@@ -37,4 +37,17 @@ export async function signedIn(c: Context<AppEnv>, api: CallApi): Promise<Signed
 export function toSignIn(c: Context<AppEnv>) {
   const back = new URL(c.req.url);
   return c.redirect(`/console/sign-in?next=${encodeURIComponent(back.pathname + back.search)}`, 303);
+}
+
+/**
+ * A console page or form for a signed-in member: the handler gets the API caller and the member, and
+ * never runs without one (the sign-in page, or the API's refusal, is answered instead).
+ */
+export function asMember<P extends string>(app: Hono<AppEnv>, handler: (c: Context<AppEnv, P>, api: CallApi, me: SignedIn) => Promise<Response> | Response) {
+  return async (c: Context<AppEnv, P>): Promise<Response> => {
+    const api = apiCaller(app, c);
+    const me = await signedIn(c, api);
+    if (me instanceof Response) return me;
+    return handler(c, api, me);
+  };
 }

@@ -8,9 +8,8 @@ import type { AccountInfo } from "../../../shared/api.ts";
 import type { VerificationJob } from "../../../shared/jobs.ts";
 import type { ApiKey, AuditPage, UsageReport } from "../../../shared/keys.ts";
 import type { AppEnv } from "../../env.ts";
-import { apiCaller } from "../api.ts";
 import { ErrorNote, page, When } from "../layout.tsx";
-import { signedIn, toSignIn } from "../session.tsx";
+import { asMember, toSignIn } from "../session.tsx";
 import { BarChart } from "./charts.tsx";
 import { registerCheckPages } from "./check.tsx";
 import { registerMemberPages } from "./members.tsx";
@@ -21,10 +20,7 @@ const SOON_MS = 14 * 86_400_000;
 type Erasures = { erasures: { profnet_id: number | null; profnet_public_identifier: string | null; codehost_id: number | null; codehost_login: string | null; erased_at: string }[] };
 
 export function registerAccountPages(app: Hono<AppEnv>): void {
-  app.get("/console", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console", asMember(app, async (c, api, me) => {
     const monthStart = new Date().toISOString().slice(0, 8) + "01";
     const [account, usage, jobs, keys] = await Promise.all([
       api<AccountInfo>("GET", "/v1/account"),
@@ -121,12 +117,9 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         ) : null}
       </>,
     );
-  });
+  }));
 
-  app.get("/console/usage", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/usage", asMember(app, async (c, api, me) => {
     const [byDay, byKey] = await Promise.all([api<UsageReport>("GET", "/v1/usage?group_by=day"), api<UsageReport>("GET", "/v1/usage?group_by=key")]);
     const columns = ["lookups_charged", "lookups_not_found", "verifications", "job_lines", "credits_spent"] as const;
     const table = (report: UsageReport, first: "day" | "key_id", caption: string) => (
@@ -170,12 +163,9 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         {byKey.ok ? table(byKey.data, "key_id", "By key") : null}
       </>,
     );
-  });
+  }));
 
-  app.get("/console/erasures", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/erasures", asMember(app, async (c, api, me) => {
     const feed = await api<Erasures>("GET", "/v1/people/erasures?limit=100");
     return page(
       c,
@@ -209,12 +199,9 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         ) : null}
       </>,
     );
-  });
+  }));
 
-  app.get("/console/audit", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/audit", asMember(app, async (c, api, me) => {
     const audit = await api<AuditPage>("GET", "/v1/audit-events?limit=100");
     return page(
       c,
@@ -250,7 +237,7 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         ) : null}
       </>,
     );
-  });
+  }));
 
   registerCheckPages(app);
   registerMemberPages(app);

@@ -22,9 +22,8 @@ const PERSON_FIELDS: [keyof ContactInfo, string][] = [
 ];
 import type { AppEnv } from "../../env.ts";
 import { loadConfig } from "../../env.ts";
-import { apiCaller } from "../api.ts";
 import { ErrorNote, page } from "../layout.tsx";
-import { signedIn, toSignIn } from "../session.tsx";
+import { asMember, toSignIn } from "../session.tsx";
 import { reasonLabel } from "./charts.tsx";
 
 const ADVICE: Record<string, string> = {
@@ -70,10 +69,7 @@ function Verdict(props: { result: EmailVerificationResult }) {
 }
 
 export function registerCheckPages(app: Hono<AppEnv>): void {
-  app.get("/console/check", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/check", asMember(app, async (c, api, me) => {
     const email = c.req.query("email")?.trim() ?? "";
     const answer = email && me.can("verifications:write") ? await api<EmailVerificationResult>("GET", `/v1/email_verifications?email_address=${encodeURIComponent(email)}`) : null;
     return page(
@@ -94,7 +90,7 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
         {answer?.ok ? <Verdict result={answer.data} /> : null}
       </>,
     );
-  });
+  }));
 
   const peopleForm = (cost: number, error: string | null, result: ContactInfo | null) => (
     <>
@@ -137,18 +133,12 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
     </>
   );
 
-  app.get("/console/people", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/people", asMember(app, async (c, api, me) => {
     const cost = loadConfig(c.env).LOOKUP_COST;
     return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, me.can("people:read") ? peopleForm(cost, null, null) : <p>Your role cannot look people up.</p>);
-  });
+  }));
 
-  app.post("/console/people", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.post("/console/people", asMember(app, async (c, api, me) => {
     const form = await c.req.parseBody();
     const kinds = ["profnet_public_identifier", "profnet_id", "codehost_login", "codehost_id"];
     const kind = kinds.includes(String(form["kind"])) ? String(form["kind"]) : kinds[0]!;
@@ -156,5 +146,5 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
     const cost = loadConfig(c.env).LOOKUP_COST;
     const error = answer.ok ? null : answer.status === 404 ? "Nobody found: no credit was spent." : `${answer.error?.error ?? "Refused"}.`;
     return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, peopleForm(cost, error, answer.ok ? answer.data : null));
-  });
+  }));
 }

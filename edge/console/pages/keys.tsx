@@ -10,7 +10,7 @@ import { SCOPES, type Scope } from "../../../shared/scopes.ts";
 import type { AppEnv } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, Notice, page, When } from "../layout.tsx";
-import { signedIn, toSignIn, type SignedIn } from "../session.tsx";
+import { asMember, type SignedIn, toSignIn } from "../session.tsx";
 
 const SCOPE_WORDS: Record<Scope, string> = {
   "people:read": "Look up people (spends credits)",
@@ -153,22 +153,16 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
 }
 
 export function registerKeyPages(app: Hono<AppEnv>): void {
-  app.get("/console/keys", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/keys", asMember(app, async (c, api, me) => {
     const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
     return page(
       c,
       { title: "Keys", current: "/console/keys", member: me.member },
       keysPage(me, keys.ok ? keys.data.keys : [], keys.error?.error ?? c.req.query("error") ?? null, <Notice message={c.req.query("done")} />),
     );
-  });
+  }));
 
-  app.post("/console/keys", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.post("/console/keys", asMember(app, async (c, api, me) => {
     const form = await c.req.parseBody({ all: true });
     const scopes = ([] as unknown[]).concat(form["scopes"] ?? []).filter((s): s is string => typeof s === "string");
     const expires = String(form["expires"] ?? "never");
@@ -186,12 +180,9 @@ export function registerKeyPages(app: Hono<AppEnv>): void {
       { title: "Keys", current: "/console/keys", member: me.member },
       keysPage(me, keys.ok ? keys.data.keys : [], error, created.ok ? <SecretOnce created={created.data} verb="created" /> : null),
     );
-  });
+  }));
 
-  app.post("/console/keys/:id/roll", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.post("/console/keys/:id/roll", asMember<"/console/keys/:id/roll">(app, async (c, api, me) => {
     const rolled = await api<ApiKeyWithToken>("POST", `/v1/keys/${encodeURIComponent(c.req.param("id"))}/roll`, { json: {} });
     const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
     return page(
@@ -209,7 +200,7 @@ export function registerKeyPages(app: Hono<AppEnv>): void {
         ) : null,
       ),
     );
-  });
+  }));
 
   app.post("/console/keys/:id/revoke", async (c) => {
     const api = apiCaller(app, c);

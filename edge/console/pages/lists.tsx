@@ -11,7 +11,7 @@ import type { AccountInfo } from "../../../shared/api.ts";
 import type { AppEnv } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, Notice, page, When } from "../layout.tsx";
-import { signedIn, toSignIn } from "../session.tsx";
+import { asMember, toSignIn } from "../session.tsx";
 import { BarChart, reasonLabel } from "./charts.tsx";
 
 const RETENTION_CHOICES = [
@@ -49,10 +49,7 @@ export function resultsDeletedAt(job: VerificationJob): string | null {
 }
 
 export function registerListPages(app: Hono<AppEnv>): void {
-  app.get("/console/lists", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/lists", asMember(app, async (c, api, me) => {
     const [jobs, account] = await Promise.all([api<{ jobs: VerificationJob[] }>("GET", "/v1/email_verification_jobs?limit=50"), api<AccountInfo>("GET", "/v1/account")]);
     const limits = account.ok ? account.data.jobs : null;
     return page(
@@ -143,7 +140,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
         </section>
       </>,
     );
-  });
+  }));
 
   // The form without script: the file (or the pasted text) goes to the API as it is.
   app.post("/console/lists", async (c) => {
@@ -164,10 +161,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
     return c.redirect(`/console/lists/${created.data.id}`, 303);
   });
 
-  app.get("/console/lists/:id", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/lists/:id", asMember<"/console/lists/:id">(app, async (c, api, me) => {
     const id = c.req.param("id");
     const answer = await api<VerificationJob>("GET", `/v1/email_verification_jobs/${encodeURIComponent(id)}`);
     if (!answer.ok) {
@@ -276,7 +270,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
         ) : null}
       </>,
     );
-  });
+  }));
 
   for (const [action, query, done] of [
     ["cancel", "", "The list was cancelled: lines not checked yet will not be."],

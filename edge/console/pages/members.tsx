@@ -9,7 +9,7 @@ import { ROLES } from "../../../shared/roles.ts";
 import type { AppEnv } from "../../env.ts";
 import { apiCaller } from "../api.ts";
 import { ErrorNote, Notice, page, When } from "../layout.tsx";
-import { signedIn, toSignIn, type Member, type SignedIn } from "../session.tsx";
+import { asMember, type Member, type SignedIn, toSignIn } from "../session.tsx";
 
 type Invite = { id: string; role: string; url: string; expires_at: string };
 
@@ -131,22 +131,16 @@ function membersBody(me: SignedIn, members: Member[], note: { done?: string | un
 }
 
 export function registerMemberPages(app: Hono<AppEnv>): void {
-  app.get("/console/members", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.get("/console/members", asMember(app, async (c, api, me) => {
     const members = await api<{ members: Member[] }>("GET", "/v1/members");
     return page(
       c,
       { title: "Members", current: "/console/members", member: me.member, scripts: ["passkeys.js"] },
       membersBody(me, members.ok ? members.data.members : [], { done: c.req.query("done"), error: members.error?.error ?? c.req.query("error") }, null),
     );
-  });
+  }));
 
-  app.post("/console/members/invite", async (c) => {
-    const api = apiCaller(app, c);
-    const me = await signedIn(c, api);
-    if (me instanceof Response) return me;
+  app.post("/console/members/invite", asMember(app, async (c, api, me) => {
     const form = await c.req.parseBody();
     const invite = await api<Invite>("POST", "/v1/invites", { json: { role: String(form["role"] ?? "") } });
     const members = await api<{ members: Member[] }>("GET", "/v1/members");
@@ -155,7 +149,7 @@ export function registerMemberPages(app: Hono<AppEnv>): void {
       { title: "Members", current: "/console/members", member: me.member, scripts: ["passkeys.js"] },
       membersBody(me, members.ok ? members.data.members : [], { error: invite.ok ? null : `No invite was made: ${invite.error?.error ?? "refused"}.` }, invite.ok ? invite.data : null),
     );
-  });
+  }));
 
   const act = (path: string, call: (id: string, form: Record<string, unknown>) => { method: string; url: string; json?: unknown }, done: string) =>
     app.post(path, async (c) => {
