@@ -17,13 +17,10 @@
  *   npx tsx bench/edge-cpu.ts --profile [--requests 3000] [--top 30] [--interval 100 (µs)] [--inspector-port 9239]
  */
 import autocannon from "autocannon";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { parseArgs } from "node:util";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
-import { openDatabase } from "../scripts/lib/database.ts";
-import { startDohServer } from "../test/fixtures/doh-server.ts";
-import { testZone } from "../test/fixtures/test-zone.ts";
-import { cpuSeconds, processTree, startFreshDatabase } from "./child.ts";
+import { cpuSeconds, processTree } from "./child.ts";
+import { startEdgeBenchStack } from "./edge-stack.ts";
 import { profileMarkdown, SAMPLING_INTERVAL_US, takeProfile } from "./inspector-profile.ts";
 import { median, spread } from "./stats.ts";
 
@@ -62,54 +59,9 @@ const TARGETS = [
   { name: "GET /v1/email_verifications (SERVFAIL, DoH asked, no probe call)", path: "/v1/email_verifications?email_address=ana@servfail.test", authenticated: true },
 ] as const;
 
-type Stack = { stack: ChildProcess; tokens: string[]; stop(): Promise<void> };
-
-async function startStack(): Promise<Stack> {
-  const doh = await startDohServer({ zone: testZone });
-  const database = await startFreshDatabase();
-  const stack = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-    // WRANGLER_LOG=warn: the Worker's cost, not wrangler printing two lines per request to a terminal.
-    env: {
-      WRANGLER_LOG: "warn",
-      ...process.env,
-      EDGE_PORT: String(edgePort),
-      EDGE_INSPECTOR_PORT: String(inspectorPort),
-      DATABASE_URL: database.url,
-      DATABASE_AUTH_TOKEN: database.authToken,
-      DOH_URL: doh.url,
-      PROBE_URL: "",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const stop = async () => {
-    if (stack.exitCode === null) {
-      stack.kill("SIGTERM");
-      await new Promise((r) => stack.once("exit", r));
-    }
-    await doh.close();
-    await database.close();
-  };
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      stack.stdout!.on("data", (d: Buffer) => {
-        out += d.toString();
-        if (out.includes("Demo key:")) resolve();
-      });
-      stack.once("exit", () => reject(new Error("npm start exited early")));
-    });
-    // Enough credits for every hit; the demo account's 1,000 would run out.
-    const db = openDatabase(database.url, database.authToken);
-    const account = await createAccount(db, "bench", 100_000_000);
-    const tokens: string[] = [];
-    for (let i = 0; i < keyCount; i++) tokens.push((await createApiKey(db, account.id)).token);
-    db.$client.close();
-    return { stack, tokens, stop };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-}
+/** npm start with its keys, and the inspector where --profile reads the Worker. */
+type Stack = Awaited<ReturnType<typeof startEdgeBenchStack>>;
+const startStack = () => startEdgeBenchStack({ edgePort, keyCount, env: { EDGE_INSPECTOR_PORT: String(inspectorPort) } });
 
 /**
  * The workerd processes under the stack, counted together: wrangler dev runs two, the dev proxy that

@@ -11,15 +11,11 @@
  *   npx tsx bench/edge-load.ts [--duration 10] [--connections 50] [--keys 500] [--edge-port 8797]
  */
 import autocannon from "autocannon";
-import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
 import { generateSecret, hashToken, newId } from "../edge/lib/tokens.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
-import { startFreshDatabase } from "./child.ts";
-import { startDohServer } from "../test/fixtures/doh-server.ts";
-import { testZone } from "../test/fixtures/test-zone.ts";
+import { startEdgeBenchStack } from "./edge-stack.ts";
 
 const { values } = parseArgs({
   options: {
@@ -35,46 +31,20 @@ const keyCount = Number(values.keys);
 const edgePort = Number(values["edge-port"]);
 const base = `http://127.0.0.1:${edgePort}`;
 
-const doh = await startDohServer({ zone: testZone });
-const database = await startFreshDatabase();
-const stack = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-  // WRANGLER_LOG=warn: the Worker's own cost, not wrangler printing two lines per request to a terminal
-  // (in production Workers Logs collects the access lines outside the request). Override it to measure that too.
-  env: { WRANGLER_LOG: "warn", ...process.env, EDGE_PORT: String(edgePort), DATABASE_URL: database.url, DATABASE_AUTH_TOKEN: database.authToken, DOH_URL: doh.url, PROBE_URL: "" },
-  stdio: ["ignore", "pipe", "inherit"],
-});
-const stop = async () => {
-  stack.kill("SIGTERM");
-  await new Promise((r) => stack.once("exit", r));
-  await doh.close();
-  await database.close();
-};
+const { database, accountId, tokens, stop } = await startEdgeBenchStack({ edgePort, keyCount });
 
 try {
-  await new Promise<void>((resolve, reject) => {
-    let out = "";
-    stack.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.includes("Demo key:")) resolve();
-    });
-    stack.once("exit", () => reject(new Error("npm start exited early")));
-  });
-
-  // Enough credits for every hit the run can make; the demo account's 1,000 would run out.
   const db = openDatabase(database.url, database.authToken);
-  const account = await createAccount(db, "bench", 100_000_000);
-  const tokens: string[] = [];
-  for (let i = 0; i < keyCount; i++) tokens.push((await createApiKey(db, account.id)).token);
   const sessions: string[] = [];
   const now = Date.now();
   for (let i = 0; i < keyCount; i++) {
     const memberId = newId("mem");
     const token = generateSecret("cvs_");
     await db.batch([
-      db.run(sql`insert into members (id, account_id, name, role, invite_id, created_at) values (${memberId}, ${account.id}, ${`bench ${i}`}, 'developer', 'bench', ${now})`),
+      db.run(sql`insert into members (id, account_id, name, role, invite_id, created_at) values (${memberId}, ${accountId}, ${`bench ${i}`}, 'developer', 'bench', ${now})`),
       db.run(sql`
         insert into sessions (id, token_hash, member_id, account_id, created_at, last_seen_at, expires_at)
-        values (${newId("ses")}, ${await hashToken(token)}, ${memberId}, ${account.id}, ${now}, ${now}, ${now + 86_400_000})`),
+        values (${newId("ses")}, ${await hashToken(token)}, ${memberId}, ${accountId}, ${now}, ${now}, ${now + 86_400_000})`),
     ]);
     sessions.push(token);
   }
