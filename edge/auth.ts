@@ -30,7 +30,8 @@ import { ERROR_MESSAGES } from "../shared/api.ts";
 import { decodeScopes, type Scope } from "../shared/scopes.ts";
 import { requestDatabase } from "./db/client.ts";
 import { accounts, apiKeys } from "./db/schema.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller, CreditCap } from "./caller.ts";
+import { decodeCreditCaps } from "./db/keys.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { TtlCache } from "../shared/ttl-cache.ts";
@@ -41,7 +42,16 @@ import { authenticateSession, crossSiteRefusal, readSessionToken } from "./sessi
 
 export type { Caller };
 
-type KnownKey = { keyId: string; accountId: string; scopes: readonly Scope[]; expiresAt: number | null; dailyCreditCap: number | null; revokedAt: number | null; accountActive: boolean };
+type KnownKey = {
+  keyId: string;
+  accountId: string;
+  scopes: readonly Scope[];
+  expiresAt: number | null;
+  dailyCreditCap: number | null;
+  creditCaps: readonly CreditCap[];
+  revokedAt: number | null;
+  accountActive: boolean;
+};
 
 export const KNOWN_KEY_TTL_MS = 60_000;
 export const UNKNOWN_TOKEN_TTL_MS = 30_000;
@@ -115,6 +125,7 @@ async function findKey(c: Context<AppEnv>, tokenHash: string): Promise<KnownKey 
       scopes: apiKeys.scopes,
       expiresAt: apiKeys.expiresAt,
       dailyCreditCap: apiKeys.dailyCreditCap,
+      creditCaps: apiKeys.creditCaps,
       revokedAt: apiKeys.revokedAt,
       status: accounts.status,
     })
@@ -123,8 +134,8 @@ async function findKey(c: Context<AppEnv>, tokenHash: string): Promise<KnownKey 
     .where(eq(apiKeys.tokenHash, tokenHash))
     .limit(1);
   if (!row) return undefined;
-  const { status, scopes, ...rest } = row;
-  return { ...rest, scopes: decodeScopes(scopes), accountActive: status === "active" };
+  const { status, scopes, creditCaps, ...rest } = row;
+  return { ...rest, scopes: decodeScopes(scopes), creditCaps: decodeCreditCaps(creditCaps), accountActive: status === "active" };
 }
 
 function authenticated(key: KnownKey): Caller {
@@ -139,6 +150,7 @@ function authenticated(key: KnownKey): Caller {
     scopes: key.scopes,
     expiresAt: key.expiresAt,
     dailyCreditCap: key.dailyCreditCap,
+    creditCaps: key.creditCaps,
   };
 }
 

@@ -20,5 +20,11 @@ export type Caller = {
   scopes: readonly Scope[];
   /** ms, or null: never expires (a session's own end is checked in edge/sessions.ts). */
   expiresAt: number | null;
+  /** The key's own daily credit cap (null: none; always null for a session). */
   dailyCreditCap: number | null;
+  /** Every daily cap the key's charges count against (api_keys.credit_caps): empty for a session or a key nothing caps. */
+  creditCaps: readonly CreditCap[];
 };
+
+/** A daily credit cap and the budget it counts: a key's own, shared with the keys rolled from it, or a capped maker's. */
+export type CreditCap = { budget: string; cap: number };

@@ -4,15 +4,17 @@
  * balance, so concurrent lookups can never overspend.
  */
 import { sql, type SQL } from "drizzle-orm";
+import type { CreditCap } from "./caller.ts";
 import type { Database } from "./db/client.ts";
 import { utcDay } from "./key-activity.ts";
 
 /**
  * The statement that charges `cost` for a lookup only when `personId` (an SQL expression) finds
- * someone, the balance covers it and the key's daily credit cap (if any) does too, returning the
- * balance after; no row means no charge. The cap is read from the key's usage row for the day, which
- * the ledger trigger (0012 migration) updates in this same statement, so concurrent lookups cannot
- * overrun it any more than the balance. For use in a batch with the reads, so that a lookup is one round trip.
+ * someone, the balance covers it and every daily credit cap the key counts against does too (its own,
+ * shared with the keys rolled from it, and those of the capped keys that made it: api_keys.credit_caps),
+ * returning the balance after; no row means no charge. Each cap is read from its budget's row for the
+ * day, which the ledger trigger (0018 migration) updates in this same statement, so concurrent lookups
+ * cannot overrun one any more than the balance. For use in a batch with the reads, so that a lookup is one round trip.
  */
 export function chargeForMatchQuery(db: Database, charge: LookupCharge, personId: SQL) {
   const { accountId, keyId, cost, requestId, now } = charge;
@@ -23,12 +25,18 @@ export function chargeForMatchQuery(db: Database, charge: LookupCharge, personId
     returning balance_after`);
 }
 
-export type LookupCharge = { accountId: string; keyId: string; cost: number; requestId: string; now: number; dailyCreditCap: number | null };
+export type LookupCharge = { accountId: string; keyId: string; cost: number; requestId: string; now: number; creditCaps: readonly CreditCap[] };
 
-/** Whether charging `cost` now would take the key past its daily cap (always false without a cap). */
-function capExceeded({ accountId, keyId, cost, now, dailyCreditCap }: LookupCharge): SQL {
-  if (dailyCreditCap === null) return sql`0`;
-  return sql`(coalesce((select credits_spent from usage_daily where account_id = ${accountId} and day = ${utcDay(now)} and key_id = ${keyId}), 0) + ${cost} > ${dailyCreditCap})`;
+/** Whether charging `cost` now would take any of the key's cap budgets past its cap (always false for a key nothing caps). */
+export function capExceeded({ cost, now, creditCaps }: Pick<LookupCharge, "cost" | "now" | "creditCaps">): SQL {
+  if (creditCaps.length === 0) return sql`0`;
+  return sql`exists (select 1 from json_each(${JSON.stringify(creditCaps)}) j
+    where coalesce((select credits_spent from key_cap_spend where budget_id = j.value ->> '$.budget' and day = ${utcDay(now)}), 0) + ${cost} > j.value ->> '$.cap')`;
+}
+
+/** The statement (for a batch) that says whether the key's caps refuse `cost` now: read after a charge that did not happen. */
+export function capRefusalQuery(db: Database, charge: Pick<LookupCharge, "cost" | "now" | "creditCaps">) {
+  return db.all<{ cap_exceeded: number }>(sql`select ${capExceeded(charge)} as cap_exceeded`);
 }
 
 /**

@@ -3,6 +3,7 @@
  * the handlers, the OpenAPI document and the typed client all come from these.
  */
 import { z } from "@hono/zod-openapi";
+import { DisplayName } from "./display-name.ts";
 import { SCOPES, ScopeName } from "./scopes.ts";
 
 /** Live keys an account may hold at once (not revoked, not expired, not rolled); one more is 409. */
@@ -45,7 +46,7 @@ export const ApiKeyList = z
 
 export const ApiKeyCreateRequest = z
   .object({
-    name: z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters"),
+    name: DisplayName,
     scopes: z
       .array(z.enum(SCOPES, { message: `must each be one of ${SCOPES.join(", ")}` }))
       .min(1, "must name at least one scope")
@@ -122,18 +123,25 @@ export const AUDIT_ACTIONS = [
   "member.joined",
   "member.role_changed",
   "member.removed",
+  "member.invite_revoked",
   "passkey.added",
   "passkey.removed",
   "session.signed_in",
   "session.signed_out",
+  "session.sign_in_failed",
+  "account.disabled",
+  "account.enabled",
+  "account.webhook_secret_rotated",
 ] as const;
 
 export const AuditEvent = z
   .object({
     id: z.string().openapi({ description: "Increasing with time" }),
     action: z.enum(AUDIT_ACTIONS),
-    actor: z.string().openapi({ description: '"operator" (the admin CLI), "system" (the cron, for key.expired), or the id of the key or member that acted' }),
-    target: z.string().nullable().openapi({ description: "What was acted on: a key, member, invite, passkey or session id" }),
+    actor: z.string().openapi({
+      description: '"operator" (the admin CLI), "system" (the cron, for key.expired; an invite voided with its maker\'s authority), or the id of the key or member that acted',
+    }),
+    target: z.string().nullable().openapi({ description: "What was acted on: a key, member, invite, passkey, session or account id" }),
     details: z.record(z.string(), z.unknown()).openapi({ description: "Names, scopes, prefixes, overlaps: never a secret" }),
     request_id: z.string().nullable(),
     created_at: rfc3339,

@@ -64,6 +64,7 @@ export async function createApiKey(db: Db, accountId: string, options: KeyOption
     scopes: options.scopes ?? SCOPES,
     expiresAt: options.expiresAt ?? null,
     dailyCreditCap: options.dailyCreditCap ?? null,
+    makerCaps: [],
     actor: "operator",
     requestId: null,
     now,
@@ -81,8 +82,15 @@ export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string;
   return { id: keyId, revoked_at: Number(row!.revoked_at) };
 }
 
+/** Disables or enables the account, with its audit event (actor "operator") in the same transaction when the status changed. */
 export async function setAccountStatus(db: Db, accountId: string, status: "active" | "disabled"): Promise<{ id: string; status: string }> {
-  const rows = await db.update(accounts).set({ status }).where(eq(accounts.id, accountId)).returning({ id: accounts.id });
+  const now = Date.now();
+  const [, rows] = await db.batch([
+    db.run(sql`
+      insert into audit_events (account_id, action, actor, target, details, created_at)
+      select id, ${status === "disabled" ? "account.disabled" : "account.enabled"}, 'operator', id, '{}', ${now} from accounts where id = ${accountId} and status != ${status}`),
+    db.update(accounts).set({ status }).where(eq(accounts.id, accountId)).returning({ id: accounts.id }),
+  ]);
   if (!rows[0]) throw new AdminError(`No account ${accountId}`);
   return { id: accountId, status };
 }
@@ -136,5 +144,9 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
 export async function webhookSecret(db: Db, accountId: string, keyBase64: string | undefined, rotate = false): Promise<{ secret: string }> {
   const secret = await accountWebhookSecret(db, accountId, keyBase64, rotate);
   if (secret === null) throw new AdminError(`No account ${accountId}`);
+  // The secret itself never: only that it changed, and who changed it.
+  if (rotate) {
+    await db.run(sql`insert into audit_events (account_id, action, actor, target, details, created_at) values (${accountId}, 'account.webhook_secret_rotated', 'operator', ${accountId}, '{}', ${Date.now()})`);
+  }
   return { secret };
 }

@@ -3,8 +3,9 @@
  * audit event in one batch (one transaction), so neither is ever written without the other. Used by the
  * Worker's /v1/keys routes and by the admin CLI (actor "operator").
  */
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
+import type { CreditCap } from "../caller.ts";
 import { MAX_KEYS_IN_OVERLAP, type ApiKey } from "../../shared/keys.ts";
 import { decodeScopes, encodeScopes, type Scope } from "../../shared/scopes.ts";
 import { generateToken, hashToken, newId } from "../lib/tokens.ts";
@@ -26,11 +27,19 @@ export type KeyRow = {
   revoked_at: number | null;
   daily_credit_cap: number | null;
   replaced_by: string | null;
+  credit_caps: string;
 };
 
 const KEY_COLUMNS = sql.raw(
-  "id, account_id, token_hash, name, prefix, scopes, created_at, created_by, last_used_at, expires_at, revoked_at, daily_credit_cap, replaced_by",
+  "id, account_id, token_hash, name, prefix, scopes, created_at, created_by, last_used_at, expires_at, revoked_at, daily_credit_cap, replaced_by, credit_caps",
 );
+
+/** api_keys.credit_caps read back; anything malformed is treated as no caps only if it is not an array of caps at all. */
+export function decodeCreditCaps(stored: string): CreditCap[] {
+  const parsed: unknown = JSON.parse(stored);
+  if (!Array.isArray(parsed)) return [];
+  return parsed.filter((c): c is CreditCap => typeof c?.budget === "string" && Number.isSafeInteger(c?.cap));
+}
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 export function keyJson(row: KeyRow, now: number): ApiKey {
@@ -77,6 +86,10 @@ export type NewKey = {
   scopes: readonly Scope[];
   expiresAt: number | null;
   dailyCreditCap: number | null;
+  /** The caps the maker's own charges count against: a child of a capped key spends its maker's cap too. */
+  makerCaps: readonly CreditCap[];
+  /** What must still hold when the key is written (the maker's authority, edge/identity/authority.ts); none for the operator. */
+  onlyIf?: SQL;
   actor: string;
   requestId: string | null;
   now: number;
@@ -84,18 +97,20 @@ export type NewKey = {
   maxLiveKeys: number | null;
 };
 
-export type CreateOutcome = { created: true; key: KeyRow; token: string } | { created: false; reason: "no_account" | "too_many_keys" };
+export type CreateOutcome = { created: true; key: KeyRow; token: string } | { created: false; reason: "no_account" | "too_many_keys" | "authority_lost" };
 
 /** Creates a key unless the account already holds `maxLiveKeys` live keys (checked in the insert itself). */
 export async function createKey(db: Db, k: NewKey): Promise<CreateOutcome> {
   const { token, displayPrefix } = generateToken();
   const id = newId("key");
   const tokenHash = await hashToken(token);
-  const [inserted, , account] = await db.batch([
+  const caps: CreditCap[] = [...k.makerCaps, ...(k.dailyCreditCap === null ? [] : [{ budget: id, cap: k.dailyCreditCap }])];
+  const [inserted, , account, authority] = await db.batch([
     db.all<KeyRow>(sql`
-      insert into api_keys (id, account_id, token_hash, prefix, name, scopes, created_by, created_at, expires_at, daily_credit_cap)
-      select ${id}, id, ${tokenHash}, ${displayPrefix}, ${k.name}, ${encodeScopes(k.scopes)}, ${k.actor}, ${k.now}, ${k.expiresAt}, ${k.dailyCreditCap}
+      insert into api_keys (id, account_id, token_hash, prefix, name, scopes, created_by, created_at, expires_at, daily_credit_cap, credit_caps)
+      select ${id}, id, ${tokenHash}, ${displayPrefix}, ${k.name}, ${encodeScopes(k.scopes)}, ${k.actor}, ${k.now}, ${k.expiresAt}, ${k.dailyCreditCap}, ${JSON.stringify(caps)}
       from accounts where id = ${k.accountId} ${k.maxLiveKeys === null ? sql`` : sql`and (${liveKeys(k.accountId, k.now, false)}) < ${k.maxLiveKeys}`}
+        and ${k.onlyIf ?? sql`1`}
       returning ${KEY_COLUMNS}`),
     db.run(
       auditInsert(
@@ -110,35 +125,39 @@ export async function createKey(db: Db, k: NewKey): Promise<CreateOutcome> {
       ),
     ),
     db.all<{ id: string }>(sql`select id from accounts where id = ${k.accountId}`),
+    db.all<{ held: number }>(sql`select ${k.onlyIf ?? sql`1`} as held`),
   ]);
   const key = inserted[0];
   if (key) return { created: true, key, token };
-  return { created: false, reason: account.length ? "too_many_keys" : "no_account" };
+  if (!account.length) return { created: false, reason: "no_account" };
+  return { created: false, reason: Number(authority[0]?.held) === 1 ? "too_many_keys" : "authority_lost" };
 }
 
 export type RollOutcome =
   | { rolled: true; key: KeyRow; token: string; old: KeyRow }
-  | { rolled: false; reason: "not_found" | "revoked" | "expired" | "already_rolled" | "too_many_keys"; old?: KeyRow };
+  | { rolled: false; reason: "not_found" | "revoked" | "expired" | "already_rolled" | "too_many_keys" | "authority_lost"; old?: KeyRow };
 
 /**
- * Makes a new key with the old one's name, scopes, expiry and cap; the old one keeps working for
- * `overlapSeconds` (its expires_at moves no later than that) and points at its replacement.
+ * Makes a new key with the old one's name, scopes, expiry, cap and cap budgets (so the day's spend carries over: a
+ * roll is never a fresh day's budget); the old one keeps working for `overlapSeconds` (its expires_at moves no later
+ * than that) and points at its replacement.
  */
 export async function rollKey(
   db: Db,
-  r: { accountId: string; keyId: string; overlapSeconds: number; actor: string; requestId: string | null; now: number },
+  r: { accountId: string; keyId: string; overlapSeconds: number; actor: string; requestId: string | null; now: number; onlyIf?: SQL },
 ): Promise<RollOutcome> {
   const { token, displayPrefix } = generateToken();
   const id = newId("key");
   const tokenHash = await hashToken(token);
   const oldUntil = r.now + r.overlapSeconds * 1000;
   const created = sql`exists (select 1 from api_keys where id = ${id})`;
-  const [inserted, , , oldRows] = await db.batch([
+  const [inserted, , , oldRows, authority] = await db.batch([
     db.all<KeyRow>(sql`
-      insert into api_keys (id, account_id, token_hash, prefix, name, scopes, created_by, created_at, expires_at, daily_credit_cap)
-      select ${id}, account_id, ${tokenHash}, ${displayPrefix}, name, scopes, ${r.actor}, ${r.now}, expires_at, daily_credit_cap
+      insert into api_keys (id, account_id, token_hash, prefix, name, scopes, created_by, created_at, expires_at, daily_credit_cap, credit_caps)
+      select ${id}, account_id, ${tokenHash}, ${displayPrefix}, name, scopes, ${r.actor}, ${r.now}, expires_at, daily_credit_cap, credit_caps
       from api_keys where id = ${r.keyId} and account_id = ${r.accountId} and revoked_at is null and replaced_by is null
         and (expires_at is null or expires_at > ${r.now}) and (${liveKeys(r.accountId, r.now, true)}) < ${MAX_KEYS_IN_OVERLAP}
+        and ${r.onlyIf ?? sql`1`}
       returning ${KEY_COLUMNS}`),
     db.run(sql`
       update api_keys set replaced_by = ${id}, expires_at = min(coalesce(expires_at, ${oldUntil}), ${oldUntil})
@@ -156,30 +175,71 @@ export async function rollKey(
       ),
     ),
     db.all<KeyRow>(sql`select ${KEY_COLUMNS} from api_keys where id = ${r.keyId} and account_id = ${r.accountId}`),
+    db.all<{ held: number }>(sql`select ${r.onlyIf ?? sql`1`} as held`),
   ]);
   const old = oldRows[0];
   const key = inserted[0];
   if (key && old) return { rolled: true, key, token, old };
   if (!old) return { rolled: false, reason: "not_found" };
+  if (Number(authority[0]?.held) !== 1) return { rolled: false, reason: "authority_lost", old };
   if (old.revoked_at !== null) return { rolled: false, reason: "revoked", old };
   if (old.replaced_by !== null) return { rolled: false, reason: "already_rolled", old };
   if (old.expires_at !== null && Number(old.expires_at) <= r.now) return { rolled: false, reason: "expired", old };
   return { rolled: false, reason: "too_many_keys", old };
 }
 
-/** Revokes a key of the account (idempotent: a revoked key is answered as it is). Undefined: no such key. */
+/**
+ * The statements (for a batch) that revoke keys of the account (a revoked key is left as it is) and void the invites
+ * each made that are still pending, with their audit events, if `onlyIf` holds: a revoked key's invites make nobody
+ * a member. The last statement reads the keys back as they are after (a key id of no key of the account is left out).
+ */
+export function revokeKeysStatements(db: Db, r: { accountId: string; keyIds: readonly string[]; actor: string; requestId: string | null; now: number; onlyIf?: SQL }) {
+  const ids = JSON.stringify(r.keyIds);
+  const onlyIf = r.onlyIf ?? sql`1`;
+  const revoking = sql`(select id from api_keys where id in (select value from json_each(${ids})) and account_id = ${r.accountId} and revoked_at is null)`;
+  return [
+    // The audits first, while "not yet revoked" still tells which keys this revocation changes.
+    db.run(sql`
+      insert into audit_events (account_id, action, actor, target, details, request_id, created_at)
+      select account_id, 'key.revoked', ${r.actor}, id, '{}', ${r.requestId}, ${r.now} from api_keys where id in ${revoking} and ${onlyIf}`),
+    db.run(sql`
+      insert into audit_events (account_id, action, actor, target, details, request_id, created_at)
+      select account_id, 'member.invite_revoked', 'system', id, json_object('role', role, 'created_by', created_by, 'why', 'its key was revoked'), ${r.requestId}, ${r.now}
+      from invites where created_by in ${revoking} and used_at is null and revoked_at is null and ${onlyIf}`),
+    db.run(sql`update invites set revoked_at = ${r.now}, revoked_by = 'system' where created_by in ${revoking} and used_at is null and revoked_at is null and ${onlyIf}`),
+    db.run(sql`update api_keys set revoked_at = ${r.now} where id in ${revoking} and ${onlyIf}`),
+    db.all<KeyRow>(sql`select ${KEY_COLUMNS} from api_keys where id in (select value from json_each(${ids})) and account_id = ${r.accountId} order by created_at, id`),
+  ] as const;
+}
+
+/** Revokes keys of the account (revokeKeysStatements): the keys as they are after. */
+export async function revokeKeys(db: Db, r: Parameters<typeof revokeKeysStatements>[1]): Promise<KeyRow[]> {
+  if (r.keyIds.length === 0) return [];
+  const results = await db.batch(revokeKeysStatements(db, r));
+  return results.at(-1) as KeyRow[];
+}
+
+/** Revokes one key of the account (revokeKeys). Undefined: no such key. */
 export async function revokeKey(
   db: Db,
-  r: { accountId: string; keyId: string; actor: string; requestId: string | null; now: number },
+  r: { accountId: string; keyId: string; actor: string; requestId: string | null; now: number; onlyIf?: SQL },
 ): Promise<KeyRow | undefined> {
-  const [, , rows] = await db.batch([
-    db.run(sql`update api_keys set revoked_at = ${r.now} where id = ${r.keyId} and account_id = ${r.accountId} and revoked_at is null`),
-    db.run(
-      auditInsert(r.accountId, "key.revoked", r.actor, r.keyId, {}, r.requestId, r.now, sql`exists (select 1 from api_keys where id = ${r.keyId} and revoked_at = ${r.now}) and changes() = 1`),
-    ),
-    db.all<KeyRow>(sql`select ${KEY_COLUMNS} from api_keys where id = ${r.keyId} and account_id = ${r.accountId}`),
-  ]);
-  return rows[0];
+  const { keyId, ...rest } = r;
+  return (await revokeKeys(db, { ...rest, keyIds: [keyId] }))[0];
+}
+
+/**
+ * The live keys a member made, and the keys those keys made, to any depth (what their removal should offer to
+ * revoke with them), oldest first.
+ */
+export async function keysMadeBy(db: Db, accountId: string, memberId: string, now: number): Promise<KeyRow[]> {
+  return db.all<KeyRow>(sql`
+    with recursive made(id) as (
+      select id from api_keys where account_id = ${accountId} and created_by = ${memberId}
+      union select k.id from api_keys k join made on k.created_by = made.id where k.account_id = ${accountId}
+    )
+    select ${KEY_COLUMNS} from api_keys where id in (select id from made) and revoked_at is null and (expires_at is null or expires_at > ${now})
+    order by created_at, id`);
 }
 
 export async function getKey(db: Db, accountId: string, keyId: string): Promise<KeyRow | undefined> {

@@ -5,10 +5,13 @@
  * Longer than 400 lines on purpose: every table in one file, so a migration's whole diff is read in one place.
  */
 import { sql } from "drizzle-orm";
+import { ROLES } from "../../shared/roles.ts";
 import { ALL_SCOPES_STORED } from "../../shared/scopes.ts";
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const now = sql`(unixepoch('subsec') * 1000)`;
+/** The role list as SQL, for the checks on members and invites: shared/roles.ts states it once. */
+const knownRoles = sql.raw(ROLES.map((r) => `'${r}'`).join(", "));
 
 export const accounts = sqliteTable(
   "accounts",
@@ -53,6 +56,12 @@ export const apiKeys = sqliteTable(
     revokedAt: integer("revoked_at"),
     /** Credits the key may spend per UTC day; null: only the balance limits it. */
     dailyCreditCap: integer("daily_credit_cap"),
+    /**
+     * The daily caps this key's charges count against (edge/credits.ts), a JSON array of {"budget", "cap"}: its own
+     * cap's budget, shared with every key rolled from it (a roll carries the day's spend), and the budgets of the
+     * capped keys that made it (a child spends its parent's cap too). "[]" for a key nothing caps.
+     */
+    creditCaps: text("credit_caps").notNull().default("[]"),
     /** The key a roll made in its place: a rolled key cannot be rolled again. */
     replacedBy: text("replaced_by"),
     /** When the cron wrote the key's "key.expired" audit event. */
@@ -360,6 +369,22 @@ export const usageDaily = sqliteTable(
 );
 
 /**
+ * Credits spent per cap budget and UTC day (api_keys.credit_caps): kept by a trigger on the ledger (0018 migration)
+ * in the same statement as the charge, which checks every budget of the key against its cap, so neither rolls nor
+ * child keys give a capped key a fresh day's budget.
+ */
+export const keyCapSpend = sqliteTable(
+  "key_cap_spend",
+  {
+    budgetId: text("budget_id").notNull(),
+    /** YYYY-MM-DD, UTC. */
+    day: text("day").notNull(),
+    creditsSpent: integer("credits_spent").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.budgetId, t.day] })],
+);
+
+/**
  * The audit trail (GET /v1/audit-events): what was done to an account's keys and members, and by whom.
  * Never a secret: a key appears by id and prefix, an invite, passkey or session by id. Kept AUDIT_RETENTION_SECONDS, deleted by the cron.
  */
@@ -394,7 +419,7 @@ export const members = sqliteTable(
       .notNull()
       .references(() => accounts.id),
     name: text("name").notNull(),
-    role: text("role", { enum: ["owner", "admin", "developer", "viewer"] }).notNull(),
+    role: text("role", { enum: ROLES }).notNull(),
     /** The invite the member joined by. */
     inviteId: text("invite_id").notNull(),
     createdAt: integer("created_at").notNull().default(now),
@@ -402,7 +427,7 @@ export const members = sqliteTable(
   },
   (t) => [
     index("members_account_idx").on(t.accountId),
-    check("members_role_known", sql`${t.role} in ('owner', 'admin', 'developer', 'viewer')`),
+    check("members_role_known", sql`${t.role} in (${knownRoles})`),
   ],
 );
 
@@ -439,7 +464,7 @@ export const invites = sqliteTable(
       .notNull()
       .references(() => accounts.id),
     tokenHash: text("token_hash").notNull(),
-    role: text("role", { enum: ["owner", "admin", "developer", "viewer"] }).notNull(),
+    role: text("role", { enum: ROLES }).notNull(),
     /** "operator" (the admin CLI), or the id of the member or key that made it. */
     createdBy: text("created_by").notNull(),
     createdAt: integer("created_at").notNull().default(now),
@@ -447,8 +472,20 @@ export const invites = sqliteTable(
     /** Set once, by the accept that used it: an invite is single use. */
     usedAt: integer("used_at"),
     usedBy: text("used_by"),
+    /**
+     * Set when the invite can no longer be used although unused and unexpired: revoked (DELETE /v1/invites/{id}), or
+     * voided with the authority of whoever made it (their removal or demotion, the key's revocation).
+     */
+    revokedAt: integer("revoked_at"),
+    /** Who revoked it, or "system" when it was voided with its maker's authority. */
+    revokedBy: text("revoked_by"),
   },
-  (t) => [uniqueIndex("invites_token_hash_unique").on(t.tokenHash), index("invites_expires_idx").on(t.expiresAt)],
+  (t) => [
+    uniqueIndex("invites_token_hash_unique").on(t.tokenHash),
+    index("invites_expires_idx").on(t.expiresAt),
+    // A member's or a key's pending invites are voided with them.
+    index("invites_pending_by_creator_idx").on(t.createdBy).where(sql`${t.usedAt} is null and ${t.revokedAt} is null`),
+  ],
 );
 
 /**
@@ -486,6 +523,32 @@ export const sessions = sqliteTable(
     /** Moved forward by the lookup that authenticates a request (at most once per SESSION_CACHE_TTL_MS per isolate). */
     lastSeenAt: integer("last_seen_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
+    /** The passkey that opened it: removing that passkey ends the session. Null only for sessions whose sign-in was not recorded. */
+    passkeyId: text("passkey_id"),
+    /** When the member last proved presence with a passkey in this session (sign-in or step-up): adding a passkey needs it recent. */
+    verifiedAt: integer("verified_at").notNull().default(0),
   },
-  (t) => [uniqueIndex("sessions_token_hash_unique").on(t.tokenHash), index("sessions_member_idx").on(t.memberId), index("sessions_expires_idx").on(t.expiresAt)],
+  (t) => [
+    uniqueIndex("sessions_token_hash_unique").on(t.tokenHash),
+    index("sessions_member_idx").on(t.memberId),
+    index("sessions_expires_idx").on(t.expiresAt),
+    index("sessions_passkey_idx").on(t.passkeyId),
+  ],
+);
+
+/**
+ * One-time values a console form hands to the page it redirects to (a notice, an error, a new key's secret), held with
+ * the session that made them and sealed with a key derived from that session's secret, which the database never holds:
+ * read once and deleted by the page (edge/identity/sessions.ts), deleted with the session and by the cron.
+ */
+export const sessionNotes = sqliteTable(
+  "session_notes",
+  {
+    id: text("id").primaryKey(),
+    sessionId: text("session_id").notNull(),
+    /** base64url of AES-GCM(iv || ciphertext) of the note's JSON. */
+    sealed: text("sealed").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("session_notes_session_idx").on(t.sessionId), index("session_notes_created_idx").on(t.createdAt)],
 );

@@ -1,17 +1,20 @@
 /**
  * GET/POST /v1/keys, POST /v1/keys/{id}/roll, DELETE /v1/keys/{id} (docs/api.md "Keys and scopes").
- * A key never makes a key stronger than itself: a new key's scopes are among the caller's, its daily
- * credit cap no higher and its expiry no later than the caller's own; a roll hands over a new secret
- * for a key, so it is allowed only on keys the caller dominates the same way.
+ * A key never makes a key stronger than itself (edge/identity/authority.ts): a new key's scopes are among the
+ * caller's, its daily credit cap no higher and its expiry no later than the caller's own, and a capped caller's
+ * child spends the caller's cap too; a roll hands over a new secret for a key and a revocation takes one away, so
+ * both are allowed only on keys the caller dominates the same way (a key may always revoke itself). Each write
+ * re-checks in its own statement that the caller still holds its authority.
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ApiKeyCreateRequest, ApiKeyList, ApiKeyRollRequest, ApiKeyWithToken, ApiKey, KeyIdParam, MAX_KEY_LIFETIME_MS, MAX_KEYS_IN_OVERLAP, MAX_LIVE_KEYS, ROLL_OVERLAP } from "../../shared/keys.ts";
 import { decodeScopes } from "../../shared/scopes.ts";
-import { forgetKey, type Caller } from "../auth.ts";
+import { forgetKey } from "../auth.ts";
 import { requestDatabase } from "../db/client.ts";
 import { createKey, getKey, keyJson, listKeys, revokeKey, rollKey, type KeyRow } from "../db/keys.ts";
 import type { AppEnv } from "../env.ts";
+import { authorityHeld, dominatesKey, strongerThanCaller, type KeyPower } from "../identity/authority.ts";
 import { ApiError } from "../lib/errors.ts";
 import { missingScope, scoped } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
@@ -28,6 +31,7 @@ export const KEY_MESSAGES = {
   rollExpired: "The key has expired",
   rollRolled: "The key was already rolled: roll its replacement",
   rollStronger: "A key can only roll keys whose scopes, daily credit cap and expiry it holds itself",
+  authorityLost: "The calling key was revoked or the member's role changed meanwhile",
 } as const;
 
 const json = <T,>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
@@ -82,7 +86,7 @@ const rollRoute = createRoute({
     404: errorResponse(KEY_MESSAGES.notFound),
     409: errorResponse(`${KEY_MESSAGES.rollRevoked}; ${KEY_MESSAGES.rollExpired}; ${KEY_MESSAGES.rollRolled}; or too many keys`),
     ...authenticatedErrorResponses,
-    403: errorResponse(`The calling key lacks keys:write (reason missing_scope); or ${KEY_MESSAGES.rollStronger}`),
+    403: errorResponse(`The calling key lacks keys:write (reason missing_scope); or ${KEY_MESSAGES.rollStronger} (reason "stronger_than_caller")`),
   },
 });
 
@@ -97,18 +101,21 @@ const revokeRoute = createRoute({
     "Idempotent: a revoked key is answered as it is. A key may revoke itself.",
   ...scoped("keys:write"),
   request: { params: KeyIdParam },
-  responses: { 200: json(ApiKey, "The key, revoked"), 404: errorResponse(KEY_MESSAGES.notFound), ...authenticatedErrorResponses },
+  responses: {
+    200: json(ApiKey, "The key, revoked"),
+    404: errorResponse(KEY_MESSAGES.notFound),
+    ...authenticatedErrorResponses,
+    403: errorResponse('The calling key lacks keys:write (reason missing_scope); or the key is stronger than the caller (reason "stronger_than_caller"): only keys the caller dominates, or the caller itself'),
+  },
 });
 
-/** Whether `caller` holds everything `target` could do: its scopes, a cap no higher, an expiry no later. */
-function dominates(caller: Caller, target: KeyRow): boolean {
-  const scopes = decodeScopes(target.scopes);
-  if (!scopes.every((s) => caller.scopes.includes(s))) return false;
-  const cap = target.daily_credit_cap === null ? null : Number(target.daily_credit_cap);
-  if (caller.dailyCreditCap !== null && (cap === null || cap > caller.dailyCreditCap)) return false;
-  const expires = target.expires_at === null ? null : Number(target.expires_at);
-  if (caller.expiresAt !== null && (expires === null || expires > caller.expiresAt)) return false;
-  return true;
+/** A stored key's power, as the authority rule compares it. */
+export function keyPower(row: KeyRow): KeyPower {
+  return {
+    scopes: decodeScopes(row.scopes),
+    dailyCreditCap: row.daily_credit_cap === null ? null : Number(row.daily_credit_cap),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+  };
 }
 
 function withToken(row: KeyRow, token: string, now: number): ApiKeyWithToken {
@@ -141,13 +148,16 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
       scopes: body.scopes,
       expiresAt,
       dailyCreditCap: cap,
+      makerCaps: caller.creditCaps,
+      onlyIf: authorityHeld(caller, now),
       actor: caller.actor,
       requestId: c.get("requestId"),
       now,
       maxLiveKeys: MAX_LIVE_KEYS,
     });
     if (!outcome.created) {
-      // The calling key's account exists (it was just authenticated), so only the bound can refuse.
+      // The calling key's account exists (it was just authenticated): the bound refused, or the caller lost its authority meanwhile.
+      if (outcome.reason === "authority_lost") throw new ApiError(403, KEY_MESSAGES.authorityLost, {}, { reason: "authority_lost" });
       throw new ApiError(409, KEY_MESSAGES.tooMany);
     }
     Object.assign(c.get("accessLog"), { created_key_id: outcome.key.id });
@@ -163,9 +173,10 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
     // Checked against the stored key before anything is written; the roll itself re-checks its state.
     const target = await getKey(db, caller.accountId, id);
     if (!target) throw new ApiError(404, KEY_MESSAGES.notFound);
-    if (!dominates(caller, target)) throw new ApiError(403, KEY_MESSAGES.rollStronger);
-    const outcome = await rollKey(db, { accountId: caller.accountId, keyId: id, overlapSeconds, actor: caller.actor, requestId: c.get("requestId"), now });
+    if (!dominatesKey(caller, keyPower(target))) throw new ApiError(403, KEY_MESSAGES.rollStronger, {}, { reason: "stronger_than_caller" });
+    const outcome = await rollKey(db, { accountId: caller.accountId, keyId: id, overlapSeconds, actor: caller.actor, requestId: c.get("requestId"), now, onlyIf: authorityHeld(caller, now) });
     if (!outcome.rolled) {
+      if (outcome.reason === "authority_lost") throw new ApiError(403, KEY_MESSAGES.authorityLost, {}, { reason: "authority_lost" });
       const message = {
         not_found: KEY_MESSAGES.notFound,
         revoked: KEY_MESSAGES.rollRevoked,
@@ -185,8 +196,16 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
     const caller = c.get("auth");
     const { id } = c.req.valid("param");
     const now = Date.now();
-    const row = await revokeKey(requestDatabase(c), { accountId: caller.accountId, keyId: id, actor: caller.actor, requestId: c.get("requestId"), now });
+    const db = requestDatabase(c);
+    const target = await getKey(db, caller.accountId, id);
+    if (!target) throw new ApiError(404, KEY_MESSAGES.notFound);
+    // Taking a key away is as strong as handing one out: a key may revoke itself, and otherwise only keys it dominates.
+    if (id !== caller.keyId && target.revoked_at === null && !dominatesKey(caller, keyPower(target))) {
+      throw strongerThanCaller("a key can only revoke itself or keys whose scopes, daily credit cap and expiry it holds itself");
+    }
+    const row = await revokeKey(db, { accountId: caller.accountId, keyId: id, actor: caller.actor, requestId: c.get("requestId"), now, onlyIf: authorityHeld(caller, now) });
     if (!row) throw new ApiError(404, KEY_MESSAGES.notFound);
+    if (row.revoked_at === null) throw new ApiError(403, KEY_MESSAGES.authorityLost, {}, { reason: "authority_lost" });
     forgetKey(row.token_hash);
     Object.assign(c.get("accessLog"), { revoked_key_id: id });
     return c.json(keyJson(row, now), 200);

@@ -1,7 +1,7 @@
 /** GET /v1/people (docs/api.md, the section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, PeopleQuery } from "../../shared/api.ts";
-import { balanceQuery, chargeForMatchQuery, countLookupQuery } from "../credits.ts";
+import { balanceQuery, capRefusalQuery, chargeForMatchQuery, countLookupQuery } from "../credits.ts";
 import { takeDueActivity } from "../key-activity.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
@@ -68,8 +68,8 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
     // The isolate's due key activity (last_used_at, verification counts) rides along.
     const requestId = c.get("requestId");
     const now = Date.now();
-    const { dailyCreditCap } = c.get("auth");
-    const charge = { accountId, keyId, cost, requestId, now, dailyCreditCap };
+    const { creditCaps } = c.get("auth");
+    const charge = { accountId, keyId, cost, requestId, now, creditCaps };
     const activity = takeDueActivity(now);
     let results;
     try {
@@ -79,13 +79,14 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
         countLookupQuery(db, charge, matchingPersonId(ids)),
         findPersonQuery(db, ids),
         balanceQuery(db, accountId),
+        capRefusalQuery(db, charge),
         ...activity.statements.map((s) => db.run(s)),
       ]);
     } catch (error) {
       activity.restore();
       throw error;
     }
-    const [chargedRows, , usageRows, personRows, balanceRows] = results;
+    const [chargedRows, , , personRows, balanceRows, capRows] = results;
     const charged = chargedRows[0];
     const person = personRows[0];
     if (charged && person) return c.json(toContactInfo(person, include), 200, chargeHeaders(cost, Number(charged.balance_after)));
@@ -93,8 +94,7 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
     // someone matched, and 402 wins over 404), or nobody matched.
     const balance = Number(balanceRows[0]?.credit_balance ?? 0);
     if (balance < cost) throw new ApiError(402, ERROR_MESSAGES.insufficientCredits, chargeHeaders(0, balance));
-    const spentToday = Number(usageRows[0]?.credits_spent ?? 0);
-    if (dailyCreditCap !== null && spentToday + cost > dailyCreditCap) {
+    if (Number(capRows[0]?.cap_exceeded ?? 0) === 1) {
       throw new ApiError(402, ERROR_MESSAGES.dailyCreditCap, chargeHeaders(0, balance), { reason: "daily_credit_cap" });
     }
     throw new ApiError(404, ERROR_MESSAGES.profileNotFound, chargeHeaders(0, balance));

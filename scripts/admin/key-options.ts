@@ -2,6 +2,7 @@
  * `keys create`'s options (--name, --scopes, --expires, --daily-credit-cap) read into what
  * createApiKey takes, or the problem with them, for the CLI to report as a usage error.
  */
+import { DisplayName } from "../../shared/display-name.ts";
 import { MAX_DAILY_CREDIT_CAP } from "../../shared/keys.ts";
 import { isScope, SCOPES, type Scope } from "../../shared/scopes.ts";
 import type { KeyOptions } from "../../edge/db/admin.ts";
@@ -18,9 +19,9 @@ export const KEY_OPTIONS = {
 export function parseKeyOptions(values: Values): { options: KeyOptions } | { problem: string } {
   const options: KeyOptions = {};
   if (typeof values.name === "string") {
-    const name = values.name.trim();
-    if (name === "" || name.length > 100) return { problem: "--name must be 1 to 100 characters" };
-    options.name = name;
+    const name = DisplayName.safeParse(values.name);
+    if (!name.success) return { problem: `--name must be 1 to 100 characters, printable, without bidirectional controls: it ${name.error.issues[0]?.message ?? "is malformed"}` };
+    options.name = name.data;
   }
   if (typeof values.scopes === "string") {
     const scopes = values.scopes.split(",").map((s) => s.trim()).filter((s) => s !== "");
