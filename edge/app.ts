@@ -160,9 +160,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireCaller, enforceRateLimit("lookup"));
   // Signing in takes no credential: bounded, same-origin and counted per client address instead (edge/routes/auth.ts).
   app.use("/v1/auth/*", ...authCallGuards);
-  app.use("/v1/auth/sign-out-everywhere", requireCaller);
+  for (const path of ["/v1/auth/sign-out-everywhere", "/v1/auth/step-up", "/v1/auth/step-up/options"]) app.use(path, requireCaller);
   // Members and the signed-in member's passkeys: database reads and small writes, counted like a lookup.
-  for (const path of ["/v1/members", "/v1/members/*", "/v1/invites", "/v1/me", "/v1/me/*"]) {
+  for (const path of ["/v1/members", "/v1/members/*", "/v1/invites", "/v1/invites/*", "/v1/me", "/v1/me/*"]) {
     app.use(path, requireCaller, enforceRateLimit("lookup"), limitRequestBody(WEBAUTHN_BODY_MAX_BYTES));
   }
 

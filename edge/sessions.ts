@@ -14,7 +14,10 @@
  * Requests authenticated by the cookie with an unsafe method must come from the console's own origin
  * (Sec-Fetch-Site: same-origin, or an Origin the console is served from), as hono/csrf checks, else
  * 403 cross_site_request. Unlike hono/csrf this holds for every content type, JSON included: the
- * cookie is the only credential, so no request that carries it may be forged.
+ * cookie is the only credential, so no request that carries it may be forged. And whatever the method, a
+ * request the browser says another site started (Sec-Fetch-Site: same-site or cross-site: an <img>, a link,
+ * a form on a sibling subdomain, which SameSite=Strict lets the cookie ride with) is refused the same way
+ * (fetch metadata's resource isolation): a GET of /v1/people spends credits and discloses a person.
  */
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
@@ -81,12 +84,21 @@ export function consoleOrigins(c: Context<AppEnv>): string[] {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/** What a browser says another site (a sibling subdomain counts) started: never for a request with the session cookie. */
+const OTHER_SITES = new Set(["same-site", "cross-site"]);
+
 /** Why a cookie-authenticated request is refused as cross-site, or null when it comes from the console's origin. */
 export function crossSiteRefusal(c: Context<AppEnv>): ApiError | null {
+  const site = c.req.header("sec-fetch-site");
+  if (site !== undefined && OTHER_SITES.has(site)) return crossSiteRequest();
   if (SAFE_METHODS.has(c.req.method)) return null;
-  if (c.req.header("sec-fetch-site") === "same-origin") return null;
+  if (site === "same-origin") return null;
   const origin = c.req.header("origin");
   if (origin !== undefined && (origin === new URL(c.req.url).origin || consoleOrigins(c).includes(origin))) return null;
+  return crossSiteRequest();
+}
+
+function crossSiteRequest(): ApiError {
   return new ApiError(403, "Cross-site request refused: a request made with the session cookie must come from the console's origin", {}, { reason: "cross_site_request" });
 }
 
@@ -116,6 +128,7 @@ function callerOf(s: KnownSession): Caller {
     scopes: ROLE_SCOPES[s.role],
     expiresAt: null,
     dailyCreditCap: null,
+    creditCaps: [],
   };
 }
 

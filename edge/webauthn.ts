@@ -5,6 +5,9 @@
  * to (npm start: localhost). Each options call stores its challenge for CHALLENGE_TTL_MS; a verification
  * finds it by the challenge the browser signed (in clientDataJSON) and deletes it in the same statement, so
  * a challenge serves one verification at most, whether that verification succeeds or not.
+ *
+ * User verification (a PIN or biometric on the authenticator, not just a touch) is required in every ceremony: a
+ * passkey stands in for a password and a second factor at once, and a found or stolen device must not sign in alone.
  */
 import type { Context } from "hono";
 import { sql } from "drizzle-orm";
@@ -33,7 +36,7 @@ export function relyingParty(c: Context<AppEnv>): RelyingParty {
   return { id: new URL(origins[0]!).hostname, origins };
 }
 
-export type ChallengePurpose = "join" | "sign_in" | "add_passkey";
+export type ChallengePurpose = "join" | "sign_in" | "add_passkey" | "step_up";
 
 /** The challenge a browser's response signed, read from its clientDataJSON; null when it is not there. */
 export function signedChallenge(clientDataJSON: string): string | null {
@@ -75,12 +78,18 @@ export function creationOptions(
     timeout: CHALLENGE_TTL_MS,
     attestationType: "none",
     excludeCredentials: exclude.map((e) => ({ id: e.credentialId, transports: e.transports })),
-    authenticatorSelection: { residentKey: "required", userVerification: "preferred" },
+    authenticatorSelection: { residentKey: "required", userVerification: "required" },
   });
 }
 
-export function requestOptions(rp: RelyingParty) {
-  return generateAuthenticationOptions({ rpID: rp.id, allowCredentials: [], userVerification: "preferred", timeout: CHALLENGE_TTL_MS });
+/** Options for an assertion: any discoverable passkey for this site (sign-in), or one of `allow` (a member's step-up). */
+export function requestOptions(rp: RelyingParty, allow: { credentialId: string; transports: string[] }[] = []) {
+  return generateAuthenticationOptions({
+    rpID: rp.id,
+    allowCredentials: allow.map((a) => ({ id: a.credentialId, transports: a.transports })),
+    userVerification: "required",
+    timeout: CHALLENGE_TTL_MS,
+  });
 }
 
 export type NewPasskey = { credentialId: string; publicKey: string; counter: number; transports: string[] };
@@ -88,7 +97,7 @@ export type NewPasskey = { credentialId: string; publicKey: string; counter: num
 /** The passkey a registration response makes, or the reason it is refused (a sentence for the 400). */
 export async function verifyRegistration(rp: RelyingParty, response: RegistrationResponseJSON, challenge: string): Promise<NewPasskey | { refused: string }> {
   try {
-    const result = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.id, requireUserVerification: false });
+    const result = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.id, requireUserVerification: true });
     if (!result.verified) return { refused: "the attestation did not verify" };
     const { credential } = result.registrationInfo;
     return { credentialId: credential.id, publicKey: isoBase64URL.fromBuffer(credential.publicKey), counter: credential.counter, transports: credential.transports ?? [] };
@@ -108,7 +117,7 @@ export async function verifyAssertion(rp: RelyingParty, response: Authentication
     transports: passkey.transports as WebAuthnCredential["transports"],
   };
   try {
-    const result = await verifyAuthenticationResponse({ response, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.id, credential, requireUserVerification: false });
+    const result = await verifyAuthenticationResponse({ response, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.id, credential, requireUserVerification: true });
     return result.verified ? result.authenticationInfo.newCounter : null;
   } catch {
     return null;

@@ -5,6 +5,8 @@
  * and verified by @simplewebauthn/server in edge/webauthn.ts.
  */
 import { z } from "@hono/zod-openapi";
+import { DisplayName } from "./display-name.ts";
+import { ApiKey } from "./keys.ts";
 import { RoleName } from "./roles.ts";
 import { ScopeName } from "./scopes.ts";
 
@@ -20,13 +22,6 @@ export const WEBAUTHN_BODY_MAX_BYTES = 64 * 1024;
 const rfc3339 = z.string().openapi({ description: "RFC 3339, UTC", example: "2026-11-25T21:40:00.000Z" });
 const base64url = (max: number) => z.string().min(1).max(max).regex(/^[A-Za-z0-9_-]+$/, "must be base64url");
 
-/** A person's or a passkey's name: printable, trimmed, 1 to 100 characters. */
-export const DisplayName = z
-  .string()
-  .trim()
-  .min(1, "must not be empty")
-  .max(100, "must be at most 100 characters")
-  .refine((s) => !/\p{Cc}/u.test(s), "must not contain control characters");
 
 export const Member = z
   .object({
@@ -69,6 +64,38 @@ export type Invite = z.infer<typeof Invite>;
 
 export const MemberPatch = z.object({ role: RoleName }).openapi("MemberPatch");
 
+export const INVITE_STATUSES = ["pending", "used", "expired", "revoked"] as const;
+export type InviteStatus = (typeof INVITE_STATUSES)[number];
+
+/** An invite as GET /v1/invites lists it: never its secret, which only its first answer carried. */
+export const PendingInvite = z
+  .object({
+    id: z.string().openapi({ example: "inv_Q2mXwPz8LbN3kT9v" }),
+    role: RoleName,
+    status: z.enum(INVITE_STATUSES).openapi({
+      description: "pending: it can still be accepted; used; expired; revoked: revoked by a member or key, or void because whoever made it no longer holds the authority to grant its role (removed, demoted, revoked)",
+    }),
+    created_by: z.string().openapi({ description: '"operator", or the id of the member or key that made it' }),
+    created_at: rfc3339,
+    expires_at: rfc3339,
+    used_at: rfc3339.nullable(),
+    used_by: z.string().nullable().openapi({ description: "The member it made" }),
+    revoked_at: rfc3339.nullable(),
+    revoked_by: z.string().nullable().openapi({ description: 'Who revoked it; "system" when it was voided with its maker\'s authority' }),
+  })
+  .openapi("PendingInvite");
+export type PendingInvite = z.infer<typeof PendingInvite>;
+
+export const InviteList = z.object({ invites: z.array(PendingInvite).openapi({ description: "Newest first: pending ones, and those that ended within the last week" }) }).openapi("InviteList");
+
+/** The answer to removing a member: who was removed, and the keys they made (and the keys those made), revoked or still live. */
+export const MemberRemoval = z
+  .object({
+    member: Member,
+    keys: z.array(ApiKey).openapi({ description: "The keys the member made, and the keys those keys made, that were live before the removal: revoked with it when revoke_keys=true, else still working" }),
+  })
+  .openapi("MemberRemoval");
+
 export const RegistrationCredential = z
   .object({
     id: base64url(1366),
@@ -100,11 +127,12 @@ export const AuthenticationCredential = z
   })
   .openapi("AuthenticationCredential", { description: "The browser's PublicKeyCredential from navigator.credentials.get(), as JSON (AuthenticationResponseJSON)" });
 
-export const InviteOptionsRequest = z
-  .object({ name: DisplayName.optional().openapi({ description: "Shown by the authenticator beside the passkey; the accept's name when absent" }) })
-  .openapi("InviteOptionsRequest");
+/** An invite link's secret, sent in the body (never in a URL, where access logs in front of the Worker would keep it). */
+export const InviteToken = z.string().min(1).max(100).openapi({ description: "The invite link's fragment (cvi_…)", example: "cvi_…" });
 
-export const InviteAcceptRequest = z.object({ name: DisplayName, credential: RegistrationCredential }).openapi("InviteAcceptRequest");
+export const InviteOptionsRequest = z.object({ token: InviteToken }).openapi("InviteOptionsRequest");
+
+export const InviteAcceptRequest = z.object({ token: InviteToken, name: DisplayName, credential: RegistrationCredential }).openapi("InviteAcceptRequest");
 
 export const SignInRequest = z.object({ credential: AuthenticationCredential }).openapi("SignInRequest");
 

@@ -1,13 +1,18 @@
 /**
  * A signed-in member's own passkeys (docs/api.md "Passkeys"): list, add, remove. A member always keeps
- * one: removing the last is refused, so nobody locks themselves out. Each change and its audit event in
- * one batch, the event conditioned on the change.
+ * one: removing the last is refused, so nobody locks themselves out. Removing a passkey ends the sessions it
+ * opened (a lost device is signed out with its passkey); adding one needs the session's proof of presence to be
+ * recent (STEP_UP_MAX_AGE_MS: a step-up), so a stolen cookie alone cannot enrol a passkey that outlives it. Each
+ * change and its audit event in one batch, the event conditioned on the change.
  */
 import { sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { MAX_PASSKEYS_PER_MEMBER } from "../../shared/members.ts";
 import { newId } from "../lib/tokens.ts";
-import { auditEvent, MEMBER_COLUMNS, PASSKEY_COLUMNS, type MemberRow, type PasskeyRow } from "./members.ts";
+import { auditEvent, endSessionStatements, MEMBER_COLUMNS, PASSKEY_COLUMNS, type MemberRow, type PasskeyRow } from "./members.ts";
+
+/** How recent a session's proof of presence (sign-in or step-up) must be to add a passkey. */
+export const STEP_UP_MAX_AGE_MS = 5 * 60_000;
 import type * as schema from "./schema.ts";
 
 type Db = LibSQLDatabase<typeof schema>;
@@ -21,19 +26,39 @@ export async function memberWithPasskeys(db: Db, memberId: string): Promise<{ me
   return { member: members[0], passkeys };
 }
 
-export type AddOutcome = { added: true; passkey: PasskeyRow } | { added: false; reason: "already_registered" | "too_many" };
+/** Whether the session proved presence within STEP_UP_MAX_AGE_MS: what adding a passkey needs. */
+export async function recentlyVerified(db: Db, sessionId: string, now: number): Promise<boolean> {
+  const [row] = await db.all<{ id: string }>(sql`select id from sessions where id = ${sessionId} and verified_at > ${now - STEP_UP_MAX_AGE_MS}`);
+  return row !== undefined;
+}
+
+/**
+ * Records a step-up: the session's proof of presence is now, and the passkey's counter moves as at a sign-in (only
+ * forward for a passkey that keeps one). False when the counter did not move or the session ended.
+ */
+export async function stepUp(db: Db, s: { sessionId: string; passkeyId: string; counter: number; now: number }): Promise<boolean> {
+  const counterMoves = s.counter === 0 ? sql`counter = 0` : sql`counter < ${s.counter}`;
+  const [verified] = await db.batch([
+    db.run(sql`update sessions set verified_at = ${s.now} where id = ${s.sessionId} and exists (select 1 from passkeys where id = ${s.passkeyId} and ${counterMoves})`),
+    db.run(sql`update passkeys set counter = ${s.counter}, last_used_at = ${s.now} where id = ${s.passkeyId} and exists (select 1 from sessions where id = ${s.sessionId} and verified_at = ${s.now})`),
+  ]);
+  return verified.rowsAffected === 1;
+}
+
+export type AddOutcome = { added: true; passkey: PasskeyRow } | { added: false; reason: "already_registered" | "too_many" | "step_up_required" };
 
 export async function addPasskey(
   db: Db,
-  p: { accountId: string; memberId: string; credentialId: string; publicKey: string; counter: number; transports: string[]; name: string; requestId: string | null; now: number },
+  p: { accountId: string; memberId: string; sessionId: string; credentialId: string; publicKey: string; counter: number; transports: string[]; name: string; requestId: string | null; now: number },
 ): Promise<AddOutcome> {
   const id = newId("pk");
-  const [existing, inserted] = await db.batch([
+  const fresh = sql`exists (select 1 from sessions where id = ${p.sessionId} and member_id = ${p.memberId} and verified_at > ${p.now - STEP_UP_MAX_AGE_MS})`;
+  const [existing, inserted, , verified] = await db.batch([
     db.all<{ id: string }>(sql`select id from passkeys where credential_id = ${p.credentialId}`),
     db.all<PasskeyRow>(sql`
       insert into passkeys (id, member_id, account_id, credential_id, public_key, counter, transports, name, created_at)
       select ${id}, id, account_id, ${p.credentialId}, ${p.publicKey}, ${p.counter}, ${JSON.stringify(p.transports)}, ${p.name}, ${p.now}
-      from members where id = ${p.memberId}
+      from members where id = ${p.memberId} and ${fresh}
         and (select count(*) from passkeys where member_id = ${p.memberId}) < ${MAX_PASSKEYS_PER_MEMBER}
         and not exists (select 1 from passkeys where credential_id = ${p.credentialId})
       returning ${PASSKEY_COLUMNS}`),
@@ -43,24 +68,28 @@ export async function addPasskey(
         sql`exists (select 1 from passkeys where id = ${id})`,
       ),
     ),
+    db.all<{ fresh: number }>(sql`select ${fresh} as fresh`),
   ]);
   if (inserted[0]) return { added: true, passkey: inserted[0] };
+  if (Number(verified[0]?.fresh) !== 1) return { added: false, reason: "step_up_required" };
   return { added: false, reason: existing.length > 0 ? "already_registered" : "too_many" };
 }
 
-export type RemoveOutcome = "removed" | "not_found" | "last_passkey";
+export type RemoveOutcome = { removed: true; sessionsEnded: string[] } | { removed: false; reason: "not_found" | "last_passkey" };
 
+/** Removes one of the member's passkeys and ends every session it opened, this one included when it did. */
 export async function removePasskey(db: Db, r: { accountId: string; memberId: string; passkeyId: string; requestId: string | null; now: number }): Promise<RemoveOutcome> {
   const allowed = sql`exists (select 1 from passkeys where id = ${r.passkeyId} and member_id = ${r.memberId})
     and (select count(*) from passkeys where member_id = ${r.memberId}) > 1`;
-  const [, deleted, found] = await db.batch([
+  const [, , , ended, deleted, found] = await db.batch([
     db.run(sql`
       insert into audit_events (account_id, action, actor, target, details, request_id, created_at)
       select ${r.accountId}, 'passkey.removed', ${r.memberId}, id, json_object('member_id', member_id, 'name', name), ${r.requestId}, ${r.now}
       from passkeys where id = ${r.passkeyId} and ${allowed}`),
+    ...endSessionStatements(db, sql`passkey_id = ${r.passkeyId} and member_id = ${r.memberId}`, r.requestId, r.now, allowed, { passkey_removed: r.passkeyId }),
     db.run(sql`delete from passkeys where id = ${r.passkeyId} and member_id = ${r.memberId} and ${allowed}`),
     db.all<{ id: string }>(sql`select id from passkeys where id = ${r.passkeyId} and member_id = ${r.memberId}`),
   ]);
-  if (deleted.rowsAffected === 1) return "removed";
-  return found.length > 0 ? "last_passkey" : "not_found";
+  if (deleted.rowsAffected === 1) return { removed: true, sessionsEnded: ended.map((e) => e.id) };
+  return { removed: false, reason: found.length > 0 ? "last_passkey" : "not_found" };
 }

@@ -7,7 +7,7 @@ const TOKEN_PATTERN = /^cv_[A-Za-z0-9_-]{43}$/;
 /** Characters of the token kept in clear so a person can tell keys apart. */
 const DISPLAY_PREFIX_LENGTH = 10;
 
-function base64url(bytes: Uint8Array): string {
+export function base64url(bytes: Uint8Array): string {
   let bin = "";
   for (const b of bytes) bin += String.fromCharCode(b);
   return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -48,6 +48,6 @@ export function looksLikeSecret(kind: SecretKind, value: string): boolean {
   return value.length === 47 && value.startsWith(kind) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(4));
 }
 
-export function newId(kind: "acc" | "key" | "job" | "mem" | "pk" | "inv" | "ses"): string {
+export function newId(kind: "acc" | "key" | "job" | "mem" | "pk" | "inv" | "ses" | "note"): string {
   return `${kind}_${base64url(crypto.getRandomValues(new Uint8Array(12)))}`;
 }

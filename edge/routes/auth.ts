@@ -8,13 +8,14 @@ import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from "@simplewebauthn/server";
 import { ERROR_MESSAGES } from "../../shared/api.ts";
-import { CreationOptions, InviteAcceptRequest, MAX_MEMBERS, MemberResponse, RequestOptions, SignInRequest, WEBAUTHN_BODY_MAX_BYTES } from "../../shared/members.ts";
+import { CreationOptions, InviteAcceptRequest, InviteOptionsRequest, MAX_MEMBERS, MemberResponse, RequestOptions, SignInRequest, WEBAUTHN_BODY_MAX_BYTES } from "../../shared/members.ts";
 import { clientBucket, NO_CLIENT_ADDRESS } from "../auth.ts";
 import { limitRequestBody } from "../body-limit.ts";
 import { eq } from "drizzle-orm";
 import { requestDatabase } from "../db/client.ts";
 import { passkeys } from "../db/schema.ts";
-import { endMemberSessions, endSession, findInviteQuery, findPasskeyForSignIn, inviteRefusal, joinByInvite, memberJson, newSession, signIn } from "../db/members.ts";
+import { endMemberSessions, endSession, findInviteQuery, findPasskeyForSignIn, inviteRefusal, joinByInvite, memberJson, newSession, recordFailedSignIn, signIn, type InviteRefusal } from "../db/members.ts";
+import { memberWithPasskeys, stepUp } from "../db/passkeys.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { hashToken, looksLikeSecret, newId } from "../lib/tokens.ts";
@@ -28,6 +29,7 @@ export const AUTH_MESSAGES = {
   inviteInvalid: "No such invite",
   inviteUsed: "The invite was already used",
   inviteExpired: "The invite has expired: ask for a new one",
+  inviteRevoked: "The invite was revoked, or whoever made it can no longer grant its role: ask for a new one",
   challengeInvalid: "Invalid parameter credential: its challenge is unknown, used or expired (ask for new options)",
   passkeyTaken: "This passkey is already registered",
   joinRaced: `The invite was used meanwhile, or the account already holds ${MAX_MEMBERS} members`,
@@ -36,7 +38,6 @@ export const AUTH_MESSAGES = {
 
 const json = <T,>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 const body = <T,>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
-const TokenParam = z.object({ token: z.string().max(100).openapi({ param: { name: "token", in: "path" }, description: "The invite link's fragment (cvi_…)" }) });
 
 const publicErrors = {
   403: errorResponse('The request came from another origin (reason "cross_site_request")'),
@@ -46,30 +47,34 @@ const publicErrors = {
 };
 const inviteErrors = {
   404: errorResponse(`${AUTH_MESSAGES.inviteInvalid} (reason "invite_invalid")`),
-  410: errorResponse(`${AUTH_MESSAGES.inviteUsed} (reason "invite_used"); or ${AUTH_MESSAGES.inviteExpired} (reason "invite_expired")`),
+  410: errorResponse(
+    `${AUTH_MESSAGES.inviteUsed} (reason "invite_used"); ${AUTH_MESSAGES.inviteExpired} (reason "invite_expired"); or ${AUTH_MESSAGES.inviteRevoked} (reason "invite_revoked")`,
+  ),
 };
 
 const inviteOptionsRoute = createRoute({
   method: "post",
-  path: "/v1/auth/invites/{token}/options",
+  path: "/v1/auth/invites/options",
   operationId: "inviteRegistrationOptions",
   tags: ["Members"],
   summary: "Options for making the passkey an invite's new member will sign in with",
-  description: "Pass them to navigator.credentials.create(). The challenge is good for one accept within five minutes.",
+  description: "Pass them to navigator.credentials.create(). The challenge is good for one accept within five minutes. The invite's secret goes in the body, never in the URL.",
   security: [],
-  request: { params: TokenParam },
+  request: body(InviteOptionsRequest),
   responses: { 200: json(CreationOptions, "WebAuthn creation options"), ...inviteErrors, ...publicErrors },
 });
 
 const acceptRoute = createRoute({
   method: "post",
-  path: "/v1/auth/invites/{token}/accept",
+  path: "/v1/auth/invites/accept",
   operationId: "acceptInvite",
   tags: ["Members"],
   summary: "Join with the invite: the new member, their first passkey, and a session cookie",
-  description: "Single use: the invite is spent by the first accept that succeeds. Sets the session cookie (docs/api.md \"Sessions\").",
+  description:
+    "Single use: the invite is spent by the first accept that succeeds, and only while whoever made it still holds the authority to grant its role. " +
+    "Sets the session cookie (docs/api.md \"Sessions\"); a session this browser already held ends.",
   security: [],
-  request: { params: TokenParam, ...body(InviteAcceptRequest) },
+  request: body(InviteAcceptRequest),
   responses: {
     201: json(MemberResponse, "The new member, signed in"),
     400: errorResponse("A field is malformed (named), or the credential did not verify (Invalid parameter credential: why)"),
@@ -103,6 +108,33 @@ const signInRoute = createRoute({
     400: errorResponse("A field is malformed (named)"),
     401: errorResponse(`${AUTH_MESSAGES.signInFailed} (reason "sign_in_failed"), or the challenge is unknown, used or expired`),
     ...publicErrors,
+  },
+});
+
+const stepUpOptionsRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/step-up/options",
+  operationId: "stepUpOptions",
+  tags: ["Members"],
+  summary: "Options for proving, with one of the member's passkeys, that they are at this session now",
+  description: "Pass them to navigator.credentials.get(); allowCredentials lists the member's passkeys. Needed before adding a passkey when the session's last proof is older than five minutes.",
+  ...sessionOnly,
+  responses: { 200: json(RequestOptions, "WebAuthn request options"), ...sessionErrorResponses },
+});
+
+const stepUpRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/step-up",
+  operationId: "stepUp",
+  tags: ["Members"],
+  summary: "Prove presence with one of the member's passkeys: the session may add a passkey for the next five minutes",
+  ...sessionOnly,
+  request: body(SignInRequest),
+  responses: {
+    204: { description: "The session's proof of presence is now" },
+    400: errorResponse("A field is malformed (named)"),
+    ...sessionErrorResponses,
+    401: errorResponse(`${AUTH_MESSAGES.signInFailed} (reason "sign_in_failed"): not one of this member's passkeys, or it did not verify`),
   },
 });
 
@@ -148,20 +180,21 @@ export const authCallGuards: MiddlewareHandler<AppEnv>[] = [
   },
 ];
 
-function inviteError(reason: "invite_invalid" | "invite_used" | "invite_expired"): ApiError {
+function inviteError(reason: InviteRefusal): ApiError {
   if (reason === "invite_invalid") return new ApiError(404, AUTH_MESSAGES.inviteInvalid, {}, { reason });
-  return new ApiError(410, reason === "invite_used" ? AUTH_MESSAGES.inviteUsed : AUTH_MESSAGES.inviteExpired, {}, { reason });
+  const message = { invite_used: AUTH_MESSAGES.inviteUsed, invite_expired: AUTH_MESSAGES.inviteExpired, invite_revoked: AUTH_MESSAGES.inviteRevoked }[reason];
+  return new ApiError(410, message, {}, { reason });
 }
 
 const signInFailed = () => new ApiError(401, AUTH_MESSAGES.signInFailed, {}, { reason: "sign_in_failed" });
 
 export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
   app.openapi(inviteOptionsRoute, async (c) => {
-    const { token } = c.req.valid("param");
+    const { token } = c.req.valid("json");
     if (!looksLikeSecret("cvi_", token)) throw inviteError("invite_invalid");
     const db = requestDatabase(c);
     const now = Date.now();
-    const [invite] = await findInviteQuery(db, await hashToken(token));
+    const [invite] = await findInviteQuery(db, await hashToken(token), now);
     const refused = inviteRefusal(invite, now);
     if (refused || !invite) throw inviteError(refused ?? "invite_invalid");
     // The new member's id is fixed now: it is the passkey's user handle.
@@ -173,14 +206,13 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
   });
 
   app.openapi(acceptRoute, async (c) => {
-    const { token } = c.req.valid("param");
-    const { name, credential } = c.req.valid("json");
+    const { token, name, credential } = c.req.valid("json");
     if (!looksLikeSecret("cvi_", token)) throw inviteError("invite_invalid");
     const challenge = signedChallenge(credential.response.clientDataJSON);
     if (challenge === null) throw new ApiError(400, AUTH_MESSAGES.challengeInvalid);
     const db = requestDatabase(c);
     const now = Date.now();
-    const [invites, taken] = await db.batch([findInviteQuery(db, await hashToken(token)), takeChallenge(db, challenge, "join", now)]);
+    const [invites, taken] = await db.batch([findInviteQuery(db, await hashToken(token), now), takeChallenge(db, challenge, "join", now)]);
     const invite = invites[0];
     const refused = inviteRefusal(invite, now);
     if (refused || !invite) throw inviteError(refused ?? "invite_invalid");
@@ -194,6 +226,8 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
 
     const session = await newSession();
     const config = c.get("config");
+    const previousToken = readSessionToken(c);
+    const previousSessionHash = previousToken !== null && looksLikeSecret("cvs_", previousToken) ? await hashToken(previousToken) : null;
     const member = await joinByInvite(db, {
       invite,
       memberId: challengeRow.member_id,
@@ -201,10 +235,18 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
       passkey: { ...passkey, name: "Passkey" },
       session,
       sessionMaxMs: config.SESSION_MAX_SECONDS * 1000,
+      previousSessionHash,
       requestId: c.get("requestId"),
       now,
     });
-    if (!member) throw new ApiError(409, AUTH_MESSAGES.joinRaced);
+    if (!member) {
+      // Read again to say why: the maker's authority went (or the invite was revoked) meanwhile, else it was used or the account is full.
+      const [after] = await findInviteQuery(db, await hashToken(token), Date.now());
+      const refused = inviteRefusal(after, now);
+      if (refused === "invite_revoked") throw inviteError(refused);
+      throw new ApiError(409, AUTH_MESSAGES.joinRaced);
+    }
+    if (previousSessionHash !== null) forgetSession(previousSessionHash);
     setSessionCookie(c, session.token, config.SESSION_MAX_SECONDS);
     Object.assign(c.get("accessLog"), { member_id: member.id, account_id: member.account_id });
     return c.json({ member: memberJson(member) }, 201);
@@ -227,14 +269,53 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
     if (!taken[0] || !passkey) throw signInFailed();
     const stored = { credentialId: passkey.credential_id, publicKey: passkey.public_key, counter: Number(passkey.counter), transports: JSON.parse(passkey.transports) as string[] };
     const counter = await verifyAssertion(relyingParty(c), credential as AuthenticationResponseJSON, challenge, stored);
-    if (counter === null) throw signInFailed();
+    const requestId = c.get("requestId");
+    if (counter === null) {
+      await recordFailedSignIn(db, { passkey, why: "the assertion did not verify (signature, user verification, origin or counter)", requestId, now });
+      throw signInFailed();
+    }
     const session = await newSession();
     const config = c.get("config");
-    const member = await signIn(db, { passkey, counter, session, sessionMaxMs: config.SESSION_MAX_SECONDS * 1000, requestId: c.get("requestId"), now });
-    if (!member) throw signInFailed();
+    const member = await signIn(db, { passkey, counter, session, sessionMaxMs: config.SESSION_MAX_SECONDS * 1000, requestId, now });
+    if (!member) {
+      await recordFailedSignIn(db, { passkey, why: "the member was removed, or another sign-in moved the passkey's counter past this one", requestId, now });
+      throw signInFailed();
+    }
     setSessionCookie(c, session.token, config.SESSION_MAX_SECONDS);
     Object.assign(c.get("accessLog"), { member_id: member.id, account_id: member.account_id });
     return c.json({ member: memberJson(member) }, 200);
+  });
+
+  app.openapi(stepUpOptionsRoute, async (c) => {
+    const caller = c.get("auth");
+    const db = requestDatabase(c);
+    const { passkeys: own } = await memberWithPasskeys(db, caller.memberId!);
+    const options = await requestOptions(
+      relyingParty(c),
+      own.map((p) => ({ credentialId: p.credential_id, transports: JSON.parse(p.transports) as string[] })),
+    );
+    await storeChallenge(db, options.challenge, "step_up", { memberId: caller.memberId! }, Date.now());
+    return c.json({ ...options }, 200);
+  });
+
+  app.openapi(stepUpRoute, async (c) => {
+    const caller = c.get("auth");
+    const { credential } = c.req.valid("json");
+    const challenge = signedChallenge(credential.response.clientDataJSON);
+    if (challenge === null) throw signInFailed();
+    const db = requestDatabase(c);
+    const now = Date.now();
+    const [taken, found] = await db.batch([takeChallenge(db, challenge, "step_up", now), findPasskeyForSignIn(db, credential.id)]);
+    const passkey = found[0];
+    // Only the signed-in member's own passkey, against a challenge handed to this member.
+    if (!taken[0] || taken[0].member_id !== caller.memberId || !passkey || passkey.member_id !== caller.memberId) throw signInFailed();
+    const stored = { credentialId: passkey.credential_id, publicKey: passkey.public_key, counter: Number(passkey.counter), transports: JSON.parse(passkey.transports) as string[] };
+    const counter = await verifyAssertion(relyingParty(c), credential as AuthenticationResponseJSON, challenge, stored);
+    if (counter === null || !(await stepUp(db, { sessionId: caller.sessionId!, passkeyId: passkey.id, counter, now }))) {
+      await recordFailedSignIn(db, { passkey, why: "a step-up assertion did not verify", requestId: c.get("requestId"), now });
+      throw signInFailed();
+    }
+    return c.body(null, 204);
   });
 
   app.openapi(signOutRoute, async (c) => {
