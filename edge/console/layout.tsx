@@ -4,6 +4,7 @@
  * and one <h1> per page, and the navigation as a list of links, so a keyboard or screen reader user
  * finds the same structure on every page.
  */
+import type { SessionNote } from "../identity/session-notes.ts";
 import type { Child } from "hono/jsx";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
@@ -111,6 +112,13 @@ export function Notice(props: { message: string | null | undefined }) {
       {props.message}
     </p>
   );
+}
+
+/** What a form left for the page it redirected to (edge/identity/session-notes.ts): a notice or an error; a secret is the keys page's own. */
+export function NoteShown(props: { note: SessionNote | null }) {
+  const { note } = props;
+  if (note === null || note.kind === "secret") return null;
+  return note.kind === "done" ? <Notice message={note.text} /> : <ErrorNote message={note.text} />;
 }
 
 /** A UTC timestamp as people read it, with the machine form in <time>. */

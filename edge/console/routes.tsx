@@ -9,11 +9,15 @@ import { csrf } from "hono/csrf";
 import { NONCE, secureHeaders } from "hono/secure-headers";
 import { JOB_INPUT_ERRORS, JOB_LIMITS } from "../../shared/jobs.ts";
 import { limitRequestBody } from "../body-limit.ts";
-import type { AppEnv } from "../env.ts";
+import { loadConfig, type AppEnv } from "../env.ts";
+import { page } from "./layout.tsx";
 import { registerAccountPages } from "./pages/account.tsx";
 import { registerKeyPages } from "./pages/keys.tsx";
 import { registerListPages } from "./pages/lists.tsx";
 import { registerSignInPages } from "./pages/sign-in.tsx";
+
+/** Pages that call no API with the cookie: opened from an email or another site as they are. */
+const PAGES_WITHOUT_SESSION = new Set(["/console/sign-in", "/console/invite"]);
 
 /** A list form carries the file (at most the jobs API's 10 MiB) and a few fields. */
 const LIST_FORM_MAX_BYTES = JOB_LIMITS.maxBodyBytes + 64 * 1024;
@@ -34,6 +38,11 @@ export const CONSOLE_CSP = {
 
 export function registerConsole(app: Hono<AppEnv>): void {
   app.get("/", (c) => c.redirect("/console", 302));
+  // The settings, parsed once per isolate, for what the console reads itself (its session notes).
+  app.use("/console/*", async (c, next) => {
+    c.set("config", loadConfig(c.env));
+    await next();
+  });
   app.use(
     "/console/*",
     secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, xFrameOptions: "DENY", crossOriginEmbedderPolicy: false }),
@@ -48,6 +57,24 @@ export function registerConsole(app: Hono<AppEnv>): void {
     async (c, next) => {
       await next();
       c.header("Cache-Control", "no-store");
+    },
+    // A page another site made the browser open (a link, an <img>, a frame: Sec-Fetch-Site same-site or cross-site) would
+    // call the API with the member's cookie, which the API refuses for such requests (edge/sessions.ts). Nothing is
+    // called: one link to the same page, which a click on this origin then opens as the member's own request.
+    async (c, next) => {
+      const site = c.req.header("sec-fetch-site");
+      if (c.req.method !== "GET" || (site !== "same-site" && site !== "cross-site") || PAGES_WITHOUT_SESSION.has(c.req.path) || c.req.path.startsWith("/console/assets/")) {
+        return next();
+      }
+      const url = new URL(c.req.url);
+      c.status(200);
+      return page(
+        c,
+        { title: "Continue to the console" },
+        <p>
+          You followed a link from another site. Nothing was done. <a href={url.pathname + url.search}>Continue to this page of the console</a>.
+        </p>,
+      );
     },
   );
   app.use("/console", secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, xFrameOptions: "DENY" }), async (c, next) => {

@@ -7,6 +7,8 @@
  * first one makes (a stack start per file costs seconds; one owner link per start).
  */
 import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -144,12 +146,60 @@ describe("the console in a real browser", () => {
     await owner.getByRole("button", { name: "Create key" }).click();
     const secret = await owner.getByLabel("Secret", { exact: true }).inputValue();
     expect(secret).toMatch(/^cv_/);
+    // The form redirected: a reload shows the secret no more and makes no second key.
+    const keysBefore = ((await (await api("/v1/keys", stack.demoKey)).json()) as { keys: unknown[] }).keys.length;
+    await owner.reload();
+    await owner.getByRole("heading", { name: "Keys", level: 1 }).waitFor();
+    expect(await owner.getByLabel("Secret", { exact: true }).count()).toBe(0);
+    expect(((await (await api("/v1/keys", stack.demoKey)).json()) as { keys: unknown[] }).keys.length).toBe(keysBefore);
     expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(200);
     const outOfScope = await api("/v1/people?profnet_id=1001", secret);
     expect(outOfScope.status).toBe(403);
     await owner.getByRole("button", { name: "Revoke CRM sync" }).click();
     await owner.getByRole("status").filter({ hasText: "revoked" }).waitFor();
     expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(401);
+  });
+
+  it("spends nothing for an image another site of the same site puts on its page (Sec-Fetch-Site: same-site), and shows no alert text a link carries", async () => {
+    const port = new URL(stack.base).port;
+    // Another port of localhost is the same site (cookies are not bound to a port, and SameSite=Strict lets the member's
+    // cookie ride on a same-site request) but another origin. Its page asks for a person as an image, and for an image of
+    // its own, which shows whether the browser sends the member's cookie along on such requests.
+    let cookieSeen: string | undefined;
+    const evil = createServer((req, res) => {
+      if (req.url === "/pixel") {
+        cookieSeen = req.headers.cookie;
+        res.writeHead(204).end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(`<!doctype html><title>x</title><img id="i" src="http://localhost:${port}/v1/people?profnet_public_identifier=ada-lovelace" alt=""><img id="p" src="/pixel" alt="">`);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, "127.0.0.1", resolve));
+    try {
+      const before = ((await (await api("/v1/account", stack.demoKey)).json()) as { credit_balance: number }).credit_balance;
+      const usage = async () => ((await (await api("/v1/usage", stack.demoKey)).json()) as { totals: Record<string, number> }).totals;
+      const usageBefore = await usage();
+      const tab = await owner.context().newPage();
+      try {
+        // The API's answer reaches the browser (which then withholds a JSON body from an <img>: ERR_BLOCKED_BY_ORB).
+        const answered = tab.waitForEvent("requestfailed", (r) => r.url().includes("/v1/people?") && r.failure()?.errorText === "net::ERR_BLOCKED_BY_ORB");
+        await tab.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
+        await answered;
+        await tab.waitForFunction(() => (document.getElementById("p") as HTMLImageElement).complete);
+      } finally {
+        // The owner's page must have the focus again: WebAuthn ceremonies wait for a focused document.
+        await tab.close();
+      }
+      expect(cookieSeen).toMatch(/(^|; )session=cvs_/);
+      expect(((await (await api("/v1/account", stack.demoKey)).json()) as { credit_balance: number }).credit_balance).toBe(before);
+      expect(await usage()).toEqual(usageBefore);
+    } finally {
+      evil.close();
+    }
+    await owner.goto(`${stack.base}/console/keys?error=${encodeURIComponent("Your account is suspended: call +1 555 0100")}&done=${encodeURIComponent("Verified by support")}`);
+    await owner.getByRole("heading", { name: "Keys", level: 1 }).waitFor();
+    expect(await owner.locator("main").innerText()).not.toMatch(/suspended|Verified by support/);
   });
 
   it("shows a viewer no control to make keys, and the API refuses the viewer one (403)", async () => {

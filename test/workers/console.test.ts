@@ -25,6 +25,12 @@ const form = (fields: [string, string][]) => ({
   method: "POST",
 });
 
+/** The page a form's redirect leads to, opened with `cookie` as the browser would. */
+async function follow(res: Response, cookie: string): Promise<string> {
+  expect(res.status).toBe(303);
+  return (await consoleCall(res.headers.get("location")!, { cookie, origin: null })).text();
+}
+
 describe("the console's pages", () => {
   it("leads / to the console, and someone signed out to the sign-in page, coming back where they were", async () => {
     const root = await consoleCall("/", { origin: null });
@@ -61,8 +67,10 @@ describe("the console's pages", () => {
     const { accountId } = await newAccount();
     const { cookie } = await join(accountId, "developer", "Dev One");
     const res = await consoleCall("/console/keys", { cookie, ...form([["name", "CRM sync"], ["scopes", "verifications:write"], ["scopes", "jobs:read"], ["expires", "30"]]) });
-    expect(res.status).toBe(200);
-    const html = await res.text();
+    // POST-redirect-GET: the secret is on the page the form redirects to, by a one-time note (never in the URL).
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toMatch(/^\/console\/keys\?note=note_[A-Za-z0-9_-]+$/);
+    const html = await follow(res, cookie);
     const token = /id="new-secret" readonly="" value="(cv_[^"]+)"/.exec(html)?.[1];
     expect(token, html.slice(0, 2000)).toBeDefined();
     const [key] = await db.all<{ name: string; scopes: string; expires_at: number }>(sql`select name, scopes, expires_at from api_keys where account_id = ${accountId} and name = 'CRM sync'`);
@@ -71,15 +79,21 @@ describe("the console's pages", () => {
     const later = await (await consoleCall("/console/keys", { cookie, origin: null })).text();
     expect(later).toContain("CRM sync");
     expect(later).not.toContain(token!);
+    // The same URL again (a reload) shows the secret no more, and nothing was made twice.
+    expect(await follow(res, cookie)).not.toContain(token!);
+    expect(await db.all(sql`select id from api_keys where account_id = ${accountId} and name = 'CRM sync'`)).toHaveLength(1);
+    // Another session cannot read the note either (it is sealed with the session's secret, and bound to it).
+    const other = await join(accountId, "developer", "Dev Other");
+    expect(await follow(res, other.cookie)).not.toContain(token!);
   });
 
   it("rolls a key from its row: the new secret shown once, the old key working through the overlap; revokes one", async () => {
     const { accountId } = await newAccount();
     const { cookie } = await join(accountId, "admin", "Ad Min");
     const created = await consoleCall("/console/keys", { cookie, ...form([["name", "Nightly export"], ["scopes", "jobs:read"], ["expires", "never"]]) });
-    const oldToken = /id="new-secret" readonly="" value="(cv_[^"]+)"/.exec(await created.text())![1]!;
+    const oldToken = /id="new-secret" readonly="" value="(cv_[^"]+)"/.exec(await follow(created, cookie))![1]!;
     const [key] = await db.all<{ id: string }>(sql`select id from api_keys where account_id = ${accountId} and name = 'Nightly export'`);
-    const rolled = await (await consoleCall(`/console/keys/${key!.id}/roll`, { cookie, method: "POST" })).text();
+    const rolled = await follow(await consoleCall(`/console/keys/${key!.id}/roll`, { cookie, method: "POST" }), cookie);
     const newToken = /id="new-secret" readonly="" value="(cv_[^"]+)"/.exec(rolled)?.[1];
     expect(newToken).toBeDefined();
     expect(newToken).not.toBe(oldToken);
@@ -89,7 +103,7 @@ describe("the console's pages", () => {
     expect(old!.expires_at - Date.now()).toBeGreaterThan(23 * 3_600_000);
     const revoked = await consoleCall(`/console/keys/${old!.replaced_by}/revoke`, { cookie, method: "POST" });
     expect(revoked.status).toBe(303);
-    expect(decodeURIComponent(revoked.headers.get("location")!)).toContain("revoked: it no longer works");
+    expect(await follow(revoked, cookie)).toContain("revoked: it no longer works");
     const [gone] = await db.all<{ revoked_at: number | null }>(sql`select revoked_at from api_keys where id = ${old!.replaced_by}`);
     expect(gone!.revoked_at).not.toBeNull();
   });
@@ -100,7 +114,7 @@ describe("the console's pages", () => {
     const page = await (await consoleCall("/console/keys", { cookie, origin: null })).text();
     expect(page).not.toContain("Create key");
     const res = await consoleCall("/console/keys", { cookie, ...form([["name", "sneaky"], ["scopes", "jobs:read"]]) });
-    const refused = await res.text();
+    const refused = await follow(res, cookie);
     expect(refused).toContain('role="alert"');
     expect(refused).toMatch(/The key was not created: The member(&#39;|')s role \(viewer\) lacks the scope keys:write/);
     expect(await db.all(sql`select id from api_keys where account_id = ${accountId} and name = 'sneaky'`)).toEqual([]);
@@ -155,7 +169,8 @@ describe("the console's forms for lists and members", () => {
     const id = /(job_[A-Za-z0-9_-]+)$/.exec(created.headers.get("location") ?? "")![1]!;
     const cancelled = await consoleCall(`/console/lists/${id}/cancel`, { cookie, method: "POST" });
     expect(cancelled.status).toBe(303);
-    expect(cancelled.headers.get("location")).toMatch(new RegExp(`^/console/lists/${id}\\?done=`));
+    expect(cancelled.headers.get("location")).toMatch(new RegExp(`^/console/lists/${id}\\?note=`));
+    expect(await follow(cancelled, cookie)).toContain("The list was cancelled");
     const [job] = await db.all<{ status: string }>(sql`select status from verification_jobs where id = ${id}`);
     expect(job!.status).toBe("cancelled");
     const deleted = await consoleCall(`/console/lists/${id}/delete`, { cookie, method: "POST" });
@@ -171,16 +186,20 @@ describe("the console's forms for lists and members", () => {
     const owner = await join(accountId, "owner", "Olga Owner");
     const dev = await join(accountId, "developer", "Dmitri Dev");
     const changed = await consoleCall(`/console/members/${dev.memberId}/role`, { cookie: owner.cookie, ...form([["role", "viewer"]]) });
-    expect(changed.headers.get("location")).toBe(`/console/members?done=${encodeURIComponent("The role was changed.")}`);
+    expect(await follow(changed, owner.cookie)).toContain("The role was changed.");
     const [row] = await db.all<{ role: string }>(sql`select role from members where id = ${dev.memberId}`);
     expect(row!.role).toBe("viewer");
     // The viewer (as the developer now is) sees no controls and the API refuses the form.
     const viewerPage = await (await consoleCall("/console/members", { cookie: dev.cookie, origin: null })).text();
     expect(viewerPage).not.toContain("Make an invite link");
     const refused = await consoleCall(`/console/members/${owner.memberId}/remove`, { cookie: dev.cookie, method: "POST" });
-    expect(decodeURIComponent(refused.headers.get("location") ?? "")).toMatch(/^\/console\/members\?error=.*lacks the scope members:write/);
+    expect(await follow(refused, dev.cookie)).toMatch(/role="alert"[^>]*>[^<]*lacks the scope members:write/);
+    // Remove first shows what will happen, and which keys the member made, before anything is done.
+    const confirm = await (await consoleCall(`/console/members/${dev.memberId}/remove`, { cookie: owner.cookie, origin: null })).text();
+    expect(confirm).toContain("Remove Dmitri Dev?");
+    expect(confirm).toContain("They made no key that still works.");
     const removed = await consoleCall(`/console/members/${dev.memberId}/remove`, { cookie: owner.cookie, method: "POST" });
-    expect(removed.headers.get("location")).toBe(`/console/members?done=${encodeURIComponent("The member was removed and signed out.")}`);
+    expect(await follow(removed, owner.cookie)).toContain("The member was removed and signed out.");
     // Their session ended with them: the console sends them to sign in.
     const after = await consoleCall("/console/members", { cookie: dev.cookie, origin: null });
     expect(after.status).toBe(303);

@@ -1,7 +1,9 @@
 /**
  * Passkey ceremonies against the API's /v1/auth operations (docs/console.md "Signing in"): sign in,
- * accept an invite (its token is the URL's fragment), add a passkey. The browser's own JSON forms of
- * WebAuthn (parse*OptionsFromJSON, credential.toJSON) carry the options and answers: no library.
+ * accept an invite (its token is the URL's fragment, sent to the API in a body, never a URL), add a passkey
+ * (after a step-up with a passkey the member already holds, when the session's last proof is not recent).
+ * The browser's own JSON forms of WebAuthn (parse*OptionsFromJSON, credential.toJSON) carry the options and
+ * answers: no library.
  */
 export {};
 
@@ -29,8 +31,14 @@ function failure(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-async function create(optionsUrl: string): Promise<PublicKeyCredential> {
-  const options = await post(optionsUrl);
+/** An assertion with a passkey for this site: `options` from a sign-in or step-up options call. */
+async function assert(options: Record<string, unknown>): Promise<PublicKeyCredential> {
+  const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options as unknown as PublicKeyCredentialRequestOptionsJSON);
+  return (await navigator.credentials.get({ publicKey })) as PublicKeyCredential;
+}
+
+async function create(optionsUrl: string, body?: unknown): Promise<PublicKeyCredential> {
+  const options = await post(optionsUrl, body);
   // 404 or 410: an invite link that is unknown, used or expired.
   const advice = options.status === 404 || options.status === 410 ? ". Ask whoever invited you for a new link, or sign in if you have joined already." : "";
   if (!options.ok) throw new Error(`${String(options.data["error"] ?? `HTTP ${options.status}`)}${advice}`);
@@ -45,8 +53,7 @@ document.getElementById("sign-in")?.addEventListener("submit", async (event) => 
     say("Waiting for your passkey…");
     const options = await post("/v1/auth/sign-in/options");
     if (!options.ok) throw new Error(String(options.data["error"] ?? `HTTP ${options.status}`));
-    const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.data as unknown as PublicKeyCredentialRequestOptionsJSON);
-    const credential = (await navigator.credentials.get({ publicKey })) as PublicKeyCredential;
+    const credential = await assert(options.data);
     const signedIn = await post("/v1/auth/sign-in", { credential: credential.toJSON() });
     if (!signedIn.ok) throw new Error(`Sign-in refused: ${String(signedIn.data["error"] ?? signedIn.status)}. Use a passkey made for this account.`);
     location.assign(form.dataset["next"] ?? "/console");
@@ -62,8 +69,8 @@ document.getElementById("accept-invite")?.addEventListener("submit", async (even
   if (!token) return say("This link has no invite in it: open the whole link you were sent.", true);
   try {
     say("Making your passkey…");
-    const credential = await create(`/v1/auth/invites/${encodeURIComponent(token)}/options`);
-    const accepted = await post(`/v1/auth/invites/${encodeURIComponent(token)}/accept`, { name, credential: credential.toJSON() });
+    const credential = await create("/v1/auth/invites/options", { token });
+    const accepted = await post("/v1/auth/invites/accept", { token, name, credential: credential.toJSON() });
     if (!accepted.ok) throw new Error(`The invite was not accepted: ${String(accepted.data["error"] ?? accepted.status)}.`);
     history.replaceState(null, "", "/console/invite");
     location.assign("/console");
@@ -76,11 +83,18 @@ document.getElementById("add-passkey")?.addEventListener("submit", async (event)
   event.preventDefault();
   const name = (document.getElementById("passkey-name") as HTMLInputElement).value.trim();
   try {
+    // A new passkey outlives this session: the API wants a recent proof with one the member already holds.
+    say("Confirm with a passkey you already hold…");
+    const options = await post("/v1/auth/step-up/options");
+    if (!options.ok) throw new Error(String(options.data["error"] ?? `HTTP ${options.status}`));
+    const proof = await post("/v1/auth/step-up", { credential: (await assert(options.data)).toJSON() });
+    if (!proof.ok) throw new Error(`Not confirmed: ${String(proof.data["error"] ?? proof.status)}.`);
     say("Making a passkey…");
     const credential = await create("/v1/me/passkeys/options");
     const added = await post("/v1/me/passkeys", { credential: credential.toJSON(), ...(name ? { name } : {}) });
     if (!added.ok) throw new Error(`The passkey was not added: ${String(added.data["error"] ?? added.status)}.`);
-    location.assign("/console/members?done=" + encodeURIComponent("The passkey was added."));
+    say("The passkey was added.");
+    location.assign("/console/members");
   } catch (error) {
     say(failure(error), true);
   }

@@ -1,15 +1,18 @@
 /**
  * Keys: the account's API keys (GET /v1/keys) with name, scopes, last use and expiry; create with a
- * name, scopes and an expiry (POST /v1/keys), the secret shown once on the answer page with a copy
- * button; roll (POST /v1/keys/{id}/roll) and revoke (DELETE /v1/keys/{id}). The API decides what a
- * member may grant; the page only offers the scopes the member's role holds.
+ * name, scopes and an expiry (POST /v1/keys), roll (POST /v1/keys/{id}/roll) and revoke (DELETE
+ * /v1/keys/{id}). Every form redirects to the list (POST-redirect-GET): a new secret travels to that page as
+ * a one-time note held with the session (edge/identity/session-notes.ts), shown once with a copy button, so a
+ * reload shows it no more and makes nothing. The API decides what a member may grant; the page only offers the
+ * scopes the member's role holds.
  */
 import type { Hono } from "hono";
 import type { ApiKey, ApiKeyWithToken } from "../../../shared/keys.ts";
 import { SCOPES, type Scope } from "../../../shared/scopes.ts";
 import type { AppEnv } from "../../env.ts";
+import { redirectWithNote, takeNote, type SessionNote } from "../../identity/session-notes.ts";
 import { apiCaller } from "../api.ts";
-import { ErrorNote, Notice, page, When } from "../layout.tsx";
+import { ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, type SignedIn, toSignIn } from "../session.tsx";
 
 const SCOPE_WORDS: Record<Scope, string> = {
@@ -30,17 +33,14 @@ const EXPIRY_CHOICES = [
   { value: "never", label: "Never" },
 ];
 
-function SecretOnce(props: { created: ApiKeyWithToken; verb: string }) {
+function SecretOnce(props: { heading: string; secret: string }) {
   return (
     <section aria-labelledby="secret" class="secret">
-      <h2 id="secret">
-        Key {props.created.name ? `“${props.created.name}” ` : ""}
-        {props.verb}: copy its secret now
-      </h2>
+      <h2 id="secret">{props.heading}</h2>
       <p>This is the only time the secret is shown; only its hash is kept.</p>
       <label for="new-secret">Secret</label>
       <div class="copy-row">
-        <input id="new-secret" readonly value={props.created.token} spellcheck={false} autocomplete="off" />
+        <input id="new-secret" readonly value={props.secret} spellcheck={false} autocomplete="off" />
         <button type="button" data-copy="new-secret">
           Copy
         </button>
@@ -48,6 +48,13 @@ function SecretOnce(props: { created: ApiKeyWithToken; verb: string }) {
     </section>
   );
 }
+
+
+const secretNote = (created: ApiKeyWithToken, verb: string, after = ""): SessionNote => ({
+  kind: "secret",
+  text: `Key ${created.name ? `“${created.name}” ` : ""}${verb}: copy its secret now.${after}`,
+  secret: created.token,
+});
 
 function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unknown) {
   const mayWrite = me.can("keys:write");
@@ -154,15 +161,15 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
 
 export function registerKeyPages(app: Hono<AppEnv>): void {
   app.get("/console/keys", asMember(app, async (c, api, me) => {
-    const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
+    const [keys, note] = await Promise.all([api<{ keys: ApiKey[] }>("GET", "/v1/keys"), takeNote(c)]);
     return page(
       c,
       { title: "Keys", current: "/console/keys", member: me.member },
-      keysPage(me, keys.ok ? keys.data.keys : [], keys.error?.error ?? c.req.query("error") ?? null, <Notice message={c.req.query("done")} />),
+      keysPage(me, keys.ok ? keys.data.keys : [], keys.error?.error ?? null, note?.kind === "secret" ? <SecretOnce heading={note.text} secret={note.secret} /> : <NoteShown note={note} />),
     );
   }));
 
-  app.post("/console/keys", asMember(app, async (c, api, me) => {
+  app.post("/console/keys", asMember(app, async (c, api) => {
     const form = await c.req.parseBody({ all: true });
     const scopes = ([] as unknown[]).concat(form["scopes"] ?? []).filter((s): s is string => typeof s === "string");
     const expires = String(form["expires"] ?? "never");
@@ -173,40 +180,24 @@ export function registerKeyPages(app: Hono<AppEnv>): void {
       ...(Number.isInteger(days) && days > 0 ? { expires_at: new Date(Date.now() + days * 86_400_000).toISOString() } : {}),
     };
     const created = await api<ApiKeyWithToken>("POST", "/v1/keys", { json: body });
-    const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
-    const error = created.ok ? null : `The key was not created: ${created.error?.error ?? "refused"}.${scopes.length === 0 ? " Tick at least one thing it may do." : ""}`;
-    return page(
-      c,
-      { title: "Keys", current: "/console/keys", member: me.member },
-      keysPage(me, keys.ok ? keys.data.keys : [], error, created.ok ? <SecretOnce created={created.data} verb="created" /> : null),
-    );
+    if (created.ok) return redirectWithNote(c, "/console/keys", secretNote(created.data, "created"));
+    const hint = scopes.length === 0 ? " Tick at least one thing it may do." : "";
+    return redirectWithNote(c, "/console/keys", { kind: "error", text: `The key was not created: ${created.error?.error ?? "refused"}.${hint}` });
   }));
 
-  app.post("/console/keys/:id/roll", asMember<"/console/keys/:id/roll">(app, async (c, api, me) => {
+  app.post("/console/keys/:id/roll", asMember<"/console/keys/:id/roll">(app, async (c, api) => {
     const rolled = await api<ApiKeyWithToken>("POST", `/v1/keys/${encodeURIComponent(c.req.param("id"))}/roll`, { json: {} });
-    const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
-    return page(
-      c,
-      { title: "Keys", current: "/console/keys", member: me.member },
-      keysPage(
-        me,
-        keys.ok ? keys.data.keys : [],
-        rolled.ok ? null : `The key was not rolled: ${rolled.error?.error ?? "refused"}.`,
-        rolled.ok ? (
-          <>
-            <SecretOnce created={rolled.data} verb="rolled" />
-            <p role="status">The old key keeps working for 24 hours, so you can put the new one in place.</p>
-          </>
-        ) : null,
-      ),
-    );
+    if (rolled.ok) return redirectWithNote(c, "/console/keys", secretNote(rolled.data, "rolled", " The old key keeps working for 24 hours, so you can put the new one in place."));
+    return redirectWithNote(c, "/console/keys", { kind: "error", text: `The key was not rolled: ${rolled.error?.error ?? "refused"}.` });
   }));
 
   app.post("/console/keys/:id/revoke", async (c) => {
     const api = apiCaller(app, c);
     const revoked = await api<ApiKey>("DELETE", `/v1/keys/${encodeURIComponent(c.req.param("id"))}`);
     if (revoked.status === 401) return toSignIn(c);
-    const note = revoked.ok ? `done=${encodeURIComponent(`Key ${revoked.data.name || revoked.data.prefix} revoked: it no longer works.`)}` : `error=${encodeURIComponent(revoked.error?.error ?? "Failed")}`;
-    return c.redirect(`/console/keys?${note}`, 303);
+    const note: SessionNote = revoked.ok
+      ? { kind: "done", text: `Key ${revoked.data.name || revoked.data.prefix} revoked: it no longer works.` }
+      : { kind: "error", text: revoked.error?.error ?? "Failed" };
+    return redirectWithNote(c, "/console/keys", note);
   });
 }

@@ -9,8 +9,9 @@ import type { Hono } from "hono";
 import type { VerificationJob } from "../../../shared/jobs.ts";
 import type { AccountInfo } from "../../../shared/api.ts";
 import type { AppEnv } from "../../env.ts";
+import { redirectWithNote, takeNote } from "../../identity/session-notes.ts";
 import { apiCaller } from "../api.ts";
-import { ErrorNote, Notice, page, When } from "../layout.tsx";
+import { ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, toSignIn } from "../session.tsx";
 import { BarChart, reasonLabel } from "./charts.tsx";
 
@@ -50,13 +51,13 @@ export function resultsDeletedAt(job: VerificationJob): string | null {
 
 export function registerListPages(app: Hono<AppEnv>): void {
   app.get("/console/lists", asMember(app, async (c, api, me) => {
-    const [jobs, account] = await Promise.all([api<{ jobs: VerificationJob[] }>("GET", "/v1/email_verification_jobs?limit=50"), api<AccountInfo>("GET", "/v1/account")]);
+    const [jobs, account, note] = await Promise.all([api<{ jobs: VerificationJob[] }>("GET", "/v1/email_verification_jobs?limit=50"), api<AccountInfo>("GET", "/v1/account"), takeNote(c)]);
     const limits = account.ok ? account.data.jobs : null;
     return page(
       c,
       { title: "Lists", current: "/console/lists", member: me.member, scripts: me.can("jobs:write") ? ["lists.js"] : [] },
       <>
-        <ErrorNote message={c.req.query("error")} />
+        <NoteShown note={note} />
         {me.can("jobs:write") ? (
           <section aria-labelledby="new-list">
             <h2 id="new-list">Clean a list</h2>
@@ -153,17 +154,17 @@ export function registerListPages(app: Hono<AppEnv>): void {
     // A file goes as the CSV it is; pasted text is addresses one per line, every line one.
     const addresses = pasted.split(/\r?\n/).filter((line) => line.trim() !== "");
     const fileGiven = file instanceof File && file.size > 0;
-    if (!fileGiven && addresses.length === 0) return c.redirect(`/console/lists?error=${encodeURIComponent("Choose a file or paste at least one address.")}`, 303);
+    if (!fileGiven && addresses.length === 0) return redirectWithNote(c, "/console/lists", { kind: "error", text: "Choose a file or paste at least one address." });
     const body = fileGiven ? { csv: await (file as File).text() } : { json: { email_addresses: addresses } };
     const created = await api<VerificationJob>("POST", `/v1/email_verification_jobs?retention_seconds=${retention}`, body);
     if (created.status === 401) return toSignIn(c);
-    if (!created.ok) return c.redirect(`/console/lists?error=${encodeURIComponent(created.error?.error ?? "The list was not accepted")}`, 303);
+    if (!created.ok) return redirectWithNote(c, "/console/lists", { kind: "error", text: created.error?.error ?? "The list was not accepted" });
     return c.redirect(`/console/lists/${created.data.id}`, 303);
   });
 
   app.get("/console/lists/:id", asMember<"/console/lists/:id">(app, async (c, api, me) => {
     const id = c.req.param("id");
-    const answer = await api<VerificationJob>("GET", `/v1/email_verification_jobs/${encodeURIComponent(id)}`);
+    const [answer, note] = await Promise.all([api<VerificationJob>("GET", `/v1/email_verification_jobs/${encodeURIComponent(id)}`), takeNote(c)]);
     if (!answer.ok) {
       return page(c, { title: "List not found", current: "/console/lists", member: me.member }, <ErrorNote message={`${answer.error?.error ?? "Not found"}. Go back to your lists.`} />);
     }
@@ -178,8 +179,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
       c,
       { title: `List ${job.id}`, current: "/console/lists", member: me.member },
       <>
-        <Notice message={c.req.query("done")} />
-        <ErrorNote message={c.req.query("error")} />
+        <NoteShown note={note} />
         <Progress job={job} />
         <section aria-labelledby="summary">
           <h2 id="summary">Summary</h2>
@@ -281,8 +281,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
       const id = c.req.param("id");
       const answer = await api<VerificationJob>("DELETE", `/v1/email_verification_jobs/${encodeURIComponent(id)}${query}`);
       if (answer.status === 401) return toSignIn(c);
-      const note = answer.ok ? `done=${encodeURIComponent(done)}` : `error=${encodeURIComponent(answer.error?.error ?? "Failed")}`;
-      return c.redirect(`/console/lists/${encodeURIComponent(id)}?${note}`, 303);
+      return redirectWithNote(c, `/console/lists/${encodeURIComponent(id)}`, answer.ok ? { kind: "done", text: done } : { kind: "error", text: answer.error?.error ?? "Failed" });
     });
   }
 }

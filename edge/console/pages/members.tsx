@@ -1,39 +1,86 @@
 /**
- * Members and my passkeys: the account's members (GET /v1/members), invites (POST /v1/invites, the link
- * shown once), role changes and removals (PATCH, DELETE /v1/members/{id}); the signed-in member's
- * passkeys (GET /v1/me), another one added by edge/console/browser/passkeys.ts, one removed; sign out
- * everywhere. Who may do what is the API's rule (shared/roles.ts); the page hides what the role lacks.
+ * Members and my passkeys: the account's members (GET /v1/members), invites (POST /v1/invites, the link shown once;
+ * GET /v1/invites and DELETE /v1/invites/{id} for the pending ones), role changes and removals (PATCH, DELETE
+ * /v1/members/{id}: a removal first shows the keys the member made and offers to revoke them with it); the signed-in
+ * member's passkeys (GET /v1/me), another one added by edge/console/browser/passkeys.ts, one removed; sign out
+ * everywhere. Every form redirects (POST-redirect-GET) with a one-time note held with the session. Who may do what
+ * is the API's rule (edge/identity/authority.ts); the page hides what the role lacks.
  */
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
+import type { ApiKey } from "../../../shared/keys.ts";
+import type { PendingInvite } from "../../../shared/members.ts";
 import { ROLES } from "../../../shared/roles.ts";
 import type { AppEnv } from "../../env.ts";
-import { apiCaller } from "../api.ts";
-import { ErrorNote, Notice, page, When } from "../layout.tsx";
+import { redirectWithNote, takeNote, type SessionNote } from "../../identity/session-notes.ts";
+import { apiCaller, type CallApi } from "../api.ts";
+import { ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, type Member, type SignedIn, toSignIn } from "../session.tsx";
 
 type Invite = { id: string; role: string; url: string; expires_at: string };
 
-function membersBody(me: SignedIn, members: Member[], note: { done?: string | undefined; error?: string | null | undefined }, invite: Invite | null) {
+function InviteLink(props: { note: SessionNote & { kind: "secret" } }) {
+  return (
+    <section aria-labelledby="invite-link">
+      <h2 id="invite-link">A new invite</h2>
+      <p>{props.note.text}</p>
+      <label for="invite-url">Invite link</label>
+      <div class="copy-row">
+        <input id="invite-url" readonly value={props.note.secret} />
+        <button type="button" data-copy="invite-url">
+          Copy
+        </button>
+      </div>
+    </section>
+  );
+}
+
+function InviteTable(props: { invites: PendingInvite[]; manage: boolean }) {
+  const pending = props.invites.filter((i) => i.status === "pending");
+  if (pending.length === 0) return <p>No invite is waiting to be accepted.</p>;
+  return (
+    <div class="table-wrap" tabindex={0} role="region" aria-label="Invites waiting to be accepted">
+      <table>
+        <caption class="sr-only">Invites waiting to be accepted</caption>
+        <thead>
+          <tr>
+            <th scope="col">Role</th>
+            <th scope="col">Made by</th>
+            <th scope="col">Works until</th>
+            {props.manage ? <th scope="col">Actions</th> : null}
+          </tr>
+        </thead>
+        <tbody>
+          {pending.map((i) => (
+            <tr>
+              <th scope="row">{i.role}</th>
+              <td>{i.created_by}</td>
+              <td>
+                <When at={i.expires_at} />
+              </td>
+              {props.manage ? (
+                <td>
+                  <form method="post" action={`/console/invites/${i.id}/revoke`}>
+                    <button type="submit" class="danger" aria-label={`Revoke the ${i.role} invite made by ${i.created_by}`}>
+                      Revoke
+                    </button>
+                  </form>
+                </td>
+              ) : null}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], note: SessionNote | null, error: string | null) {
   const manage = me.can("members:write");
   return (
     <>
-      <Notice message={note.done} />
-      <ErrorNote message={note.error} />
-      {invite ? (
-        <section aria-labelledby="invite-link">
-          <h2 id="invite-link">Invite link for a new {invite.role}</h2>
-          <p>
-            Send this link to the person you invite; it works once, until <When at={invite.expires_at} />.
-          </p>
-          <label for="invite-url">Invite link</label>
-          <div class="copy-row">
-            <input id="invite-url" readonly value={invite.url} />
-            <button type="button" data-copy="invite-url">
-              Copy
-            </button>
-          </div>
-        </section>
-      ) : null}
+      <NoteShown note={note} />
+      <ErrorNote message={error} />
+      {note?.kind === "secret" ? <InviteLink note={note} /> : null}
       <section aria-labelledby="member-list">
         <h2 id="member-list">Members</h2>
         <div class="table-wrap" tabindex={0} role="region" aria-label="The account's members">
@@ -70,11 +117,9 @@ function membersBody(me: SignedIn, members: Member[], note: { done?: string | un
                             </select>
                             <button type="submit">Change role</button>
                           </form>
-                          <form method="post" action={`/console/members/${m.id}/remove`}>
-                            <button type="submit" class="danger" aria-label={`Remove ${m.name}`}>
-                              Remove
-                            </button>
-                          </form>
+                          <a class="button danger" href={`/console/members/${m.id}/remove`} aria-label={`Remove ${m.name}`}>
+                            Remove
+                          </a>
                         </div>
                       ) : (
                         "you"
@@ -100,6 +145,10 @@ function membersBody(me: SignedIn, members: Member[], note: { done?: string | un
           </form>
         ) : null}
       </section>
+      <section aria-labelledby="invites">
+        <h2 id="invites">Invites</h2>
+        <InviteTable invites={invites} manage={manage} />
+      </section>
       <section aria-labelledby="my-passkeys">
         <h2 id="my-passkeys">My passkeys</h2>
         <ul>
@@ -120,6 +169,7 @@ function membersBody(me: SignedIn, members: Member[], note: { done?: string | un
           <label for="passkey-name">Name for a new passkey</label>
           <input id="passkey-name" name="name" maxlength={100} autocomplete="off" />
           <button type="submit">Add a passkey on this device</button>
+          <p class="hint">You confirm with a passkey you already hold first.</p>
           <p id="passkey-status" role="status" aria-live="polite"></p>
         </form>
         <form method="post" action="/console/sign-out-everywhere">
@@ -130,40 +180,109 @@ function membersBody(me: SignedIn, members: Member[], note: { done?: string | un
   );
 }
 
-export function registerMemberPages(app: Hono<AppEnv>): void {
-  app.get("/console/members", asMember(app, async (c, api, me) => {
-    const members = await api<{ members: Member[] }>("GET", "/v1/members");
-    return page(
-      c,
-      { title: "Members", current: "/console/members", member: me.member, scripts: ["passkeys.js"] },
-      membersBody(me, members.ok ? members.data.members : [], { done: c.req.query("done"), error: members.error?.error ?? c.req.query("error") }, null),
-    );
-  }));
+/** The keys `memberId` made, and the keys those made, still live: what removing them should offer to revoke. */
+function keysMadeBy(keys: ApiKey[], memberId: string): ApiKey[] {
+  const makers = new Set([memberId]);
+  const made: ApiKey[] = [];
+  // Keys list newest first; a key's maker is older than it, so walking oldest first finds every generation in one pass.
+  for (const key of [...keys].sort((a, b) => a.created_at.localeCompare(b.created_at))) {
+    if (!makers.has(key.created_by)) continue;
+    makers.add(key.id);
+    if (key.status === "active") made.push(key);
+  }
+  return made;
+}
 
-  app.post("/console/members/invite", asMember(app, async (c, api, me) => {
+async function membersPage(c: Context<AppEnv>, api: CallApi, me: SignedIn) {
+  const [members, invites, note] = await Promise.all([api<{ members: Member[] }>("GET", "/v1/members"), api<{ invites: PendingInvite[] }>("GET", "/v1/invites"), takeNote(c)]);
+  return page(
+    c,
+    { title: "Members", current: "/console/members", member: me.member, scripts: ["passkeys.js"] },
+    membersBody(me, members.ok ? members.data.members : [], invites.ok ? invites.data.invites : [], note, members.error?.error ?? null),
+  );
+}
+
+export function registerMemberPages(app: Hono<AppEnv>): void {
+  app.get("/console/members", asMember(app, membersPage));
+
+  app.post("/console/members/invite", asMember(app, async (c, api) => {
     const form = await c.req.parseBody();
     const invite = await api<Invite>("POST", "/v1/invites", { json: { role: String(form["role"] ?? "") } });
-    const members = await api<{ members: Member[] }>("GET", "/v1/members");
+    if (!invite.ok) return redirectWithNote(c, "/console/members", { kind: "error", text: `No invite was made: ${invite.error?.error ?? "refused"}.` });
+    const until = invite.data.expires_at.replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC");
+    return redirectWithNote(c, "/console/members", {
+      kind: "secret",
+      text: `Send this link to the person you invite as ${invite.data.role}; it works once, until ${until}, and is shown only now.`,
+      secret: invite.data.url,
+    });
+  }));
+
+  // Removing a member: first a page that says what will happen and which keys they made, then the form that does it.
+  app.get("/console/members/:id/remove", asMember<"/console/members/:id/remove">(app, async (c, api, me) => {
+    const id = c.req.param("id");
+    const [members, keys] = await Promise.all([api<{ members: Member[] }>("GET", "/v1/members"), api<{ keys: ApiKey[] }>("GET", "/v1/keys")]);
+    const member = members.ok ? members.data.members.find((m) => m.id === id) : undefined;
+    if (!member) return page(c, { title: "No such member", current: "/console/members", member: me.member }, <ErrorNote message="No such member. Go back to Members." />);
+    const made = keys.ok ? keysMadeBy(keys.data.keys, id) : [];
     return page(
       c,
-      { title: "Members", current: "/console/members", member: me.member, scripts: ["passkeys.js"] },
-      membersBody(me, members.ok ? members.data.members : [], { error: invite.ok ? null : `No invite was made: ${invite.error?.error ?? "refused"}.` }, invite.ok ? invite.data : null),
+      { title: `Remove ${member.name}`, current: "/console/members", member: me.member },
+      <section aria-labelledby="remove">
+        <h2 id="remove">Remove {member.name}?</h2>
+        <p>
+          {member.name} ({member.role}) loses access at once: their passkeys are deleted, every session they hold ends within 30 seconds, and the invites they
+          made stop working.
+        </p>
+        <form method="post" action={`/console/members/${id}/remove`}>
+          {made.length > 0 ? (
+            <fieldset>
+              <legend>
+                {member.name} made {made.length === 1 ? "one key that still works" : `${made.length} keys that still work`}
+              </legend>
+              <ul>
+                {made.map((k) => (
+                  <li>
+                    {k.name || k.prefix} ({k.prefix}…), {k.scopes.join(", ")}
+                  </li>
+                ))}
+              </ul>
+              <input type="checkbox" id="revoke-keys" name="revoke_keys" value="true" checked />
+              <label for="revoke-keys">Revoke {made.length === 1 ? "this key" : "these keys"} too (integrations using them stop within 60 seconds)</label>
+            </fieldset>
+          ) : (
+            <p>They made no key that still works.</p>
+          )}
+          <button type="submit" class="danger">
+            Remove {member.name}
+          </button>{" "}
+          <a href="/console/members">Cancel</a>
+        </form>
+      </section>,
     );
   }));
 
-  const act = (path: string, call: (id: string, form: Record<string, unknown>) => { method: string; url: string; json?: unknown }, done: string) =>
+  const act = (path: string, call: (id: string, form: Record<string, unknown>) => { method: string; url: string; json?: unknown }, done: (data: unknown) => string) =>
     app.post(path, async (c) => {
       const api = apiCaller(app, c);
       const form = await c.req.parseBody();
       const request = call(c.req.param("id") ?? "", form);
       const answer = await api(request.method, request.url, request.json === undefined ? undefined : { json: request.json });
       if (answer.status === 401) return toSignIn(c);
-      const note = answer.ok ? `done=${encodeURIComponent(done)}` : `error=${encodeURIComponent(answer.error?.error ?? "Refused")}`;
-      return c.redirect(`/console/members?${note}`, 303);
+      return redirectWithNote(c, "/console/members", answer.ok ? { kind: "done", text: done(answer.data) } : { kind: "error", text: answer.error?.error ?? "Refused" });
     });
-  act("/console/members/:id/role", (id, form) => ({ method: "PATCH", url: `/v1/members/${encodeURIComponent(id)}`, json: { role: String(form["role"] ?? "") } }), "The role was changed.");
-  act("/console/members/:id/remove", (id) => ({ method: "DELETE", url: `/v1/members/${encodeURIComponent(id)}` }), "The member was removed and signed out.");
-  act("/console/members/passkeys/:id/remove", (id) => ({ method: "DELETE", url: `/v1/me/passkeys/${encodeURIComponent(id)}` }), "The passkey was removed.");
+  act("/console/members/:id/role", (id, form) => ({ method: "PATCH", url: `/v1/members/${encodeURIComponent(id)}`, json: { role: String(form["role"] ?? "") } }), () => "The role was changed.");
+  act(
+    "/console/members/:id/remove",
+    (id, form) => ({ method: "DELETE", url: `/v1/members/${encodeURIComponent(id)}${form["revoke_keys"] === "true" ? "?revoke_keys=true" : ""}` }),
+    (data) => {
+      const keys = (data as { keys: ApiKey[] }).keys;
+      const revoked = keys.filter((k) => k.status === "revoked").length;
+      const kept = keys.length - revoked;
+      return `The member was removed and signed out.${revoked ? ` ${revoked === 1 ? "One key they made was" : `${revoked} keys they made were`} revoked.` : ""}${kept ? ` ${kept === 1 ? "One key they made still works" : `${kept} keys they made still work`}: revoke ${kept === 1 ? "it" : "them"} on the Keys page if no longer needed.` : ""}`;
+    },
+  );
+  act("/console/invites/:id/revoke", (id) => ({ method: "DELETE", url: `/v1/invites/${encodeURIComponent(id)}` }), () => "The invite was revoked: its link no longer works.");
+  act("/console/members/passkeys/:id/remove", (id) => ({ method: "DELETE", url: `/v1/me/passkeys/${encodeURIComponent(id)}` }), () => "The passkey was removed, and the sessions it opened were ended.");
 
   app.post("/console/sign-out-everywhere", async (c) => {
     const api = apiCaller(app, c);
