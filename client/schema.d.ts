@@ -260,7 +260,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/auth/invites/{token}/options": {
+    "/v1/auth/invites/options": {
         parameters: {
             query?: never;
             header?: never;
@@ -271,7 +271,7 @@ export interface paths {
         put?: never;
         /**
          * Options for making the passkey an invite's new member will sign in with
-         * @description Pass them to navigator.credentials.create(). The challenge is good for one accept within five minutes.
+         * @description Pass them to navigator.credentials.create(). The challenge is good for one accept within five minutes. The invite's secret goes in the body, never in the URL.
          */
         post: operations["inviteRegistrationOptions"];
         delete?: never;
@@ -280,7 +280,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/auth/invites/{token}/accept": {
+    "/v1/auth/invites/accept": {
         parameters: {
             query?: never;
             header?: never;
@@ -291,7 +291,7 @@ export interface paths {
         put?: never;
         /**
          * Join with the invite: the new member, their first passkey, and a session cookie
-         * @description Single use: the invite is spent by the first accept that succeeds. Sets the session cookie (docs/api.md "Sessions").
+         * @description Single use: the invite is spent by the first accept that succeeds, and only while whoever made it still holds the authority to grant its role. Sets the session cookie (docs/api.md "Sessions"); a session this browser already held ends.
          */
         post: operations["acceptInvite"];
         delete?: never;
@@ -331,6 +331,43 @@ export interface paths {
         put?: never;
         /** Sign in with a passkey: sets the session cookie */
         post: operations["signIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/step-up/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Options for proving, with one of the member's passkeys, that they are at this session now
+         * @description Pass them to navigator.credentials.get(); allowCredentials lists the member's passkeys. Needed before adding a passkey when the session's last proof is older than five minutes.
+         */
+        post: operations["stepUpOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/step-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Prove presence with one of the member's passkeys: the session may add a passkey for the next five minutes */
+        post: operations["stepUp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -398,14 +435,38 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The account's invites: pending, and those that ended within the last week (never their secrets)
+         * @description Newest first, at most 200.
+         */
+        get: operations["listInvites"];
         put?: never;
         /**
          * Make a one-time invite link for a new member with a role
-         * @description The link works once, for 24 hours; its secret is in the fragment and shown only in this answer. Inviting an owner takes an owner's session.
+         * @description The link works once, for 24 hours, and only while whoever made it could still make it; its secret is in the fragment and shown only in this answer. A key may invite only to a role whose every scope it holds, and only if it has no daily credit cap and no expiry; inviting an owner takes an owner's session.
          */
         post: operations["createInvite"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invites/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a pending invite: its link stops working at once
+         * @description Idempotent: an invite already revoked, used or expired is answered as it is. Revoking an owner's invite takes an owner's session.
+         */
+        delete: operations["revokeInvite"];
         options?: never;
         head?: never;
         patch?: never;
@@ -422,15 +483,15 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Remove a member: their passkeys go, and their sessions end
-         * @description Sessions end at once on this Worker instance, within 30 seconds on every other. The audit trail keeps the member's id and name.
+         * Remove a member: their passkeys go, their sessions end, their pending invites are voided
+         * @description Sessions end at once on this Worker instance, within 30 seconds on every other. The answer lists the keys the member made (and the keys those made) that were live: with revoke_keys=true they are revoked in the same transaction, else they keep working. The audit trail keeps the member's id and name.
          */
         delete: operations["removeMember"];
         options?: never;
         head?: never;
         /**
          * Change a member's role
-         * @description Takes effect on the member's sessions at once on this Worker instance, within 30 seconds on every other.
+         * @description Takes effect on the member's sessions at once on this Worker instance, within 30 seconds on every other. The caller must be able to grant both the member's role and the new one; the member's pending invites their new role may not grant are voided.
          */
         patch: operations["updateMember"];
         trace?: never;
@@ -499,7 +560,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove one of the member's passkeys */
+        /** Remove one of the member's passkeys: the sessions it opened end */
         delete: operations["removePasskey"];
         options?: never;
         head?: never;
@@ -1021,10 +1082,10 @@ export interface components {
             /** @description Increasing with time */
             id: string;
             /** @enum {string} */
-            action: "key.created" | "key.rolled" | "key.revoked" | "key.expired" | "member.invited" | "member.joined" | "member.role_changed" | "member.removed" | "passkey.added" | "passkey.removed" | "session.signed_in" | "session.signed_out";
-            /** @description "operator" (the admin CLI), "system" (the cron, for key.expired), or the id of the key or member that acted */
+            action: "key.created" | "key.rolled" | "key.revoked" | "key.expired" | "member.invited" | "member.joined" | "member.role_changed" | "member.removed" | "member.invite_revoked" | "passkey.added" | "passkey.removed" | "session.signed_in" | "session.signed_out" | "session.sign_in_failed" | "account.disabled" | "account.enabled" | "account.webhook_secret_rotated";
+            /** @description "operator" (the admin CLI), "system" (the cron, for key.expired; an invite voided with its maker's authority), or the id of the key or member that acted */
             actor: string;
-            /** @description What was acted on: a key, member, invite, passkey or session id */
+            /** @description What was acted on: a key, member, invite, passkey, session or account id */
             target: string | null;
             /** @description Names, scopes, prefixes, overlaps: never a secret */
             details: {
@@ -1040,6 +1101,13 @@ export interface components {
         /** @description PublicKeyCredentialCreationOptionsJSON: hand to navigator.credentials.create() (e.g. with PublicKeyCredential.parseCreationOptionsFromJSON) */
         PublicKeyCredentialCreationOptions: {
             [key: string]: unknown;
+        };
+        InviteOptionsRequest: {
+            /**
+             * @description The invite link's fragment (cvi_…)
+             * @example cvi_…
+             */
+            token: string;
         };
         MemberResponse: {
             member: components["schemas"]["Member"];
@@ -1067,6 +1135,11 @@ export interface components {
             last_sign_in_at: string | null;
         };
         InviteAcceptRequest: {
+            /**
+             * @description The invite link's fragment (cvi_…)
+             * @example cvi_…
+             */
+            token: string;
             name: string;
             credential: components["schemas"]["RegistrationCredential"];
         };
@@ -1145,6 +1218,51 @@ export interface components {
              */
             role: "owner" | "admin" | "developer" | "viewer";
         };
+        InviteList: {
+            /** @description Newest first: pending ones, and those that ended within the last week */
+            invites: components["schemas"]["PendingInvite"][];
+        };
+        PendingInvite: {
+            /** @example inv_Q2mXwPz8LbN3kT9v */
+            id: string;
+            /**
+             * @description A member's role (docs/api.md "Members and roles")
+             * @example developer
+             * @enum {string}
+             */
+            role: "owner" | "admin" | "developer" | "viewer";
+            /**
+             * @description pending: it can still be accepted; used; expired; revoked: revoked by a member or key, or void because whoever made it no longer holds the authority to grant its role (removed, demoted, revoked)
+             * @enum {string}
+             */
+            status: "pending" | "used" | "expired" | "revoked";
+            /** @description "operator", or the id of the member or key that made it */
+            created_by: string;
+            /**
+             * @description RFC 3339, UTC
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description RFC 3339, UTC
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            expires_at: string;
+            /**
+             * @description RFC 3339, UTC
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            used_at: string | null;
+            /** @description The member it made */
+            used_by: string | null;
+            /**
+             * @description RFC 3339, UTC
+             * @example 2026-11-25T21:40:00.000Z
+             */
+            revoked_at: string | null;
+            /** @description Who revoked it; "system" when it was voided with its maker's authority */
+            revoked_by: string | null;
+        };
         MemberPatch: {
             /**
              * @description A member's role (docs/api.md "Members and roles")
@@ -1152,6 +1270,11 @@ export interface components {
              * @enum {string}
              */
             role: "owner" | "admin" | "developer" | "viewer";
+        };
+        MemberRemoval: {
+            member: components["schemas"]["Member"];
+            /** @description The keys the member made, and the keys those keys made, that were live before the removal: revoked with it when revoke_keys=true, else still working */
+            keys: components["schemas"]["ApiKey"][];
         };
         Me: {
             member: components["schemas"]["Member"];
@@ -2293,7 +2416,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The calling key lacks keys:write (reason missing_scope); or A key can only roll keys whose scopes, daily credit cap and expiry it holds itself */
+            /** @description The calling key lacks keys:write (reason missing_scope); or A key can only roll keys whose scopes, daily credit cap and expiry it holds itself (reason "stronger_than_caller") */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2375,7 +2498,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            /** @description The calling key lacks keys:write (reason missing_scope); or the key is stronger than the caller (reason "stronger_than_caller"): only keys the caller dominates, or the caller itself */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2594,13 +2717,14 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description The invite link's fragment (cvi_…) */
-                token: string;
-            };
+            path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InviteOptionsRequest"];
+            };
+        };
         responses: {
             /** @description WebAuthn creation options */
             200: {
@@ -2629,7 +2753,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The invite was already used (reason "invite_used"); or The invite has expired: ask for a new one (reason "invite_expired") */
+            /** @description The invite was already used (reason "invite_used"); The invite has expired: ask for a new one (reason "invite_expired"); or The invite was revoked, or whoever made it can no longer grant its role: ask for a new one (reason "invite_revoked") */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -2673,10 +2797,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description The invite link's fragment (cvi_…) */
-                token: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody: {
@@ -2730,7 +2851,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The invite was already used (reason "invite_used"); or The invite has expired: ask for a new one (reason "invite_expired") */
+            /** @description The invite was already used (reason "invite_used"); The invite has expired: ask for a new one (reason "invite_expired"); or The invite was revoked, or whoever made it can no longer grant its role: ask for a new one (reason "invite_revoked") */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -2908,6 +3029,141 @@ export interface operations {
             };
         };
     };
+    stepUpOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description WebAuthn request options */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicKeyCredentialRequestOptions"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Called with an API key (reason "session_required"), or from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    stepUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignInRequest"];
+            };
+        };
+        responses: {
+            /** @description The session's proof of presence is now */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A field is malformed (named) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Sign-in failed: the passkey is not recognised or its signature did not verify (reason "sign_in_failed"): not one of this member's passkeys, or it did not verify */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Called with an API key (reason "session_required"), or from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     signOut: {
         parameters: {
             query?: never;
@@ -3066,6 +3322,68 @@ export interface operations {
             };
         };
     };
+    listInvites: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invites */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InviteList"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createInvite: {
         parameters: {
             query?: never;
@@ -3106,8 +3424,81 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller lacks members:write (reason "missing_scope"), or Only an owner can invite, promote, change or remove an owner (reason "owner_required") */
+            /** @description The caller lacks members:write (reason "missing_scope"); Only an owner can invite, promote, change or remove an owner (reason "owner_required"); or the role (or a key to revoke) is stronger than the caller (reason "stronger_than_caller"); or the caller lost its authority meanwhile (reason "authority_lost") */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invite, as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PendingInvite"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller lacks members:write (reason "missing_scope"); Only an owner can invite, promote, change or remove an owner (reason "owner_required"); or the role (or a key to revoke) is stronger than the caller (reason "stronger_than_caller"); or the caller lost its authority meanwhile (reason "authority_lost") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such invite */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3143,7 +3534,10 @@ export interface operations {
     };
     removeMember: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: revoke, in the same transaction, the keys the member made (and the keys those made) */
+                revoke_keys?: "true" | "false";
+            };
             header?: never;
             path: {
                 id: string;
@@ -3152,12 +3546,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Removed */
-            204: {
+            /** @description The member removed, and the keys they made */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["MemberRemoval"];
+                };
             };
             /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
             401: {
@@ -3168,7 +3564,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller lacks members:write (reason "missing_scope"), or Only an owner can invite, promote, change or remove an owner (reason "owner_required") */
+            /** @description The caller lacks members:write (reason "missing_scope"); Only an owner can invite, promote, change or remove an owner (reason "owner_required"); or the role (or a key to revoke) is stronger than the caller (reason "stronger_than_caller"); or the caller lost its authority meanwhile (reason "authority_lost") */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3186,7 +3582,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description An account keeps at least one owner: make another member owner first */
+            /** @description An account keeps at least one owner: make another member owner first (reason "last_owner"); or The member's role changed meanwhile: read it again and retry (reason "role_changed") */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3263,7 +3659,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The caller lacks members:write (reason "missing_scope"), or Only an owner can invite, promote, change or remove an owner (reason "owner_required") */
+            /** @description The caller lacks members:write (reason "missing_scope"); Only an owner can invite, promote, change or remove an owner (reason "owner_required"); or the role (or a key to revoke) is stronger than the caller (reason "stronger_than_caller"); or the caller lost its authority meanwhile (reason "authority_lost") */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3281,7 +3677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description An account keeps at least one owner: make another member owner first */
+            /** @description An account keeps at least one owner: make another member owner first (reason "last_owner"); or The member's role changed meanwhile: read it again and retry (reason "role_changed") */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3405,7 +3801,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Called with an API key (reason "session_required"), or from another origin (reason "cross_site_request") */
+            /** @description Adding a passkey needs a passkey you already hold: confirm with it first (POST /v1/auth/step-up), then add within 5 minutes (reason "step_up_required") */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3480,7 +3876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Called with an API key (reason "session_required"), or from another origin (reason "cross_site_request") */
+            /** @description Adding a passkey needs a passkey you already hold: confirm with it first (POST /v1/auth/step-up), then add within 5 minutes (reason "step_up_required") */
             403: {
                 headers: {
                     [name: string]: unknown;

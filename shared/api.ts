@@ -7,7 +7,7 @@ import { VERIFICATION_REASONS } from "./email/reasons.ts";
 import { SmtpOutcome } from "./smtp-outcome.ts";
 
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
-export const API_VERSION = "1.8.0";
+export const API_VERSION = "1.9.0";
 
 export const ErrorBody = z
   .object({

@@ -127,6 +127,13 @@ describe("account lifecycle", () => {
 
       const enabled = await adminJson("accounts", "enable", accountId);
       expect(enabled).toMatchObject({ status: 0, json: { id: accountId, status: "active" } });
+      // The operator's actions are in the account's audit trail, once each (enabling an enabled account changes nothing).
+      expect((await adminJson("accounts", "enable", accountId)).status).toBe(0);
+      const audited = await db.all<{ action: string; actor: string; target: string }>(sql`select action, actor, target from audit_events where account_id = ${accountId} and action like 'account.%' order by id`);
+      expect(audited).toEqual([
+        { action: "account.disabled", actor: "operator", target: accountId },
+        { action: "account.enabled", actor: "operator", target: accountId },
+      ]);
     },
     CLI_TEST_TIMEOUT,
   );
@@ -145,6 +152,8 @@ describe("account lifecycle", () => {
       expect((await adminJson("accounts", "webhook-secret", "--account", accountId)).json.secret).toBe(secret);
       const rotated = await adminJson("accounts", "webhook-secret", "--account", accountId, "--rotate");
       expect(rotated.json.secret).not.toBe(secret);
+      const audited = await db.all<{ action: string; actor: string; details: string }>(sql`select action, actor, details from audit_events where account_id = ${accountId}`);
+      expect(audited).toEqual([{ action: "account.webhook_secret_rotated", actor: "operator", details: "{}" }]);
       expect((await adminJson("accounts", "webhook-secret", "--account", accountId)).json.secret).toBe(rotated.json.secret);
       // Stored sealed, never as the secret itself.
       const [stored] = await db.all<{ webhook_secret: string }>(sql`select webhook_secret from accounts where id = ${accountId}`);

@@ -18,7 +18,7 @@ afterEach(() => {
 });
 
 type Creation = Parameters<SoftwareAuthenticator["create"]>[0];
-const options = async (token: string) => consoleCall(`/v1/auth/invites/${token}/options`, { method: "POST" });
+const options = async (token: string) => consoleCall("/v1/auth/invites/options", { json: { token } });
 const count = async (table: string, where: ReturnType<typeof sql>) => Number((await db.all<{ n: number }>(sql`select count(*) as n from ${sql.raw(table)} where ${where}`))[0]!.n);
 
 describe("joining by invite", () => {
@@ -32,7 +32,7 @@ describe("joining by invite", () => {
     expect(creation.authenticatorSelection.residentKey).toBe("required");
     const authenticator = new SoftwareAuthenticator();
     const credential = await authenticator.create(creation, CONSOLE_ORIGIN);
-    const accepted = await consoleCall(`/v1/auth/invites/${token}/accept`, { json: { name: "  Ada Lovelace ", credential } });
+    const accepted = await consoleCall("/v1/auth/invites/accept", { json: { token, name: "  Ada Lovelace ", credential } });
     expect(accepted.status).toBe(201);
     const { member } = (await accepted.json()) as { member: { id: string; name: string; role: string; last_sign_in_at: string | null } };
     expect(member).toMatchObject({ name: "Ada Lovelace", role: "developer" });
@@ -64,9 +64,9 @@ describe("joining by invite", () => {
     const origin = "https://console.example.com";
     const post = (path: string, body?: unknown) =>
       send(new Request(`${origin}${path}`, { method: "POST", headers: { origin, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
-    const creation = (await (await post(`/v1/auth/invites/${token}/options`)).json()) as Creation & { rp: { id: string } };
+    const creation = (await (await post("/v1/auth/invites/options", { token })).json()) as Creation & { rp: { id: string } };
     expect(creation.rp.id).toBe("console.example.com");
-    const accepted = await post(`/v1/auth/invites/${token}/accept`, { name: "Ada", credential: await new SoftwareAuthenticator().create(creation, origin) });
+    const accepted = await post("/v1/auth/invites/accept", { token, name: "Ada", credential: await new SoftwareAuthenticator().create(creation, origin) });
     expect(accepted.status).toBe(201);
     const setCookie = accepted.headers.getSetCookie().join("\n");
     expect(setCookie).toMatch(/^__Host-session=cvs_[A-Za-z0-9_-]{43}; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
@@ -82,8 +82,8 @@ describe("joining by invite", () => {
     const first = (await (await options(token)).json()) as Creation;
     const second = (await (await options(token)).json()) as Creation;
     const a = new SoftwareAuthenticator();
-    expect((await consoleCall(`/v1/auth/invites/${token}/accept`, { json: { name: "First", credential: await a.create(first, CONSOLE_ORIGIN) } })).status).toBe(201);
-    const late = await consoleCall(`/v1/auth/invites/${token}/accept`, { json: { name: "Second", credential: await new SoftwareAuthenticator().create(second, CONSOLE_ORIGIN) } });
+    expect((await consoleCall("/v1/auth/invites/accept", { json: { token, name: "First", credential: await a.create(first, CONSOLE_ORIGIN) } })).status).toBe(201);
+    const late = await consoleCall("/v1/auth/invites/accept", { json: { token, name: "Second", credential: await new SoftwareAuthenticator().create(second, CONSOLE_ORIGIN) } });
     expect([late.status, await late.json()]).toEqual([410, { error: "The invite was already used", reason: "invite_used" }]);
     const again = await options(token);
     expect([again.status, ((await again.json()) as { reason: string }).reason]).toEqual([410, "invite_used"]);
@@ -99,7 +99,7 @@ describe("joining by invite", () => {
     vi.setSystemTime(start + INVITE_LIFETIME_MS - 60_000);
     expect((await options(token)).status).toBe(200);
     vi.setSystemTime(start + INVITE_LIFETIME_MS + 1);
-    const late = await consoleCall(`/v1/auth/invites/${token}/accept`, { json: { name: "Late", credential: await new SoftwareAuthenticator().create(creation, CONSOLE_ORIGIN) } });
+    const late = await consoleCall("/v1/auth/invites/accept", { json: { token, name: "Late", credential: await new SoftwareAuthenticator().create(creation, CONSOLE_ORIGIN) } });
     expect([late.status, await late.json()]).toEqual([410, { error: "The invite has expired: ask for a new one", reason: "invite_expired" }]);
     expect(await count("members", sql`account_id = ${accountId}`)).toBe(0);
   });
@@ -115,14 +115,14 @@ describe("joining by invite", () => {
     const token = await inviteToken(accountId, "viewer");
     const creation = (await (await options(token)).json()) as Creation;
     const phished = await new SoftwareAuthenticator().create(creation, "http://localhost:9999");
-    const res = await consoleCall(`/v1/auth/invites/${token}/accept`, { json: { name: "Eve", credential: phished } });
+    const res = await consoleCall("/v1/auth/invites/accept", { json: { token, name: "Eve", credential: phished } });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toMatch(/^Invalid parameter credential: .*origin/i);
     // The challenge served that one attempt: even a good credential for it is refused now.
-    const retry = await consoleCall(`/v1/auth/invites/${token}/accept`, { json: { name: "Ada", credential: await new SoftwareAuthenticator().create(creation, CONSOLE_ORIGIN) } });
+    const retry = await consoleCall("/v1/auth/invites/accept", { json: { token, name: "Ada", credential: await new SoftwareAuthenticator().create(creation, CONSOLE_ORIGIN) } });
     expect([retry.status, ((await retry.json()) as { error: string }).error]).toEqual([400, "Invalid parameter credential: its challenge is unknown, used or expired (ask for new options)"]);
     const forged = await new SoftwareAuthenticator().create({ ...creation, challenge: "bm90LWdpdmVu" }, CONSOLE_ORIGIN);
-    expect((await consoleCall(`/v1/auth/invites/${token}/accept`, { json: { name: "Ada", credential: forged } })).status).toBe(400);
+    expect((await consoleCall("/v1/auth/invites/accept", { json: { token, name: "Ada", credential: forged } })).status).toBe(400);
     expect(await count("invites", sql`account_id = ${accountId} and used_at is null`)).toBe(1);
     expect(await count("members", sql`account_id = ${accountId}`)).toBe(0);
   });
@@ -141,7 +141,7 @@ describe("joining by invite", () => {
       [{ name: "Ada", credential: { ...credential, response: { ...credential.response, attestationObject: "not base64url!" } } }, "Invalid parameter credential.response.attestationObject"],
     ];
     for (const [body, message] of cases) {
-      const res = await consoleCall(`/v1/auth/invites/${token}/accept`, { json: body });
+      const res = await consoleCall("/v1/auth/invites/accept", { json: { token, ...(body as object) } });
       expect([res.status, ((await res.json()) as { error: string }).error.startsWith(message)], JSON.stringify(body).slice(0, 80)).toEqual([400, true]);
     }
     expect(await count("invites", sql`account_id = ${accountId} and used_at is null`)).toBe(1);

@@ -36,14 +36,24 @@ const OPERATIONS: Operation[] = [
   { method: "GET", path: "/v1/audit-events", scope: "audit:read" },
   { method: "GET", path: "/v1/members", scope: "account:read" },
   { method: "POST", path: "/v1/invites", scope: "members:write", init: jsonBody("{}") },
+  { method: "GET", path: "/v1/invites", scope: "account:read" },
+  { method: "DELETE", path: "/v1/invites/{id}", scope: "members:write" },
   { method: "PATCH", path: "/v1/members/{id}", scope: "members:write", init: jsonBody("{}") },
   { method: "DELETE", path: "/v1/members/{id}", scope: "members:write" },
 ];
 
 /** About the signed-in member themselves: a session of any role, never a key (403 session_required). */
-const SESSION_ONLY = ["GET /v1/me", "POST /v1/me/passkeys/options", "POST /v1/me/passkeys", "DELETE /v1/me/passkeys/{id}", "POST /v1/auth/sign-out-everywhere"];
+const SESSION_ONLY = [
+  "GET /v1/me",
+  "POST /v1/me/passkeys/options",
+  "POST /v1/me/passkeys",
+  "DELETE /v1/me/passkeys/{id}",
+  "POST /v1/auth/sign-out-everywhere",
+  "POST /v1/auth/step-up/options",
+  "POST /v1/auth/step-up",
+];
 /** Signing in: no credential yet (each is bounded and rate limited per address instead). */
-const PUBLIC = ["POST /v1/auth/invites/{token}/options", "POST /v1/auth/invites/{token}/accept", "POST /v1/auth/sign-in/options", "POST /v1/auth/sign-in", "POST /v1/auth/sign-out"];
+const PUBLIC = ["POST /v1/auth/invites/options", "POST /v1/auth/invites/accept", "POST /v1/auth/sign-in/options", "POST /v1/auth/sign-in", "POST /v1/auth/sign-out"];
 
 /** The published matrix (docs/api.md "Members and roles"), written out independently of shared/roles.ts. */
 const ROLE_MATRIX: Record<Role, Scope[]> = {
