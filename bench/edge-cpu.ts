@@ -31,7 +31,7 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "6" },
     "in-flight": { type: "string", default: "10" },
     // Enough that no key reaches its limit (100 per 10 s) at the rates one machine reaches, few enough that each
-    // is used often: a key's entry in the isolate's cache lasts 60 s (edge/auth.ts), so every key costs one more
+    // is used often: a key's entry in the isolate's cache lasts 60 s (edge/identity/authenticate.ts), so every key costs one more
     // database read a minute, a share of the requests that grows with the number of keys.
     keys: { type: "string", default: "100" },
     "edge-port": { type: "string", default: "8798" },

@@ -13,7 +13,7 @@
 import autocannon from "autocannon";
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
-import { generateSecret, hashToken, newId } from "../edge/lib/tokens.ts";
+import { generateSecret, hashToken, newId } from "../edge/identity/tokens.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { startEdgeBenchStack } from "./edge-stack.ts";
 
@@ -56,7 +56,7 @@ try {
 
   let signedIn = 0;
   const rotatingSessions = [
-    // Over http to a loopback host the cookie is named `session` (edge/sessions.ts).
+    // Over http to a loopback host the cookie is named `session` (edge/identity/sessions.ts).
     { setupRequest: (request: { headers: Record<string, string> }) => ({ ...request, headers: { ...request.headers, cookie: `session=${sessions[signedIn++ % sessions.length]}` } }) },
   ];
 

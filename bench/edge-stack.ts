@@ -3,7 +3,7 @@
  * tests also import and which must not pull the Worker's code into their program.
  */
 import { spawn } from "node:child_process";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { startDohServer } from "../test/fixtures/doh-server.ts";
 import { testZone } from "../test/fixtures/test-zone.ts";

@@ -19,7 +19,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";

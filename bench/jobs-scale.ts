@@ -16,7 +16,7 @@
  * Peak memory is each process's VmHWM (its peak resident set) when the job has completed.
  */
 import { parseArgs } from "node:util";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";

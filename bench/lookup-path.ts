@@ -17,7 +17,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
 import { seedSamplePeople } from "../scripts/lib/samples.ts";
 import { startDatabaseProxy } from "../test/fixtures/database-proxy.ts";

@@ -13,7 +13,7 @@
 import { rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { importPeople } from "../scripts/admin/people-import.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { childCounters, startJobsStack } from "./child.ts";

@@ -15,7 +15,7 @@ import { parse as parseCsv } from "csv-parse/sync";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { openDatabase } from "../scripts/lib/database.ts";
 import { VerificationJob } from "../shared/jobs.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";

@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
-import { createAccount, createApiKey } from "../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
 import { root, startFreshDatabase } from "./child.ts";
 import { percentile } from "./stats.ts";

@@ -703,10 +703,11 @@ export interface components {
             /** @example Unauthorized */
             error: string;
             /**
-             * @description Where a status has several causes, which one, for code to read: key_revoked, key_expired (401), missing_scope (403), daily_credit_cap (402)
+             * @description Where a status has several causes, which one, for code to read (docs/api.md "Error reasons")
              * @example key_expired
+             * @enum {string}
              */
-            reason?: string;
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "last_owner" | "role_changed";
             /**
              * @description With reason missing_scope: the scope the operation requires
              * @example keys:write

@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
 import { ERROR_MESSAGES } from "../shared/api.ts";
-import { requireCaller } from "./auth.ts";
+import { requireCaller } from "./identity/authenticate.ts";
 import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";

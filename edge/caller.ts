@@ -1,5 +1,5 @@
 /**
- * Who is calling: an API key or a member's session (edge/auth.ts decides), as a type only, so the
+ * Who is calling: an API key or a member's session (edge/identity/authenticate.ts decides), as a type only, so the
  * modules that name it (the bindings' env, sessions, scopes, routes) need not import the middleware.
  */
 import type { Role } from "../shared/roles.ts";
@@ -18,7 +18,7 @@ export type Caller = {
   actor: string;
   accountId: string;
   scopes: readonly Scope[];
-  /** ms, or null: never expires (a session's own end is checked in edge/sessions.ts). */
+  /** ms, or null: never expires (a session's own end is checked in edge/identity/sessions.ts). */
   expiresAt: number | null;
   /** The key's own daily credit cap (null: none; always null for a session). */
   dailyCreditCap: number | null;

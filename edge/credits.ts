@@ -5,8 +5,9 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { CreditCap } from "./caller.ts";
+import { capExceeded } from "./identity/store/keys.ts";
 import type { Database } from "./db/client.ts";
-import { utcDay } from "./key-activity.ts";
+import { utcDay } from "./db/rows.ts";
 
 /**
  * The statement that charges `cost` for a lookup only when `personId` (an SQL expression) finds
@@ -26,13 +27,6 @@ export function chargeForMatchQuery(db: Database, charge: LookupCharge, personId
 }
 
 export type LookupCharge = { accountId: string; keyId: string; cost: number; requestId: string; now: number; creditCaps: readonly CreditCap[] };
-
-/** Whether charging `cost` now would take any of the key's cap budgets past its cap (always false for a key nothing caps). */
-export function capExceeded({ cost, now, creditCaps }: Pick<LookupCharge, "cost" | "now" | "creditCaps">): SQL {
-  if (creditCaps.length === 0) return sql`0`;
-  return sql`exists (select 1 from json_each(${JSON.stringify(creditCaps)}) j
-    where coalesce((select credits_spent from key_cap_spend where budget_id = j.value ->> '$.budget' and day = ${utcDay(now)}), 0) + ${cost} > j.value ->> '$.cap')`;
-}
 
 /** The statement (for a batch) that says whether the key's caps refuse `cost` now: read after a charge that did not happen. */
 export function capRefusalQuery(db: Database, charge: Pick<LookupCharge, "cost" | "now" | "creditCaps">) {

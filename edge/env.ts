@@ -56,7 +56,7 @@ export type Variables = {
   requestId: string;
   accessLog: AccessLogFields;
   config: EdgeConfig;
-  /** Who is calling: an API key or a member's session (edge/auth.ts). */
+  /** Who is calling: an API key or a member's session (edge/identity/authenticate.ts). */
   auth: Caller;
   /** Opened on first use by requestDatabase(); never shared across requests. */
   db?: Database;

@@ -9,9 +9,9 @@ import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/con
 import { applyJobRetention } from "./jobs/retention.ts";
 import { describeError, writeLog } from "./log.ts";
 import { runPersonalDataCron } from "./personal-data-cron.ts";
-import { recordExpiredKeys } from "./db/keys.ts";
-import { deleteOldAuditEvents } from "./routes/audit-events.ts";
-import { deleteEndedSignInData } from "./db/members.ts";
+import { recordExpiredKeys } from "./identity/store/keys.ts";
+import { deleteOldAuditEvents } from "./identity/store/audit.ts";
+import { cleanUpSignInData } from "./identity/sessions.ts";
 
 const app = createApp();
 
@@ -72,7 +72,7 @@ export default {
       writeLog("error", { event: "audit_cron_failed", error: describeError(error) });
     }
     try {
-      const report = await deleteEndedSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000);
+      const report = await cleanUpSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000);
       if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "sign_in_cron", ...report });
     } catch (error) {
       writeLog("error", { event: "sign_in_cron_failed", error: describeError(error) });

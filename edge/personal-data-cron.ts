@@ -19,12 +19,12 @@ import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
 import { deleteInBatches, rowsAffected } from "./db/rows.ts";
-import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
+import { REFRESH_ACCOUNT_ID } from "./identity/internal-accounts.ts";
 import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
 import { prepareLines } from "./jobs/prepare-lines.ts";
 import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
 import { RESULTS_STATE } from "./jobs/store/job-rows.ts";
-import { newId } from "./lib/tokens.ts";
+import { newId } from "./identity/tokens.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification-params.ts";
 
 export { REFRESH_ACCOUNT_ID };

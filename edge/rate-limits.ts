@@ -12,8 +12,6 @@ import type { AppEnv, RateLimitBindings, RateLimiter } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { describeError, writeLog } from "./log.ts";
 
-export type { RateLimitBindings, RateLimiter };
-
 export type RateLimitPolicy = {
   binding: keyof RateLimitBindings;
   /** Requests allowed per period, per key or per client address. */

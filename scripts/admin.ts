@@ -1,6 +1,6 @@
 /**
  * The admin CLI, `npm run admin -- <command>`: argument parsing and output only. The operations live
- * in edge/db/admin.ts (accounts, keys, credits) and scripts/admin/ (people import).
+ * in scripts/admin/accounts.ts (accounts, keys, credits) and scripts/admin/ (people import).
  *
  * With --json, stdout carries exactly one JSON object (the result, or {"error": ...}); anything
  * else, progress included, goes to stderr. Exit status: 0 success, 1 failure, 2 usage error.
@@ -8,7 +8,7 @@
  */
 import { Presets, SingleBar } from "cli-progress";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setAccountStatus, showAccount, webhookSecret } from "../edge/db/admin.ts";
+import { addCredits, AdminError, createAccount, createApiKey, revokeApiKey, setAccountStatus, showAccount, webhookSecret } from "./admin/accounts.ts";
 import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
@@ -18,7 +18,7 @@ import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./a
 import { suppressionKey } from "./admin/suppression-key.ts";
 import { KEY_OPTIONS, parseKeyOptions } from "./admin/key-options.ts";
 import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
-import { createInvite } from "../edge/db/members.ts";
+import { createInvite } from "../edge/identity/store/invites.ts";
 import { isRole, ROLES } from "../shared/roles.ts";
 
 /** Where `npm start` serves the console (a passkey's relying party must be a host name, so not 127.0.0.1). */

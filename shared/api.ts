@@ -9,13 +9,45 @@ import { SmtpOutcome } from "./smtp-outcome.ts";
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
 export const API_VERSION = "1.9.0";
 
+/**
+ * Every `reason` an error answer may carry: where a status has several causes, which one, for code to read
+ * (docs/api.md "Error reasons"). The one list: the Worker's ApiError takes its reason from it, and the OpenAPI
+ * document states it as an enum.
+ */
+export const ERROR_REASONS = [
+  // 401
+  "key_revoked",
+  "key_expired",
+  "session_expired",
+  "sign_in_failed",
+  // 402
+  "daily_credit_cap",
+  // 403
+  "missing_scope",
+  "session_required",
+  "cross_site_request",
+  "owner_required",
+  "stronger_than_caller",
+  "authority_lost",
+  "step_up_required",
+  // 404 and 410: invite links
+  "invite_invalid",
+  "invite_used",
+  "invite_expired",
+  "invite_revoked",
+  // 409
+  "last_owner",
+  "role_changed",
+] as const;
+export type ErrorReason = (typeof ERROR_REASONS)[number];
+
 export const ErrorBody = z
   .object({
     error: z.string().openapi({ example: "Unauthorized" }),
     reason: z
-      .string()
+      .enum(ERROR_REASONS)
       .optional()
-      .openapi({ description: "Where a status has several causes, which one, for code to read: key_revoked, key_expired (401), missing_scope (403), daily_credit_cap (402)", example: "key_expired" }),
+      .openapi({ description: "Where a status has several causes, which one, for code to read (docs/api.md \"Error reasons\")", example: "key_expired" }),
     scope: z.string().optional().openapi({ description: "With reason missing_scope: the scope the operation requires", example: "keys:write" }),
   })
   .openapi("Error");

@@ -2,7 +2,7 @@
  * The shapes of members, passkeys, invites and sign-in (docs/api.md "Members and roles", "Passkeys",
  * "Sessions"): the handlers, the OpenAPI document, the typed client and the console all come from these.
  * WebAuthn's own JSON (the browser's PublicKeyCredential, serialised) is checked for shape and size here
- * and verified by @simplewebauthn/server in edge/webauthn.ts.
+ * and verified by @simplewebauthn/server in edge/identity/passkeys.ts.
  */
 import { z } from "@hono/zod-openapi";
 import { DisplayName } from "./display-name.ts";

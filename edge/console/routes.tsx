@@ -59,7 +59,7 @@ export function registerConsole(app: Hono<AppEnv>): void {
       c.header("Cache-Control", "no-store");
     },
     // A page another site made the browser open (a link, an <img>, a frame: Sec-Fetch-Site same-site or cross-site) would
-    // call the API with the member's cookie, which the API refuses for such requests (edge/sessions.ts). Nothing is
+    // call the API with the member's cookie, which the API refuses for such requests (edge/identity/sessions.ts). Nothing is
     // called: one link to the same page, which a click on this origin then opens as the member's own request.
     async (c, next) => {
       const site = c.req.header("sec-fetch-site");

@@ -3,6 +3,11 @@
  * drizzle's `run` and `batch` pass its result through untyped.
  */
 
+/** The UTC day of a moment, as the usage roll-up and the cap budgets key their rows (YYYY-MM-DD). */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
 /** The rows a statement (a `run` result, or one entry of a `batch` result) changed. */
 export function rowsAffected(result: unknown): number {
   return Number((result as { rowsAffected?: number } | null)?.rowsAffected ?? 0);

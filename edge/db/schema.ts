@@ -349,7 +349,7 @@ export const erasureNotices = sqliteTable(
  * reading the ledger per request. lookups_charged and credits_spent are kept by a trigger on the
  * ledger (0012 migration), in the same statement as the charge; the lookup's batch counts misses and
  * refusals; job creation counts job lines; single verifications are counted in the isolate and
- * written with its key activity (edge/key-activity.ts).
+ * written with its key activity (edge/identity/key-activity.ts).
  */
 export const usageDaily = sqliteTable(
   "usage_daily",

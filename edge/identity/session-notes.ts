@@ -7,15 +7,13 @@
  * browser's cookie and never in the database. Notes go with their session and are deleted by the cron after
  * NOTE_LIFETIME_MS.
  */
-import { sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { requestDatabase } from "../db/client.ts";
-import { NOTE_KEPT_MS } from "../db/members.ts";
+import { insertNote, takeSealedNote } from "./store/sessions.ts";
 import type { AppEnv } from "../env.ts";
-import { base64url, hashToken, looksLikeSecret, newId } from "../lib/tokens.ts";
-import { readSessionToken } from "../sessions.ts";
+import { base64url, hashToken, looksLikeSecret, newId } from "./tokens.ts";
+import { NOTE_LIFETIME_MS, readSessionToken } from "./sessions.ts";
 
-export const NOTE_LIFETIME_MS = NOTE_KEPT_MS;
 /** A note's text is a sentence or two; a secret is a token. */
 const NOTE_TEXT_MAX = 1_000;
 
@@ -57,10 +55,8 @@ export async function putNote(c: Context<AppEnv>, note: SessionNote): Promise<st
   const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await noteKey(token), plain));
   const id = newId("note");
   const sealedText = base64url(new Uint8Array([...iv, ...sealed]));
-  const rows = await requestDatabase(c).all<{ id: string }>(sql`
-    insert into session_notes (id, session_id, sealed, created_at)
-    select ${id}, id, ${sealedText}, ${Date.now()} from sessions where token_hash = ${await hashToken(token)} returning id`);
-  return rows.length ? id : null;
+  const kept = await insertNote(requestDatabase(c), { id, tokenHash: await hashToken(token), sealed: sealedText, now: Date.now() });
+  return kept ? id : null;
 }
 
 /** The note `?note=` names, once: read and deleted in one statement, by the session that made it. Null otherwise. */
@@ -68,13 +64,10 @@ export async function takeNote(c: Context<AppEnv>): Promise<SessionNote | null> 
   const id = c.req.query("note");
   const token = sessionSecret(c);
   if (!id || id.length > 64 || token === null) return null;
-  const [row] = await requestDatabase(c).all<{ sealed: string }>(sql`
-    delete from session_notes where id = ${id} and created_at > ${Date.now() - NOTE_LIFETIME_MS}
-      and session_id = (select id from sessions where token_hash = ${await hashToken(token)})
-    returning sealed`);
-  if (!row) return null;
+  const sealed = await takeSealedNote(requestDatabase(c), { id, tokenHash: await hashToken(token), since: Date.now() - NOTE_LIFETIME_MS });
+  if (sealed === null) return null;
   try {
-    const bytes = fromBase64url(row.sealed);
+    const bytes = fromBase64url(sealed);
     const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: bytes.slice(0, 12) }, await noteKey(token), bytes.slice(12));
     return JSON.parse(new TextDecoder().decode(plain)) as SessionNote;
   } catch {

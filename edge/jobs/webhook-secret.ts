@@ -1,6 +1,6 @@
 /**
  * The account's webhook signing secret in the database: what the queue consumer signs callbacks with and the admin
- * CLI shows or rotates (edge/db/admin.ts). Sealing itself is edge/jobs/webhook.ts.
+ * CLI shows or rotates (scripts/admin/accounts.ts). Sealing itself is edge/jobs/webhook.ts.
  */
 import { and, eq, isNull } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";

@@ -7,7 +7,7 @@ import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
 import { LINE_QUOTA_WINDOW_MS } from "../jobs/store/job-creation.ts";
 import { HOLDS_RUNNING_SLOT } from "../jobs/store/job-rows.ts";
-import { scoped } from "../scopes.ts";
+import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
 
 export const accountRoute = createRoute({

@@ -3,13 +3,12 @@
  * cursor-paged. Kept AUDIT_RETENTION_SECONDS; the cron deletes older events.
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
 import { AuditPage, AuditQuery, type AUDIT_ACTIONS } from "../../shared/keys.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { scoped } from "../scopes.ts";
+import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
-import { deleteInBatches } from "../db/rows.ts";
+import { auditPage } from "../identity/store/audit.ts";
 import { cursorPaging } from "../lib/paging.ts";
 
 const DEFAULT_LIMIT = 100;
@@ -39,18 +38,12 @@ const auditRoute = createRoute({
 /** A cursor is the last event's id. */
 const paging = cursorPaging({ tag: "a", fields: 1, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT, badCursor: AUDIT_MESSAGES.badCursor, badLimit: AUDIT_MESSAGES.badLimit });
 
-type EventRow = { id: number; action: string; actor: string; target: string | null; details: string; request_id: string | null; created_at: number };
-
 export function registerAuditRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(auditRoute, async (c) => {
     const query = c.req.valid("query");
     const before = paging.after(query.cursor)?.[0] ?? null;
     const limit = paging.limit(query.limit);
-    // One more than the page, to know whether another follows.
-    const rows = await requestDatabase(c).all<EventRow>(sql`
-      select id, action, actor, target, details, request_id, created_at from audit_events
-      where account_id = ${c.get("auth").accountId} ${before === null ? sql`` : sql`and id < ${before}`}
-      order by id desc limit ${limit + 1}`);
+    const rows = await auditPage(requestDatabase(c), c.get("auth").accountId, before, limit);
     const page = rows.slice(0, limit);
     const body: AuditPage = {
       events: page.map((r) => ({
@@ -66,10 +59,4 @@ export function registerAuditRoute(app: OpenAPIHono<AppEnv>): void {
     };
     return c.json(body, 200);
   });
-}
-
-/** For the cron: deletes events older than the retention, a bounded number per run, 5,000 per statement. */
-export async function deleteOldAuditEvents(db: { run(q: ReturnType<typeof sql>): Promise<unknown> }, before: number, maxRows = 10_000): Promise<number> {
-  const deleteUpTo = (limit: number) => db.run(sql`delete from audit_events where id in (select id from audit_events where created_at < ${before} order by id limit ${limit})`);
-  return (await deleteInBatches(deleteUpTo, 5_000, maxRows)).deleted;
 }

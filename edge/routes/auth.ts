@@ -9,20 +9,21 @@ import type { MiddlewareHandler } from "hono";
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from "@simplewebauthn/server";
 import { ERROR_MESSAGES } from "../../shared/api.ts";
 import { CreationOptions, InviteAcceptRequest, InviteOptionsRequest, MAX_MEMBERS, MemberResponse, RequestOptions, SignInRequest, WEBAUTHN_BODY_MAX_BYTES } from "../../shared/members.ts";
-import { clientBucket, NO_CLIENT_ADDRESS } from "../auth.ts";
+import { clientBucket, NO_CLIENT_ADDRESS } from "../identity/authenticate.ts";
 import { limitRequestBody } from "../body-limit.ts";
-import { eq } from "drizzle-orm";
 import { requestDatabase } from "../db/client.ts";
-import { passkeys } from "../db/schema.ts";
-import { endMemberSessions, endSession, findInviteQuery, findPasskeyForSignIn, inviteRefusal, joinByInvite, memberJson, newSession, recordFailedSignIn, signIn, type InviteRefusal } from "../db/members.ts";
-import { memberWithPasskeys, stepUp } from "../db/passkeys.ts";
+import { findInviteQuery, inviteRefusal, type InviteRefusal } from "../identity/store/invites.ts";
+import { findPasskeyForSignIn, joinByInvite, memberJson, recordFailedSignIn, signIn } from "../identity/store/members.ts";
+import { memberWithPasskeys, passkeyRegistered } from "../identity/store/passkeys.ts";
+import { stepUp } from "../identity/store/sessions.ts";
+import { storeChallenge, takeChallenge } from "../identity/store/challenges.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { hashToken, looksLikeSecret, newId } from "../lib/tokens.ts";
+import { hashToken, looksLikeSecret, newId } from "../identity/tokens.ts";
 import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "../rate-limits.ts";
-import { clearSessionCookie, crossSiteRefusal, forgetMember, forgetSession, readSessionToken, setSessionCookie } from "../sessions.ts";
-import { creationOptions, relyingParty, requestOptions, signedChallenge, storeChallenge, takeChallenge, verifyAssertion, verifyRegistration } from "../webauthn.ts";
-import { sessionOnly } from "../scopes.ts";
+import { clearSessionCookie, createSession, crossSiteRefusal, endAllSessions, endSession, forgetSession, readSessionToken, setSessionCookie } from "../identity/sessions.ts";
+import { creationOptions, relyingParty, requestOptions, signedChallenge, verifyAssertion, verifyRegistration } from "../identity/passkeys.ts";
+import { sessionOnly } from "../identity/scopes.ts";
 import { errorResponse, sessionErrorResponses } from "./responses.ts";
 
 export const AUTH_MESSAGES = {
@@ -221,10 +222,9 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
 
     const passkey = await verifyRegistration(relyingParty(c), credential as RegistrationResponseJSON, challenge);
     if ("refused" in passkey) throw new ApiError(400, `Invalid parameter credential: ${passkey.refused}`);
-    const [existing] = await db.select({ id: passkeys.id }).from(passkeys).where(eq(passkeys.credentialId, passkey.credentialId)).limit(1);
-    if (existing) throw new ApiError(409, AUTH_MESSAGES.passkeyTaken);
+    if (await passkeyRegistered(db, passkey.credentialId)) throw new ApiError(409, AUTH_MESSAGES.passkeyTaken);
 
-    const session = await newSession();
+    const session = await createSession();
     const config = c.get("config");
     const previousToken = readSessionToken(c);
     const previousSessionHash = previousToken !== null && looksLikeSecret("cvs_", previousToken) ? await hashToken(previousToken) : null;
@@ -274,7 +274,7 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
       await recordFailedSignIn(db, { passkey, why: "the assertion did not verify (signature, user verification, origin or counter)", requestId, now });
       throw signInFailed();
     }
-    const session = await newSession();
+    const session = await createSession();
     const config = c.get("config");
     const member = await signIn(db, { passkey, counter, session, sessionMaxMs: config.SESSION_MAX_SECONDS * 1000, requestId, now });
     if (!member) {
@@ -321,9 +321,7 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
   app.openapi(signOutRoute, async (c) => {
     const token = readSessionToken(c);
     if (token !== null && looksLikeSecret("cvs_", token)) {
-      const tokenHash = await hashToken(token);
-      forgetSession(tokenHash);
-      const ended = await endSession(requestDatabase(c), tokenHash, c.get("requestId"), Date.now());
+      const ended = await endSession(requestDatabase(c), await hashToken(token), c.get("requestId"), Date.now());
       if (ended) Object.assign(c.get("accessLog"), { member_id: ended.member_id });
     }
     clearSessionCookie(c);
@@ -332,9 +330,7 @@ export function registerAuthRoutes(app: OpenAPIHono<AppEnv>): void {
 
   app.openapi(signOutEverywhereRoute, async (c) => {
     const caller = c.get("auth");
-    const memberId = caller.memberId!;
-    forgetMember(memberId);
-    await endMemberSessions(requestDatabase(c), { accountId: caller.accountId, memberId, requestId: c.get("requestId"), now: Date.now() });
+    await endAllSessions(requestDatabase(c), { accountId: caller.accountId, memberId: caller.memberId!, requestId: c.get("requestId"), now: Date.now() });
     clearSessionCookie(c);
     return c.body(null, 204);
   });

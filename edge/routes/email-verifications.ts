@@ -7,8 +7,8 @@ import type { AppEnv } from "../env.ts";
 import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
 import { verifyEmail } from "../verify.ts";
 import { probeTenant } from "../probe-client.ts";
-import { noteVerification } from "../key-activity.ts";
-import { requireScope, scopeSecurity } from "../scopes.ts";
+import { noteVerification } from "../identity/key-activity.ts";
+import { requireScope, scopeSecurity } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const PATH = "/v1/email_verifications";

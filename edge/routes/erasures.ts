@@ -9,7 +9,7 @@ import { ErasuresPage, ErasuresQuery } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { scoped } from "../scopes.ts";
+import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { cursorPaging } from "../lib/paging.ts";
 

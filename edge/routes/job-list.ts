@@ -11,7 +11,7 @@ import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
-import { scoped } from "../scopes.ts";
+import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { JOBS_PATH, JOBS_TAG } from "./jobs.ts";
 

@@ -15,7 +15,7 @@ import type { JobRow } from "../jobs/store/job-rows.ts";
 import { doneRowsQuery, firstUnansweredQuery, resultRowsQuery, type ResultFilter, type ResultRow } from "../jobs/store/lines.ts";
 import { ApiError } from "../lib/errors.ts";
 import { cursorPaging } from "../lib/paging.ts";
-import { scoped } from "../scopes.ts";
+import { scoped } from "../identity/scopes.ts";
 import { DEFAULT_PAGE, JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobWithResults, MAX_PAGE } from "./job-common.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 

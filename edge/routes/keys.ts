@@ -10,13 +10,14 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ApiKeyCreateRequest, ApiKeyList, ApiKeyRollRequest, ApiKeyWithToken, ApiKey, KeyIdParam, MAX_KEY_LIFETIME_MS, MAX_KEYS_IN_OVERLAP, MAX_LIVE_KEYS, ROLL_OVERLAP } from "../../shared/keys.ts";
 import { decodeScopes } from "../../shared/scopes.ts";
-import { forgetKey } from "../auth.ts";
+import { forgetKey } from "../identity/authenticate.ts";
 import { requestDatabase } from "../db/client.ts";
-import { createKey, getKey, keyJson, listKeys, revokeKey, rollKey, type KeyRow } from "../db/keys.ts";
+import { createKey, getKey, keyJson, listKeys, revokeKey, rollKey, type KeyRow } from "../identity/store/keys.ts";
 import type { AppEnv } from "../env.ts";
-import { authorityHeld, dominatesKey, strongerThanCaller, type KeyPower } from "../identity/authority.ts";
+import { dominatesKey, strongerThanCaller, type KeyPower } from "../identity/authority.ts";
+import { authorityHeld } from "../identity/store/authority.ts";
 import { ApiError } from "../lib/errors.ts";
-import { missingScope, scoped } from "../scopes.ts";
+import { missingScope, scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 export const KEY_MESSAGES = {

@@ -7,13 +7,14 @@ import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { RegistrationResponseJSON } from "@simplewebauthn/server";
 import { CreationOptions, MAX_PASSKEYS_PER_MEMBER, Me, Passkey, PasskeyCreateRequest } from "../../shared/members.ts";
 import { requestDatabase } from "../db/client.ts";
-import { memberJson, passkeyJson } from "../db/members.ts";
-import { addPasskey, memberWithPasskeys, recentlyVerified, removePasskey, STEP_UP_MAX_AGE_MS } from "../db/passkeys.ts";
+import { memberJson, passkeyJson } from "../identity/store/members.ts";
+import { addPasskey, memberWithPasskeys, removePasskey } from "../identity/store/passkeys.ts";
+import { storeChallenge, takeChallenge } from "../identity/store/challenges.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { sessionOnly } from "../scopes.ts";
-import { clearSessionCookie, forgetMember, sessionExpired } from "../sessions.ts";
-import { creationOptions, relyingParty, signedChallenge, storeChallenge, takeChallenge, verifyRegistration } from "../webauthn.ts";
+import { sessionOnly } from "../identity/scopes.ts";
+import { clearSessionCookie, forgetMember, recentlyVerified, sessionExpired, STEP_UP_MAX_AGE_MS } from "../identity/sessions.ts";
+import { creationOptions, relyingParty, signedChallenge, verifyRegistration } from "../identity/passkeys.ts";
 import { errorResponse, sessionErrorResponses } from "./responses.ts";
 import { AUTH_MESSAGES } from "./auth.ts";
 
@@ -111,7 +112,7 @@ export function registerMeRoutes(app: OpenAPIHono<AppEnv>): void {
     if (!taken || taken.member_id !== caller.memberId) throw new ApiError(400, AUTH_MESSAGES.challengeInvalid);
     const verified = await verifyRegistration(relyingParty(c), credential as RegistrationResponseJSON, challenge);
     if ("refused" in verified) throw new ApiError(400, `Invalid parameter credential: ${verified.refused}`);
-    const outcome = await addPasskey(db, { ...verified, accountId: caller.accountId, memberId: caller.memberId!, sessionId: caller.sessionId!, name: name ?? "Passkey", requestId: c.get("requestId"), now });
+    const outcome = await addPasskey(db, { ...verified, accountId: caller.accountId, memberId: caller.memberId!, sessionId: caller.sessionId!, verifiedSince: now - STEP_UP_MAX_AGE_MS, name: name ?? "Passkey", requestId: c.get("requestId"), now });
     if (!outcome.added) {
       if (outcome.reason === "step_up_required") throw stepUpRequired();
       throw new ApiError(409, outcome.reason === "already_registered" ? AUTH_MESSAGES.passkeyTaken : PASSKEY_MESSAGES.tooMany);

@@ -12,14 +12,16 @@
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import { Invite, InviteCreateRequest, InviteList, Member, MemberList, MemberPatch, MemberRemoval, PendingInvite } from "../../shared/members.ts";
 import { requestDatabase } from "../db/client.ts";
-import { keyJson, keysMadeBy, revokeKeysStatements } from "../db/keys.ts";
-import { changeRole, createInvite, getInvite, getMember, inviteJson, listInvites, listMembers, memberJson, removeMember, revokeInvite, type ChangeOutcome } from "../db/members.ts";
+import { keyJson, keysMadeBy, revokeKeysStatements } from "../identity/store/keys.ts";
+import { createInvite, getInvite, inviteJson, listInvites, revokeInvite } from "../identity/store/invites.ts";
+import { changeRole, getMember, listMembers, memberJson, removeMember, type ChangeOutcome } from "../identity/store/members.ts";
 import type { AppEnv } from "../env.ts";
-import { AUTHORITY_MESSAGES, authorityHeld, dominatesKey, roleRefusal, strongerThanCaller } from "../identity/authority.ts";
+import { AUTHORITY_MESSAGES, dominatesKey, roleRefusal, strongerThanCaller } from "../identity/authority.ts";
+import { authorityHeld } from "../identity/store/authority.ts";
 import { ApiError } from "../lib/errors.ts";
-import { scoped } from "../scopes.ts";
-import { consoleOrigins, forgetMember, SESSION_CACHE_TTL_MS } from "../sessions.ts";
-import { forgetKey } from "../auth.ts";
+import { scoped } from "../identity/scopes.ts";
+import { consoleOrigins, forgetMember, SESSION_CACHE_TTL_MS } from "../identity/sessions.ts";
+import { forgetKey } from "../identity/authenticate.ts";
 import { keyPower } from "./keys.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 

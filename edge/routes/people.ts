@@ -2,12 +2,12 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, PeopleQuery } from "../../shared/api.ts";
 import { balanceQuery, capRefusalQuery, chargeForMatchQuery, countLookupQuery } from "../credits.ts";
-import { takeDueActivity } from "../key-activity.ts";
+import { takeDueActivity } from "../identity/key-activity.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { findPersonQuery, matchingPersonId, parseIncludes, parsePeopleQuery, recordAccessQuery, toContactInfo } from "../people.ts";
-import { scoped } from "../scopes.ts";
+import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const creditHeaders = {

@@ -8,9 +8,9 @@ import { sql } from "drizzle-orm";
 import { MAX_USAGE_DAYS, USAGE_FIELDS, UsageQuery, UsageReport } from "../../shared/keys.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { utcDay } from "../key-activity.ts";
+import { utcDay } from "../db/rows.ts";
 import { ApiError } from "../lib/errors.ts";
-import { scoped } from "../scopes.ts";
+import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
 const DEFAULT_DAYS = 30;

@@ -5,7 +5,7 @@
 import { DisplayName } from "../../shared/display-name.ts";
 import { MAX_DAILY_CREDIT_CAP } from "../../shared/keys.ts";
 import { isScope, SCOPES, type Scope } from "../../shared/scopes.ts";
-import type { KeyOptions } from "../../edge/db/admin.ts";
+import type { KeyOptions } from "./accounts.ts";
 
 type Values = Record<string, string | boolean | undefined>;
 

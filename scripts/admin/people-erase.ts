@@ -5,7 +5,7 @@
  * naming what its lookups returned; their addresses leave the running refresh jobs. One write batch does it all.
  */
 import type { Client, InStatement } from "@libsql/client";
-import { REFRESH_ACCOUNT_ID } from "../../edge/internal-accounts.ts";
+import { REFRESH_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
 import {
   checkSuppressionKey,
   emailHashes,

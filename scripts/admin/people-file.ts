@@ -8,7 +8,7 @@ import { parse as parseCsv } from "csv-parse/sync";
 import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { extname } from "node:path";
-import { AdminError } from "../../edge/db/admin.ts";
+import { AdminError } from "./accounts.ts";
 import { IDENTIFIER_FIELDS, IMPORT_FIELDS, LIST_FIELDS } from "./people-record.ts";
 
 export type ImportFormat = "jsonl" | "csv";

@@ -8,7 +8,7 @@
 import type { Client } from "@libsql/client";
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
-import { AdminError } from "../../edge/db/admin.ts";
+import { AdminError } from "./accounts.ts";
 import { DEFAULT_BATCH_SIZE, DEFAULT_MAX_LINE_BYTES, MAX_LISTED_REJECTIONS } from "./people-import-limits.ts";
 import { detectImportFormat, readPeopleRows, type ImportFormat } from "./people-file.ts";
 import { parsePersonRecord } from "./people-record.ts";

@@ -12,7 +12,7 @@
  */
 import type { Client } from "@libsql/client";
 import { createHmac } from "node:crypto";
-import { AdminError } from "../../edge/db/admin.ts";
+import { AdminError } from "./accounts.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { HANDLE_FIELDS, IDENTIFIER_FIELDS, type HandleField, type IdentifierField, type PersonRecord } from "./people-record.ts";

@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { AdminError } from "../../edge/db/admin.ts";
+import { AdminError } from "./accounts.ts";
 import { LOCAL_DATA_DIR } from "../lib/database.ts";
 import { writePrivateFile } from "../lib/private-files.ts";
 import { SUPPRESSION_KEY_MESSAGES } from "./people-privacy.ts";

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 // @ts-expect-error: a plain ES module without types, shared with the Dockerfile and npm run build:probe
 import { buildProbe } from "../../probe/build.mjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAccount, createApiKey } from "../../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../../scripts/admin/accounts.ts";
 import { startLibsqlServer } from "../../scripts/libsql-server.ts";
 import { applyMigrations, openDatabase } from "../../scripts/lib/database.ts";
 import { EmailVerificationResult } from "../../shared/api.ts";

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAccount, createApiKey } from "../../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../../scripts/admin/accounts.ts";
 import { startLibsqlServer, type LibsqlServer } from "../../scripts/libsql-server.ts";
 import { applyMigrations, openDatabase } from "../../scripts/lib/database.ts";
 import { EmailVerificationResult } from "../../shared/api.ts";

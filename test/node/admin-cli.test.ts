@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashToken } from "../../edge/lib/tokens.ts";
+import { hashToken } from "../../edge/identity/tokens.ts";
 import { sql } from "drizzle-orm";
 import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/lib/database.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";

@@ -1,6 +1,6 @@
-/** The bucket failed authentications are counted in (edge/auth.ts clientBucket, docs/api.md "Rate limits"). */
+/** The bucket failed authentications are counted in (edge/identity/authenticate.ts clientBucket, docs/api.md "Rate limits"). */
 import { describe, expect, it } from "vitest";
-import { clientBucket } from "../../edge/auth.ts";
+import { clientBucket } from "../../edge/identity/authenticate.ts";
 
 describe("clientBucket", () => {
   it.each([

@@ -84,7 +84,7 @@ const importsOf = (prefix: string) => Object.entries(graph).filter(([file]) => f
 
 describe("the import graph", () => {
   it("reads the directories (a sanity check on the tool)", () => {
-    expect(graph["edge/app.ts"]).toContain("edge/auth.ts");
+    expect(graph["edge/app.ts"]).toContain("edge/identity/authenticate.ts");
     // A type-only import is in the one graph and not in the other.
     expect(graph["probe/metrics.ts"]).toContain("probe/scheduler.ts");
     expect(runtime["probe/metrics.ts"]).not.toContain("probe/scheduler.ts");
@@ -105,8 +105,22 @@ describe("the import graph", () => {
     expect(out).toEqual([]);
   });
 
-  it("the Worker imports nothing of the admin code's (edge/db/admin.ts) or the scripts'", () => {
-    const out = importsOf("edge/").flatMap(([file, deps]) => deps.filter((d) => d === "edge/db/admin.ts" || d.startsWith("scripts/")).map((d) => `${file} -> ${d}`));
+  it("the Worker imports nothing of the scripts' (the admin CLI's code is scripts/admin/)", () => {
+    const out = importsOf("edge/").flatMap(([file, deps]) => deps.filter((d) => d.startsWith("scripts/")).map((d) => `${file} -> ${d}`));
+    expect(out).toEqual([]);
+  });
+
+  it("identity (edge/identity/) is a room below the routes, jobs, console and verification: it imports none of them", () => {
+    const above = ["edge/routes/", "edge/jobs/", "edge/console/", "edge/verification/"];
+    const out = importsOf("edge/identity/").flatMap(([file, deps]) => deps.filter((d) => above.some((a) => d.startsWith(a))).map((d) => `${file} -> ${d}`));
+    expect(out).toEqual([]);
+  });
+
+  it("identity's store (edge/identity/store/) imports only the pure rule (authority.ts) and tokens of the room above it", () => {
+    const allowed = new Set(["edge/identity/authority.ts", "edge/identity/tokens.ts"]);
+    const out = importsOf("edge/identity/store/").flatMap(([file, deps]) =>
+      deps.filter((d) => d.startsWith("edge/identity/") && !d.startsWith("edge/identity/store/") && !allowed.has(d)).map((d) => `${file} -> ${d}`),
+    );
     expect(out).toEqual([]);
   });
 

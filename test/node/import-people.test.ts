@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AdminError } from "../../edge/db/admin.ts";
+import { AdminError } from "../../scripts/admin/accounts.ts";
 import { importPeople } from "../../scripts/admin/people-import.ts";
 import { parsePersonRecord } from "../../scripts/admin/people-record.ts";
 import { upsertPeopleBatch } from "../../scripts/admin/people-upsert.ts";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REFRESH_ACCOUNT_ID } from "../../edge/internal-accounts.ts";
+import { REFRESH_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
 import { canonicalAddress, canonicalAddressByParsing } from "../../shared/email/canonical-address.ts";
 import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/lib/database.ts";
 

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAccount, createApiKey } from "../../edge/db/admin.ts";
+import { createAccount, createApiKey } from "../../scripts/admin/accounts.ts";
 import { suppressionHash } from "../../scripts/admin/people-privacy.ts";
 import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/lib/database.ts";
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { generateToken, hashToken, looksLikeToken } from "../../edge/lib/tokens.ts";
+import { generateToken, hashToken, looksLikeToken } from "../../edge/identity/tokens.ts";
 
 describe("hashToken", () => {
   it("is the SHA-256 of the token in lower-case hex, as Node's own implementation computes it", async () => {

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { call, clientAddress, newAccount, revokeApiKey, setAccountStatus, db } from "./helpers.ts";
-import { createApiKey } from "../../edge/db/admin.ts";
+import { createApiKey } from "../../scripts/admin/accounts.ts";
 
 // Every authenticated route, each with parameters that would otherwise be a 400 where it has any,
 // so the matrix also proves that 401 is decided before parameter validation (docs/api.md "Authentication").

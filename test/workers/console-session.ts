@@ -2,9 +2,9 @@
  * Members and sessions as the console makes them: an invite (made as the admin CLI makes it), its
  * options, a passkey from the software authenticator, the accept that sets the session cookie; and
  * requests with that cookie from the console's origin, http://localhost:8787 (the cookie is named
- * `session` there; see edge/sessions.ts).
+ * `session` there; see edge/identity/sessions.ts).
  */
-import { createInvite } from "../../edge/db/members.ts";
+import { createInvite } from "../../edge/identity/store/invites.ts";
 import type { Role } from "../../shared/roles.ts";
 import { SoftwareAuthenticator } from "../fixtures/software-authenticator.ts";
 import { db, send } from "./helpers.ts";

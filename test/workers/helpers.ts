@@ -7,7 +7,7 @@ import { env, exports } from "cloudflare:workers";
 import { createClient } from "@libsql/client/web";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/libsql/web";
-import { addCredits, createAccount, createApiKey, revokeApiKey, setAccountStatus } from "../../edge/db/admin.ts";
+import { addCredits, createAccount, createApiKey, revokeApiKey, setAccountStatus } from "../../scripts/admin/accounts.ts";
 import * as schema from "../../edge/db/schema.ts";
 import type { Bindings } from "../../edge/env.ts";
 import app from "../../edge/index.ts";

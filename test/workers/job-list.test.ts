@@ -1,6 +1,6 @@
 /** GET /v1/email_verification_jobs (docs/jobs.md "Listing jobs"): the account's jobs, newest first, paged; nobody else's. */
 import { afterEach, describe, expect, it } from "vitest";
-import { createApiKey } from "../../edge/db/admin.ts";
+import { createApiKey } from "../../scripts/admin/accounts.ts";
 import { JobList, JOB_LIST_MESSAGES } from "../../edge/routes/job-list.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 

@@ -13,7 +13,7 @@ import { EmailVerificationResult, ERROR_MESSAGES } from "../../shared/api.ts";
 import { WARNINGS } from "../../shared/email/verdict.ts";
 import { JOB_LIMITS, JOB_STATUSES, JobCreateQuery, JobCreateRequest, JobResultsPage, VerificationJob, type JobMessage } from "../../shared/jobs.ts";
 import { SmtpOutcome } from "../../shared/smtp-outcome.ts";
-import { webhookSecret } from "../../edge/db/admin.ts";
+import { webhookSecret } from "../../scripts/admin/accounts.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
 import { probeOrder } from "../../edge/probe-client.ts";

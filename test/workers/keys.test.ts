@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { sql } from "drizzle-orm";
 import { ApiKey, ApiKeyWithToken, MAX_LIVE_KEYS } from "../../shared/keys.ts";
 import { SCOPES } from "../../shared/scopes.ts";
-import { KNOWN_KEY_TTL_MS } from "../../edge/auth.ts";
-import { createApiKey } from "../../edge/db/admin.ts";
+import { KNOWN_KEY_TTL_MS } from "../../edge/identity/authenticate.ts";
+import { createApiKey } from "../../scripts/admin/accounts.ts";
 import { call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 afterEach(() => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { createApiKey } from "../../edge/db/admin.ts";
+import { createApiKey } from "../../scripts/admin/accounts.ts";
 import { MAX_PASSKEYS_PER_MEMBER } from "../../shared/members.ts";
 import { SCOPES } from "../../shared/scopes.ts";
 import { base64url, SoftwareAuthenticator } from "../fixtures/software-authenticator.ts";

@@ -6,8 +6,8 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { sql } from "drizzle-orm";
-import { createInvite } from "../../edge/db/members.ts";
-import { hashToken } from "../../edge/lib/tokens.ts";
+import { createInvite } from "../../edge/identity/store/invites.ts";
+import { hashToken } from "../../edge/identity/tokens.ts";
 import { INVITE_LIFETIME_MS } from "../../shared/members.ts";
 import { SoftwareAuthenticator } from "../fixtures/software-authenticator.ts";
 import { CONSOLE_ORIGIN, consoleCall, inviteToken, join, sessionCookieOf, signIn } from "./console-session.ts";

@@ -4,10 +4,10 @@
  * database reads.
  */
 import { describe, expect, inject, it, vi } from "vitest";
-import { BLOCKED_LOOKUP_INTERVAL_MS, KNOWN_KEY_TTL_MS } from "../../edge/auth.ts";
+import { BLOCKED_LOOKUP_INTERVAL_MS, KNOWN_KEY_TTL_MS } from "../../edge/identity/authenticate.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
 import { callWith, clientAddress, databaseRequestsServed, db, newAccount } from "./helpers.ts";
-import { createApiKey } from "../../edge/db/admin.ts";
+import { createApiKey } from "../../scripts/admin/accounts.ts";
 
 // Many requests per test: they go straight to the app (callWith), as the loopback through the
 // test runner's `exports` slows down with every request it has carried in one test.

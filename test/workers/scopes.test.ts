@@ -9,7 +9,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { ROLE_SCOPES, ROLES, type Role } from "../../shared/roles.ts";
 import { SCOPES, type Scope } from "../../shared/scopes.ts";
-import { createApiKey } from "../../edge/db/admin.ts";
+import { createApiKey } from "../../scripts/admin/accounts.ts";
 import { consoleCall, join } from "./console-session.ts";
 import { call, db, newAccount } from "./helpers.ts";
 

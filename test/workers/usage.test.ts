@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { inject } from "vitest";
 import { sql } from "drizzle-orm";
 import { UsageReport } from "../../shared/keys.ts";
-import { createApiKey } from "../../edge/db/admin.ts";
+import { createApiKey } from "../../scripts/admin/accounts.ts";
 import app from "../../edge/index.ts";
 import { callWith, cancelUnfinishedJobs, call, clientAddress, databaseRequestsServed, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 

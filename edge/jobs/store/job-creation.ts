@@ -3,7 +3,7 @@
  * a transaction at a time, then the job made visible; or given up (the cron deletes it: cleanup.ts).
  */
 import { sql } from "drizzle-orm";
-import { utcDay } from "../../key-activity.ts";
+import { utcDay } from "../../db/rows.ts";
 import type { EmailVerificationResult } from "../../../shared/api.ts";
 import type { Database } from "../../db/client.ts";
 import { rowsAffected } from "../../db/rows.ts";

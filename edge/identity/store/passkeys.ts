@@ -2,18 +2,17 @@
  * A signed-in member's own passkeys (docs/api.md "Passkeys"): list, add, remove. A member always keeps
  * one: removing the last is refused, so nobody locks themselves out. Removing a passkey ends the sessions it
  * opened (a lost device is signed out with its passkey); adding one needs the session's proof of presence to be
- * recent (STEP_UP_MAX_AGE_MS: a step-up), so a stolen cookie alone cannot enrol a passkey that outlives it. Each
+ * recent (a step-up: edge/identity/sessions.ts STEP_UP_MAX_AGE_MS), so a stolen cookie alone cannot enrol a passkey that outlives it. Each
  * change and its audit event in one batch, the event conditioned on the change.
  */
 import { sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
-import { MAX_PASSKEYS_PER_MEMBER } from "../../shared/members.ts";
-import { newId } from "../lib/tokens.ts";
-import { auditEvent, endSessionStatements, MEMBER_COLUMNS, PASSKEY_COLUMNS, type MemberRow, type PasskeyRow } from "./members.ts";
-
-/** How recent a session's proof of presence (sign-in or step-up) must be to add a passkey. */
-export const STEP_UP_MAX_AGE_MS = 5 * 60_000;
-import type * as schema from "./schema.ts";
+import { MAX_PASSKEYS_PER_MEMBER } from "../../../shared/members.ts";
+import { newId } from "../tokens.ts";
+import { auditEvent } from "./audit.ts";
+import { MEMBER_COLUMNS, PASSKEY_COLUMNS, type MemberRow, type PasskeyRow } from "./members.ts";
+import { endSessionStatements } from "./sessions.ts";
+import type * as schema from "../../db/schema.ts";
 
 type Db = LibSQLDatabase<typeof schema>;
 
@@ -26,33 +25,32 @@ export async function memberWithPasskeys(db: Db, memberId: string): Promise<{ me
   return { member: members[0], passkeys };
 }
 
-/** Whether the session proved presence within STEP_UP_MAX_AGE_MS: what adding a passkey needs. */
-export async function recentlyVerified(db: Db, sessionId: string, now: number): Promise<boolean> {
-  const [row] = await db.all<{ id: string }>(sql`select id from sessions where id = ${sessionId} and verified_at > ${now - STEP_UP_MAX_AGE_MS}`);
-  return row !== undefined;
-}
-
-/**
- * Records a step-up: the session's proof of presence is now, and the passkey's counter moves as at a sign-in (only
- * forward for a passkey that keeps one). False when the counter did not move or the session ended.
- */
-export async function stepUp(db: Db, s: { sessionId: string; passkeyId: string; counter: number; now: number }): Promise<boolean> {
-  const counterMoves = s.counter === 0 ? sql`counter = 0` : sql`counter < ${s.counter}`;
-  const [verified] = await db.batch([
-    db.run(sql`update sessions set verified_at = ${s.now} where id = ${s.sessionId} and exists (select 1 from passkeys where id = ${s.passkeyId} and ${counterMoves})`),
-    db.run(sql`update passkeys set counter = ${s.counter}, last_used_at = ${s.now} where id = ${s.passkeyId} and exists (select 1 from sessions where id = ${s.sessionId} and verified_at = ${s.now})`),
-  ]);
-  return verified.rowsAffected === 1;
+/** Whether a passkey with this credential id is registered, to any member. */
+export async function passkeyRegistered(db: Db, credentialId: string): Promise<boolean> {
+  return (await db.all<{ id: string }>(sql`select id from passkeys where credential_id = ${credentialId} limit 1`)).length > 0;
 }
 
 export type AddOutcome = { added: true; passkey: PasskeyRow } | { added: false; reason: "already_registered" | "too_many" | "step_up_required" };
 
 export async function addPasskey(
   db: Db,
-  p: { accountId: string; memberId: string; sessionId: string; credentialId: string; publicKey: string; counter: number; transports: string[]; name: string; requestId: string | null; now: number },
+  p: {
+    accountId: string;
+    memberId: string;
+    /** The session adding it, which must have proved presence after `verifiedSince` (a step-up). */
+    sessionId: string;
+    verifiedSince: number;
+    credentialId: string;
+    publicKey: string;
+    counter: number;
+    transports: string[];
+    name: string;
+    requestId: string | null;
+    now: number;
+  },
 ): Promise<AddOutcome> {
   const id = newId("pk");
-  const fresh = sql`exists (select 1 from sessions where id = ${p.sessionId} and member_id = ${p.memberId} and verified_at > ${p.now - STEP_UP_MAX_AGE_MS})`;
+  const fresh = sql`exists (select 1 from sessions where id = ${p.sessionId} and member_id = ${p.memberId} and verified_at > ${p.verifiedSince})`;
   const [existing, inserted, , verified] = await db.batch([
     db.all<{ id: string }>(sql`select id from passkeys where credential_id = ${p.credentialId}`),
     db.all<PasskeyRow>(sql`

@@ -5,11 +5,13 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
-import type { CreditCap } from "../caller.ts";
-import { MAX_KEYS_IN_OVERLAP, type ApiKey } from "../../shared/keys.ts";
-import { decodeScopes, encodeScopes, type Scope } from "../../shared/scopes.ts";
-import { generateToken, hashToken, newId } from "../lib/tokens.ts";
-import type * as schema from "./schema.ts";
+import type { CreditCap } from "../../caller.ts";
+import { utcDay } from "../../db/rows.ts";
+import { MAX_KEYS_IN_OVERLAP, type ApiKey } from "../../../shared/keys.ts";
+import { decodeScopes, encodeScopes, type Scope } from "../../../shared/scopes.ts";
+import { generateToken, hashToken, newId } from "../tokens.ts";
+import type * as schema from "../../db/schema.ts";
+import { auditEvent } from "./audit.ts";
 
 type Db = LibSQLDatabase<typeof schema>;
 
@@ -65,21 +67,6 @@ const liveKeys = (accountId: string, now: number, includeRolled: boolean) => sql
   select count(*) from api_keys where account_id = ${accountId} and revoked_at is null
     and (expires_at is null or expires_at > ${now}) ${includeRolled ? sql`` : sql`and replaced_by is null`}`;
 
-function auditInsert(
-  accountId: string,
-  action: string,
-  actor: string,
-  target: string,
-  details: Record<string, unknown>,
-  requestId: string | null,
-  now: number,
-  onlyIf: ReturnType<typeof sql>,
-) {
-  return sql`
-    insert into audit_events (account_id, action, actor, target, details, request_id, created_at)
-    select ${accountId}, ${action}, ${actor}, ${target}, ${JSON.stringify(details)}, ${requestId}, ${now} where ${onlyIf}`;
-}
-
 export type NewKey = {
   accountId: string;
   name: string;
@@ -113,14 +100,16 @@ export async function createKey(db: Db, k: NewKey): Promise<CreateOutcome> {
         and ${k.onlyIf ?? sql`1`}
       returning ${KEY_COLUMNS}`),
     db.run(
-      auditInsert(
-        k.accountId,
-        "key.created",
-        k.actor,
-        id,
-        { name: k.name, prefix: displayPrefix, scopes: [...k.scopes], expires_at: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString(), daily_credit_cap: k.dailyCreditCap },
-        k.requestId,
-        k.now,
+      auditEvent(
+        {
+          accountId: k.accountId,
+          action: "key.created",
+          actor: k.actor,
+          target: id,
+          details: { name: k.name, prefix: displayPrefix, scopes: [...k.scopes], expires_at: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString(), daily_credit_cap: k.dailyCreditCap },
+          requestId: k.requestId,
+          now: k.now,
+        },
         sql`exists (select 1 from api_keys where id = ${id})`,
       ),
     ),
@@ -163,14 +152,16 @@ export async function rollKey(
       update api_keys set replaced_by = ${id}, expires_at = min(coalesce(expires_at, ${oldUntil}), ${oldUntil})
       where id = ${r.keyId} and ${created}`),
     db.run(
-      auditInsert(
-        r.accountId,
-        "key.rolled",
-        r.actor,
-        r.keyId,
-        { new_key_id: id, new_prefix: displayPrefix, overlap_seconds: r.overlapSeconds, old_key_expires_at: new Date(oldUntil).toISOString() },
-        r.requestId,
-        r.now,
+      auditEvent(
+        {
+          accountId: r.accountId,
+          action: "key.rolled",
+          actor: r.actor,
+          target: r.keyId,
+          details: { new_key_id: id, new_prefix: displayPrefix, overlap_seconds: r.overlapSeconds, old_key_expires_at: new Date(oldUntil).toISOString() },
+          requestId: r.requestId,
+          now: r.now,
+        },
         created,
       ),
     ),
@@ -250,11 +241,18 @@ export async function getKey(db: Db, accountId: string, keyId: string): Promise<
 /** Listed at most: the live keys (MAX_KEYS_IN_OVERLAP at most) and the newest others. */
 export const MAX_LISTED_KEYS = 200;
 
-export async function listKeys(db: Db, accountId: string, now: number): Promise<KeyRow[]> {
+/** The account's keys, live ones first, then the newest: at most `limit` (MAX_LISTED_KEYS for the API; the operator sees all). */
+export async function listKeys(db: Db, accountId: string, now: number, limit = MAX_LISTED_KEYS): Promise<KeyRow[]> {
   return db.all<KeyRow>(sql`
     select ${KEY_COLUMNS} from api_keys where account_id = ${accountId}
     order by (revoked_at is null and (expires_at is null or expires_at > ${now})) desc, created_at desc, id desc
-    limit ${MAX_LISTED_KEYS}`);
+    limit ${limit}`);
+}
+
+/** The account a key belongs to, or null when there is no such key (the admin CLI's `keys revoke --key`). */
+export async function accountOfKey(db: Db, keyId: string): Promise<string | null> {
+  const [row] = await db.all<{ account_id: string }>(sql`select account_id from api_keys where id = ${keyId}`);
+  return row?.account_id ?? null;
 }
 
 /**
@@ -271,4 +269,50 @@ export async function recordExpiredKeys(db: Db, now: number, limit = 1_000): Pro
     db.run(sql`update api_keys set expiry_recorded_at = ${now} where id in (${due})`),
   ]);
   return updated.rowsAffected;
+}
+
+/**
+ * The SQL condition "charging `cost` now would take one of these cap budgets past its cap" (always false for a key
+ * nothing caps), for the lookup's guarded charge (edge/credits.ts): read from key_cap_spend, which the ledger trigger
+ * (0018 migration) keeps in the charge's own statement.
+ */
+export function capExceeded({ cost, now, creditCaps }: { cost: number; now: number; creditCaps: readonly CreditCap[] }): SQL {
+  if (creditCaps.length === 0) return sql`0`;
+  return sql`exists (select 1 from json_each(${JSON.stringify(creditCaps)}) j
+    where coalesce((select credits_spent from key_cap_spend where budget_id = j.value ->> '$.budget' and day = ${utcDay(now)}), 0) + ${cost} > j.value ->> '$.cap')`;
+}
+
+/** The statement that moves a key's last_used_at forward to `usedAt` (never back, whichever isolate writes last). */
+export function lastUsedStatement(keyId: string, usedAt: number): SQL {
+  return sql`update api_keys set last_used_at = ${usedAt} where id = ${keyId} and (last_used_at is null or last_used_at < ${usedAt})`;
+}
+
+export type KeyForAuthentication = {
+  keyId: string;
+  accountId: string;
+  scopes: string;
+  expiresAt: number | null;
+  dailyCreditCap: number | null;
+  creditCaps: string;
+  revokedAt: number | null;
+  accountActive: boolean;
+};
+
+/** The key with this token hash, with its account's status, for authentication (one read). */
+export async function findKeyByTokenHash(db: Db, tokenHash: string): Promise<KeyForAuthentication | undefined> {
+  const [row] = await db.all<{ id: string; account_id: string; scopes: string; expires_at: number | null; daily_credit_cap: number | null; credit_caps: string; revoked_at: number | null; status: string }>(sql`
+    select k.id, k.account_id, k.scopes, k.expires_at, k.daily_credit_cap, k.credit_caps, k.revoked_at, a.status
+    from api_keys k join accounts a on a.id = k.account_id where k.token_hash = ${tokenHash} limit 1`);
+  if (!row) return undefined;
+  const num = (v: number | null) => (v === null ? null : Number(v));
+  return {
+    keyId: row.id,
+    accountId: row.account_id,
+    scopes: row.scopes,
+    expiresAt: num(row.expires_at),
+    dailyCreditCap: num(row.daily_credit_cap),
+    creditCaps: row.credit_caps,
+    revokedAt: num(row.revoked_at),
+    accountActive: row.status === "active",
+  };
 }

@@ -1,5 +1,10 @@
 /**
- * Console sessions (docs/api.md "Sessions"): a member who signed in with a passkey holds an opaque
+ * A session's whole life, in Lucia's shape (docs/api.md "Sessions"): create (createSession, opened by the store at
+ * sign-in or join), validate and refresh (validateSession: one round trip that also moves last_seen_at), end
+ * (endSession), end all (endAllSessions), prove presence again (STEP_UP_MAX_AGE_MS, recentlyVerified), clean up
+ * (cleanUpSignInData, the cron's). The SQL is edge/identity/store/sessions.ts's.
+ *
+ * Console sessions: a member who signed in with a passkey holds an opaque
  * secret in an HttpOnly, Secure, SameSite=Strict cookie named `__Host-session` (plain `session`,
  * without Secure, only over http to a loopback host: `npm start` and tests). The database holds its
  * hash, its member, when it was last seen and when it ends.
@@ -22,14 +27,17 @@
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { sql } from "drizzle-orm";
-import { ERROR_MESSAGES } from "../shared/api.ts";
-import { isRole, ROLE_SCOPES, type Role } from "../shared/roles.ts";
-import { TtlCache } from "../shared/ttl-cache.ts";
-import type { Caller } from "./caller.ts";
-import { requestDatabase } from "./db/client.ts";
-import type { AppEnv } from "./env.ts";
-import { ApiError } from "./lib/errors.ts";
-import { hashToken, looksLikeSecret } from "./lib/tokens.ts";
+import { ERROR_MESSAGES } from "../../shared/api.ts";
+import { isRole, ROLE_SCOPES, type Role } from "../../shared/roles.ts";
+import { TtlCache } from "../../shared/ttl-cache.ts";
+import type { Caller } from "../caller.ts";
+import { requestDatabase, type Database } from "../db/client.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
+import { deleteExpiredChallengesStatement } from "./store/challenges.ts";
+import { deleteEndedInvitesStatement } from "./store/invites.ts";
+import { deleteEndedSessionsStatements, endMemberSessions, endSessionStatements, findSessionStatements, verifiedSince } from "./store/sessions.ts";
+import { generateSecret, hashToken, looksLikeSecret, newId } from "./tokens.ts";
 
 export const SESSION_CACHE_TTL_MS = 30_000;
 const UNKNOWN_SESSION_TTL_MS = 30_000;
@@ -136,13 +144,11 @@ function usable(s: KnownSession, now: number, idleMs: number): boolean {
   return s.accountActive && s.expiresAt > now && s.lastSeenAt > now - idleMs;
 }
 
-type SessionRow = { id: string; member_id: string; account_id: string; last_seen_at: number; expires_at: number; role: string; status: string };
-
 /**
  * The caller a session token stands for; an ApiError (401) for an unknown or ended one; null when the
  * token was never looked up because `mayLookUp` said no (a client blocked for failed authentications).
  */
-export async function authenticateSession(c: Context<AppEnv>, token: string, mayLookUp: () => boolean): Promise<Caller | ApiError | null> {
+export async function validateSession(c: Context<AppEnv>, token: string, mayLookUp: () => boolean): Promise<Caller | ApiError | null> {
   if (!looksLikeSecret("cvs_", token)) return new ApiError(401, ERROR_MESSAGES.unauthorized);
   const tokenHash = await hashToken(token);
   const now = Date.now();
@@ -158,13 +164,7 @@ export async function authenticateSession(c: Context<AppEnv>, token: string, may
 
   const db = requestDatabase(c);
   // One round trip: the touch only moves a live session's last_seen_at, and the read sees the result.
-  const [, rows] = await db.batch([
-    db.run(sql`update sessions set last_seen_at = ${now} where token_hash = ${tokenHash} and expires_at > ${now} and last_seen_at > ${now - idleMs}`),
-    db.all<SessionRow>(sql`
-      select s.id, s.member_id, s.account_id, s.last_seen_at, s.expires_at, m.role, a.status
-      from sessions s join members m on m.id = s.member_id join accounts a on a.id = s.account_id
-      where s.token_hash = ${tokenHash}`),
-  ]);
+  const [, rows] = await db.batch(findSessionStatements(db, tokenHash, now, idleMs));
   const row = rows[0];
   if (!row || !isRole(row.role)) {
     unknownSessions.set(tokenHash, true, UNKNOWN_SESSION_TTL_MS);
@@ -183,4 +183,51 @@ export async function authenticateSession(c: Context<AppEnv>, token: string, may
   knownSessions.set(tokenHash, found, SESSION_CACHE_TTL_MS);
   if (usable(found, now, idleMs)) return callerOf(found);
   return found.accountActive ? sessionExpired() : new ApiError(401, ERROR_MESSAGES.unauthorized);
+}
+
+/** A new session's secret (for the cookie), the hash the database keeps, and its id: what sign-in and join open. */
+export async function createSession(): Promise<{ token: string; tokenHash: string; sessionId: string }> {
+  const token = generateSecret("cvs_");
+  return { token, tokenHash: await hashToken(token), sessionId: newId("ses") };
+}
+
+/** Ends the session with this token hash, if any (sign-out), here at once: the member and session it belonged to. */
+export async function endSession(db: Database, tokenHash: string, requestId: string | null, now: number): Promise<{ member_id: string; id: string } | null> {
+  forgetSession(tokenHash);
+  const [, , ended] = await db.batch(endSessionStatements(db, sql`token_hash = ${tokenHash}`, requestId, now));
+  return ended[0] ?? null;
+}
+
+/** Ends every session of a member ("sign out everywhere"), here at once and within SESSION_CACHE_TTL_MS elsewhere: how many ended. */
+export async function endAllSessions(db: Database, e: { accountId: string; memberId: string; requestId: string | null; now: number }): Promise<number> {
+  forgetMember(e.memberId);
+  return endMemberSessions(db, e);
+}
+
+/** How recent a session's proof of presence (sign-in or step-up) must be to add a passkey. */
+export const STEP_UP_MAX_AGE_MS = 5 * 60_000;
+
+/** Whether the session proved presence within STEP_UP_MAX_AGE_MS. */
+export function recentlyVerified(db: Database, sessionId: string, now: number): Promise<boolean> {
+  return verifiedSince(db, sessionId, now - STEP_UP_MAX_AGE_MS);
+}
+
+/** A console note outlives no page load by more than this (edge/identity/session-notes.ts). */
+export const NOTE_LIFETIME_MS = 10 * 60_000;
+
+/**
+ * For the cron: deletes ended sessions and their notes, notes older than NOTE_LIFETIME_MS, expired WebAuthn challenges,
+ * and invites a week past their expiry, in one batch.
+ */
+export async function cleanUpSignInData(
+  db: Database,
+  now: number,
+  sessionIdleMs: number,
+): Promise<{ sessions_deleted: number; notes_deleted: number; challenges_deleted: number; invites_deleted: number }> {
+  const [notes, sessions, challenges, invites] = await db.batch([
+    ...deleteEndedSessionsStatements(db, now, sessionIdleMs, now - NOTE_LIFETIME_MS),
+    deleteExpiredChallengesStatement(db, now),
+    deleteEndedInvitesStatement(db, now),
+  ]);
+  return { sessions_deleted: sessions.rowsAffected, notes_deleted: notes.rowsAffected, challenges_deleted: challenges.rowsAffected, invites_deleted: invites.rowsAffected };
 }

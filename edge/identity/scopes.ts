@@ -1,13 +1,13 @@
 /**
  * Each operation's scope (a key's own, or a session's from its member's role: shared/roles.ts) (shared/scopes.ts), stated once where the route is declared: `scoped(scope)`
  * gives both the OpenAPI security requirement and the check, so the document and the Worker cannot
- * disagree. The check reads the cached key (edge/auth.ts): no database read.
+ * disagree. The check reads the cached key (edge/identity/authenticate.ts): no database read.
  */
 import { createMiddleware } from "hono/factory";
-import type { Scope } from "../shared/scopes.ts";
-import type { Caller } from "./caller.ts";
-import type { AppEnv } from "./env.ts";
-import { ApiError } from "./lib/errors.ts";
+import type { Scope } from "../../shared/scopes.ts";
+import type { Caller } from "../caller.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
 
 export function missingScope(scope: Scope, caller?: Caller): ApiError {
   const who = caller?.kind === "session" ? `The member's role (${caller.role})` : "This API key";

@@ -1,6 +1,6 @@
 /**
  * Who is calling (docs/api.md "Authentication"): an API key (Bearer), or, without an Authorization
- * header, a member's session cookie (edge/sessions.ts). Either gives one Caller with the account and
+ * header, a member's session cookie (edge/identity/sessions.ts). Either gives one Caller with the account and
  * the scopes (a session's from its member's role), so every check after this one treats both alike.
  *
  * Bearer authentication. Every failure is a 401 `{"error":"Unauthorized"}`;
@@ -22,25 +22,21 @@
  * gets the same 429 for an unknown token as for a valid key that does not get a lookup, so the 429
  * says nothing about whether a token exists.
  */
-import { eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import ipaddr from "ipaddr.js";
-import { ERROR_MESSAGES } from "../shared/api.ts";
-import { decodeScopes, type Scope } from "../shared/scopes.ts";
-import { requestDatabase } from "./db/client.ts";
-import { accounts, apiKeys } from "./db/schema.ts";
-import type { Caller, CreditCap } from "./caller.ts";
-import { decodeCreditCaps } from "./db/keys.ts";
-import type { AppEnv } from "./env.ts";
-import { ApiError } from "./lib/errors.ts";
-import { TtlCache } from "../shared/ttl-cache.ts";
-import { hashToken, looksLikeToken } from "./lib/tokens.ts";
+import { ERROR_MESSAGES } from "../../shared/api.ts";
+import { decodeScopes, type Scope } from "../../shared/scopes.ts";
+import { requestDatabase } from "../db/client.ts";
+import type { Caller, CreditCap } from "../caller.ts";
+import { decodeCreditCaps, findKeyByTokenHash } from "./store/keys.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../lib/errors.ts";
+import { TtlCache } from "../../shared/ttl-cache.ts";
+import { hashToken, looksLikeToken } from "./tokens.ts";
 import { activityDue, flushDueActivity, noteKeyUse } from "./key-activity.ts";
-import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "./rate-limits.ts";
-import { authenticateSession, crossSiteRefusal, readSessionToken } from "./sessions.ts";
-
-export type { Caller };
+import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "../rate-limits.ts";
+import { validateSession, crossSiteRefusal, readSessionToken } from "./sessions.ts";
 
 type KnownKey = {
   keyId: string;
@@ -118,24 +114,9 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 async function findKey(c: Context<AppEnv>, tokenHash: string): Promise<KnownKey | undefined> {
-  const [row] = await requestDatabase(c)
-    .select({
-      keyId: apiKeys.id,
-      accountId: apiKeys.accountId,
-      scopes: apiKeys.scopes,
-      expiresAt: apiKeys.expiresAt,
-      dailyCreditCap: apiKeys.dailyCreditCap,
-      creditCaps: apiKeys.creditCaps,
-      revokedAt: apiKeys.revokedAt,
-      status: accounts.status,
-    })
-    .from(apiKeys)
-    .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
-    .where(eq(apiKeys.tokenHash, tokenHash))
-    .limit(1);
+  const row = await findKeyByTokenHash(requestDatabase(c), tokenHash);
   if (!row) return undefined;
-  const { status, scopes, creditCaps, ...rest } = row;
-  return { ...rest, scopes: decodeScopes(scopes), creditCaps: decodeCreditCaps(creditCaps), accountActive: status === "active" };
+  return { ...row, scopes: decodeScopes(row.scopes), creditCaps: decodeCreditCaps(row.creditCaps) };
 }
 
 function authenticated(key: KnownKey): Caller {
@@ -226,7 +207,7 @@ async function sessionCaller(c: Context<AppEnv>, token: string, next: () => Prom
   if (crossSite) throw crossSite;
   const client = clientBucket(c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS);
   const blocked = blockedClients.get(client) === true;
-  const outcome = await authenticateSession(c, token, () => !blocked);
+  const outcome = await validateSession(c, token, () => !blocked);
   if (outcome !== null && !(outcome instanceof ApiError)) {
     c.set("auth", outcome);
     return next();

@@ -4,13 +4,14 @@
  */
 import { desc, eq, sql } from "drizzle-orm";
 import type { LibSQLDatabase } from "drizzle-orm/libsql";
-import { accountWebhookSecret } from "../jobs/webhook-secret.ts";
-import { isInternalAccount } from "../internal-accounts.ts";
+import { accountWebhookSecret } from "../../edge/jobs/webhook-secret.ts";
+import { isInternalAccount } from "../../edge/identity/internal-accounts.ts";
 import { decodeScopes, SCOPES, type Scope } from "../../shared/scopes.ts";
-import { newId } from "../lib/tokens.ts";
-import { createKey, revokeKey } from "./keys.ts";
-import { accounts, apiKeys, creditLedger } from "./schema.ts";
-import type * as schema from "./schema.ts";
+import { newId } from "../../edge/identity/tokens.ts";
+import { auditEvent } from "../../edge/identity/store/audit.ts";
+import { accountOfKey, createKey, listKeys, revokeKey } from "../../edge/identity/store/keys.ts";
+import { accounts, creditLedger } from "../../edge/db/schema.ts";
+import type * as schema from "../../edge/db/schema.ts";
 
 type Db = LibSQLDatabase<typeof schema>;
 
@@ -76,9 +77,9 @@ export async function createApiKey(db: Db, accountId: string, options: KeyOption
 }
 
 export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string; revoked_at: number }> {
-  const [key] = await db.select({ accountId: apiKeys.accountId }).from(apiKeys).where(eq(apiKeys.id, keyId));
-  if (!key) throw new AdminError(`No key ${keyId}`);
-  const row = await revokeKey(db, { accountId: key.accountId, keyId, actor: "operator", requestId: null, now: Date.now() });
+  const accountId = await accountOfKey(db, keyId);
+  if (accountId === null) throw new AdminError(`No key ${keyId}`);
+  const row = await revokeKey(db, { accountId, keyId, actor: "operator", requestId: null, now: Date.now() });
   return { id: keyId, revoked_at: Number(row!.revoked_at) };
 }
 
@@ -86,9 +87,12 @@ export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string;
 export async function setAccountStatus(db: Db, accountId: string, status: "active" | "disabled"): Promise<{ id: string; status: string }> {
   const now = Date.now();
   const [, rows] = await db.batch([
-    db.run(sql`
-      insert into audit_events (account_id, action, actor, target, details, created_at)
-      select id, ${status === "disabled" ? "account.disabled" : "account.enabled"}, 'operator', id, '{}', ${now} from accounts where id = ${accountId} and status != ${status}`),
+    db.run(
+      auditEvent(
+        { accountId, action: status === "disabled" ? "account.disabled" : "account.enabled", actor: "operator", target: accountId, details: {}, requestId: null, now },
+        sql`exists (select 1 from accounts where id = ${accountId} and status != ${status})`,
+      ),
+    ),
     db.update(accounts).set({ status }).where(eq(accounts.id, accountId)).returning({ id: accounts.id }),
   ]);
   if (!rows[0]) throw new AdminError(`No account ${accountId}`);
@@ -99,22 +103,21 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
   const [account] = await db.select().from(accounts).where(eq(accounts.id, accountId));
   if (!account) throw new AdminError(`No account ${accountId}`);
   const [keys, ledger] = await Promise.all([
-    db
-      .select({
-        id: apiKeys.id,
-        name: apiKeys.name,
-        prefix: apiKeys.prefix,
-        scopes: apiKeys.scopes,
-        created_at: apiKeys.createdAt,
-        last_used_at: apiKeys.lastUsedAt,
-        expires_at: apiKeys.expiresAt,
-        revoked_at: apiKeys.revokedAt,
-        daily_credit_cap: apiKeys.dailyCreditCap,
-      })
-      .from(apiKeys)
-      .where(eq(apiKeys.accountId, accountId))
-      .orderBy(apiKeys.createdAt)
-      .then((keys) => keys.map((key) => ({ ...key, scopes: decodeScopes(key.scopes) }))),
+    listKeys(db, accountId, Date.now(), Number.MAX_SAFE_INTEGER).then((rows) =>
+      rows
+        .sort((a, b) => Number(a.created_at) - Number(b.created_at))
+        .map((k) => ({
+          id: k.id,
+          name: k.name,
+          prefix: k.prefix,
+          scopes: decodeScopes(k.scopes),
+          created_at: Number(k.created_at),
+          last_used_at: k.last_used_at === null ? null : Number(k.last_used_at),
+          expires_at: k.expires_at === null ? null : Number(k.expires_at),
+          revoked_at: k.revoked_at === null ? null : Number(k.revoked_at),
+          daily_credit_cap: k.daily_credit_cap === null ? null : Number(k.daily_credit_cap),
+        })),
+    ),
     db
       .select({
         id: creditLedger.id,
@@ -146,7 +149,7 @@ export async function webhookSecret(db: Db, accountId: string, keyBase64: string
   if (secret === null) throw new AdminError(`No account ${accountId}`);
   // The secret itself never: only that it changed, and who changed it.
   if (rotate) {
-    await db.run(sql`insert into audit_events (account_id, action, actor, target, details, created_at) values (${accountId}, 'account.webhook_secret_rotated', 'operator', ${accountId}, '{}', ${Date.now()})`);
+    await db.run(auditEvent({ accountId, action: "account.webhook_secret_rotated", actor: "operator", target: accountId, details: {}, requestId: null, now: Date.now() }));
   }
   return { secret };
 }

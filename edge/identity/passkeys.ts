@@ -10,7 +10,6 @@
  * passkey stands in for a password and a second factor at once, and a found or stolen device must not sign in alone.
  */
 import type { Context } from "hono";
-import { sql } from "drizzle-orm";
 import {
   generateAuthenticationOptions,
   generateRegistrationOptions,
@@ -22,11 +21,10 @@ import {
   type WebAuthnCredential,
 } from "@simplewebauthn/server";
 import { isoBase64URL } from "@simplewebauthn/server/helpers";
-import type { AppEnv } from "./env.ts";
-import type { Database } from "./db/client.ts";
+import type { AppEnv } from "../env.ts";
 import { consoleOrigins } from "./sessions.ts";
 
-export const CHALLENGE_TTL_MS = 5 * 60_000;
+import { CHALLENGE_TTL_MS } from "./store/challenges.ts";
 export const RELYING_PARTY_NAME = "Contact verify console";
 
 export type RelyingParty = { id: string; origins: string[] };
@@ -35,8 +33,6 @@ export function relyingParty(c: Context<AppEnv>): RelyingParty {
   const origins = consoleOrigins(c);
   return { id: new URL(origins[0]!).hostname, origins };
 }
-
-export type ChallengePurpose = "join" | "sign_in" | "add_passkey" | "step_up";
 
 /** The challenge a browser's response signed, read from its clientDataJSON; null when it is not there. */
 export function signedChallenge(clientDataJSON: string): string | null {
@@ -47,20 +43,6 @@ export function signedChallenge(clientDataJSON: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** The insert that stores a challenge (in a batch or alone). */
-export function storeChallenge(db: Database, challenge: string, purpose: ChallengePurpose, ids: { inviteId?: string; memberId?: string }, now: number) {
-  return db.run(sql`
-    insert into webauthn_challenges (challenge, purpose, invite_id, member_id, expires_at)
-    values (${challenge}, ${purpose}, ${ids.inviteId ?? null}, ${ids.memberId ?? null}, ${now + CHALLENGE_TTL_MS})`);
-}
-
-/** The delete that takes a live challenge of `purpose` (for a batch): its row, or none. */
-export function takeChallenge(db: Database, challenge: string, purpose: ChallengePurpose, now: number) {
-  return db.all<{ challenge: string; invite_id: string | null; member_id: string | null }>(sql`
-    delete from webauthn_challenges where challenge = ${challenge} and purpose = ${purpose} and expires_at > ${now}
-    returning challenge, invite_id, member_id`);
 }
 
 /** Options for making a passkey: discoverable (so sign-in needs no user name), for the member `memberId`. */

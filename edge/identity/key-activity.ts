@@ -8,8 +8,10 @@
  * loses at most that much: last_used_at a few minutes stale, half a minute of verification counts.
  */
 import { sql, type SQL } from "drizzle-orm";
-import type { Database } from "./db/client.ts";
-import { describeError, writeLog } from "./log.ts";
+import type { Database } from "../db/client.ts";
+import { utcDay } from "../db/rows.ts";
+import { lastUsedStatement } from "./store/keys.ts";
+import { describeError, writeLog } from "../log.ts";
 
 export const LAST_USED_WRITE_INTERVAL_MS = 300_000;
 export const VERIFICATIONS_FLUSH_MS = 30_000;
@@ -31,10 +33,6 @@ type Activity = {
 };
 
 const activity = new Map<string, Activity>();
-
-export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
 
 function entry(keyId: string, accountId: string): Activity {
   let a = activity.get(keyId);
@@ -81,7 +79,7 @@ export function takeDueActivity(now: number): { statements: SQL[]; restore: () =
     taken.push([keyId, { ...a, verifications: new Map(a.verifications) }]);
     if (a.usedAt !== null) {
       // Never moves backwards, whichever isolate writes last.
-      statements.push(sql`update api_keys set last_used_at = ${a.usedAt} where id = ${keyId} and (last_used_at is null or last_used_at < ${a.usedAt})`);
+      statements.push(lastUsedStatement(keyId, a.usedAt));
       a.writtenAt = now;
       a.usedAt = null;
     }
