@@ -121,6 +121,27 @@ export function NoteShown(props: { note: SessionNote | null }) {
   return note.kind === "done" ? <Notice message={note.text} /> : <ErrorNote message={note.text} />;
 }
 
+/**
+ * A table as every console page shows one: in a region that scrolls sideways on a narrow screen and that a keyboard
+ * can reach (tabindex 0) and a screen reader names (aria-label), with a caption of the same name, hidden unless
+ * `captionShown`; `head` is the header row's cells, `children` the body's rows. The accessibility rule lives here once.
+ */
+export function DataTable(props: { label: string; captionShown?: boolean; head?: Child; children: Child }) {
+  return (
+    <div class="table-wrap" tabindex={0} role="region" aria-label={props.label}>
+      <table>
+        <caption class={props.captionShown ? undefined : "sr-only"}>{props.label}</caption>
+        {props.head ? (
+          <thead>
+            <tr>{props.head}</tr>
+          </thead>
+        ) : null}
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 /** A UTC timestamp as people read it, with the machine form in <time>. */
 export function When(props: { at: string | null | undefined; empty?: string }) {
   if (!props.at) return <>{props.empty ?? "never"}</>;

@@ -12,6 +12,8 @@ import { limitRequestBody } from "../body-limit.ts";
 import { loadConfig, type AppEnv } from "../env.ts";
 import { page } from "./layout.tsx";
 import { registerAccountPages } from "./pages/account.tsx";
+import { registerCheckPages } from "./pages/check.tsx";
+import { registerMemberPages } from "./pages/members.tsx";
 import { registerKeyPages } from "./pages/keys.tsx";
 import { registerListPages } from "./pages/lists.tsx";
 import { registerSignInPages } from "./pages/sign-in.tsx";
@@ -85,4 +87,6 @@ export function registerConsole(app: Hono<AppEnv>): void {
   registerListPages(app);
   registerKeyPages(app);
   registerAccountPages(app);
+  registerCheckPages(app);
+  registerMemberPages(app);
 }

@@ -4,15 +4,17 @@
  * is shown exactly when the API would allow its operation.
  */
 import type { Context, Hono } from "hono";
-import { ROLE_SCOPES, type Role } from "../../shared/roles.ts";
+import type { z } from "@hono/zod-openapi";
+import type { Me as MeSchema } from "../../shared/members.ts";
+import { ROLE_SCOPES } from "../../shared/roles.ts";
 import type { Scope } from "../../shared/scopes.ts";
 import type { AppEnv } from "../env.ts";
 import { apiCaller, type CallApi } from "./api.ts";
 import { ErrorNote, page } from "./layout.tsx";
 
-export type Member = { id: string; name: string; role: Role; created_at: string; last_sign_in_at: string | null };
-export type Passkey = { id: string; name: string; created_at: string; last_used_at: string | null };
-export type Me = { member: Member; account_id: string; passkeys: Passkey[] };
+export type { Member } from "../../shared/members.ts";
+/** GET /v1/me's answer, as shared/members.ts declares it for the API. */
+export type Me = z.infer<typeof MeSchema>;
 export type SignedIn = Me & { can(scope: Scope): boolean };
 
 /**
@@ -29,7 +31,7 @@ export async function signedIn(c: Context<AppEnv>, api: CallApi): Promise<Signed
     if (answer.retryAfter) c.header("Retry-After", answer.retryAfter);
     return page(c, { title: "Not now" }, <ErrorNote message={`${answer.error?.error ?? "The service did not answer"}.${wait}`} />);
   }
-  const scopes = ROLE_SCOPES[answer.data.member.role] ?? [];
+  const scopes = ROLE_SCOPES[answer.data.member.role];
   return { ...answer.data, can: (scope) => scopes.includes(scope) };
 }
 

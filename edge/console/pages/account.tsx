@@ -4,20 +4,17 @@
  * audit trail. Each reads the API's operations with the member's session and renders what they said.
  */
 import type { Hono } from "hono";
-import type { AccountInfo } from "../../../shared/api.ts";
+import type { AccountInfo, ErasuresPage } from "../../../shared/api.ts";
 import type { VerificationJob } from "../../../shared/jobs.ts";
 import type { ApiKey, AuditPage, UsageReport } from "../../../shared/keys.ts";
 import type { AppEnv } from "../../env.ts";
-import { ErrorNote, page, When } from "../layout.tsx";
+import { DataTable, ErrorNote, page, When } from "../layout.tsx";
 import { asMember, toSignIn } from "../session.tsx";
 import { BarChart } from "./charts.tsx";
-import { registerCheckPages } from "./check.tsx";
-import { registerMemberPages } from "./members.tsx";
 
 const number = (n: number) => n.toLocaleString("en");
 const SOON_MS = 14 * 86_400_000;
 
-type Erasures = { erasures: { profnet_id: number | null; profnet_public_identifier: string | null; codehost_id: number | null; codehost_login: string | null; erased_at: string }[] };
 
 export function registerAccountPages(app: Hono<AppEnv>): void {
   app.get("/console", asMember(app, async (c, api, me) => {
@@ -92,27 +89,24 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         {account.ok ? (
           <section aria-labelledby="limits">
             <h2 id="limits">Rate limits</h2>
-            <div class="table-wrap" tabindex={0} role="region" aria-label="Requests allowed per period">
-              <table>
-                <caption class="sr-only">Requests allowed per period</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Requests</th>
-                    <th scope="col">Per</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {Object.entries(account.data.rate_limits).map(([kind, limit]) => (
-                    <tr>
-                      <th scope="row">{kind.replace(/_/g, " ")}</th>
-                      <td>{number(limit.limit)}</td>
-                      <td>{limit.period_seconds} s</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              label="Requests allowed per period"
+              head={
+                <>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Requests</th>
+                  <th scope="col">Per</th>
+                </>
+              }
+            >
+              {Object.entries(account.data.rate_limits).map(([kind, limit]) => (
+                <tr>
+                  <th scope="row">{kind.replace(/_/g, " ")}</th>
+                  <td>{number(limit.limit)}</td>
+                  <td>{limit.period_seconds} s</td>
+                </tr>
+              ))}
+            </DataTable>
           </section>
         ) : null}
       </>,
@@ -123,35 +117,33 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
     const [byDay, byKey] = await Promise.all([api<UsageReport>("GET", "/v1/usage?group_by=day"), api<UsageReport>("GET", "/v1/usage?group_by=key")]);
     const columns = ["lookups_charged", "lookups_not_found", "verifications", "job_lines", "credits_spent"] as const;
     const table = (report: UsageReport, first: "day" | "key_id", caption: string) => (
-      <div class="table-wrap" tabindex={0} role="region" aria-label={caption}>
-        <table>
-          <caption>{caption}</caption>
-          <thead>
-            <tr>
-              <th scope="col">{first === "day" ? "Day" : "Key"}</th>
-              {columns.map((col) => (
-                <th scope="col">{col.replace(/_/g, " ")}</th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {report.rows.map((row) => (
-              <tr>
-                <th scope="row">{row[first]}</th>
-                {columns.map((col) => (
-                  <td>{number(row[col])}</td>
-                ))}
-              </tr>
+      <DataTable
+        label={caption}
+        captionShown
+        head={
+          <>
+            <th scope="col">{first === "day" ? "Day" : "Key"}</th>
+            {columns.map((col) => (
+              <th scope="col">{col.replace(/_/g, " ")}</th>
             ))}
-            <tr>
-              <th scope="row">Total</th>
-              {columns.map((col) => (
-                <td>{number(report.totals[col])}</td>
-              ))}
-            </tr>
-          </tbody>
-        </table>
-      </div>
+          </>
+        }
+      >
+        {report.rows.map((row) => (
+          <tr>
+            <th scope="row">{row[first]}</th>
+            {columns.map((col) => (
+              <td>{number(row[col])}</td>
+            ))}
+          </tr>
+        ))}
+        <tr>
+          <th scope="row">Total</th>
+          {columns.map((col) => (
+            <td>{number(report.totals[col])}</td>
+          ))}
+        </tr>
+      </DataTable>
     );
     return page(
       c,
@@ -166,7 +158,7 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
   }));
 
   app.get("/console/erasures", asMember(app, async (c, api, me) => {
-    const feed = await api<Erasures>("GET", "/v1/people/erasures?limit=100");
+    const feed = await api<ErasuresPage>("GET", "/v1/people/erasures?limit=100");
     return page(
       c,
       { title: "Erasures", current: "/console/erasures", member: me.member },
@@ -175,27 +167,24 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
         <ErrorNote message={feed.error ? `${feed.error.error}. Reading this feed needs the people:read permission.` : null} />
         {feed.ok && feed.data.erasures.length === 0 ? <p>No erasures.</p> : null}
         {feed.ok && feed.data.erasures.length > 0 ? (
-          <div class="table-wrap" tabindex={0} role="region" aria-label="Erasure notices">
-            <table>
-              <caption class="sr-only">Erasure notices</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Erased</th>
-                  <th scope="col">Identifiers you received</th>
-                </tr>
-              </thead>
-              <tbody>
-                {feed.data.erasures.map((e) => (
-                  <tr>
-                    <th scope="row">
-                      <When at={e.erased_at} />
-                    </th>
-                    <td>{[e.profnet_id, e.profnet_public_identifier, e.codehost_id, e.codehost_login].filter((v) => v !== null).join(", ")}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            label="Erasure notices"
+            head={
+              <>
+                <th scope="col">Erased</th>
+                <th scope="col">Identifiers you received</th>
+              </>
+            }
+          >
+            {feed.data.erasures.map((e) => (
+              <tr>
+                <th scope="row">
+                  <When at={e.erased_at} />
+                </th>
+                <td>{[e.profnet_id, e.profnet_public_identifier, e.codehost_id, e.codehost_login].filter((v) => v !== null).join(", ")}</td>
+              </tr>
+            ))}
+          </DataTable>
         ) : null}
       </>,
     );
@@ -209,36 +198,30 @@ export function registerAccountPages(app: Hono<AppEnv>): void {
       <>
         <ErrorNote message={audit.error ? `${audit.error.error}. Ask an owner or admin to read the audit trail.` : null} />
         {audit.ok ? (
-          <div class="table-wrap" tabindex={0} role="region" aria-label="Audit events, newest first">
-            <table>
-              <caption class="sr-only">Audit events, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">What</th>
-                  <th scope="col">Who</th>
-                  <th scope="col">On</th>
-                </tr>
-              </thead>
-              <tbody>
-                {audit.data.events.map((e) => (
-                  <tr>
-                    <th scope="row">
-                      <When at={e.created_at} />
-                    </th>
-                    <td>{e.action}</td>
-                    <td>{e.actor}</td>
-                    <td>{e.target ?? ""}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            label="Audit events, newest first"
+            head={
+              <>
+                <th scope="col">When</th>
+                <th scope="col">What</th>
+                <th scope="col">Who</th>
+                <th scope="col">On</th>
+              </>
+            }
+          >
+            {audit.data.events.map((e) => (
+              <tr>
+                <th scope="row">
+                  <When at={e.created_at} />
+                </th>
+                <td>{e.action}</td>
+                <td>{e.actor}</td>
+                <td>{e.target ?? ""}</td>
+              </tr>
+            ))}
+          </DataTable>
         ) : null}
       </>,
     );
   }));
-
-  registerCheckPages(app);
-  registerMemberPages(app);
 }

@@ -22,7 +22,7 @@ const PERSON_FIELDS: [keyof ContactInfo, string][] = [
 ];
 import type { AppEnv } from "../../env.ts";
 import { loadConfig } from "../../env.ts";
-import { ErrorNote, page } from "../layout.tsx";
+import { DataTable, ErrorNote, page } from "../layout.tsx";
 import { asMember, toSignIn } from "../session.tsx";
 import { reasonLabel } from "./charts.tsx";
 
@@ -43,26 +43,21 @@ function Verdict(props: { result: EmailVerificationResult }) {
         {r.email}: {r.classification} (score {r.score} of 100)
       </h2>
       <p>{reasonLabel(r.reason ?? "")}. {ADVICE[r.classification]}</p>
-      <div class="table-wrap" tabindex={0} role="region" aria-label="Each check">
-        <table>
-          <caption>Each check</caption>
-          <tbody>
-            <tr><th scope="row">Well-formed address</th><td>{yesNo(r.checks.syntax)}</td></tr>
-            <tr><th scope="row">The domain takes mail (MX)</th><td>{yesNo(r.checks.mx_record)}</td></tr>
-            <tr><th scope="row">The mail server accepts the mailbox</th><td>{yesNo(r.checks.smtp_deliverable)}</td></tr>
-            <tr><th scope="row">Accepts any address (catch-all)</th><td>{yesNo(r.checks.accepts_any_email)}</td></tr>
-            <tr><th scope="row">Disposable address</th><td>{yesNo(r.checks.disposable)}</td></tr>
-            <tr><th scope="row">Role address (info@, sales@…)</th><td>{yesNo(r.checks.role_account)}</td></tr>
-            <tr><th scope="row">Free mail provider</th><td>{yesNo(r.checks.free_provider)}</td></tr>
-            <tr><th scope="row">Did you mean</th><td>{r.checks.typo_suggestion ?? "no suggestion"}</td></tr>
-            <tr><th scope="row">Mail provider</th><td>{d?.mx_provider ?? "not recognised"}</td></tr>
-            <tr>
-              <th scope="row">What the mail server said</th>
-              <td>{d?.smtp_reply ? `${d.smtp_reply.code} ${d.smtp_reply.text}` : d?.smtp_outcome ? d.smtp_outcome.replace(/_/g, " ") : "no SMTP conversation"}</td>
-            </tr>
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="Each check" captionShown>
+        <tr><th scope="row">Well-formed address</th><td>{yesNo(r.checks.syntax)}</td></tr>
+        <tr><th scope="row">The domain takes mail (MX)</th><td>{yesNo(r.checks.mx_record)}</td></tr>
+        <tr><th scope="row">The mail server accepts the mailbox</th><td>{yesNo(r.checks.smtp_deliverable)}</td></tr>
+        <tr><th scope="row">Accepts any address (catch-all)</th><td>{yesNo(r.checks.accepts_any_email)}</td></tr>
+        <tr><th scope="row">Disposable address</th><td>{yesNo(r.checks.disposable)}</td></tr>
+        <tr><th scope="row">Role address (info@, sales@…)</th><td>{yesNo(r.checks.role_account)}</td></tr>
+        <tr><th scope="row">Free mail provider</th><td>{yesNo(r.checks.free_provider)}</td></tr>
+        <tr><th scope="row">Did you mean</th><td>{r.checks.typo_suggestion ?? "no suggestion"}</td></tr>
+        <tr><th scope="row">Mail provider</th><td>{d?.mx_provider ?? "not recognised"}</td></tr>
+        <tr>
+          <th scope="row">What the mail server said</th>
+          <td>{d?.smtp_reply ? `${d.smtp_reply.code} ${d.smtp_reply.text}` : d?.smtp_outcome ? d.smtp_outcome.replace(/_/g, " ") : "no SMTP conversation"}</td>
+        </tr>
+      </DataTable>
       {r.warnings.length > 0 ? <p>Warnings: {r.warnings.join("; ")}</p> : null}
     </section>
   );

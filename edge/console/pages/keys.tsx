@@ -12,7 +12,7 @@ import { SCOPES, type Scope } from "../../../shared/scopes.ts";
 import type { AppEnv } from "../../env.ts";
 import { redirectWithNote, takeNote, type SessionNote } from "../../identity/session-notes.ts";
 import { apiCaller } from "../api.ts";
-import { ErrorNote, NoteShown, page, When } from "../layout.tsx";
+import { DataTable, ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, type SignedIn, toSignIn } from "../session.tsx";
 
 const SCOPE_WORDS: Record<Scope, string> = {
@@ -101,58 +101,55 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
         <h2 id="key-list">Keys</h2>
         {keys.length === 0 ? <p>No keys yet.</p> : null}
         {keys.length > 0 ? (
-          <div class="table-wrap" tabindex={0} role="region" aria-label="The account's keys, live first">
-            <table>
-              <caption class="sr-only">The account's keys, live first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Starts with</th>
-                  <th scope="col">Scopes</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Status</th>
-                  {mayWrite ? <th scope="col">Actions</th> : null}
-                </tr>
-              </thead>
-              <tbody>
-                {keys.map((key) => (
-                  <tr>
-                    <th scope="row">{key.name || "(no name)"}</th>
-                    <td>
-                      <code>{key.prefix}…</code>
-                    </td>
-                    <td>{key.scopes.join(", ")}</td>
-                    <td>
-                      <When at={key.last_used_at} />
-                    </td>
-                    <td>
-                      <When at={key.expires_at} empty="never" />
-                    </td>
-                    <td>{key.status}</td>
-                    {mayWrite ? (
-                      <td>
-                        {key.status === "active" ? (
-                          <div class="actions">
-                            <form method="post" action={`/console/keys/${key.id}/roll`}>
-                              <button type="submit" aria-label={`Roll ${key.name || key.prefix}`}>
-                                Roll
-                              </button>
-                            </form>
-                            <form method="post" action={`/console/keys/${key.id}/revoke`}>
-                              <button type="submit" class="danger" aria-label={`Revoke ${key.name || key.prefix}`}>
-                                Revoke
-                              </button>
-                            </form>
-                          </div>
-                        ) : null}
-                      </td>
+          <DataTable
+            label="The account's keys, live first"
+            head={
+              <>
+                <th scope="col">Name</th>
+                <th scope="col">Starts with</th>
+                <th scope="col">Scopes</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Status</th>
+                {mayWrite ? <th scope="col">Actions</th> : null}
+              </>
+            }
+          >
+            {keys.map((key) => (
+              <tr>
+                <th scope="row">{key.name || "(no name)"}</th>
+                <td>
+                  <code>{key.prefix}…</code>
+                </td>
+                <td>{key.scopes.join(", ")}</td>
+                <td>
+                  <When at={key.last_used_at} />
+                </td>
+                <td>
+                  <When at={key.expires_at} empty="never" />
+                </td>
+                <td>{key.status}</td>
+                {mayWrite ? (
+                  <td>
+                    {key.status === "active" ? (
+                      <div class="actions">
+                        <form method="post" action={`/console/keys/${key.id}/roll`}>
+                          <button type="submit" aria-label={`Roll ${key.name || key.prefix}`}>
+                            Roll
+                          </button>
+                        </form>
+                        <form method="post" action={`/console/keys/${key.id}/revoke`}>
+                          <button type="submit" class="danger" aria-label={`Revoke ${key.name || key.prefix}`}>
+                            Revoke
+                          </button>
+                        </form>
+                      </div>
                     ) : null}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+                  </td>
+                ) : null}
+              </tr>
+            ))}
+          </DataTable>
         ) : null}
       </section>
     </>

@@ -11,7 +11,7 @@ import type { AccountInfo } from "../../../shared/api.ts";
 import type { AppEnv } from "../../env.ts";
 import { redirectWithNote, takeNote } from "../../identity/session-notes.ts";
 import { apiCaller } from "../api.ts";
-import { ErrorNote, NoteShown, page, When } from "../layout.tsx";
+import { DataTable, ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, toSignIn } from "../session.tsx";
 import { BarChart, reasonLabel } from "./charts.tsx";
 
@@ -104,39 +104,36 @@ export function registerListPages(app: Hono<AppEnv>): void {
           <ErrorNote message={jobs.error?.error} />
           {jobs.ok && jobs.data.jobs.length === 0 ? <p>No lists yet.</p> : null}
           {jobs.ok && jobs.data.jobs.length > 0 ? (
-            <div class="table-wrap" tabindex={0} role="region" aria-label="Your lists, newest first">
-              <table>
-                <caption class="sr-only">Your lists, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">List</th>
-                    <th scope="col">Started</th>
-                    <th scope="col">Progress</th>
-                    <th scope="col">Valid</th>
-                    <th scope="col">Risky</th>
-                    <th scope="col">Invalid</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {jobs.data.jobs.map((job) => (
-                    <tr>
-                      <th scope="row">
-                        <a href={`/console/lists/${job.id}`}>{job.id}</a>
-                      </th>
-                      <td>
-                        <When at={job.created_at} />
-                      </td>
-                      <td>
-                        <Progress job={job} />
-                      </td>
-                      <td>{number(job.counts.valid)}</td>
-                      <td>{number(job.counts.risky)}</td>
-                      <td>{number(job.counts.invalid)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable
+              label="Your lists, newest first"
+              head={
+                <>
+                  <th scope="col">List</th>
+                  <th scope="col">Started</th>
+                  <th scope="col">Progress</th>
+                  <th scope="col">Valid</th>
+                  <th scope="col">Risky</th>
+                  <th scope="col">Invalid</th>
+                </>
+              }
+            >
+              {jobs.data.jobs.map((job) => (
+                <tr>
+                  <th scope="row">
+                    <a href={`/console/lists/${job.id}`}>{job.id}</a>
+                  </th>
+                  <td>
+                    <When at={job.created_at} />
+                  </td>
+                  <td>
+                    <Progress job={job} />
+                  </td>
+                  <td>{number(job.counts.valid)}</td>
+                  <td>{number(job.counts.risky)}</td>
+                  <td>{number(job.counts.invalid)}</td>
+                </tr>
+              ))}
+            </DataTable>
           ) : null}
         </section>
       </>,
@@ -191,31 +188,29 @@ export function registerListPages(app: Hono<AppEnv>): void {
               { label: "Invalid", value: job.summary.classification.invalid, tone: "bad" },
             ]}
           />
-          <div class="table-wrap" tabindex={0} role="region" aria-label="By reason">
-            <table>
-              <caption>By reason</caption>
-              <thead>
+          <DataTable
+            label="By reason"
+            captionShown
+            head={
+              <>
+                <th scope="col">Reason</th>
+                <th scope="col">Lines</th>
+              </>
+            }
+          >
+            {reasons.length === 0 ? (
+              <tr>
+                <td colspan={2}>Nothing answered yet.</td>
+              </tr>
+            ) : (
+              reasons.map(([reason, n]) => (
                 <tr>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Lines</th>
+                  <th scope="row">{reasonLabel(reason)}</th>
+                  <td>{number(n)}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {reasons.length === 0 ? (
-                  <tr>
-                    <td colspan={2}>Nothing answered yet.</td>
-                  </tr>
-                ) : (
-                  reasons.map(([reason, n]) => (
-                    <tr>
-                      <th scope="row">{reasonLabel(reason)}</th>
-                      <td>{number(n)}</td>
-                    </tr>
-                  ))
-                )}
-              </tbody>
-            </table>
-          </div>
+              ))
+            )}
+          </DataTable>
         </section>
         <section aria-labelledby="downloads">
           <h2 id="downloads">Download</h2>

@@ -8,15 +8,13 @@
  */
 import type { Context, Hono } from "hono";
 import type { ApiKey } from "../../../shared/keys.ts";
-import type { PendingInvite } from "../../../shared/members.ts";
+import type { Invite, PendingInvite } from "../../../shared/members.ts";
 import { ROLES } from "../../../shared/roles.ts";
 import type { AppEnv } from "../../env.ts";
 import { redirectWithNote, takeNote, type SessionNote } from "../../identity/session-notes.ts";
 import { apiCaller, type CallApi } from "../api.ts";
-import { ErrorNote, NoteShown, page, When } from "../layout.tsx";
+import { DataTable, ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, type Member, type SignedIn, toSignIn } from "../session.tsx";
-
-type Invite = { id: string; role: string; url: string; expires_at: string };
 
 function InviteLink(props: { note: SessionNote & { kind: "secret" } }) {
   return (
@@ -38,39 +36,36 @@ function InviteTable(props: { invites: PendingInvite[]; manage: boolean }) {
   const pending = props.invites.filter((i) => i.status === "pending");
   if (pending.length === 0) return <p>No invite is waiting to be accepted.</p>;
   return (
-    <div class="table-wrap" tabindex={0} role="region" aria-label="Invites waiting to be accepted">
-      <table>
-        <caption class="sr-only">Invites waiting to be accepted</caption>
-        <thead>
-          <tr>
-            <th scope="col">Role</th>
-            <th scope="col">Made by</th>
-            <th scope="col">Works until</th>
-            {props.manage ? <th scope="col">Actions</th> : null}
-          </tr>
-        </thead>
-        <tbody>
-          {pending.map((i) => (
-            <tr>
-              <th scope="row">{i.role}</th>
-              <td>{i.created_by}</td>
-              <td>
-                <When at={i.expires_at} />
-              </td>
-              {props.manage ? (
-                <td>
-                  <form method="post" action={`/console/invites/${i.id}/revoke`}>
-                    <button type="submit" class="danger" aria-label={`Revoke the ${i.role} invite made by ${i.created_by}`}>
-                      Revoke
-                    </button>
-                  </form>
-                </td>
-              ) : null}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      label="Invites waiting to be accepted"
+      head={
+        <>
+          <th scope="col">Role</th>
+          <th scope="col">Made by</th>
+          <th scope="col">Works until</th>
+          {props.manage ? <th scope="col">Actions</th> : null}
+        </>
+      }
+    >
+      {pending.map((i) => (
+        <tr>
+          <th scope="row">{i.role}</th>
+          <td>{i.created_by}</td>
+          <td>
+            <When at={i.expires_at} />
+          </td>
+          {props.manage ? (
+            <td>
+              <form method="post" action={`/console/invites/${i.id}/revoke`}>
+                <button type="submit" class="danger" aria-label={`Revoke the ${i.role} invite made by ${i.created_by}`}>
+                  Revoke
+                </button>
+              </form>
+            </td>
+          ) : null}
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 
@@ -83,54 +78,51 @@ function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], 
       {note?.kind === "secret" ? <InviteLink note={note} /> : null}
       <section aria-labelledby="member-list">
         <h2 id="member-list">Members</h2>
-        <div class="table-wrap" tabindex={0} role="region" aria-label="The account's members">
-          <table>
-            <caption class="sr-only">The account's members</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Role</th>
-                <th scope="col">Last signed in</th>
-                {manage ? <th scope="col">Actions</th> : null}
-              </tr>
-            </thead>
-            <tbody>
-              {members.map((m) => (
-                <tr>
-                  <th scope="row">{m.name}</th>
-                  <td>{m.role}</td>
-                  <td>
-                    <When at={m.last_sign_in_at} />
-                  </td>
-                  {manage ? (
-                    <td>
-                      {m.id !== me.member.id ? (
-                        <div class="actions">
-                          <form method="post" action={`/console/members/${m.id}/role`}>
-                            <label for={`role-${m.id}`} class="sr-only">{`Role of ${m.name}`}</label>
-                            <select id={`role-${m.id}`} name="role">
-                              {ROLES.map((r) => (
-                                <option value={r} selected={r === m.role}>
-                                  {r}
-                                </option>
-                              ))}
-                            </select>
-                            <button type="submit">Change role</button>
-                          </form>
-                          <a class="button danger" href={`/console/members/${m.id}/remove`} aria-label={`Remove ${m.name}`}>
-                            Remove
-                          </a>
-                        </div>
-                      ) : (
-                        "you"
-                      )}
-                    </td>
-                  ) : null}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="The account's members"
+          head={
+            <>
+              <th scope="col">Name</th>
+              <th scope="col">Role</th>
+              <th scope="col">Last signed in</th>
+              {manage ? <th scope="col">Actions</th> : null}
+            </>
+          }
+        >
+          {members.map((m) => (
+            <tr>
+              <th scope="row">{m.name}</th>
+              <td>{m.role}</td>
+              <td>
+                <When at={m.last_sign_in_at} />
+              </td>
+              {manage ? (
+                <td>
+                  {m.id !== me.member.id ? (
+                    <div class="actions">
+                      <form method="post" action={`/console/members/${m.id}/role`}>
+                        <label for={`role-${m.id}`} class="sr-only">{`Role of ${m.name}`}</label>
+                        <select id={`role-${m.id}`} name="role">
+                          {ROLES.map((r) => (
+                            <option value={r} selected={r === m.role}>
+                              {r}
+                            </option>
+                          ))}
+                        </select>
+                        <button type="submit">Change role</button>
+                      </form>
+                      <a class="button danger" href={`/console/members/${m.id}/remove`} aria-label={`Remove ${m.name}`}>
+                        Remove
+                      </a>
+                    </div>
+                  ) : (
+                    "you"
+                  )}
+                </td>
+              ) : null}
+            </tr>
+          ))}
+        </DataTable>
         {manage ? (
           <form method="post" action="/console/members/invite" class="inline">
             <label for="invite-role">Invite someone as</label>
