@@ -6,10 +6,9 @@ import type { EmailVerificationResult, VerificationDetails } from "../shared/api
 import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
-import { ACCEPTS_AT_RCPT_PROVIDERS, mxProvider } from "../shared/email/mx-providers.ts";
 import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
 import type { ProbeMxHost, ProbeResponse } from "../shared/probe-contract.ts";
-import { receiverFamily, receiverPolicy, type ReceiverFamily } from "../shared/email/receiver-policy.ts";
+import { mxProvider, rcptProvesNothing, receiverFamily, receiverPolicy, type ReceiverFamily } from "../shared/email/receivers.ts";
 import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../shared/smtp-outcome.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
@@ -63,17 +62,14 @@ const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
 
 /**
  * What SMTP established. At a provider that accepts every recipient at RCPT time (Yahoo, most Microsoft 365
- * tenants: ACCEPTS_AT_RCPT_PROVIDERS), an accepted address whose catch-all test gave no answer counts as
+ * tenants: rcptProvesNothing in shared/email/receivers.ts), an accepted address whose catch-all test gave no answer counts as
  * catch-all: the acceptance proves nothing there, so it is never `valid` on its own.
  */
 function smtpFact(call: ProbeCallResult | null, provider: string | null): SmtpFact {
   if (!call || !call.ok) return { status: "not_checked", catchAll: null };
-  const catchAll = call.response.catch_all ?? (provider !== null && ACCEPTS_AT_RCPT_PROVIDERS.has(provider) && call.response.outcome === "accepted" ? true : null);
+  const catchAll = call.response.catch_all ?? (rcptProvesNothing(provider) && call.response.outcome === "accepted" ? true : null);
   return { status: SMTP_STATUS[call.response.outcome], catchAll };
 }
-
-/** The receiver family behind what the probe would dial (shared/email/receiver-policy.ts). */
-export const familyOf = (mx: readonly ProbeMxHost[]): ReceiverFamily => receiverFamily(mx);
 
 /**
  * An answer for which nothing was sent, in the probe's own shape (one vocabulary from the probe to the
@@ -178,7 +174,7 @@ export function completeVerification(
       dns_cached: dns.cached,
       catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
       mx_provider: provider,
-      receiver_family: mx ? familyOf(mx) : null,
+      receiver_family: mx ? receiverFamily(mx) : null,
       smtp_retry_at: probe?.ok && probe.response.outcome === "budget_spent" && probe.response.retry_after_ms !== undefined ? new Date(now + probe.response.retry_after_ms).toISOString() : null,
     },
   };
@@ -192,7 +188,7 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
   const dns = await resolveDomain(domain, options.dohUrl);
   const mx = probeHostsFor(dns);
   const probe = mx
-    ? (unprobedAnswer(familyOf(mx)) ??
+    ? (unprobedAnswer(receiverFamily(mx)) ??
       (await callProbe(
         options.probeUrls ?? [],
         options.probeSecret,

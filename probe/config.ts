@@ -7,7 +7,7 @@ import { z } from "zod";
 import { normalizeDnsName } from "../shared/doh.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
-import { RECEIVER_FAMILIES, receiverPolicy } from "../shared/email/receiver-policy.ts";
+import { RECEIVER_FAMILIES, receiverPolicy } from "../shared/email/receivers.ts";
 
 const SELF_HOSTED = receiverPolicy("self-hosted");
 
@@ -222,7 +222,7 @@ export const PROBE_SETTINGS = z.object({
   /** Unknown-user refusals one self-hosted destination address may give us in any hour; 0: no hourly limit. */
   PROBE_DESTINATION_UNKNOWN_PER_HOUR: int(0, 10_000_000, SELF_HOSTED.unknownPerHour),
   /**
-   * Overrides of the receiver policy table (shared/email/receiver-policy.ts), as JSON: family -> fields,
+   * Overrides of the receiver policy table (shared/email/receivers.ts), as JSON: family -> fields,
    * e.g. {"google":{"unknownPerHour":500},"cisco":{"unknownPerHour":5}}. Empty: the table as it is.
    */
   PROBE_RECEIVER_POLICY: z.preprocess(

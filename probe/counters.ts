@@ -37,7 +37,7 @@ const harvestDeferrals = new Counter({
 
 const familyEvents = new Counter({
   name: "probe_family_events_total",
-  help: "By receiver family (shared/email/receiver-policy.ts): rcpt (RCPTs sent), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), not_probed (a family we do not probe)",
+  help: "By receiver family (shared/email/receivers.ts): rcpt (RCPTs sent), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), not_probed (a family we do not probe)",
   labelNames: ["family", "event"] as const,
   registers: [counters],
 });

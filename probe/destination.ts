@@ -32,7 +32,7 @@ import { countFamilyEvent, countHarvestDeferral, destinationEvent } from "./coun
 import type { AppliedPolicy, FamilyGate } from "./receiver-budgets.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 import { DomainsSeen, type UntrustedNotice } from "./untrusted.ts";
-import type { ReplyRule } from "../shared/email/receiver-policy.ts";
+import type { ReplyRule } from "../shared/email/receivers.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;

@@ -10,7 +10,7 @@
  */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { z } from "zod";
-import { RECEIVER_FAMILIES } from "../shared/email/receiver-policy.ts";
+import { RECEIVER_FAMILIES } from "../shared/email/receivers.ts";
 import type { ReceiverBudgets, ReceiverState } from "./receiver-budgets.ts";
 
 /** How often the state is written while the probe runs. */

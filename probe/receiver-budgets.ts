@@ -1,5 +1,5 @@
 /**
- * The receiver policy (shared/email/receiver-policy.ts) as the probe applies it: each family's row
+ * The receiver policy (shared/email/receivers.ts) as the probe applies it: each family's row
  * with the operator's overrides and the time scale, the unknown-recipient budgets keyed the way each
  * family counts (per probe IP and family, or per probe IP and destination address), the per-family
  * session and RCPT limits of a family keyed by our IP, the warm-up of a new probe IP, and what a reply
@@ -8,7 +8,7 @@
  * A probe sends from one IP, so "per probe IP" is per process; a fleet puts its probes in different
  * /24s or says how many share one (PROBE_NETBLOCK_PEERS), and Google's netblock cap is split among them.
  */
-import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, familyOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../shared/email/receiver-policy.ts";
+import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, receiverOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../shared/email/receivers.ts";
 import { HarvestBudget, type BudgetLimits, type BudgetSnapshot } from "./harvest-budget.ts";
 import { Limiter, TokenBucket } from "./limits.ts";
 import { countFamilyEvent } from "./counters.ts";
@@ -73,7 +73,7 @@ export class ReceiverBudgets {
 
   /** The family of a destination, by the MX host name the check was addressed to. */
   policyOf(host: string): AppliedPolicy {
-    return this.#policies.get(familyOfHost(host))!;
+    return this.#policies.get(receiverOfHost(host).family)!;
   }
 
   policy(family: ReceiverFamily): AppliedPolicy {

@@ -56,7 +56,7 @@ export type MxFact =
  * - not_checked: no probe configured, unreachable, or nothing to dial.
  * - budget_spent: nothing was sent: the receiving server's budget of checks for this customer is
  *   spent, or it asked us to back off (docs/probe.md "Receiver policy").
- * - not_probed: nothing was sent, by the receiver's policy (shared/email/receiver-policy.ts): with
+ * - not_probed: nothing was sent, by the receiver's policy (shared/email/receivers.ts): with
  *   catchAll true, RCPT there accepts every address (answered as the catch-all it behaves as); with
  *   catchAll null, the provider forbids verifying without sending.
  */

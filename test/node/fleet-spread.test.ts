@@ -1,6 +1,6 @@
 /**
  * A fleet shares the big providers (docs/probe.md "Several probes"): at a family that counts by our
- * sending IP (google, microsoft-eop: fleetSpread in shared/email/receiver-policy.ts) one domain's
+ * sending IP (google, microsoft-eop: fleetSpread in shared/email/receivers.ts) one domain's
  * addresses are ranked by rendezvous on the address, so they spread over the probes and each probe's
  * batch carries its share; any other domain keeps its affinity to one probe. Two real probes behind
  * one fixture mail server, the job path's checkLines and the single check's callProbe as the Worker

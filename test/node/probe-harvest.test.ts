@@ -10,7 +10,7 @@ import { PROBE_SETTINGS, type ProbeConfig } from "../../probe/config.ts";
 import { startMetricsServer } from "../../probe/metrics.ts";
 import { ReputationAudit } from "../../probe/reputation.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
-import { receiverPolicy } from "../../shared/email/receiver-policy.ts";
+import { receiverPolicy } from "../../shared/email/receivers.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";

@@ -1,5 +1,5 @@
 /**
- * The receiver policy (shared/email/receiver-policy.ts) as the probe applies it (probe/receiver-budgets.ts):
+ * The receiver policy (shared/email/receivers.ts) as the probe applies it (probe/receiver-budgets.ts):
  * families by MX name, families never dialled, budgets keyed by our IP across a family's MX addresses,
  * transactions shaped per family, replies that pause or stop a family, warm-up, and budgets that survive
  * a restart. Real SMTP conversations with fixture servers on loopback whose MX names are the families'.
@@ -12,7 +12,7 @@ import { loadProbeConfig, ProbeConfigError } from "../../probe/config.ts";
 import { runProbe } from "../../probe/probe.ts";
 import { ReceiverBudgets } from "../../probe/receiver-budgets.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
-import { RECEIVER_FAMILIES, RECEIVER_POLICIES, familyOfHost, receiverFamily } from "../../shared/email/receiver-policy.ts";
+import { RECEIVER_FAMILIES, RECEIVER_POLICIES, receiverFamily, receiverOfHost } from "../../shared/email/receivers.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
@@ -65,16 +65,16 @@ const transactionsOf = (f: MtaFixture) =>
 describe("the receiver policy table", () => {
   it("has one row per family, names each family by its MX hosts, and sends the rest to self-hosted", () => {
     expect(RECEIVER_POLICIES.map((p) => p.family).sort()).toEqual([...RECEIVER_FAMILIES].sort());
-    expect(familyOfHost("gmail-smtp-in.l.google.com.")).toBe("google");
-    expect(familyOfHost("ASPMX.L.GOOGLE.COM")).toBe("google");
-    expect(familyOfHost("contoso-com.mail.protection.outlook.com")).toBe("microsoft-eop");
-    expect(familyOfHost("hotmail-com.olc.protection.outlook.com")).toBe("outlook-consumer");
-    expect(familyOfHost("mta5.am0.yahoodns.net")).toBe("yahoo");
-    expect(familyOfHost("mx1.hc1234-56.iphmx.com")).toBe("cisco");
-    expect(familyOfHost("cluster-a.mailcontrol.com")).toBe("forcepoint");
-    expect(familyOfHost("mail.example.org")).toBe("self-hosted");
+    expect(receiverOfHost("gmail-smtp-in.l.google.com.").family).toBe("google");
+    expect(receiverOfHost("ASPMX.L.GOOGLE.COM").family).toBe("google");
+    expect(receiverOfHost("contoso-com.mail.protection.outlook.com").family).toBe("microsoft-eop");
+    expect(receiverOfHost("hotmail-com.olc.protection.outlook.com").family).toBe("outlook-consumer");
+    expect(receiverOfHost("mta5.am0.yahoodns.net").family).toBe("yahoo");
+    expect(receiverOfHost("mx1.hc1234-56.iphmx.com").family).toBe("cisco");
+    expect(receiverOfHost("cluster-a.mailcontrol.com").family).toBe("forcepoint");
+    expect(receiverOfHost("mail.example.org").family).toBe("self-hosted");
     // A lookalike is not the family: suffixes match whole labels.
-    expect(familyOfHost("mx.notgoogle.com")).toBe("self-hosted");
+    expect(receiverOfHost("mx.notgoogle.com").family).toBe("self-hosted");
     expect(receiverFamily([{ host: "backup.example.org", preference: 20 }, { host: "aspmx.l.google.com", preference: 10 }])).toBe("google");
   });
 
