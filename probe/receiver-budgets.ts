@@ -18,7 +18,8 @@ const DAY_MS = 86_400_000;
 /** A destination-keyed budget nobody used for this long (in policy time) is forgotten: its hour is over. */
 const IDLE_BUDGET_HOURS = 1;
 
-export type ReceiverOverrides = Partial<Record<ReceiverFamily, Partial<Omit<ReceiverPolicy, "family" | "replies">>>>;
+/** What PROBE_RECEIVER_POLICY may change of a row: not the fields the Worker decides (probe/config.ts). */
+export type ReceiverOverrides = Partial<Record<ReceiverFamily, Partial<Omit<ReceiverPolicy, "family" | "replies" | "probe" | "fleetSpread">>>>;
 
 export type ReceiverBudgetConfig = {
   /** Operator overrides per family (PROBE_RECEIVER_POLICY). */

@@ -274,7 +274,7 @@ describe("memory across restarts (PROBE_STATE_FILE)", () => {
 describe("PROBE_RECEIVER_POLICY", () => {
   const base = { PROBE_SECRET: TEST_PROBE_SECRET, PROBE_HELO_NAME: "probe1.verify.example", PROBE_PUBLIC_IPS: "192.0.2.10" };
 
-  it("overrides any field of any row, and refuses what is not JSON, an unknown family or field, or a value out of bounds, naming it", () => {
+  it("overrides the fields of a row the probe applies, and refuses what is not JSON, an unknown family or field, or a value out of bounds, naming it", () => {
     expect(loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: '{"google":{"unknownPerHour":500},"cisco":{"unknownPerHour":5}}' }).receiverPolicy).toEqual({
       google: { unknownPerHour: 500 },
       cisco: { unknownPerHour: 5 },
@@ -285,5 +285,16 @@ describe("PROBE_RECEIVER_POLICY", () => {
     expect(() => loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: '{"google":{"unknownPerHuor":5}}' })).toThrow(/PROBE_RECEIVER_POLICY: google/);
     expect(() => loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: '{"google":{"unknownRatio":2}}' })).toThrow(/PROBE_RECEIVER_POLICY: google.unknownRatio/);
     expect(() => loadProbeConfig({ ...base, PROBE_POLICY_TIME_SCALE: "0.5" })).toThrow(/PROBE_POLICY_TIME_SCALE must be at least 1/);
+  });
+
+  it.each([
+    ['{"yahoo":{"probe":"yes"}}', "yahoo.probe cannot be set at the probe: the Worker decides it from shared/email/receivers.ts"],
+    ['{"google":{"unknownPerHour":500},"outlook-consumer":{"probe":"yes"}}', "outlook-consumer.probe cannot be set at the probe: the Worker decides it from shared/email/receivers.ts"],
+    ['{"cisco":{"fleetSpread":true}}', "cisco.fleetSpread cannot be set at the probe: the Worker decides it from shared/email/receivers.ts"],
+    ['{"google":{"suffixes":["google.com"]}}', "google.suffixes cannot be set at the probe: the Worker and the probe both name a host's family from shared/email/receivers.ts"],
+  ])("refuses at start what the Worker decides, which an override at the probe could never change: %s", (value, message) => {
+    const load = () => loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: value });
+    expect(load).toThrow(ProbeConfigError);
+    expect(load).toThrow(`PROBE_RECEIVER_POLICY: ${message}`);
   });
 });
