@@ -7,9 +7,10 @@ import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/synt
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
 import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
+import { BY_OUTCOME } from "../shared/email/reasons.ts";
 import type { ProbeMxHost, ProbeResponse } from "../shared/probe-contract.ts";
 import { mxProvider, rcptProvesNothing, receiverFamily, receiverPolicy, type ReceiverFamily } from "../shared/email/receivers.ts";
-import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../shared/smtp-outcome.ts";
+import { smtpOutcomeOfCallFailure } from "../shared/smtp-outcome.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
 
@@ -42,24 +43,6 @@ const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
   no_mail: "no_mail",
 };
 
-/** How a probe outcome counts (docs/api.md, the smtp_outcome table): only "no such mailbox" is evidence against the address. */
-const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
-  accepted: "deliverable",
-  mailbox_not_found: "rejected",
-  mailbox_full: "mailbox_full",
-  policy_block: "assumed",
-  rejected_unclear: "assumed",
-  temporary_failure: "assumed",
-  connection_failed: "assumed",
-  timeout: "assumed",
-  protocol_error: "assumed",
-  // The probe would not dial the hosts (private or reserved addresses): nothing was checked.
-  refused_target: "not_checked",
-  // Nothing was sent: the receiver's budget for this customer is spent, or its family is not probed.
-  budget_spent: "budget_spent",
-  not_probed: "not_probed",
-};
-
 /**
  * What SMTP established. At a provider that accepts every recipient at RCPT time (Yahoo, most Microsoft 365
  * tenants: rcptProvesNothing in shared/email/receivers.ts), an accepted address whose catch-all test gave no answer counts as
@@ -68,7 +51,7 @@ const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
 function smtpFact(call: ProbeCallResult | null, provider: string | null): SmtpFact {
   if (!call || !call.ok) return { status: "not_checked", catchAll: null };
   const catchAll = call.response.catch_all ?? (rcptProvesNothing(provider) && call.response.outcome === "accepted" ? true : null);
-  return { status: SMTP_STATUS[call.response.outcome], catchAll };
+  return { status: BY_OUTCOME[call.response.outcome].smtpStatus, catchAll };
 }
 
 /**
