@@ -3,7 +3,7 @@
  * caller asks (CheckRequest), what it gets back (CheckOutcome), and the check while it waits in a
  * destination's queue or rides a transaction (QueuedCheck).
  */
-import type { HarvestRcpt } from "./harvest-budget.ts";
+import type { HarvestRcpt } from "./policy/budget.ts";
 import { randomBytes } from "node:crypto";
 import type { SmtpReply } from "./smtp/reply.ts";
 import type { SessionFailure, SmtpStage } from "./smtp/session.ts";

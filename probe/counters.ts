@@ -1,7 +1,7 @@
 /**
  * The probe's counters (prom-client), counted where things happen: a check answered, a RCPT reply read, a destination
  * that pushed back, a receiver family's events. A leaf: the scheduler's parts count through it without importing the
- * metrics listener (probe/metrics.ts serves these with the gauges it reads at each scrape). No label carries an
+ * metrics listener (probe/http/metrics.ts serves these with the gauges it reads at each scrape). No label carries an
  * address, a domain or a recipient.
  */
 import { Counter, Registry } from "prom-client";

@@ -7,7 +7,7 @@
 import { countCheck, countFamilyEvent } from "./counters.ts";
 import type { ProbeAttempt, ProbeOutcome, ProbeRequestParsed, ProbeResponse, SmtpReplySummary } from "../shared/probe-contract.ts";
 import type { ProbeConfig } from "./config.ts";
-import type { CheckOutcome, Scheduler } from "./scheduler.ts";
+import type { CheckOutcome, Scheduler } from "./qmgr/scheduler.ts";
 import { classifyRcptReply, outcomeOfRcptClass } from "./smtp/classify.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 import { checkTarget } from "../shared/targets.ts";

@@ -257,7 +257,7 @@ export function checkProbeHeaders(headers: ProbeSignatureHeaders, nowSeconds = M
  * Checks a signature in constant time (WebCrypto's verify compares the MAC itself) over one of the receiving
  * probe's own origins (those it answers at: usually one), the method, path, timestamp, nonce and body. Returns
  * false for a missing, malformed, stale or wrong signature, or one made for another probe. Whether the nonce was
- * seen before is the receiver's to remember (probe/replay-guard.ts).
+ * seen before is the receiver's to remember (probe/http/replay-guard.ts).
  */
 export async function verifyProbeSignature(
   secret: string,

@@ -3,7 +3,7 @@
  * answer means reads these tables: how the Worker counts a probe's outcome (edge/verify.ts) and the verdict's reason
  * for it (shared/email/verdict.ts), which answers a job line asks again (edge/jobs/line-policy.ts), which answers
  * bring back, keep or retry a stored address (edge/personal-data-cron.ts), and which RCPT replies a receiver's
- * harvest defence counts (probe/harvest-budget.ts). A reason or an outcome without a row fails the type check and
+ * harvest defence counts (probe/policy/budget.ts). A reason or an outcome without a row fails the type check and
  * test/node/answer-meaning.test.ts.
  */
 import type { ProbeOutcome, SmtpOutcome } from "../smtp-outcome.ts";

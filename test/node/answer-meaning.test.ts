@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { isTemporary } from "../../edge/jobs/line-policy.ts";
-import { isUnknownUser } from "../../probe/harvest-budget.ts";
+import { isUnknownUser } from "../../probe/policy/budget.ts";
 import type { RcptClass } from "../../probe/smtp/classify.ts";
 import { BY_OUTCOME, REASON_MEANING, VERIFICATION_REASONS, outcomeMeaning, reasonsProving } from "../../shared/email/reasons.ts";
 import { buildVerificationResult, verificationReason, type VerificationFacts } from "../../shared/email/verdict.ts";

@@ -11,7 +11,7 @@ import { callProbe, probeOrder, rankingKey } from "../../edge/probe-client.ts";
 import { checkLines } from "../../edge/jobs/check-lines.ts";
 import type { LineAnswer } from "../../edge/jobs/store/lines.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
-import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 import { startDohServer, type DohServer } from "../fixtures/doh-server.ts";
 import { startMtaFixture, type MtaFixture } from "../fixtures/mta-fixture.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";

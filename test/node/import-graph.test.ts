@@ -86,8 +86,8 @@ describe("the import graph", () => {
   it("reads the directories (a sanity check on the tool)", () => {
     expect(graph["edge/app.ts"]).toContain("edge/auth.ts");
     // A type-only import is in the one graph and not in the other.
-    expect(graph["probe/metrics.ts"]).toContain("probe/scheduler.ts");
-    expect(runtime["probe/metrics.ts"]).not.toContain("probe/scheduler.ts");
+    expect(graph["probe/http/metrics.ts"]).toContain("probe/qmgr/scheduler.ts");
+    expect(runtime["probe/http/metrics.ts"]).not.toContain("probe/qmgr/scheduler.ts");
     expect(Object.keys(graph).filter((f) => f.startsWith("probe/")).length).toBeGreaterThan(20);
   });
 
@@ -117,7 +117,7 @@ describe("the import graph", () => {
 
   it("the probe's basic types (check.ts) load neither its metrics nor its counters (prom-client)", () => {
     const reached = loads("probe/check.ts");
-    expect(reached.has("probe/metrics.ts")).toBe(false);
+    expect(reached.has("probe/http/metrics.ts")).toBe(false);
     expect(reached.has("probe/counters.ts")).toBe(false);
   });
 });

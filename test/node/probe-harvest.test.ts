@@ -1,15 +1,15 @@
 /**
- * Harvest-aware pacing (probe/harvest-budget.ts): the budget's arithmetic, then the scheduler against
+ * Harvest-aware pacing (probe/policy/budget.ts): the budget's arithmetic, then the scheduler against
  * an SMTP fixture that defends itself as Forcepoint does (more than half of at least 20 recipients in
  * its window unknown: 554 5.7.1 for that client IP), on a time scale of one second for the minute.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { runBatchProbe, runProbe } from "../../probe/probe.ts";
-import { HarvestBudget, MIN_SAMPLE } from "../../probe/harvest-budget.ts";
+import { HarvestBudget, MIN_SAMPLE } from "../../probe/policy/budget.ts";
 import { PROBE_SETTINGS, type ProbeConfig } from "../../probe/config.ts";
-import { startMetricsServer } from "../../probe/metrics.ts";
+import { startMetricsServer } from "../../probe/http/metrics.ts";
 import { ReputationAudit } from "../../probe/reputation.ts";
-import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import { receiverPolicy } from "../../shared/email/receivers.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";

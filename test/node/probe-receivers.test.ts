@@ -1,5 +1,5 @@
 /**
- * The receiver policy (shared/email/receivers.ts) as the probe applies it (probe/receiver-budgets.ts):
+ * The receiver policy (shared/email/receivers.ts) as the probe applies it (probe/policy/receivers.ts):
  * families by MX name, families never dialled, budgets keyed by our IP across a family's MX addresses,
  * transactions shaped per family, replies that pause or stop a family, warm-up, and budgets that survive
  * a restart. Real SMTP conversations with fixture servers on loopback whose MX names are the families'.
@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadProbeConfig, ProbeConfigError } from "../../probe/config.ts";
 import { runProbe } from "../../probe/probe.ts";
-import { ReceiverBudgets } from "../../probe/receiver-budgets.ts";
-import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
+import { ReceiverBudgets } from "../../probe/policy/receivers.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import { RECEIVER_FAMILIES, RECEIVER_POLICIES, receiverFamily, receiverOfHost } from "../../shared/email/receivers.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";

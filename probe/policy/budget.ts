@@ -3,7 +3,7 @@
  * The unknown-recipient budget of one budget key (docs/probe.md "Receiver policy"): a receiver's
  * harvest defence counts the share of a client's recipients that are unknown users, and how many an
  * hour, and for some families (Google, Microsoft) it counts them by our sending IP across all its MX
- * addresses. The key is the receiver policy's (probe/receiver-budgets.ts): one budget per family, or
+ * addresses. The key is the receiver policy's (probe/policy/receivers.ts): one budget per family, or
  * per family and destination address. Its limits:
  *
  * - in any window (the family's: 60 s at gateways, an hour at Google), once `minSample` RCPTs were
@@ -21,8 +21,8 @@
  *
  * Pure: no timers, every decision takes `now` (the probe's clock, Unix-scale milliseconds).
  */
-import { outcomeMeaning } from "../shared/email/reasons.ts";
-import type { RcptClass } from "./smtp/classify.ts";
+import { outcomeMeaning } from "../../shared/email/reasons.ts";
+import type { RcptClass } from "../smtp/classify.ts";
 
 /** The limits one budget applies; the object is the registry's, which may lower or raise them (warm-up). */
 export type BudgetLimits = {
@@ -111,7 +111,7 @@ export type HarvestPlan = {
 /** A lane's last answers under this key (refused as unknown or not), and its RCPTs awaiting a reply. */
 type LaneHistory = { answers: { at: number; unknown: boolean }[]; unknown: number; pending: number };
 
-/** What survives a restart (probe/probe-state.ts): the hour's refusals, the window's answers, a pause. */
+/** What survives a restart (probe/policy/probe-state.ts): the hour's refusals, the window's answers, a pause. */
 export type BudgetSnapshot = {
   refusals: [at: number, owner: string][];
   answers: [at: number, lane: string, unknown: 0 | 1][];

@@ -7,17 +7,17 @@
  * knowledge they share; and the count of checks in flight that bounds what the probe accepts.
  */
 import { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, type CheckOutcome, type CheckRequest } from "./check.ts";
-import type { ProbeConfig } from "./config.ts";
+import { blankOutcome, type CheckOutcome, type CheckRequest } from "../check.ts";
+import type { ProbeConfig } from "../config.ts";
 import { Destination, type DestinationConfig } from "./destination.ts";
 import { DestinationMemory, type MemoryConfig } from "./destination-memory.ts";
-import { Limiter } from "./limits.ts";
-import { monotonicNow } from "./clock.ts";
-import { ReceiverBudgets, type FamilyGate, type ReceiverBudgetConfig } from "./receiver-budgets.ts";
-import { loadProbeState, saveProbeState, STATE_SAVE_MS } from "./probe-state.ts";
-import { UntrustedAnswers } from "./untrusted.ts";
+import { Limiter } from "../limits.ts";
+import { monotonicNow } from "../clock.ts";
+import { ReceiverBudgets, type FamilyGate, type ReceiverBudgetConfig } from "../policy/receivers.ts";
+import { loadProbeState, saveProbeState, STATE_SAVE_MS } from "../policy/probe-state.ts";
+import { UntrustedAnswers } from "../policy/untrusted.ts";
 
-export type { CheckOutcome, CheckRequest } from "./check.ts";
+export type { CheckOutcome, CheckRequest } from "../check.ts";
 
 export type SchedulerConfig = DestinationConfig &
   MemoryConfig &
@@ -47,7 +47,7 @@ export class Scheduler {
   readonly memory: DestinationMemory;
   /** The receiver policy and the unknown-recipient budgets, keyed as each family counts (receiver-budgets.ts). */
   readonly budgets: ReceiverBudgets;
-  /** Answers a receiver gave that are no longer trusted, for the Worker (probe/untrusted.ts). */
+  /** Answers a receiver gave that are no longer trusted, for the Worker (probe/policy/untrusted.ts). */
   readonly untrusted = new UntrustedAnswers();
   readonly #destinations = new Map<string, Destination>();
   /** Destinations with nothing queued and nothing open, the longest so first: the ones that may be forgotten. */

@@ -18,21 +18,21 @@
  *   of the queue while the address backs off.
  */
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, budgetLaneOf, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
-import type { ProbeConfig } from "./config.ts";
+import { blankOutcome, budgetLaneOf, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "../check.ts";
+import type { ProbeConfig } from "../config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
 import { SessionPool, type PoolConfig, type Slot } from "./session-pool.ts";
-import type { OpenResult, SmtpSession } from "./smtp/session.ts";
+import type { OpenResult, SmtpSession } from "../smtp/session.ts";
 import { runTransaction, type CatchAllTest } from "./transaction.ts";
-import { monotonicNow } from "./clock.ts";
+import { monotonicNow } from "../clock.ts";
 import { FairQueue, type Lane } from "./fair-queue.ts";
-import { CATCH_ALL_LANE, type HarvestBudget } from "./harvest-budget.ts";
-import { countFamilyEvent, countHarvestDeferral, destinationEvent } from "./counters.ts";
-import type { AppliedPolicy, FamilyGate } from "./receiver-budgets.ts";
-import type { SmtpReply } from "./smtp/reply.ts";
-import { DomainsSeen, type UntrustedNotice } from "./untrusted.ts";
-import type { ReplyRule } from "../shared/email/receivers.ts";
+import { CATCH_ALL_LANE, type HarvestBudget } from "../policy/budget.ts";
+import { countFamilyEvent, countHarvestDeferral, destinationEvent } from "../counters.ts";
+import type { AppliedPolicy, FamilyGate } from "../policy/receivers.ts";
+import type { SmtpReply } from "../smtp/reply.ts";
+import { DomainsSeen, type UntrustedNotice } from "../policy/untrusted.ts";
+import type { ReplyRule } from "../../shared/email/receivers.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;
@@ -50,7 +50,7 @@ export type DestinationContext = {
   gate(now: number): FamilyGate | null;
   /** A reply that may ask us to back off or stop (the family's reply rules): the rule it matched, or null. */
   noteReply(reply: SmtpReply, now: number): ReplyRule | null;
-  /** What this address accepted in a span of time is not to be trusted (probe/untrusted.ts). */
+  /** What this address accepted in a span of time is not to be trusted (probe/policy/untrusted.ts). */
   untrust(notice: UntrustedNotice): void;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
   acquireSessionSlot(deadline: number): Promise<(() => void) | null>;
@@ -499,7 +499,7 @@ export class Destination {
 
   /**
    * Every `accepted` since this address's last refusal may have been a silent accept: the domains checked
-   * here since then (at most an hour back) are named to the Worker (probe/untrusted.ts), never an address.
+   * here since then (at most an hour back) are named to the Worker (probe/policy/untrusted.ts), never an address.
    */
   #untrust(now: number): void {
     // On the probe's clock (as the domains' times are), then in wall-clock time for the Worker.

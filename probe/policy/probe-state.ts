@@ -10,8 +10,8 @@
  */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { z } from "zod";
-import { RECEIVER_FAMILIES } from "../shared/email/receivers.ts";
-import type { ReceiverBudgets, ReceiverState } from "./receiver-budgets.ts";
+import { RECEIVER_FAMILIES } from "../../shared/email/receivers.ts";
+import type { ReceiverBudgets, ReceiverState } from "./receivers.ts";
 
 /** How often the state is written while the probe runs. */
 export const STATE_SAVE_MS = 5_000;

@@ -8,8 +8,8 @@
  * sending a random address of their own. The cache is per probe process: in a fleet each probe
  * learns on its own (the Worker sends each domain to the same probe, so that is rare).
  */
-import { monotonicNow } from "./clock.ts";
-import { TtlCache } from "../shared/ttl-cache.ts";
+import { monotonicNow } from "../clock.ts";
+import { TtlCache } from "../../shared/ttl-cache.ts";
 
 type Key = string;
 const keyOf = (domain: string, host: string): Key => `${domain.toLowerCase()} ${host.toLowerCase()}`;

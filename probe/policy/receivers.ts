@@ -8,10 +8,10 @@
  * A probe sends from one IP, so "per probe IP" is per process; a fleet puts its probes in different
  * /24s or says how many share one (PROBE_NETBLOCK_PEERS), and Google's netblock cap is split among them.
  */
-import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, receiverOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../shared/email/receivers.ts";
-import { HarvestBudget, type BudgetLimits, type BudgetSnapshot } from "./harvest-budget.ts";
-import { Limiter, TokenBucket } from "./limits.ts";
-import { countFamilyEvent } from "./counters.ts";
+import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, receiverOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../../shared/email/receivers.ts";
+import { HarvestBudget, type BudgetLimits, type BudgetSnapshot } from "./budget.ts";
+import { Limiter, TokenBucket } from "../limits.ts";
+import { countFamilyEvent } from "../counters.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
