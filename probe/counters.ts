@@ -47,7 +47,7 @@ export const countFamilyEvent = (family: string, event: FamilyEvent) => familyEv
 
 export const countCheck = (outcome: ProbeOutcome | "deferred") => checks.inc({ outcome });
 export const countRcptReply = (code: number) => rcptReplies.inc({ class: `${Math.min(5, Math.max(2, Math.floor(code / 100)))}xx` });
-export const countHarvestDeferral = () => harvestDeferrals.inc();
+export const countBudgetDeferral = () => harvestDeferrals.inc();
 
 /** What a destination did that an operator should see: pushed back, tarpitted, or spent our unknown-recipient budget. */
 export type DestinationEvent = "backoff" | "tarpit" | "harvest_budget";

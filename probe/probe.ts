@@ -76,7 +76,7 @@ export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, sta
 /**
  * A check of a batch, for `tenant`: as runProbe, except that an address still waiting its turn at
  * `deferAt`, at a server busy answering the ones ahead of it, is handed back unasked (null) for a
- * later batch, and that it waits in its tenant's lane at each destination (fair-queue.ts).
+ * later batch, and that it waits in its tenant's lane at each destination (qmgr/fair-queue.ts).
  */
 export async function runBatchProbe(
   request: ProbeRequestParsed,
@@ -96,7 +96,7 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
   let decided: { check: CheckOutcome; attempt: ProbeAttempt } | null = null;
   const hosts = [...request.mx].sort((a, b) => a.preference - b.preference);
   // A family whose policy forbids probing, or whose RCPT accepts anything, is never dialled.
-  const policy = deps.scheduler.budgets.policyOf(hosts[0]!.host);
+  const policy = deps.scheduler.receivers.policyOf(hosts[0]!.host);
   if (policy.probe !== "yes") {
     countFamilyEvent(policy.family, "not_probed");
     return notProbed(hosts[0]!.host, startedAt);

@@ -43,7 +43,7 @@ function schedulerGauges(scheduler: Scheduler): Registry {
     registers: [registry],
     collect() {
       this.reset();
-      for (const { family, left } of scheduler.budgets.familyLeft(monotonicNow())) this.set({ family }, left);
+      for (const { family, left } of scheduler.receivers.familyLeft(monotonicNow())) this.set({ family }, left);
     },
   });
   return registry;

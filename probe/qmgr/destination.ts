@@ -18,7 +18,7 @@
  *   of the queue while the address backs off.
  */
 import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, budgetLaneOf, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "../check.ts";
+import { blankOutcome, tenantOf, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "../check.ts";
 import type { ProbeConfig } from "../config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
@@ -27,8 +27,8 @@ import type { OpenResult, SmtpSession } from "../smtp/session.ts";
 import { runTransaction, type CatchAllTest } from "./transaction.ts";
 import { monotonicNow } from "../clock.ts";
 import { FairQueue, type Lane } from "./fair-queue.ts";
-import { CATCH_ALL_LANE, type HarvestBudget } from "../policy/budget.ts";
-import { countFamilyEvent, countHarvestDeferral, destinationEvent } from "../counters.ts";
+import { CATCH_ALL_LANE, type ReceiverBudget } from "../policy/budget.ts";
+import { countFamilyEvent, countBudgetDeferral, destinationEvent } from "../counters.ts";
 import type { AppliedPolicy, FamilyGate } from "../policy/receivers.ts";
 import type { SmtpReply } from "../smtp/reply.ts";
 import { DomainsSeen, type UntrustedNotice } from "../policy/untrusted.ts";
@@ -42,10 +42,10 @@ export type DestinationContext = {
   config: DestinationConfig;
   catchAll: CatchAllCache;
   memory: DestinationMemory;
-  /** The receiver family of this address (receiver-budgets.ts). */
+  /** The receiver family of this address (policy/receivers.ts). */
   policy: AppliedPolicy;
   /** The unknown-recipient budget this address spends (its family's, or its own), which outlives the destination. */
-  budget(now: number): HarvestBudget;
+  budget(now: number): ReceiverBudget;
   /** The RCPT rate and sessions this address shares with its whole family (a family keyed by our IP), or null. */
   gate(now: number): FamilyGate | null;
   /** A reply that may ask us to back off or stop (the family's reply rules): the rule it matched, or null. */
@@ -95,7 +95,7 @@ export class Destination {
   }
 
   /** The unknown-recipient budget this address spends. */
-  get budget(): HarvestBudget {
+  get budget(): ReceiverBudget {
     return this.ctx.budget(monotonicNow());
   }
 
@@ -186,7 +186,7 @@ export class Destination {
    */
   #held(p: QueuedCheck, now: number): CheckOutcome["heldBy"] {
     const budget = this.budget;
-    const lane = budgetLaneOf(p);
+    const lane = tenantOf(p);
     if (budget.admits(lane, now)) return null;
     const soon = budget.awaitingReplies > 0 && budget.admits(lane, now, 1, true);
     return { family: this.ctx.policy.family, reliefAt: soon ? now : budget.nextRelief(now) };
@@ -195,7 +195,7 @@ export class Destination {
   /** A check its budget holds: a single check answered at once (nothing sent), a batch check handed back. */
   #answerHeld(p: QueuedCheck, heldBy: NonNullable<CheckOutcome["heldBy"]>): void {
     if (p.req.bulk) {
-      countHarvestDeferral();
+      countBudgetDeferral();
       countFamilyEvent(heldBy.family, "deferral");
       return this.#finish(p, { ...blankOutcome(), deferred: true, heldBy });
     }
@@ -287,7 +287,7 @@ export class Destination {
     const heldSingles: QueuedCheck[] = [];
     let n = 0;
     for (const p of this.#queue) {
-      const lane = budgetLaneOf(p);
+      const lane = tenantOf(p);
       let ok = admitted.get(lane);
       if (ok === undefined) admitted.set(lane, (ok = budget.admits(lane, now)));
       if (ok) n++;
@@ -356,7 +356,7 @@ export class Destination {
         blocked = true;
         break;
       }
-      const lane = budgetLaneOf(p);
+      const lane = tenantOf(p);
       if (plan) {
         // The random address of a catch-all test is an unknown user wherever it is refused; the
         // check goes without it when only the test does not fit.
@@ -402,8 +402,8 @@ export class Destination {
     gate?.take(rcpts, now);
     for (let i = 0; i < rcpts; i++) countFamilyEvent(this.ctx.policy.family, "rcpt");
     if (plan) {
-      for (const p of batch) p.harvest = budget.sent(budgetLaneOf(p), riskOf(budgetLaneOf(p)), now);
-      for (const t of tests.values()) t.harvest = budget.sent(CATCH_ALL_LANE, 1, now, testOwners.get(t));
+      for (const p of batch) p.budgetRcpt = budget.sent(tenantOf(p), riskOf(tenantOf(p)), now);
+      for (const t of tests.values()) t.budgetRcpt = budget.sent(CATCH_ALL_LANE, 1, now, testOwners.get(t));
     }
     void this.#transact(slot, batch, [...tests.values()]);
     return "sent";
@@ -420,7 +420,7 @@ export class Destination {
     const cache = this.ctx.catchAll;
     if (cache.get(p.domain, p.req.host) !== null || cache.pending(p.domain, p.req.host) !== null) return null;
     const budget = this.budget;
-    const lane = budgetLaneOf(p);
+    const lane = tenantOf(p);
     if (budget.enabled && !budget.fits(budget.plan(now), 1, 1, false, lane)) return null;
     const gate = this.ctx.gate(now)?.rcpts;
     const wait = Math.max(this.#pacing.rcptWait(1, now), gate ? gate.wait(1, now) : 0);
@@ -433,7 +433,7 @@ export class Destination {
     countFamilyEvent(this.ctx.policy.family, "rcpt");
     const at = p.req.recipient.lastIndexOf("@");
     const test: CatchAllTest = { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} };
-    if (budget.enabled) test.harvest = budget.sent(CATCH_ALL_LANE, 1, now, lane);
+    if (budget.enabled) test.budgetRcpt = budget.sent(CATCH_ALL_LANE, 1, now, lane);
     void this.#transact(slot, [], [test], p.req.deadline);
     return "sent";
   }
@@ -457,9 +457,9 @@ export class Destination {
       },
     });
     const ended = monotonicNow();
-    for (const p of end.unasked) p.harvest?.cancel(ended);
-    for (const p of batch) p.harvest?.close(ended);
-    for (const t of tests) t.harvest?.close(ended);
+    for (const p of end.unasked) p.budgetRcpt?.cancel(ended);
+    for (const p of batch) p.budgetRcpt?.close(ended);
+    for (const t of tests) t.budgetRcpt?.close(ended);
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
       if (p.finished) continue;

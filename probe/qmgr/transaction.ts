@@ -14,10 +14,10 @@ import { classifyRcptReply, isThrottling } from "../smtp/classify.ts";
 import type { SmtpReply } from "../smtp/reply.ts";
 import { isPositive, type SmtpSession } from "../smtp/session.ts";
 import { monotonicNow } from "../clock.ts";
-import { isUnknownUser, type HarvestRcpt } from "../policy/budget.ts";
+import { isUnknownUser, type BudgetRcpt } from "../policy/budget.ts";
 
 /** A random address sent to learn whether the server accepts any address at `domain`. */
-export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void; harvest?: HarvestRcpt };
+export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void; budgetRcpt?: BudgetRcpt };
 
 export type TransactionDeps = {
   address: string;
@@ -91,7 +91,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     if (!s.pipelining) roundTrips++;
     const cls = classifyRcptReply(reply);
     const unknown = isUnknownUser(cls, reply);
-    (index >= batch.length ? tests[index - batch.length]?.harvest : batch[index]?.harvest)?.replied(unknown, now);
+    (index >= batch.length ? tests[index - batch.length]?.budgetRcpt : batch[index]?.budgetRcpt)?.replied(unknown, now);
     deps.replied?.(reply, unknown, now);
     if (index >= batch.length) {
       const catchAll = catchAllFromReply(reply);
@@ -115,7 +115,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     for (const t of tests) {
       if (asked.includes(t)) continue;
       t.finish(null);
-      t.harvest?.cancel(monotonicNow());
+      t.budgetRcpt?.cancel(monotonicNow());
     }
     tests.splice(0, tests.length, ...asked);
     return asked.map((t) => t.recipient);

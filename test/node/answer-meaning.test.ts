@@ -98,7 +98,7 @@ describe("every place reads it", () => {
   });
 
   const classes: Exclude<RcptClass, "too_many_recipients">[] = ["accepted", "mailbox_not_found", "mailbox_full", "policy_block", "temporary_failure", "rejected_unclear"];
-  it.each(classes)("the harvest budget counts a RCPT reply of class %s as an unknown user exactly when the table says it proves no mailbox", (cls) => {
+  it.each(classes)("the receiver's budget counts a RCPT reply of class %s as an unknown user exactly when the table says it proves no mailbox", (cls) => {
     // A reply without an enhanced code, so that only the class decides.
     expect(isUnknownUser(cls, { code: cls === "accepted" ? 250 : 550, enhanced: null })).toBe(outcomeMeaning(cls).proves === "no_mailbox");
   });

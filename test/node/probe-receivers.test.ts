@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadProbeConfig, ProbeConfigError } from "../../probe/config.ts";
 import { runProbe } from "../../probe/probe.ts";
-import { ReceiverBudgets } from "../../probe/policy/receivers.ts";
+import { ReceiverPolicies } from "../../probe/policy/receivers.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import { RECEIVER_FAMILIES, RECEIVER_POLICIES, receiverFamily, receiverOfHost } from "../../shared/email/receivers.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
@@ -143,8 +143,8 @@ describe("budgets keyed the way receivers count", () => {
     expect(other.outcome).toBe("budget_spent");
     expect(rcptsOf(b)).toHaveLength(0);
     // The same destination for a self-hosted domain keeps a budget of its own.
-    expect(s.budgets.keyOf(s.budgets.policyOf("mx.example.org"), ip(184))).toBe(`self-hosted ${ip(184)}`);
-    expect(s.budgets.keyOf(s.budgets.policyOf("aspmx.l.google.com"), ip(184))).toBe("google");
+    expect(s.receivers.keyOf(s.receivers.policyOf("mx.example.org"), ip(184))).toBe(`self-hosted ${ip(184)}`);
+    expect(s.receivers.keyOf(s.receivers.policyOf("aspmx.l.google.com"), ip(184))).toBe("google");
     expect(rcptsOf(a)).toHaveLength(3);
   });
 
@@ -164,7 +164,7 @@ describe("budgets keyed the way receivers count", () => {
     expect(JSON.parse(line!)).toMatchObject({ level: "warn", family: "google", destination: null, reply: "421 4.7.28", pause_seconds: 1_800, alert: false });
     expect(line).not.toMatch(/@/);
     // A pause while one was in force doubles.
-    const budget = s.budgets.budgetFor(s.budgets.policy("google"), ip(185), Date.now());
+    const budget = s.receivers.budgetFor(s.receivers.policy("google"), ip(185), Date.now());
     expect(budget.pauseLevel(Date.now())).toBe(1);
   });
 });
@@ -219,7 +219,7 @@ describe("a gateway that starts accepting everything", () => {
 
 describe("warm-up", () => {
   const budgets = (scale = 1) =>
-    new ReceiverBudgets({ receiverPolicy: {}, policyTimeScale: scale, netblockPeers: 1, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
+    new ReceiverPolicies({ receiverPolicy: {}, policyTimeScale: scale, netblockPeers: 1, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
   const DAY = 86_400_000;
 
   it("a new probe IP starts Google at a fifth of its cap and grows at most 1.5x a day, not on a day the family pushed back", () => {
@@ -240,7 +240,7 @@ describe("warm-up", () => {
   });
 
   it("Google's netblock cap is shared by the probes of one /24", () => {
-    const b = new ReceiverBudgets({ receiverPolicy: { google: { warmupStart: 1 } }, policyTimeScale: 1, netblockPeers: 4, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
+    const b = new ReceiverPolicies({ receiverPolicy: { google: { warmupStart: 1 } }, policyTimeScale: 1, netblockPeers: 4, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
     expect(b.budgetFor(b.policy("google"), "192.0.2.1", 0).limits.unknownPerHour).toBe(250);
   });
 });
@@ -266,7 +266,7 @@ describe("memory across restarts (PROBE_STATE_FILE)", () => {
     await import("node:fs/promises").then((fs) => fs.writeFile(stateFile, "{not json"));
     const warn = vi.spyOn(console, "warn");
     const s = scheduler({ stateFile });
-    expect(s.budgets.budgetFor(s.budgets.policyOf("mx.x.example"), ip(188), Date.now()).counts(Date.now()).unknown_last_hour).toBe(0);
+    expect(s.receivers.budgetFor(s.receivers.policyOf("mx.x.example"), ip(188), Date.now()).counts(Date.now()).unknown_last_hour).toBe(0);
     expect(warn.mock.calls.some((c) => String(c[0]).includes("probe state ignored"))).toBe(true);
   });
 });
