@@ -1,4 +1,7 @@
 /**
+ * Over 400 lines: one table on purpose. Who runs an MX host, the family that follows from it, and how that
+ * family may be probed are one rule, decided once; split, two suffix tables said half of it twice.
+ *
  * Who receives an address's mail, and how it may be probed: one table, read by the Worker and the probe alike.
  *
  * - MX_SUFFIXES: an MX host name suffix -> the provider that runs it (`details.mx_provider`, docs/api.md
