@@ -3,7 +3,6 @@
  * caller asks (CheckRequest), what it gets back (CheckOutcome), and the check while it waits in a
  * destination's queue or rides a transaction (QueuedCheck).
  */
-import { randomBytes } from "node:crypto";
 import type { SmtpReply } from "./smtp/reply.ts";
 import type { SessionFailure, SmtpStage } from "./smtp/session.ts";
 
@@ -101,15 +100,6 @@ export type SentRcpt = {
 
 /** The lane of a check in its destination's queue: its bulk tenant, or null for a single check. */
 export const laneOf = (p: QueuedCheck): string | null => (p.req.bulk ? (p.req.tenant ?? "") : null);
-
-/** Whose check it is in its receiver's budget: its customer's tenant, single checks and batches alike. */
-export const tenantOf = (p: QueuedCheck): string => p.req.tenant ?? "";
-
-/** A local part nobody has: 16 random letters and digits. */
-export function randomLocalPart(): string {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  return Array.from(randomBytes(16), (b) => alphabet[b % alphabet.length]).join("");
-}
 
 export const needsSmtpUtf8 = (address: string) => /[^\x00-\x7f]/.test(address);
 

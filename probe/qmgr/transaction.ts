@@ -6,7 +6,7 @@
  * goes to the caller, which backs off and closes the session.
  */
 import { countRcptReply, destinationEvent } from "../counters.ts";
-import type { CatchAllCache } from "./catch-all-cache.ts";
+import type { CatchAllCache, CatchAllTest } from "./catch-all-cache.ts";
 import { blankOutcome, type CheckOutcome, type QueuedCheck } from "../check.ts";
 import type { Pacing } from "./pacing.ts";
 import type { Slot } from "./session-pool.ts";
@@ -14,10 +14,7 @@ import { classifyRcptReply, isThrottling } from "../smtp/classify.ts";
 import type { SmtpReply } from "../smtp/reply.ts";
 import { isPositive, type SmtpSession } from "../smtp/session.ts";
 import { monotonicNow } from "../clock.ts";
-import { isUnknownUser, type BudgetRcpt } from "../policy/budget.ts";
-
-/** A random address sent to learn whether the server accepts any address at `domain`. */
-export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void; budgetRcpt?: BudgetRcpt };
+import { isUnknownUser } from "../policy/budget.ts";
 
 export type TransactionDeps = {
   address: string;
