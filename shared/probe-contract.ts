@@ -16,7 +16,6 @@ export const PROBE_NONCE_HEADER = "x-probe-nonce";
  * a blocklist says receivers may refuse it). The Worker ranks a degraded probe last (edge/probe-client.ts).
  */
 export const PROBE_REPUTATION_HEADER = "x-probe-reputation";
-export type ProbeReputationStatus = "ok" | "degraded";
 /** Signatures older (or further in the future) than this are refused (docs/probe.md "The SMTP probe"). */
 export const PROBE_MAX_SKEW_SECONDS = 300;
 /** Request bodies above this are refused before parsing. */
