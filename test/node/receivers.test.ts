@@ -10,7 +10,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { MX_PROVIDERS, MX_SUFFIXES, RECEIVER_FAMILIES, RECEIVER_POLICIES, mxProvider, rcptProvesNothing, receiverFamily, receiverOfHost } from "../../shared/email/receivers.ts";
+import { MX_PROVIDERS, MX_SUFFIXES, RECEIVER_FAMILIES, RECEIVER_POLICIES, mxProvider, rcptProvesNothing, receiverFamily, receiverOfHost, receiverPolicy } from "../../shared/email/receivers.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { completeVerification, prepareAddress } from "../../edge/verify.ts";
 
@@ -72,6 +72,12 @@ describe("rcptProvesNothing: a provider's column", () => {
   it("is Yahoo's and Microsoft's, and nobody else's (unknown and stored names included)", () => {
     expect(Object.keys(MX_PROVIDERS).filter((p) => rcptProvesNothing(p)).sort()).toEqual(["microsoft", "yahoo"]);
     for (const name of [null, "", "nobody", "toString", "__proto__"]) expect(rcptProvesNothing(name)).toBe(false);
+  });
+
+  it("agrees with the families: one answered as catch-all without a conversation (probe accepts_all) is only ever a provider's where RCPT proves nothing", () => {
+    const acceptsAll = MX_SUFFIXES.filter(([suffix]) => receiverPolicy(receiverOfHost(suffix).family).probe === "accepts_all");
+    expect(acceptsAll.length).toBeGreaterThan(0);
+    for (const [suffix, provider] of acceptsAll) expect(MX_PROVIDERS[provider].rcptProvesNothing, suffix).toBe(true);
   });
 });
 
