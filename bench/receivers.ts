@@ -30,7 +30,7 @@
  * root (the fixture listens on port 25). Loopback only.
  */
 import { parseArgs } from "node:util";
-import { receiverPolicy } from "../shared/email/receiver-policy.ts";
+import { receiverPolicy } from "../shared/email/receivers.ts";
 import type { Zone } from "../test/fixtures/doh-server.ts";
 import { RECEIVER_MX } from "../test/fixtures/receiver-fixtures.ts";
 import { buildList, reasonCounts, removeBundleDir, startReceiverStack, truthOf, type Api, type StackOptions } from "./receiver-stack.ts";

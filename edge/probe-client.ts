@@ -17,7 +17,7 @@ import type { ProbeCallFailure } from "../shared/smtp-outcome.ts";
 import { readBodyWithin } from "../shared/bounded-body.ts";
 import { writeLog } from "./log.ts";
 import { TtlCache } from "../shared/ttl-cache.ts";
-import { receiverFamily, receiverPolicy } from "../shared/email/receiver-policy.ts";
+import { receiverFamily, receiverPolicy } from "../shared/email/receivers.ts";
 
 export type ProbeCallResult =
   | { ok: true; response: ProbeResponse; ms: number }

@@ -6,11 +6,11 @@ import type { EmailVerificationResult, VerificationDetails } from "../shared/api
 import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
-import { ACCEPTS_AT_RCPT_PROVIDERS, mxProvider } from "../shared/email/mx-providers.ts";
 import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
+import { BY_OUTCOME } from "../shared/email/reasons.ts";
 import type { ProbeMxHost, ProbeResponse } from "../shared/probe-contract.ts";
-import { receiverFamily, receiverPolicy, type ReceiverFamily } from "../shared/email/receiver-policy.ts";
-import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../shared/smtp-outcome.ts";
+import { mxProvider, rcptProvesNothing, receiverFamily, receiverPolicy, type ReceiverFamily } from "../shared/email/receivers.ts";
+import { smtpOutcomeOfCallFailure } from "../shared/smtp-outcome.ts";
 import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
 import { callProbe, type ProbeCallResult } from "./probe-client.ts";
 
@@ -43,37 +43,16 @@ const MX_FACT: Record<MailHostResolution["status"], MxFact> = {
   no_mail: "no_mail",
 };
 
-/** How a probe outcome counts (docs/api.md, the smtp_outcome table): only "no such mailbox" is evidence against the address. */
-const SMTP_STATUS: Record<ProbeOutcome, SmtpFact["status"]> = {
-  accepted: "deliverable",
-  mailbox_not_found: "rejected",
-  mailbox_full: "mailbox_full",
-  policy_block: "assumed",
-  rejected_unclear: "assumed",
-  temporary_failure: "assumed",
-  connection_failed: "assumed",
-  timeout: "assumed",
-  protocol_error: "assumed",
-  // The probe would not dial the hosts (private or reserved addresses): nothing was checked.
-  refused_target: "not_checked",
-  // Nothing was sent: the receiver's budget for this customer is spent, or its family is not probed.
-  budget_spent: "budget_spent",
-  not_probed: "not_probed",
-};
-
 /**
  * What SMTP established. At a provider that accepts every recipient at RCPT time (Yahoo, most Microsoft 365
- * tenants: ACCEPTS_AT_RCPT_PROVIDERS), an accepted address whose catch-all test gave no answer counts as
+ * tenants: rcptProvesNothing in shared/email/receivers.ts), an accepted address whose catch-all test gave no answer counts as
  * catch-all: the acceptance proves nothing there, so it is never `valid` on its own.
  */
 function smtpFact(call: ProbeCallResult | null, provider: string | null): SmtpFact {
   if (!call || !call.ok) return { status: "not_checked", catchAll: null };
-  const catchAll = call.response.catch_all ?? (provider !== null && ACCEPTS_AT_RCPT_PROVIDERS.has(provider) && call.response.outcome === "accepted" ? true : null);
-  return { status: SMTP_STATUS[call.response.outcome], catchAll };
+  const catchAll = call.response.catch_all ?? (rcptProvesNothing(provider) && call.response.outcome === "accepted" ? true : null);
+  return { status: BY_OUTCOME[call.response.outcome].smtpStatus, catchAll };
 }
-
-/** The receiver family behind what the probe would dial (shared/email/receiver-policy.ts). */
-export const familyOf = (mx: readonly ProbeMxHost[]): ReceiverFamily => receiverFamily(mx);
 
 /**
  * An answer for which nothing was sent, in the probe's own shape (one vocabulary from the probe to the
@@ -178,7 +157,7 @@ export function completeVerification(
       dns_cached: dns.cached,
       catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
       mx_provider: provider,
-      receiver_family: mx ? familyOf(mx) : null,
+      receiver_family: mx ? receiverFamily(mx) : null,
       smtp_retry_at: probe?.ok && probe.response.outcome === "budget_spent" && probe.response.retry_after_ms !== undefined ? new Date(now + probe.response.retry_after_ms).toISOString() : null,
     },
   };
@@ -192,7 +171,7 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
   const dns = await resolveDomain(domain, options.dohUrl);
   const mx = probeHostsFor(dns);
   const probe = mx
-    ? (unprobedAnswer(familyOf(mx)) ??
+    ? (unprobedAnswer(receiverFamily(mx)) ??
       (await callProbe(
         options.probeUrls ?? [],
         options.probeSecret,

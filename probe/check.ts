@@ -3,8 +3,6 @@
  * caller asks (CheckRequest), what it gets back (CheckOutcome), and the check while it waits in a
  * destination's queue or rides a transaction (QueuedCheck).
  */
-import type { HarvestRcpt } from "./harvest-budget.ts";
-import { randomBytes } from "node:crypto";
 import type { SmtpReply } from "./smtp/reply.ts";
 import type { SessionFailure, SmtpStage } from "./smtp/session.ts";
 
@@ -28,10 +26,10 @@ export type CheckRequest = {
   deferAt?: number;
   /**
    * Whose check this is: the customer's tenant ("" when nobody was named), its lane in the
-   * receiver's budget (harvest-budget.ts), so one customer cannot spend another's.
+   * receiver's budget (policy/budget.ts), so one customer cannot spend another's.
    */
   tenant?: string;
-  /** A batch's check, served after the single checks in its tenant's turn (fair-queue.ts); absent: a single check (a person waiting). */
+  /** A batch's check, served after the single checks in its tenant's turn (qmgr/fair-queue.ts); absent: a single check (a person waiting). */
   bulk?: boolean;
 };
 
@@ -83,21 +81,25 @@ export type QueuedCheck = {
   provisional: CheckOutcome | null;
   /** Where the check is now, for the timeout message. */
   waitingFor: string;
-  /** Its RCPT in the destination's unknown-recipient budget, once sent (harvest-budget.ts). */
-  harvest?: HarvestRcpt;
+  /** Its RCPT in the receiver's budget, once sent. */
+  budgetRcpt?: SentRcpt;
+};
+
+/**
+ * A RCPT sent under a receiver's budget, told how it ended (policy/budget.ts BudgetRcpt is one): declared here so
+ * that the probe's basic types need nothing of the policy that counts them.
+ */
+export type SentRcpt = {
+  /** The reply came: refused as an unknown user, or anything else. */
+  replied(unknown: boolean, now: number): void;
+  /** Never sent after all. */
+  cancel(now: number): void;
+  /** The transaction ended without a reply to it. */
+  close(now: number): void;
 };
 
 /** The lane of a check in its destination's queue: its bulk tenant, or null for a single check. */
 export const laneOf = (p: QueuedCheck): string | null => (p.req.bulk ? (p.req.tenant ?? "") : null);
-
-/** The lane of a check in its receiver's budget: its customer's tenant, single checks and batches alike. */
-export const budgetLaneOf = (p: QueuedCheck): string => p.req.tenant ?? "";
-
-/** A local part nobody has: 16 random letters and digits. */
-export function randomLocalPart(): string {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  return Array.from(randomBytes(16), (b) => alphabet[b % alphabet.length]).join("");
-}
 
 export const needsSmtpUtf8 = (address: string) => /[^\x00-\x7f]/.test(address);
 

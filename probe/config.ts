@@ -7,15 +7,16 @@ import { z } from "zod";
 import { normalizeDnsName } from "../shared/doh.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
-import { RECEIVER_FAMILIES, receiverPolicy } from "../shared/email/receiver-policy.ts";
+import { RECEIVER_FAMILIES, receiverPolicy } from "../shared/email/receivers.ts";
 
 const SELF_HOSTED = receiverPolicy("self-hosted");
 
-/** One family's overrides in PROBE_RECEIVER_POLICY: any field of its row but its name and reply rules. */
+/**
+ * One family's overrides in PROBE_RECEIVER_POLICY: any field of its row the probe alone applies; not its name, its
+ * reply rules, nor the fields the Worker decides (NOT_AT_THE_PROBE).
+ */
 const PolicyOverride = z
   .object({
-    suffixes: z.array(z.string().min(1).max(253)).max(100),
-    probe: z.enum(["yes", "forbidden", "accepts_all"]),
     budgetKey: z.enum(["probe_ip_family", "probe_ip_destination"]),
     windowSeconds: z.number().int().min(1).max(86_400),
     unknownRatio: z.number().gt(0).max(1),
@@ -29,11 +30,32 @@ const PolicyOverride = z
     domainsPerTransaction: z.number().int().min(0).max(100),
     knownNotCatchAll: z.array(z.string().min(1).max(253)).max(1000),
     warmupStart: z.number().gt(0).max(1),
-    fleetSpread: z.boolean(),
   })
   .partial()
   .strict();
 const ReceiverPolicyOverrides = z.partialRecord(z.enum(RECEIVER_FAMILIES), PolicyOverride);
+
+/**
+ * What the Worker decides from its compiled copy of shared/email/receivers.ts, before it calls a probe: whether a
+ * family is dialled at all (`probe`), whether its addresses spread over the fleet (`fleetSpread`), and the family of
+ * an MX host (the suffixes). Set at a probe, the Worker would never see it, so it is refused at start.
+ */
+const NOT_AT_THE_PROBE: Record<string, string> = {
+  probe: "the Worker decides it from shared/email/receivers.ts",
+  fleetSpread: "the Worker decides it from shared/email/receivers.ts",
+  suffixes: "the Worker and the probe both name a host's family from shared/email/receivers.ts",
+};
+
+/** The first field of PROBE_RECEIVER_POLICY's JSON that cannot be set at the probe, with why, or null. */
+function notAtTheProbe(json: unknown): string | null {
+  if (typeof json !== "object" || json === null) return null;
+  for (const [family, fields] of Object.entries(json)) {
+    if (typeof fields !== "object" || fields === null) continue;
+    const field = Object.keys(fields).find((f) => Object.hasOwn(NOT_AT_THE_PROBE, f));
+    if (field) return `${family}.${field} cannot be set at the probe: ${NOT_AT_THE_PROBE[field]}`;
+  }
+  return null;
+}
 
 const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -222,8 +244,9 @@ export const PROBE_SETTINGS = z.object({
   /** Unknown-user refusals one self-hosted destination address may give us in any hour; 0: no hourly limit. */
   PROBE_DESTINATION_UNKNOWN_PER_HOUR: int(0, 10_000_000, SELF_HOSTED.unknownPerHour),
   /**
-   * Overrides of the receiver policy table (shared/email/receiver-policy.ts), as JSON: family -> fields,
-   * e.g. {"google":{"unknownPerHour":500},"cisco":{"unknownPerHour":5}}. Empty: the table as it is.
+   * Overrides of the receiver policy table (shared/email/receivers.ts), as JSON: family -> fields,
+   * e.g. {"google":{"unknownPerHour":500},"cisco":{"unknownPerHour":5}}. Empty: the table as it is. The fields
+   * the Worker decides (NOT_AT_THE_PROBE) are refused.
    */
   PROBE_RECEIVER_POLICY: z.preprocess(
     emptyToUndefined,
@@ -236,6 +259,11 @@ export const PROBE_SETTINGS = z.object({
           json = JSON.parse(value);
         } catch {
           ctx.addIssue({ code: "custom", message: "PROBE_RECEIVER_POLICY must be JSON, such as {\"google\":{\"unknownPerHour\":500}}" });
+          return z.NEVER;
+        }
+        const refused = notAtTheProbe(json);
+        if (refused) {
+          ctx.addIssue({ code: "custom", message: `PROBE_RECEIVER_POLICY: ${refused}` });
           return z.NEVER;
         }
         const parsed = ReceiverPolicyOverrides.safeParse(json);

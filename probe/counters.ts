@@ -1,7 +1,7 @@
 /**
  * The probe's counters (prom-client), counted where things happen: a check answered, a RCPT reply read, a destination
  * that pushed back, a receiver family's events. A leaf: the scheduler's parts count through it without importing the
- * metrics listener (probe/metrics.ts serves these with the gauges it reads at each scrape). No label carries an
+ * metrics listener (probe/http/metrics.ts serves these with the gauges it reads at each scrape). No label carries an
  * address, a domain or a recipient.
  */
 import { Counter, Registry } from "prom-client";
@@ -37,7 +37,7 @@ const harvestDeferrals = new Counter({
 
 const familyEvents = new Counter({
   name: "probe_family_events_total",
-  help: "By receiver family (shared/email/receiver-policy.ts): rcpt (RCPTs sent), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), not_probed (a family we do not probe)",
+  help: "By receiver family (shared/email/receivers.ts): rcpt (RCPTs sent), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), not_probed (a family we do not probe)",
   labelNames: ["family", "event"] as const,
   registers: [counters],
 });
@@ -47,7 +47,7 @@ export const countFamilyEvent = (family: string, event: FamilyEvent) => familyEv
 
 export const countCheck = (outcome: ProbeOutcome | "deferred") => checks.inc({ outcome });
 export const countRcptReply = (code: number) => rcptReplies.inc({ class: `${Math.min(5, Math.max(2, Math.floor(code / 100)))}xx` });
-export const countHarvestDeferral = () => harvestDeferrals.inc();
+export const countBudgetDeferral = () => harvestDeferrals.inc();
 
 /** What a destination did that an operator should see: pushed back, tarpitted, or spent our unknown-recipient budget. */
 export type DestinationEvent = "backoff" | "tarpit" | "harvest_budget";

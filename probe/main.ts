@@ -4,7 +4,7 @@
  * their own deadlines (at most 120 s), every SMTP session closed with QUIT, then exit.
  */
 import { loadProbeConfig, ProbeConfigError } from "./config.ts";
-import { startProbeServer } from "./server.ts";
+import { startProbeServer } from "./http/server.ts";
 
 // A promise nobody awaited that fails is one check's bug, not a reason to drop every check in
 // flight: log it and keep serving. An uncaught exception is different (Node's state may be

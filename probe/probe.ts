@@ -7,8 +7,8 @@
 import { countCheck, countFamilyEvent } from "./counters.ts";
 import type { ProbeAttempt, ProbeOutcome, ProbeRequestParsed, ProbeResponse, SmtpReplySummary } from "../shared/probe-contract.ts";
 import type { ProbeConfig } from "./config.ts";
-import type { CheckOutcome, Scheduler } from "./scheduler.ts";
-import { classifyRcptReply, type RcptClass } from "./smtp/classify.ts";
+import type { CheckOutcome, Scheduler } from "./qmgr/scheduler.ts";
+import { classifyRcptReply, outcomeOfRcptClass } from "./smtp/classify.ts";
 import type { SmtpReply } from "./smtp/reply.ts";
 import { checkTarget } from "../shared/targets.ts";
 import { monotonicNow } from "./clock.ts";
@@ -21,18 +21,6 @@ export type ProbeDeps = {
 /** Kept back from the deadline for writing the HTTP answer. */
 const ANSWER_RESERVE_MS = 50;
 const MAX_REPLY_TEXT = 512;
-
-/** What a RCPT answer about the address means for the outcome. */
-const RCPT_OUTCOME: Record<RcptClass, ProbeOutcome> = {
-  accepted: "accepted",
-  mailbox_not_found: "mailbox_not_found",
-  mailbox_full: "mailbox_full",
-  policy_block: "policy_block",
-  temporary_failure: "temporary_failure",
-  // Only possible on the first RCPT when the server allows no recipients at all right now.
-  too_many_recipients: "temporary_failure",
-  rejected_unclear: "rejected_unclear",
-};
 
 /**
  * When no server answered RCPT, the most informative failure wins: a server that refused us
@@ -88,7 +76,7 @@ export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, sta
 /**
  * A check of a batch, for `tenant`: as runProbe, except that an address still waiting its turn at
  * `deferAt`, at a server busy answering the ones ahead of it, is handed back unasked (null) for a
- * later batch, and that it waits in its tenant's lane at each destination (fair-queue.ts).
+ * later batch, and that it waits in its tenant's lane at each destination (qmgr/fair-queue.ts).
  */
 export async function runBatchProbe(
   request: ProbeRequestParsed,
@@ -108,7 +96,7 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
   let decided: { check: CheckOutcome; attempt: ProbeAttempt } | null = null;
   const hosts = [...request.mx].sort((a, b) => a.preference - b.preference);
   // A family whose policy forbids probing, or whose RCPT accepts anything, is never dialled.
-  const policy = deps.scheduler.budgets.policyOf(hosts[0]!.host);
+  const policy = deps.scheduler.receivers.policyOf(hosts[0]!.host);
   if (policy.probe !== "yes") {
     countFamilyEvent(policy.family, "not_probed");
     return notProbed(hosts[0]!.host, startedAt);
@@ -145,7 +133,7 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
         break walk;
       }
       if (check.rcpt) {
-        const attempt = toAttempt(host.host, target.address, check, RCPT_OUTCOME[classifyRcptReply(check.rcpt)]);
+        const attempt = toAttempt(host.host, target.address, check, outcomeOfRcptClass(classifyRcptReply(check.rcpt)));
         attempts.push(attempt);
         decided = { check, attempt };
         break walk;

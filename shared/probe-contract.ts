@@ -16,7 +16,6 @@ export const PROBE_NONCE_HEADER = "x-probe-nonce";
  * a blocklist says receivers may refuse it). The Worker ranks a degraded probe last (edge/probe-client.ts).
  */
 export const PROBE_REPUTATION_HEADER = "x-probe-reputation";
-export type ProbeReputationStatus = "ok" | "degraded";
 /** Signatures older (or further in the future) than this are refused (docs/probe.md "The SMTP probe"). */
 export const PROBE_MAX_SKEW_SECONDS = 300;
 /** Request bodies above this are refused before parsing. */
@@ -257,7 +256,7 @@ export function checkProbeHeaders(headers: ProbeSignatureHeaders, nowSeconds = M
  * Checks a signature in constant time (WebCrypto's verify compares the MAC itself) over one of the receiving
  * probe's own origins (those it answers at: usually one), the method, path, timestamp, nonce and body. Returns
  * false for a missing, malformed, stale or wrong signature, or one made for another probe. Whether the nonce was
- * seen before is the receiver's to remember (probe/replay-guard.ts).
+ * seen before is the receiver's to remember (probe/http/replay-guard.ts).
  */
 export async function verifyProbeSignature(
   secret: string,

@@ -23,7 +23,7 @@ import { z } from "zod";
  * - budget_spent: nothing was sent: the receiving server's unknown-recipient budget for this customer
  *   is spent, or the server asked us to back off (docs/probe.md "Receiver policy").
  * - not_probed: nothing was sent: the receiver's family is not probed (its policy forbids it, or RCPT
- *   there accepts every address), shared/email/receiver-policy.ts.
+ *   there accepts every address), shared/email/receivers.ts.
  */
 export const ProbeOutcome = z.enum([
   "accepted",

@@ -10,7 +10,8 @@
 import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchNotice, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../mx/resolve.ts";
 import { probeOrder, rankingKey } from "../probe-client.ts";
-import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
+import { completeVerification, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
+import { receiverFamily } from "../../shared/email/receivers.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
 import { callProbeBatch } from "./probe-batch.ts";
 import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
@@ -86,11 +87,11 @@ export async function checkLines(
 
   // Nothing to dial (invalid domain, DNS failure) or no probe: answered now, as a single check would
   // be; so is a line claimed too often (its checks keep ending with their consumer), one at a receiver
-  // that is not probed (shared/email/receiver-policy.ts), and one that waited on a receiver's budget
+  // that is not probed (shared/email/receivers.ts), and one that waited on a receiver's budget
   // for longer than the longest wait.
   const toProbe = new Map<string, Line[]>();
   for (const line of lines) {
-    const unprobed = line.mx ? unprobedAnswer(familyOf(line.mx)) : null;
+    const unprobed = line.mx ? unprobedAnswer(receiverFamily(line.mx)) : null;
     if (unprobed) {
       await answerOrRecheck(line, completeVerification(line.prepared, line.dns, unprobed));
       continue;

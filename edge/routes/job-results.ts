@@ -5,7 +5,7 @@
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { EmailVerificationResult } from "../../shared/api.ts";
-import { mxProvider } from "../../shared/email/mx-providers.ts";
+import { mxProvider } from "../../shared/email/receivers.ts";
 import { verificationReason } from "../../shared/email/verdict.ts";
 import { JOB_RESULT_FILTERS, JobResultsPage, type JobResult } from "../../shared/jobs.ts";
 import { requestDatabase } from "../db/client.ts";

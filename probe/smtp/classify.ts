@@ -31,6 +31,15 @@ export type RcptClass =
   | Extract<ProbeOutcome, "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "temporary_failure" | "rejected_unclear">
   | "too_many_recipients";
 
+/**
+ * The outcome a RCPT class answers: itself, but for "too many recipients", which only answers a check when it came
+ * to the first RCPT (the server allows no recipients at all right now): a temporary failure. What each outcome
+ * proves is shared/email/reasons.ts's; this only names the one class that is not an outcome.
+ */
+export function outcomeOfRcptClass(cls: RcptClass): ProbeOutcome {
+  return cls === "too_many_recipients" ? "temporary_failure" : cls;
+}
+
 type Enhanced = { cls: number; subject: number; detail: number };
 
 // The phrase lists below run on lowercased text with curly apostrophes straightened and

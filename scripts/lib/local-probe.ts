@@ -5,7 +5,7 @@
  * the one thing relaxed: a laptop has no public address to audit.
  */
 import { loadProbeConfig } from "../../probe/config.ts";
-import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 
 export function startLocalProbe(env: NodeJS.ProcessEnv, host: string, secret: string): Promise<RunningProbe> {
   const settings = Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith("PROBE_")));

@@ -1,9 +1,10 @@
 /**
  * The answer vocabulary and what each answer proves, in one place (docs/api.md "Reasons"). Every rule about what an
- * answer means reads these tables: the verdict's reason for an SMTP outcome (shared/email/verdict.ts), which answers a
- * job line asks again (edge/jobs/line-policy.ts), which answers bring back, keep or retry a stored address
- * (edge/personal-data-cron.ts), and which RCPT replies a receiver's harvest defence counts (probe/harvest-budget.ts).
- * A reason or an outcome without a row fails the type check and test/node/answer-meaning.test.ts.
+ * answer means reads these tables: how the Worker counts a probe's outcome (edge/verify.ts) and the verdict's reason
+ * for it (shared/email/verdict.ts), which answers a job line asks again (edge/jobs/line-policy.ts), which answers
+ * bring back, keep or retry a stored address (edge/personal-data-cron.ts), and which RCPT replies a receiver's
+ * harvest defence counts (probe/policy/budget.ts). A reason or an outcome without a row fails the type check and
+ * test/node/answer-meaning.test.ts.
  */
 import type { ProbeOutcome, SmtpOutcome } from "../smtp-outcome.ts";
 
@@ -72,28 +73,46 @@ export const REASON_MEANING: Readonly<Record<VerificationReason, AnswerMeaning>>
 };
 
 /**
- * What each thing a mail server can say (or the probe's reason for saying nothing) is as a reason. The verdict only
- * uses it after the checks that come first in precedence (syntax, domain, typo, disposable, catch-all): an accepted
- * address may still be a catch-all's, and one refused as unknown is decided by its check.
+ * What SMTP established about the mailbox, as the verdict scores it (shared/email/verdict.ts SmtpFact).
+ * - deliverable: RCPT TO accepted.
+ * - rejected: the server said the mailbox does not exist.
+ * - mailbox_full: the mailbox exists but is over quota; the address may bounce, so risky.
+ * - assumed: inconclusive (policy block, greylisting, timeouts, connection failures on every MX).
+ * - not_checked: no probe configured, unreachable, or nothing to dial.
+ * - budget_spent: nothing was sent: the receiving server's budget of checks for this customer is
+ *   spent, or it asked us to back off (docs/probe.md "Receiver policy").
+ * - not_probed: nothing was sent, by the receiver's policy (shared/email/receivers.ts).
  */
-export const REASON_OF_OUTCOME: Readonly<Record<ProbeOutcome, VerificationReason>> = {
-  accepted: "deliverable",
-  mailbox_not_found: "mailbox_not_found",
-  mailbox_full: "mailbox_full",
-  policy_block: "policy_block",
-  rejected_unclear: "smtp_inconclusive",
-  temporary_failure: "temporary_failure",
-  timeout: "temporary_failure",
-  connection_failed: "connection_failed",
-  protocol_error: "smtp_inconclusive",
-  refused_target: "no_smtp_check",
-  budget_spent: "receiver_budget_spent",
-  not_probed: "provider_forbids_probing",
+export type SmtpStatus = "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked" | "budget_spent" | "not_probed";
+
+/**
+ * What each thing a mail server can say (or the probe's reason for saying nothing) is, one row an outcome:
+ * - reason: its reason. The verdict only uses it after the checks that come first in precedence (syntax, domain,
+ *   typo, disposable, catch-all): an accepted address may still be a catch-all's, and one refused as unknown is
+ *   decided by its check.
+ * - smtpStatus: how the Worker counts it in the verdict (docs/api.md, the smtp_outcome table): only "no such
+ *   mailbox" is evidence against the address.
+ */
+export const BY_OUTCOME: Readonly<Record<ProbeOutcome, { reason: VerificationReason; smtpStatus: SmtpStatus }>> = {
+  accepted: { reason: "deliverable", smtpStatus: "deliverable" },
+  mailbox_not_found: { reason: "mailbox_not_found", smtpStatus: "rejected" },
+  mailbox_full: { reason: "mailbox_full", smtpStatus: "mailbox_full" },
+  policy_block: { reason: "policy_block", smtpStatus: "assumed" },
+  rejected_unclear: { reason: "smtp_inconclusive", smtpStatus: "assumed" },
+  temporary_failure: { reason: "temporary_failure", smtpStatus: "assumed" },
+  timeout: { reason: "temporary_failure", smtpStatus: "assumed" },
+  connection_failed: { reason: "connection_failed", smtpStatus: "assumed" },
+  protocol_error: { reason: "smtp_inconclusive", smtpStatus: "assumed" },
+  // The probe would not dial the hosts (private or reserved addresses): nothing was checked.
+  refused_target: { reason: "no_smtp_check", smtpStatus: "not_checked" },
+  // Nothing was sent: the receiver's budget for this customer is spent, or its family is not probed.
+  budget_spent: { reason: "receiver_budget_spent", smtpStatus: "budget_spent" },
+  not_probed: { reason: "provider_forbids_probing", smtpStatus: "not_probed" },
 };
 
 /** The reason for a public smtp_outcome: a probe that did not answer is no SMTP check. */
 export function reasonOfSmtpOutcome(outcome: SmtpOutcome): VerificationReason {
-  return outcome in REASON_OF_OUTCOME ? REASON_OF_OUTCOME[outcome as ProbeOutcome] : "no_smtp_check";
+  return outcome in BY_OUTCOME ? BY_OUTCOME[outcome as ProbeOutcome].reason : "no_smtp_check";
 }
 
 /** What an SMTP outcome proves (the probe's RCPT classes are outcomes too). */

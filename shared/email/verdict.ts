@@ -4,7 +4,7 @@
  * them in code.
  */
 import type { EmailVerificationResult, ScoreDetails, ValidationChecks, VerificationReason } from "../api.ts";
-import { reasonOfSmtpOutcome } from "./reasons.ts";
+import { reasonOfSmtpOutcome, type SmtpStatus } from "./reasons.ts";
 import type { SmtpOutcome } from "../smtp-outcome.ts";
 
 export const WARNINGS = {
@@ -48,20 +48,12 @@ export type MxFact =
   | "not_checked";
 
 /**
- * What the SMTP probe said about the mailbox.
- * - deliverable: RCPT TO accepted.
- * - rejected: the server said the mailbox does not exist.
- * - mailbox_full: the mailbox exists but is over quota; the address may bounce, so risky.
- * - assumed: inconclusive (policy block, greylisting, timeouts, connection failures on every MX).
- * - not_checked: no probe configured, unreachable, or nothing to dial.
- * - budget_spent: nothing was sent: the receiving server's budget of checks for this customer is
- *   spent, or it asked us to back off (docs/probe.md "Receiver policy").
- * - not_probed: nothing was sent, by the receiver's policy (shared/email/receiver-policy.ts): with
- *   catchAll true, RCPT there accepts every address (answered as the catch-all it behaves as); with
- *   catchAll null, the provider forbids verifying without sending.
+ * What the SMTP probe said about the mailbox: its status (shared/email/reasons.ts SmtpStatus, one per probe
+ * outcome in its BY_OUTCOME table). not_probed with catchAll true: RCPT there accepts every address (answered
+ * as the catch-all it behaves as); with catchAll null: the provider forbids verifying without sending.
  */
 export type SmtpFact = {
-  status: "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked" | "budget_spent" | "not_probed";
+  status: SmtpStatus;
   /** Whether the server accepts any address, whenever the probe learned it (any status); null when not. */
   catchAll: boolean | null;
 };

@@ -10,7 +10,7 @@ import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadProbeConfig } from "../../probe/config.ts";
-import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 import {
   PROBE_BATCH_PATH,
   PROBE_PATH,

@@ -1,17 +1,20 @@
 /**
- * One table says what each answer proves (shared/email/reasons.ts); the verdict, the job engine's recheck rule and
- * the probe's harvest accounting read it and agree with it (the stored-address rules: test/workers/personal-data-cron.test.ts).
+ * One table says what each answer proves (shared/email/reasons.ts); the Worker's count of a probe outcome, the verdict,
+ * the job engine's recheck rule and the probe's harvest accounting read it and agree with it (the stored-address
+ * rules: test/workers/personal-data-cron.test.ts).
  */
 import { describe, expect, it } from "vitest";
 import { isTemporary } from "../../edge/jobs/line-policy.ts";
-import { isUnknownUser } from "../../probe/harvest-budget.ts";
+import { isUnknownUser } from "../../probe/policy/budget.ts";
 import type { RcptClass } from "../../probe/smtp/classify.ts";
-import { REASON_MEANING, REASON_OF_OUTCOME, VERIFICATION_REASONS, outcomeMeaning, reasonsProving } from "../../shared/email/reasons.ts";
+import { BY_OUTCOME, REASON_MEANING, VERIFICATION_REASONS, outcomeMeaning, reasonsProving } from "../../shared/email/reasons.ts";
 import { buildVerificationResult, verificationReason, type VerificationFacts } from "../../shared/email/verdict.ts";
 import { ProbeOutcome, SmtpOutcome } from "../../shared/smtp-outcome.ts";
 import type { EmailVerificationResult } from "../../shared/api.ts";
+import type { ProbeResponse } from "../../shared/probe-contract.ts";
+import { completeVerification, prepareAddress } from "../../edge/verify.ts";
 
-/** A result for an address whose only notable fact is its SMTP outcome (as the Worker builds it). */
+/** A result for an address whose only notable fact is its SMTP outcome, counted as the table says (as the Worker counts it). */
 function resultWith(outcome: SmtpOutcome, dnsFailed = false): EmailVerificationResult {
   const facts: VerificationFacts = {
     email: "ana@example.com",
@@ -21,20 +24,10 @@ function resultWith(outcome: SmtpOutcome, dnsFailed = false): EmailVerificationR
     roleAccount: false,
     typoSuggestion: null,
     mx: dnsFailed ? "assumed" : "verified",
-    smtp:
-      outcome === "accepted"
-        ? { status: "deliverable", catchAll: false }
-        : outcome === "mailbox_not_found"
-          ? { status: "rejected", catchAll: false }
-          : outcome === "mailbox_full"
-            ? { status: "mailbox_full", catchAll: false }
-            : outcome === "budget_spent"
-              ? { status: "budget_spent", catchAll: null }
-              : outcome === "not_probed"
-                ? { status: "not_probed", catchAll: null }
-                : outcome.startsWith("probe_") || outcome === "refused_target"
-                  ? { status: "not_checked", catchAll: null }
-                  : { status: "assumed", catchAll: null },
+    // A server that refuses a random address, wherever it answered about the mailbox (so an accepted address is no catch-all's).
+    smtp: outcome in BY_OUTCOME
+      ? { status: BY_OUTCOME[outcome as ProbeOutcome].smtpStatus, catchAll: ["accepted", "mailbox_not_found", "mailbox_full"].includes(outcome) ? false : null }
+      : { status: "not_checked", catchAll: null },
   };
   const built = buildVerificationResult(facts);
   const result = {
@@ -50,8 +43,13 @@ describe("the table", () => {
   });
 
   it("gives every SMTP outcome a reason of the vocabulary", () => {
-    expect(Object.keys(REASON_OF_OUTCOME).sort()).toEqual([...ProbeOutcome.options].sort());
-    for (const reason of Object.values(REASON_OF_OUTCOME)) expect(VERIFICATION_REASONS).toContain(reason);
+    expect(Object.keys(BY_OUTCOME).sort()).toEqual([...ProbeOutcome.options].sort());
+    for (const { reason } of Object.values(BY_OUTCOME)) expect(VERIFICATION_REASONS).toContain(reason);
+  });
+
+  it("counts only no such mailbox against the address, and nothing as checked where nothing was sent", () => {
+    expect(Object.entries(BY_OUTCOME).filter(([, row]) => row.smtpStatus === "rejected").map(([outcome]) => outcome)).toEqual(["mailbox_not_found"]);
+    for (const outcome of ["refused_target", "budget_spent", "not_probed"] as const) expect(BY_OUTCOME[outcome].smtpStatus).not.toMatch(/deliverable|rejected|assumed/);
   });
 
   it("says an over-quota mailbox exists, and only deliverable answers besides", () => {
@@ -62,8 +60,31 @@ describe("the table", () => {
 
 describe("every place reads it", () => {
   it.each(SmtpOutcome.options)("the verdict gives %s the table's reason", (outcome) => {
-    const expected = outcome in REASON_OF_OUTCOME ? REASON_OF_OUTCOME[outcome as ProbeOutcome] : "no_smtp_check";
+    const expected = outcome in BY_OUTCOME ? BY_OUTCOME[outcome as ProbeOutcome].reason : "no_smtp_check";
     expect(resultWith(outcome).reason).toBe(expected);
+  });
+
+  it.each(ProbeOutcome.options)("the Worker counts a probe's %s as the table says: the same verdict, score, warnings, checks and reason", (outcome) => {
+    const prepared = prepareAddress("ana@example.com");
+    if (!prepared.ok) throw new Error("bad address");
+    const expected = resultWith(outcome);
+    const response: ProbeResponse = {
+      outcome,
+      catch_all: expected.checks.accepts_any_email ?? null,
+      catch_all_cached: false,
+      reply: null,
+      mx_host: "mx.example.com",
+      mx_address: "192.0.2.1",
+      tls: true,
+      pipelining: true,
+      attempts: [],
+      elapsed_ms: 5,
+    };
+    const dns = { status: "mx" as const, hosts: [{ host: "mx.example.com", preference: 10, addresses: ["192.0.2.1"] }], ms: 1, cached: false };
+    const { details: _details, ...result } = completeVerification(prepared, dns as never, { ok: true, response, ms: 5 });
+    const { details: _expectedDetails, ...counted } = expected;
+    expect(result).toEqual(counted);
+    expect(result.reason).toBe(BY_OUTCOME[outcome].reason);
   });
 
   it.each(SmtpOutcome.options)("a job line with %s is asked again soon exactly when the table says so", (outcome) => {
@@ -77,7 +98,7 @@ describe("every place reads it", () => {
   });
 
   const classes: Exclude<RcptClass, "too_many_recipients">[] = ["accepted", "mailbox_not_found", "mailbox_full", "policy_block", "temporary_failure", "rejected_unclear"];
-  it.each(classes)("the harvest budget counts a RCPT reply of class %s as an unknown user exactly when the table says it proves no mailbox", (cls) => {
+  it.each(classes)("the receiver's budget counts a RCPT reply of class %s as an unknown user exactly when the table says it proves no mailbox", (cls) => {
     // A reply without an enhanced code, so that only the class decides.
     expect(isUnknownUser(cls, { code: cls === "accepted" ? 250 : 550, enhanced: null })).toBe(outcomeMeaning(cls).proves === "no_mailbox");
   });

@@ -1,6 +1,6 @@
 /**
  * A fleet shares the big providers (docs/probe.md "Several probes"): at a family that counts by our
- * sending IP (google, microsoft-eop: fleetSpread in shared/email/receiver-policy.ts) one domain's
+ * sending IP (google, microsoft-eop: fleetSpread in shared/email/receivers.ts) one domain's
  * addresses are ranked by rendezvous on the address, so they spread over the probes and each probe's
  * batch carries its share; any other domain keeps its affinity to one probe. Two real probes behind
  * one fixture mail server, the job path's checkLines and the single check's callProbe as the Worker
@@ -11,7 +11,7 @@ import { callProbe, probeOrder, rankingKey } from "../../edge/probe-client.ts";
 import { checkLines } from "../../edge/jobs/check-lines.ts";
 import type { LineAnswer } from "../../edge/jobs/store/lines.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
-import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 import { startDohServer, type DohServer } from "../fixtures/doh-server.ts";
 import { startMtaFixture, type MtaFixture } from "../fixtures/mta-fixture.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";

@@ -1,8 +1,9 @@
 /**
  * The import graph of edge/, probe/, shared/ and scripts/ (madge): no import circle at all, type-only imports included; and the boundaries between the parts: shared/ stands alone, the probe imports nothing of the
- * Worker's, the Worker nothing of the admin code's, and, counting what is imported when the code runs (type-only imports
- * left out), the code that starts jobs does not load the consumer that runs them, nor the probe's basic types its
- * metrics. `npm run imports:circular` prints madge's own report.
+ * Worker's, the Worker nothing of the admin code's, the probe's rooms (Postfix's: docs/probe.md) each keep to their own,
+ * and, counting what is imported when the code runs (type-only imports left out), the code that starts jobs does not
+ * load the consumer that runs them, nor the probe's basic types its metrics. `npm run imports:circular` prints madge's
+ * own report.
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -86,8 +87,8 @@ describe("the import graph", () => {
   it("reads the directories (a sanity check on the tool)", () => {
     expect(graph["edge/app.ts"]).toContain("edge/identity/authenticate.ts");
     // A type-only import is in the one graph and not in the other.
-    expect(graph["probe/metrics.ts"]).toContain("probe/scheduler.ts");
-    expect(runtime["probe/metrics.ts"]).not.toContain("probe/scheduler.ts");
+    expect(graph["probe/http/metrics.ts"]).toContain("probe/qmgr/scheduler.ts");
+    expect(runtime["probe/http/metrics.ts"]).not.toContain("probe/qmgr/scheduler.ts");
     expect(Object.keys(graph).filter((f) => f.startsWith("probe/")).length).toBeGreaterThan(20);
   });
 
@@ -129,9 +130,57 @@ describe("the import graph", () => {
     expect(loads(file).has("edge/jobs/consumer.ts")).toBe(false);
   });
 
+  describe("the probe's rooms", () => {
+    /** A probe file's room: its sub-folder (qmgr/, policy/, http/, smtp/), or the file itself at probe/'s top. */
+    const roomOf = (file: string) => {
+      const rest = file.slice("probe/".length);
+      return rest.includes("/") ? `${rest.slice(0, rest.indexOf("/"))}/` : rest;
+    };
+    /** The imports from `from` (a room) into probe rooms `to`, as "file -> file". */
+    const arrows = (from: (room: string) => boolean, to: (room: string) => boolean) =>
+      importsOf("probe/")
+        .filter(([file]) => from(roomOf(file)))
+        .flatMap(([file, deps]) => deps.filter((d) => d.startsWith("probe/") && roomOf(d) !== roomOf(file) && to(roomOf(d))).map((d) => `${file} -> ${d}`));
+    const within = (...rooms: string[]) => (room: string) => rooms.includes(room);
+
+    it("are rooms at all: the four folders hold files", () => {
+      const rooms = new Set(importsOf("probe/").map(([file]) => roomOf(file)));
+      for (const room of ["qmgr/", "policy/", "http/", "smtp/"]) expect(rooms).toContain(room);
+    });
+
+    it("import each other without a circle, so none is both above and below another", () => {
+      const rooms: Graph = {};
+      for (const [file, deps] of importsOf("probe/")) {
+        const list = (rooms[roomOf(file)] ??= []);
+        for (const d of deps) if (d.startsWith("probe/") && roomOf(d) !== roomOf(file) && !list.includes(roomOf(d))) list.push(roomOf(d));
+      }
+      expect(circles(rooms)).toEqual([]);
+    });
+
+    it("smtp/ speaks the protocol only: it imports nothing of the probe but clock.ts", () => {
+      expect(arrows(within("smtp/"), (room) => room !== "clock.ts")).toEqual([]);
+    });
+
+    it("policy/ imports nothing of qmgr/ or http/: the receivers' rules do not know the queues that apply them", () => {
+      expect(arrows(within("policy/"), within("qmgr/", "http/"))).toEqual([]);
+    });
+
+    it("qmgr/ imports nothing of http/", () => {
+      expect(arrows(within("qmgr/"), within("http/"))).toEqual([]);
+    });
+
+    it("nothing of the probe imports http/ but main.ts: it is the process's shell", () => {
+      expect(arrows((room) => room !== "main.ts", within("http/"))).toEqual([]);
+    });
+
+    it("the ground floor (check, counters, limits, clock, config, reputation) imports nothing of qmgr/, policy/ or http/", () => {
+      expect(arrows(within("check.ts", "counters.ts", "limits.ts", "clock.ts", "config.ts", "reputation.ts"), within("qmgr/", "policy/", "http/"))).toEqual([]);
+    });
+  });
+
   it("the probe's basic types (check.ts) load neither its metrics nor its counters (prom-client)", () => {
     const reached = loads("probe/check.ts");
-    expect(reached.has("probe/metrics.ts")).toBe(false);
+    expect(reached.has("probe/http/metrics.ts")).toBe(false);
     expect(reached.has("probe/counters.ts")).toBe(false);
   });
 });

@@ -4,9 +4,9 @@
  * and /metrics; and the settings that drive it.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createProbeApp, createProbeService } from "../../probe/app.ts";
+import { createProbeApp, createProbeService } from "../../probe/http/app.ts";
 import { loadProbeConfig, ProbeConfigError, type ProbeConfig } from "../../probe/config.ts";
-import { startMetricsServer } from "../../probe/metrics.ts";
+import { startMetricsServer } from "../../probe/http/metrics.ts";
 import { displayZone, reverseName, reversedLabels, ReputationAudit } from "../../probe/reputation.ts";
 import { startDohServer, type DohServer, type Zone } from "../fixtures/doh-server.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { classifyRcptReply, type RcptClass } from "../../probe/smtp/classify.ts";
+import { classifyRcptReply, outcomeOfRcptClass, type RcptClass } from "../../probe/smtp/classify.ts";
 import { ReplyReader, type SmtpReply } from "../../probe/smtp/reply.ts";
 
 /**
@@ -514,6 +514,20 @@ const CLASSES: RcptClass[] = [
   "too_many_recipients",
   "rejected_unclear",
 ];
+
+describe("outcomeOfRcptClass", () => {
+  it("answers each class as itself, and too many recipients (a first RCPT the server takes none at all for now) as a temporary failure", () => {
+    expect(Object.fromEntries(CLASSES.map((c) => [c, outcomeOfRcptClass(c)]))).toEqual({
+      accepted: "accepted",
+      mailbox_not_found: "mailbox_not_found",
+      mailbox_full: "mailbox_full",
+      policy_block: "policy_block",
+      temporary_failure: "temporary_failure",
+      too_many_recipients: "temporary_failure",
+      rejected_unclear: "rejected_unclear",
+    });
+  });
+});
 
 describe("classifyRcptReply: real-world replies", () => {
   it("has at least 70 rows and covers every class", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FairQueue } from "../../probe/fair-queue.ts";
+import { FairQueue } from "../../probe/qmgr/fair-queue.ts";
 
 type Item = { id: string; tenant: string | null };
 const item = (id: string, tenant: string | null = id[0]!): Item => ({ id, tenant });

@@ -1,16 +1,16 @@
 /**
- * Harvest-aware pacing (probe/harvest-budget.ts): the budget's arithmetic, then the scheduler against
+ * Harvest-aware pacing (probe/policy/budget.ts): the budget's arithmetic, then the scheduler against
  * an SMTP fixture that defends itself as Forcepoint does (more than half of at least 20 recipients in
  * its window unknown: 554 5.7.1 for that client IP), on a time scale of one second for the minute.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { runBatchProbe, runProbe } from "../../probe/probe.ts";
-import { HarvestBudget, MIN_SAMPLE } from "../../probe/harvest-budget.ts";
+import { ReceiverBudget, MIN_SAMPLE } from "../../probe/policy/budget.ts";
 import { PROBE_SETTINGS, type ProbeConfig } from "../../probe/config.ts";
-import { startMetricsServer } from "../../probe/metrics.ts";
+import { startMetricsServer } from "../../probe/http/metrics.ts";
 import { ReputationAudit } from "../../probe/reputation.ts";
-import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
-import { receiverPolicy } from "../../shared/email/receiver-policy.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
+import { receiverPolicy } from "../../shared/email/receivers.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";
@@ -20,7 +20,7 @@ describe("the unknown-recipient budget of one destination", () => {
   const config = { unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 200 };
 
   it("lets anything through until 10 RCPTs were sent in the window, then keeps the expected unknown share at most the ratio", () => {
-    const b = new HarvestBudget(config);
+    const b = new ReceiverBudget(config);
     const rcpts = [];
     for (let i = 0; i < MIN_SAMPLE - 1; i++) {
       expect(b.admits("dirty", 1_000)).toBe(true);
@@ -39,7 +39,7 @@ describe("the unknown-recipient budget of one destination", () => {
   });
 
   it("a lane whose answers are good costs less than the ratio and makes room for a dirty one (known-good work mixed in)", () => {
-    const b = new HarvestBudget(config);
+    const b = new ReceiverBudget(config);
     for (let i = 0; i < 20; i++) b.sent("clean", 0.5, 0).replied(false, 10);
     for (let i = 0; i < 4; i++) b.sent("dirty", 0.5, 0).replied(true, 10);
     expect(b.risk("clean", 20)).toBeCloseTo(1 / 22);
@@ -61,7 +61,7 @@ describe("the unknown-recipient budget of one destination", () => {
   });
 
   it("a lane lowers the share only on 10 answers or more, read pessimistically, its RCPTs in flight counted as unknown", () => {
-    const b = new HarvestBudget(config);
+    const b = new ReceiverBudget(config);
     for (let i = 0; i < 9; i++) b.sent("clean", 0.5, 0).replied(false, 10);
     // Nine good answers are not enough to go past the ratio on.
     expect(b.lowersShare("clean", 1, 20)).toBe(false);
@@ -71,7 +71,7 @@ describe("the unknown-recipient budget of one destination", () => {
     for (let i = 0; i < 3; i++) b.sent("clean", 0.1, 40);
     expect(b.lowersShare("clean", 0, 50)).toBe(false);
     // Two unknown among 20: (2 + 2) / (20 + 2) = 0.18, still lower.
-    const mixed = new HarvestBudget(config);
+    const mixed = new ReceiverBudget(config);
     for (let i = 0; i < 20; i++) mixed.sent("m", 0.5, 0).replied(i < 2, 10);
     expect(mixed.lowersShare("m", 0, 20)).toBe(true);
     // A lane's history outlives the window (answers of the last hour, the last 100).
@@ -81,7 +81,7 @@ describe("the unknown-recipient budget of one destination", () => {
 
   it("never passes the hourly limit, counting the RCPTs still waiting for their reply as unknown", () => {
     // A cap of 4: a lane alone may hold 3 of it (LONE_LANE_SHARE), the rest waits for another customer.
-    const b = new HarvestBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 4 });
+    const b = new ReceiverBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 4 });
     b.sent("t", 0.5, 0).replied(true, 1);
     b.sent("t", 0.5, 2_000).replied(true, 2_001);
     const pending = b.sent("t", 0.5, 4_000);
@@ -96,21 +96,21 @@ describe("the unknown-recipient budget of one destination", () => {
   });
 
   it("a RCPT never sent (its session found dead) is not counted", () => {
-    const b = new HarvestBudget(config);
+    const b = new ReceiverBudget(config);
     for (let i = 0; i < 9; i++) b.sent("t", 0.5, 0).cancel(0);
     expect(b.counts(1)).toEqual({ sent_in_window: 0, unknown_in_window: 0, unknown_last_hour: 0 });
     expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, windowWorst: 0, hourWorst: 0, byOwner: new Map() });
   });
 
   it("ratio 1 and no hourly limit: nothing is counted or held", () => {
-    const b = new HarvestBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 0 });
+    const b = new ReceiverBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 0 });
     expect(b.enabled).toBe(false);
     expect(b.admits("t", 0)).toBe(true);
   });
 
   it("RCPTs awaiting their reply hold a lane at worst, but only until replied: admits(…, onceReplied) says whether nothing else holds it", () => {
     // The self-hosted row's shape: no share rule, 25 an hour, so one customer alone may hold 20 (refusals and RCPTs in flight).
-    const b = new HarvestBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 25 });
+    const b = new ReceiverBudget({ unknownRatio: 1, unknownWindowMs: 60_000, unknownPerHour: 25 });
     const inFlight = Array.from({ length: 20 }, () => b.sent("t", b.risk("t", 0), 0));
     expect(b.awaitingReplies).toBe(20);
     expect(b.admits("t", 1)).toBe(false);
@@ -233,7 +233,7 @@ describe("harvest-aware pacing against a Forcepoint-style defence", () => {
   }, 60_000);
 
   it("a clean history older than the window buys no burst: only the window's answers lower the share", () => {
-    const b = new HarvestBudget({ unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 0 });
+    const b = new ReceiverBudget({ unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 0 });
     for (let i = 0; i < 50; i++) b.sent("clean", 0.5, 0).replied(false, 10);
     expect(b.lowersShare("clean", 1, 30_000)).toBe(true);
     // A minute later the 50 good answers still make the lane's risk low, but they are out of the receiver's window.

@@ -1,13 +1,13 @@
 /**
- * The probe's GET /metrics (Prometheus text format, probe/metrics.ts) against a fixture mail server: checks by
+ * The probe's GET /metrics (Prometheus text format, probe/http/metrics.ts) against a fixture mail server: checks by
  * outcome, RCPT replies by class, the scheduler's gauges, the replay guard's size; the listener's Host check; npm
  * start's probe serving it; and PROBE_METRICS_LISTEN's rules.
  */
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadProbeConfig, ProbeConfigError } from "../../probe/config.ts";
-import { startMetricsServer, type MetricsServer } from "../../probe/metrics.ts";
-import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { startMetricsServer, type MetricsServer } from "../../probe/http/metrics.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 import { startLocalProbe } from "../../scripts/lib/local-probe.ts";
 import { PROBE_PATH, ProbeResponse, probeOrigin, signProbeRequest } from "../../shared/probe-contract.ts";
 import { freePortOn, startMailServer, type RunningServer } from "../fixtures/smtp-servers.ts";

@@ -1,5 +1,5 @@
 /**
- * The scheduler's pacing decisions (probe/pacing.ts) and what it remembers (shared/ttl-cache.ts,
+ * The scheduler's pacing decisions (probe/qmgr/pacing.ts) and what it remembers (shared/ttl-cache.ts,
  * destination-memory.ts), driven by a clock of the test's own: back-off doubling and halving,
  * sessions grown back on success, dead, no-TLS, no-reuse and tarpit memory, the learned 452 limit,
  * the RCPT token bucket, RCPTs per transaction, sessions worth opening, rotation. No sockets, no
@@ -8,8 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { blankOutcome, type CheckOutcome } from "../../probe/check.ts";
 import { loadProbeConfig, type ProbeConfig } from "../../probe/config.ts";
-import { DestinationMemory } from "../../probe/destination-memory.ts";
-import { Pacing, type SessionUse } from "../../probe/pacing.ts";
+import { DestinationMemory } from "../../probe/qmgr/destination-memory.ts";
+import { Pacing, type SessionUse } from "../../probe/qmgr/pacing.ts";
 import { TtlCache } from "../../shared/ttl-cache.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 

@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { callProbe, forgetProbeReputations, probeOrder } from "../../edge/probe-client.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
-import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 import { PROBE_REPUTATION_HEADER } from "../../shared/probe-contract.ts";
 import { startDohServer, type DohServer, type Zone } from "../fixtures/doh-server.ts";
 import { startMtaFixture, type MtaFixture } from "../fixtures/mta-fixture.ts";

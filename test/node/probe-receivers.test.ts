@@ -1,5 +1,5 @@
 /**
- * The receiver policy (shared/email/receiver-policy.ts) as the probe applies it (probe/receiver-budgets.ts):
+ * The receiver policy (shared/email/receivers.ts) as the probe applies it (probe/policy/receivers.ts):
  * families by MX name, families never dialled, budgets keyed by our IP across a family's MX addresses,
  * transactions shaped per family, replies that pause or stop a family, warm-up, and budgets that survive
  * a restart. Real SMTP conversations with fixture servers on loopback whose MX names are the families'.
@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadProbeConfig, ProbeConfigError } from "../../probe/config.ts";
 import { runProbe } from "../../probe/probe.ts";
-import { ReceiverBudgets } from "../../probe/receiver-budgets.ts";
-import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
-import { RECEIVER_FAMILIES, RECEIVER_POLICIES, familyOfHost, receiverFamily } from "../../shared/email/receiver-policy.ts";
+import { ReceiverPolicies } from "../../probe/policy/receivers.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
+import { RECEIVER_FAMILIES, RECEIVER_POLICIES, receiverFamily, receiverOfHost } from "../../shared/email/receivers.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
@@ -65,16 +65,16 @@ const transactionsOf = (f: MtaFixture) =>
 describe("the receiver policy table", () => {
   it("has one row per family, names each family by its MX hosts, and sends the rest to self-hosted", () => {
     expect(RECEIVER_POLICIES.map((p) => p.family).sort()).toEqual([...RECEIVER_FAMILIES].sort());
-    expect(familyOfHost("gmail-smtp-in.l.google.com.")).toBe("google");
-    expect(familyOfHost("ASPMX.L.GOOGLE.COM")).toBe("google");
-    expect(familyOfHost("contoso-com.mail.protection.outlook.com")).toBe("microsoft-eop");
-    expect(familyOfHost("hotmail-com.olc.protection.outlook.com")).toBe("outlook-consumer");
-    expect(familyOfHost("mta5.am0.yahoodns.net")).toBe("yahoo");
-    expect(familyOfHost("mx1.hc1234-56.iphmx.com")).toBe("cisco");
-    expect(familyOfHost("cluster-a.mailcontrol.com")).toBe("forcepoint");
-    expect(familyOfHost("mail.example.org")).toBe("self-hosted");
+    expect(receiverOfHost("gmail-smtp-in.l.google.com.").family).toBe("google");
+    expect(receiverOfHost("ASPMX.L.GOOGLE.COM").family).toBe("google");
+    expect(receiverOfHost("contoso-com.mail.protection.outlook.com").family).toBe("microsoft-eop");
+    expect(receiverOfHost("hotmail-com.olc.protection.outlook.com").family).toBe("outlook-consumer");
+    expect(receiverOfHost("mta5.am0.yahoodns.net").family).toBe("yahoo");
+    expect(receiverOfHost("mx1.hc1234-56.iphmx.com").family).toBe("cisco");
+    expect(receiverOfHost("cluster-a.mailcontrol.com").family).toBe("forcepoint");
+    expect(receiverOfHost("mail.example.org").family).toBe("self-hosted");
     // A lookalike is not the family: suffixes match whole labels.
-    expect(familyOfHost("mx.notgoogle.com")).toBe("self-hosted");
+    expect(receiverOfHost("mx.notgoogle.com").family).toBe("self-hosted");
     expect(receiverFamily([{ host: "backup.example.org", preference: 20 }, { host: "aspmx.l.google.com", preference: 10 }])).toBe("google");
   });
 
@@ -143,8 +143,8 @@ describe("budgets keyed the way receivers count", () => {
     expect(other.outcome).toBe("budget_spent");
     expect(rcptsOf(b)).toHaveLength(0);
     // The same destination for a self-hosted domain keeps a budget of its own.
-    expect(s.budgets.keyOf(s.budgets.policyOf("mx.example.org"), ip(184))).toBe(`self-hosted ${ip(184)}`);
-    expect(s.budgets.keyOf(s.budgets.policyOf("aspmx.l.google.com"), ip(184))).toBe("google");
+    expect(s.receivers.keyOf(s.receivers.policyOf("mx.example.org"), ip(184))).toBe(`self-hosted ${ip(184)}`);
+    expect(s.receivers.keyOf(s.receivers.policyOf("aspmx.l.google.com"), ip(184))).toBe("google");
     expect(rcptsOf(a)).toHaveLength(3);
   });
 
@@ -164,7 +164,7 @@ describe("budgets keyed the way receivers count", () => {
     expect(JSON.parse(line!)).toMatchObject({ level: "warn", family: "google", destination: null, reply: "421 4.7.28", pause_seconds: 1_800, alert: false });
     expect(line).not.toMatch(/@/);
     // A pause while one was in force doubles.
-    const budget = s.budgets.budgetFor(s.budgets.policy("google"), ip(185), Date.now());
+    const budget = s.receivers.budgetFor(s.receivers.policy("google"), ip(185), Date.now());
     expect(budget.pauseLevel(Date.now())).toBe(1);
   });
 });
@@ -219,7 +219,7 @@ describe("a gateway that starts accepting everything", () => {
 
 describe("warm-up", () => {
   const budgets = (scale = 1) =>
-    new ReceiverBudgets({ receiverPolicy: {}, policyTimeScale: scale, netblockPeers: 1, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
+    new ReceiverPolicies({ receiverPolicy: {}, policyTimeScale: scale, netblockPeers: 1, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
   const DAY = 86_400_000;
 
   it("a new probe IP starts Google at a fifth of its cap and grows at most 1.5x a day, not on a day the family pushed back", () => {
@@ -240,7 +240,7 @@ describe("warm-up", () => {
   });
 
   it("Google's netblock cap is shared by the probes of one /24", () => {
-    const b = new ReceiverBudgets({ receiverPolicy: { google: { warmupStart: 1 } }, policyTimeScale: 1, netblockPeers: 4, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
+    const b = new ReceiverPolicies({ receiverPolicy: { google: { warmupStart: 1 } }, policyTimeScale: 1, netblockPeers: 4, unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 25 });
     expect(b.budgetFor(b.policy("google"), "192.0.2.1", 0).limits.unknownPerHour).toBe(250);
   });
 });
@@ -266,7 +266,7 @@ describe("memory across restarts (PROBE_STATE_FILE)", () => {
     await import("node:fs/promises").then((fs) => fs.writeFile(stateFile, "{not json"));
     const warn = vi.spyOn(console, "warn");
     const s = scheduler({ stateFile });
-    expect(s.budgets.budgetFor(s.budgets.policyOf("mx.x.example"), ip(188), Date.now()).counts(Date.now()).unknown_last_hour).toBe(0);
+    expect(s.receivers.budgetFor(s.receivers.policyOf("mx.x.example"), ip(188), Date.now()).counts(Date.now()).unknown_last_hour).toBe(0);
     expect(warn.mock.calls.some((c) => String(c[0]).includes("probe state ignored"))).toBe(true);
   });
 });
@@ -274,7 +274,7 @@ describe("memory across restarts (PROBE_STATE_FILE)", () => {
 describe("PROBE_RECEIVER_POLICY", () => {
   const base = { PROBE_SECRET: TEST_PROBE_SECRET, PROBE_HELO_NAME: "probe1.verify.example", PROBE_PUBLIC_IPS: "192.0.2.10" };
 
-  it("overrides any field of any row, and refuses what is not JSON, an unknown family or field, or a value out of bounds, naming it", () => {
+  it("overrides the fields of a row the probe applies, and refuses what is not JSON, an unknown family or field, or a value out of bounds, naming it", () => {
     expect(loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: '{"google":{"unknownPerHour":500},"cisco":{"unknownPerHour":5}}' }).receiverPolicy).toEqual({
       google: { unknownPerHour: 500 },
       cisco: { unknownPerHour: 5 },
@@ -285,5 +285,16 @@ describe("PROBE_RECEIVER_POLICY", () => {
     expect(() => loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: '{"google":{"unknownPerHuor":5}}' })).toThrow(/PROBE_RECEIVER_POLICY: google/);
     expect(() => loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: '{"google":{"unknownRatio":2}}' })).toThrow(/PROBE_RECEIVER_POLICY: google.unknownRatio/);
     expect(() => loadProbeConfig({ ...base, PROBE_POLICY_TIME_SCALE: "0.5" })).toThrow(/PROBE_POLICY_TIME_SCALE must be at least 1/);
+  });
+
+  it.each([
+    ['{"yahoo":{"probe":"yes"}}', "yahoo.probe cannot be set at the probe: the Worker decides it from shared/email/receivers.ts"],
+    ['{"google":{"unknownPerHour":500},"outlook-consumer":{"probe":"yes"}}', "outlook-consumer.probe cannot be set at the probe: the Worker decides it from shared/email/receivers.ts"],
+    ['{"cisco":{"fleetSpread":true}}', "cisco.fleetSpread cannot be set at the probe: the Worker decides it from shared/email/receivers.ts"],
+    ['{"google":{"suffixes":["google.com"]}}', "google.suffixes cannot be set at the probe: the Worker and the probe both name a host's family from shared/email/receivers.ts"],
+  ])("refuses at start what the Worker decides, which an override at the probe could never change: %s", (value, message) => {
+    const load = () => loadProbeConfig({ ...base, PROBE_RECEIVER_POLICY: value });
+    expect(load).toThrow(ProbeConfigError);
+    expect(load).toThrow(`PROBE_RECEIVER_POLICY: ${message}`);
   });
 });

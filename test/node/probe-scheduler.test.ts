@@ -10,7 +10,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import net from "node:net";
 import { runBatchProbe, runProbe } from "../../probe/probe.ts";
-import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";

@@ -6,7 +6,7 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadProbeConfig, type ProbeConfig } from "../../probe/config.ts";
-import { startProbeServer, type RunningProbe } from "../../probe/server.ts";
+import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 import {
   PROBE_BATCH_PATH,
   ProbeBatchNotice,
@@ -240,7 +240,7 @@ describe("one bad check never takes the probe down", () => {
     }
   });
 
-  it("every batch answer ends with the notices of answers no longer trusted (probe/untrusted.ts), in the shared contract's shape", async () => {
+  it("every batch answer ends with the notices of answers no longer trusted (probe/policy/untrusted.ts), in the shared contract's shape", async () => {
     const fresh = await startProbeServer(config());
     try {
       const noted = Date.now();

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runProbe, type ProbeDeps } from "../../probe/probe.ts";
-import type { Scheduler, SchedulerConfig } from "../../probe/scheduler.ts";
+import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import { ProbeResponse, type ProbeRequestParsed } from "../../shared/probe-contract.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";
 import { freePortOn, scriptedDialogue, startMailServer, startRawServer, type RunningServer } from "../fixtures/smtp-servers.ts";

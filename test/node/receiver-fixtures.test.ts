@@ -9,7 +9,7 @@ import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
-import { familyOfHost } from "../../shared/email/receiver-policy.ts";
+import { receiverOfHost } from "../../shared/email/receivers.ts";
 import { createReceiver, RECEIVER_MX, type ReceiverKind, type ReceiverOptions } from "../fixtures/receiver-fixtures.ts";
 import { freePortOn } from "../fixtures/smtp-servers.ts";
 
@@ -225,11 +225,11 @@ describe("Outlook.com consumer receiver", () => {
 
 describe("the fixture as the benches run it", () => {
   it("stands behind MX names of the family each receiver imitates, as the probe reads them", () => {
-    for (const host of [...RECEIVER_MX.google, RECEIVER_MX.googleWorkspace]) expect(familyOfHost(host)).toBe("google");
-    expect(familyOfHost(RECEIVER_MX.eop("contoso-eop.com"))).toBe("microsoft-eop");
-    expect(familyOfHost(RECEIVER_MX.outlookConsumer)).toBe("outlook-consumer");
-    expect(familyOfHost(RECEIVER_MX.cisco("cisco-corp.com"))).toBe("cisco");
-    expect(familyOfHost(RECEIVER_MX.forcepoint("fp-corp.com"))).toBe("forcepoint");
+    for (const host of [...RECEIVER_MX.google, RECEIVER_MX.googleWorkspace]) expect(receiverOfHost(host).family).toBe("google");
+    expect(receiverOfHost(RECEIVER_MX.eop("contoso-eop.com")).family).toBe("microsoft-eop");
+    expect(receiverOfHost(RECEIVER_MX.outlookConsumer).family).toBe("outlook-consumer");
+    expect(receiverOfHost(RECEIVER_MX.cisco("cisco-corp.com")).family).toBe("cisco");
+    expect(receiverOfHost(RECEIVER_MX.forcepoint("fp-corp.com")).family).toBe("forcepoint");
   });
 
   it("takes a receiver, its options and a time scale as flags and prints its counters on SIGUSR2", async () => {

@@ -15,7 +15,7 @@ import { startWebhookReceiver } from "../fixtures/webhook-receiver.ts";
 import { testZone } from "../fixtures/test-zone.ts";
 import { TEST_PROBE_SECRET, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
-import { startProbeServer } from "../../probe/server.ts";
+import { startProbeServer } from "../../probe/http/server.ts";
 
 // Loaded by Node itself: the module runner that loads this file would transform wrangler's 15 MB bundle first (about 20 s).
 const { unstable_startWorker } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");

@@ -1,5 +1,5 @@
 /**
- * A probe's notice that a receiver's answers are not trusted (edge/jobs/untrusted.ts, probe/untrusted.ts;
+ * A probe's notice that a receiver's answers are not trusted (edge/jobs/untrusted.ts, probe/policy/untrusted.ts;
  * issue 26 item 5), inside workerd with the real database and the Worker's own queue handler: the `valid`
  * lines of an unfinished job at the named domain, answered in the notice's span, go back for a recheck
  * after the hour, the job's counts follow and it runs again until they are answered; other domains' lines

@@ -7,23 +7,23 @@
  * knowledge they share; and the count of checks in flight that bounds what the probe accepts.
  */
 import { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, type CheckOutcome, type CheckRequest } from "./check.ts";
-import type { ProbeConfig } from "./config.ts";
+import { blankOutcome, type CheckOutcome, type CheckRequest } from "../check.ts";
+import type { ProbeConfig } from "../config.ts";
 import { Destination, type DestinationConfig } from "./destination.ts";
 import { DestinationMemory, type MemoryConfig } from "./destination-memory.ts";
-import { Limiter } from "./limits.ts";
-import { monotonicNow } from "./clock.ts";
-import { ReceiverBudgets, type FamilyGate, type ReceiverBudgetConfig } from "./receiver-budgets.ts";
-import { loadProbeState, saveProbeState, STATE_SAVE_MS } from "./probe-state.ts";
-import { UntrustedAnswers } from "./untrusted.ts";
+import { Limiter } from "../limits.ts";
+import { monotonicNow } from "../clock.ts";
+import { ReceiverPolicies, type FamilyGate, type ReceiverPolicyConfig } from "../policy/receivers.ts";
+import { loadProbeState, saveProbeState, STATE_SAVE_MS } from "../policy/probe-state.ts";
+import { UntrustedAnswers } from "../policy/untrusted.ts";
 
-export type { CheckOutcome, CheckRequest } from "./check.ts";
+export type { CheckOutcome, CheckRequest } from "../check.ts";
 
 export type SchedulerConfig = DestinationConfig &
   MemoryConfig &
-  ReceiverBudgetConfig &
+  ReceiverPolicyConfig &
   Pick<ProbeConfig, "maxConcurrency" | "maxQueued" | "catchAllTtlMs" | "catchAllCacheEntries" | "maxDestinations" | "destinationForgetMs"> & {
-    /** PROBE_STATE_FILE: where budgets, pauses and warm-up survive a restart (probe-state.ts); null: memory only. */
+    /** PROBE_STATE_FILE: where budgets, pauses and warm-up survive a restart (policy/probe-state.ts); null: memory only. */
     stateFile?: string | null;
   };
 
@@ -45,9 +45,9 @@ type PlaceWaiter = { req: CheckRequest; submittedAt: number; resolve: (outcome: 
 export class Scheduler {
   readonly catchAll: CatchAllCache;
   readonly memory: DestinationMemory;
-  /** The receiver policy and the unknown-recipient budgets, keyed as each family counts (receiver-budgets.ts). */
-  readonly budgets: ReceiverBudgets;
-  /** Answers a receiver gave that are no longer trusted, for the Worker (probe/untrusted.ts). */
+  /** The receiver policy and the receivers' budgets, keyed as each family counts (policy/receivers.ts). */
+  readonly receivers: ReceiverPolicies;
+  /** Answers a receiver gave that are no longer trusted, for the Worker (probe/policy/untrusted.ts). */
   readonly untrusted = new UntrustedAnswers();
   readonly #destinations = new Map<string, Destination>();
   /** Destinations with nothing queued and nothing open, the longest so first: the ones that may be forgotten. */
@@ -64,12 +64,12 @@ export class Scheduler {
   constructor(readonly config: SchedulerConfig) {
     this.catchAll = new CatchAllCache(config.catchAllTtlMs, config.catchAllCacheEntries);
     this.memory = new DestinationMemory(config);
-    this.budgets = new ReceiverBudgets(config);
+    this.receivers = new ReceiverPolicies(config);
     const stateFile = config.stateFile;
     if (stateFile) {
       const saved = loadProbeState(stateFile);
-      if (saved) this.budgets.restore(saved);
-      this.#save = setInterval(() => saveProbeState(stateFile, this.budgets, monotonicNow()), STATE_SAVE_MS);
+      if (saved) this.receivers.restore(saved);
+      this.#save = setInterval(() => saveProbeState(stateFile, this.receivers, monotonicNow()), STATE_SAVE_MS);
       this.#save.unref();
     }
     this.#sessions = new Limiter(config.maxConcurrency);
@@ -166,7 +166,7 @@ export class Scheduler {
     clearInterval(this.#sweep);
     clearInterval(this.#save);
     await Promise.all([...this.#destinations.values()].map((d) => d.shutdown()));
-    if (this.config.stateFile) saveProbeState(this.config.stateFile, this.budgets, monotonicNow());
+    if (this.config.stateFile) saveProbeState(this.config.stateFile, this.receivers, monotonicNow());
   }
 
   #maybeDrained(): void {
@@ -187,9 +187,9 @@ export class Scheduler {
       if (oldest.done) return null;
       this.#forget(oldest.value);
     }
-    const budgets = this.budgets;
-    const policy = budgets.policyOf(host);
-    const gate = budgets.gateOf(policy, monotonicNow());
+    const receivers = this.receivers;
+    const policy = receivers.policyOf(host);
+    const gate = receivers.gateOf(policy, monotonicNow());
     // A family counted per destination caps this address's sessions, RCPT rate and transaction size.
     const config: DestinationConfig = {
       ...this.config,
@@ -202,9 +202,9 @@ export class Scheduler {
       catchAll: this.catchAll,
       memory: this.memory,
       policy,
-      budget: (now) => budgets.budgetFor(policy, address, now),
-      gate: (now) => budgets.gateOf(policy, now),
-      noteReply: (reply, now) => budgets.noteReply(policy, address, budgets.budgetFor(policy, address, now), reply, now),
+      budget: (now) => receivers.budgetFor(policy, address, now),
+      gate: (now) => receivers.gateOf(policy, now),
+      noteReply: (reply, now) => receivers.noteReply(policy, address, receivers.budgetFor(policy, address, now), reply, now),
       untrust: (notice) => this.untrusted.note(notice),
       acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline, gate),
       idleChanged: (d, hasIdle) => {
@@ -275,7 +275,7 @@ export class Scheduler {
 
   #forgetIdle(): void {
     const now = monotonicNow();
-    this.budgets.sweep(now);
+    this.receivers.sweep(now);
     for (const d of this.#forgettable) if (now - d.lastActivity > this.config.destinationForgetMs) this.#forget(d);
   }
 }

@@ -5,19 +5,16 @@
  * recipient limit, a session that died when reused) goes to pacing; whether the server pushed back
  * goes to the caller, which backs off and closes the session.
  */
-import { countRcptReply, destinationEvent } from "./counters.ts";
-import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, type CheckOutcome, type QueuedCheck } from "./check.ts";
+import { countRcptReply, destinationEvent } from "../counters.ts";
+import type { CatchAllCache, CatchAllTest } from "./catch-all-cache.ts";
+import { blankOutcome, type CheckOutcome, type QueuedCheck } from "../check.ts";
 import type { Pacing } from "./pacing.ts";
 import type { Slot } from "./session-pool.ts";
-import { classifyRcptReply, isThrottling } from "./smtp/classify.ts";
-import type { SmtpReply } from "./smtp/reply.ts";
-import { isPositive, type SmtpSession } from "./smtp/session.ts";
-import { monotonicNow } from "./clock.ts";
-import { isUnknownUser, type HarvestRcpt } from "./harvest-budget.ts";
-
-/** A random address sent to learn whether the server accepts any address at `domain`. */
-export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void; harvest?: HarvestRcpt };
+import { classifyRcptReply, isThrottling } from "../smtp/classify.ts";
+import type { SmtpReply } from "../smtp/reply.ts";
+import { isPositive, type SmtpSession } from "../smtp/session.ts";
+import { monotonicNow } from "../clock.ts";
+import { isUnknownUser } from "../policy/budget.ts";
 
 export type TransactionDeps = {
   address: string;
@@ -91,7 +88,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     if (!s.pipelining) roundTrips++;
     const cls = classifyRcptReply(reply);
     const unknown = isUnknownUser(cls, reply);
-    (index >= batch.length ? tests[index - batch.length]?.harvest : batch[index]?.harvest)?.replied(unknown, now);
+    (index >= batch.length ? tests[index - batch.length]?.budgetRcpt : batch[index]?.budgetRcpt)?.replied(unknown, now);
     deps.replied?.(reply, unknown, now);
     if (index >= batch.length) {
       const catchAll = catchAllFromReply(reply);
@@ -115,7 +112,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     for (const t of tests) {
       if (asked.includes(t)) continue;
       t.finish(null);
-      t.harvest?.cancel(monotonicNow());
+      t.budgetRcpt?.cancel(monotonicNow());
     }
     tests.splice(0, tests.length, ...asked);
     return asked.map((t) => t.recipient);

@@ -14,10 +14,10 @@
  * - Learned facts go to DestinationMemory, which outlives this object: dead for a moment, no TLS,
  *   no reuse, a tarpit, the server's recipient limit.
  */
-import type { CheckOutcome } from "./check.ts";
-import type { ProbeConfig } from "./config.ts";
+import type { CheckOutcome } from "../check.ts";
+import type { ProbeConfig } from "../config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
-import { TokenBucket } from "./limits.ts";
+import { TokenBucket } from "../limits.ts";
 
 export type PacingConfig = Pick<
   ProbeConfig,

@@ -5,11 +5,11 @@
  * last refusals and the domains checked there (what a notice of untrusted answers names). Each fact has
  * its own lifetime and its own bound (shared/ttl-cache.ts), so a stream of new servers cannot grow it.
  */
-import type { CheckOutcome } from "./check.ts";
-import type { ProbeConfig } from "./config.ts";
-import { TtlCache } from "../shared/ttl-cache.ts";
-import { monotonicNow } from "./clock.ts";
-import type { DomainsSeen } from "./untrusted.ts";
+import type { CheckOutcome } from "../check.ts";
+import type { ProbeConfig } from "../config.ts";
+import { TtlCache } from "../../shared/ttl-cache.ts";
+import { monotonicNow } from "../clock.ts";
+import type { DomainsSeen } from "../policy/untrusted.ts";
 
 export type MemoryConfig = Pick<
   ProbeConfig,
@@ -31,7 +31,7 @@ type Facts = {
   tarpit: true;
   /** The RCPTs per transaction a 452 "too many recipients" taught us, for `rcptLimitMemoryMs`. */
   rcptLimit: number;
-  /** When it last refused an unknown user (monotonic ms), for REFUSALS_MEMORY_MS: accepts since then may be silent (probe/untrusted.ts). */
+  /** When it last refused an unknown user (monotonic ms), for REFUSALS_MEMORY_MS: accepts since then may be silent (probe/policy/untrusted.ts). */
   refusedAt: number;
   /** When it last refused the catch-all test's random address, for REFUSALS_MEMORY_MS: accepting one later is drift. */
   randomRefusedAt: number;

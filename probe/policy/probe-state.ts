@@ -10,8 +10,8 @@
  */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { z } from "zod";
-import { RECEIVER_FAMILIES } from "../shared/email/receiver-policy.ts";
-import type { ReceiverBudgets, ReceiverState } from "./receiver-budgets.ts";
+import { RECEIVER_FAMILIES } from "../../shared/email/receivers.ts";
+import type { ReceiverPolicies, ReceiverState } from "./receivers.ts";
 
 /** How often the state is written while the probe runs. */
 export const STATE_SAVE_MS = 5_000;
@@ -52,7 +52,7 @@ export function loadProbeState(path: string): ReceiverState | null {
 }
 
 /** Writes the budgets' state now (temporary file, then rename). */
-export function saveProbeState(path: string, budgets: ReceiverBudgets, now: number): void {
+export function saveProbeState(path: string, budgets: ReceiverPolicies, now: number): void {
   const state = budgets.snapshot(now);
   const tmp = `${path}.tmp`;
   try {

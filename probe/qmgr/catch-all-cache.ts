@@ -6,10 +6,28 @@
  *
  * A test in progress is known too, so checks that arrive meanwhile wait for its answer instead of
  * sending a random address of their own. The cache is per probe process: in a fleet each probe
- * learns on its own (the Worker sends each domain to the same probe, so that is rare).
+ * learns on its own (the Worker sends each domain to the same probe, so that is rare). The test itself,
+ * a random address at the check's domain, is made here too (catchAllTestFor), in one place.
  */
-import { monotonicNow } from "./clock.ts";
-import { TtlCache } from "../shared/ttl-cache.ts";
+import { randomBytes } from "node:crypto";
+import type { QueuedCheck, SentRcpt } from "../check.ts";
+import { monotonicNow } from "../clock.ts";
+import { TtlCache } from "../../shared/ttl-cache.ts";
+
+/** A random address sent to learn whether the server accepts any address at `domain`. */
+export type CatchAllTest = { domain: string; host: string; recipient: string; finish: (catchAll: boolean | null) => void; budgetRcpt?: SentRcpt };
+
+/** A local part nobody has: 16 random letters and digits. */
+function randomLocalPart(): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  return Array.from(randomBytes(16), (b) => alphabet[b % alphabet.length]).join("");
+}
+
+/** The catch-all test for a check's domain at its MX host: a random local part at the domain as the check spells it. */
+export function catchAllTestFor(p: Pick<QueuedCheck, "domain" | "req">): CatchAllTest {
+  const at = p.req.recipient.lastIndexOf("@");
+  return { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} };
+}
 
 type Key = string;
 const keyOf = (domain: string, host: string): Key => `${domain.toLowerCase()} ${host.toLowerCase()}`;

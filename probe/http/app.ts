@@ -3,7 +3,7 @@
  * POST /v1/probe/batch (many, streamed back as NDJSON), both signed by the Worker for this probe's own origin and
  * served by the same scheduler, and GET /healthz, which says only whether the probe takes work and the self-audit's
  * status (its findings, public addresses included, and the scheduler's figures are on the metrics listener,
- * probe/metrics.ts). A body is bounded before it is read, the signature checked before it is parsed, and every
+ * probe/http/metrics.ts). A body is bounded before it is read, the signature checked before it is parsed, and every
  * answer parsed through the shared schema before it is sent.
  */
 import { Hono, type Context } from "hono";
@@ -23,14 +23,14 @@ import {
   ProbeRequest,
   ProbeResponse,
   verifyProbeSignature,
-} from "../shared/probe-contract.ts";
-import { readBodyWithin } from "../shared/bounded-body.ts";
-import { monotonicNow } from "./clock.ts";
-import type { ProbeConfig } from "./config.ts";
-import { runBatchProbe, runProbe, type ProbeDeps } from "./probe.ts";
-import { ReputationAudit } from "./reputation.ts";
+} from "../../shared/probe-contract.ts";
+import { readBodyWithin } from "../../shared/bounded-body.ts";
+import { monotonicNow } from "../clock.ts";
+import type { ProbeConfig } from "../config.ts";
+import { runBatchProbe, runProbe, type ProbeDeps } from "../probe.ts";
+import { ReputationAudit } from "../reputation.ts";
 import { ReplayGuard } from "./replay-guard.ts";
-import { Scheduler } from "./scheduler.ts";
+import { Scheduler } from "../qmgr/scheduler.ts";
 
 export type ProbeService = ProbeDeps & {
   config: ProbeConfig;
@@ -166,7 +166,7 @@ export function createProbeApp(service: ProbeService): Hono {
               scheduler.done(1);
               if (--left === 0 && open) {
                 open = false;
-                // Then the notices of answers no longer trusted (probe/untrusted.ts), the newest last.
+                // Then the notices of answers no longer trusted (probe/policy/untrusted.ts), the newest last.
                 for (const n of scheduler.untrusted.current().slice(-PROBE_MAX_BATCH_NOTICES)) {
                   const notice: ProbeBatchLine = { untrusted: { domains: n.domains, since_ms: n.sinceMs, until_ms: n.untilMs } };
                   controller.enqueue(encoder.encode(JSON.stringify(notice) + "\n"));

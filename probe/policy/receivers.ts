@@ -1,5 +1,5 @@
 /**
- * The receiver policy (shared/email/receiver-policy.ts) as the probe applies it: each family's row
+ * The receiver policy (shared/email/receivers.ts) as the probe applies it: each family's row
  * with the operator's overrides and the time scale, the unknown-recipient budgets keyed the way each
  * family counts (per probe IP and family, or per probe IP and destination address), the per-family
  * session and RCPT limits of a family keyed by our IP, the warm-up of a new probe IP, and what a reply
@@ -8,19 +8,20 @@
  * A probe sends from one IP, so "per probe IP" is per process; a fleet puts its probes in different
  * /24s or says how many share one (PROBE_NETBLOCK_PEERS), and Google's netblock cap is split among them.
  */
-import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, familyOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../shared/email/receiver-policy.ts";
-import { HarvestBudget, type BudgetLimits, type BudgetSnapshot } from "./harvest-budget.ts";
-import { Limiter, TokenBucket } from "./limits.ts";
-import { countFamilyEvent } from "./counters.ts";
+import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, receiverOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../../shared/email/receivers.ts";
+import { ReceiverBudget, type BudgetLimits, type BudgetSnapshot } from "./budget.ts";
+import { Limiter, TokenBucket } from "../limits.ts";
+import { countFamilyEvent } from "../counters.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 /** A destination-keyed budget nobody used for this long (in policy time) is forgotten: its hour is over. */
 const IDLE_BUDGET_HOURS = 1;
 
-export type ReceiverOverrides = Partial<Record<ReceiverFamily, Partial<Omit<ReceiverPolicy, "family" | "replies">>>>;
+/** What PROBE_RECEIVER_POLICY may change of a row: not the fields the Worker decides (probe/config.ts). */
+export type ReceiverOverrides = Partial<Record<ReceiverFamily, Partial<Omit<ReceiverPolicy, "family" | "replies" | "probe" | "fleetSpread">>>>;
 
-export type ReceiverBudgetConfig = {
+export type ReceiverPolicyConfig = {
   /** Operator overrides per family (PROBE_RECEIVER_POLICY). */
   receiverPolicy: ReceiverOverrides;
   /** Every policy duration divided by it, every rate multiplied (tests and benches; 1 in production). */
@@ -43,14 +44,14 @@ type Warmup = { since: number; factor: number; day: number; frozenDay: number };
 
 export type ReceiverState = { budgets: Record<string, BudgetSnapshot>; warmup: Partial<Record<ReceiverFamily, Warmup>> };
 
-export class ReceiverBudgets {
+export class ReceiverPolicies {
   readonly #policies = new Map<ReceiverFamily, AppliedPolicy>();
-  readonly #budgets = new Map<string, { budget: HarvestBudget; usedAt: number; policy: AppliedPolicy }>();
+  readonly #budgets = new Map<string, { budget: ReceiverBudget; usedAt: number; policy: AppliedPolicy }>();
   readonly #gates = new Map<ReceiverFamily, FamilyGate>();
   readonly #warmup = new Map<ReceiverFamily, Warmup>();
   #restored: ReceiverState | null = null;
 
-  constructor(readonly config: ReceiverBudgetConfig) {
+  constructor(readonly config: ReceiverPolicyConfig) {
     const scale = config.policyTimeScale;
     for (const row of RECEIVER_POLICIES) {
       let p: ReceiverPolicy = { ...row, ...config.receiverPolicy[row.family] };
@@ -73,7 +74,7 @@ export class ReceiverBudgets {
 
   /** The family of a destination, by the MX host name the check was addressed to. */
   policyOf(host: string): AppliedPolicy {
-    return this.#policies.get(familyOfHost(host))!;
+    return this.#policies.get(receiverOfHost(host).family)!;
   }
 
   policy(family: ReceiverFamily): AppliedPolicy {
@@ -86,7 +87,7 @@ export class ReceiverBudgets {
   }
 
   /** The budget a check at `address` of `policy`'s family spends. */
-  budgetFor(policy: AppliedPolicy, address: string, now: number): HarvestBudget {
+  budgetFor(policy: AppliedPolicy, address: string, now: number): ReceiverBudget {
     const key = this.keyOf(policy, address);
     let entry = this.#budgets.get(key);
     if (!entry) {
@@ -98,7 +99,7 @@ export class ReceiverBudgets {
         unknownFloor: policy.unknownFloor,
         hourMs: policy.hourMs,
       };
-      entry = { budget: new HarvestBudget(limits), usedAt: now, policy };
+      entry = { budget: new ReceiverBudget(limits), usedAt: now, policy };
       const saved = this.#restored?.budgets[key];
       if (saved) entry.budget.restore(saved, now);
       this.#budgets.set(key, entry);
@@ -150,7 +151,7 @@ export class ReceiverBudgets {
    * is paused (doubling on repeats up to the rule's maximum) or stopped, the warm-up does not grow
    * today, and it is logged and counted. Returns the action taken, or null.
    */
-  noteReply(policy: AppliedPolicy, address: string, budget: HarvestBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): ReplyRule | null {
+  noteReply(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): ReplyRule | null {
     const rule = policy.replies.find((r) => replyMatches(r, reply));
     if (!rule) return null;
     const level = budget.pauseLevel(now);

@@ -6,10 +6,10 @@
  * pushed back, when another destination needs its global slot, or at shutdown. Which checks a
  * session carries is the destination's business (destination.ts); the protocol is session.ts's.
  */
-import type { ProbeConfig } from "./config.ts";
+import type { ProbeConfig } from "../config.ts";
 import type { Pacing, SessionUse } from "./pacing.ts";
-import { openSession, type OpenResult, type SmtpSession } from "./smtp/session.ts";
-import { monotonicNow } from "./clock.ts";
+import { openSession, type OpenResult, type SmtpSession } from "../smtp/session.ts";
+import { monotonicNow } from "../clock.ts";
 
 export type PoolConfig = Pick<ProbeConfig, "smtpPort" | "heloName" | "connectTimeoutMs" | "sessionIdleMs">;
 

@@ -1,12 +1,13 @@
 /**
- * Over 400 lines: the queue-manager half of the scheduler (what goes in which transaction, under which
- * budget, when a check waits, is answered or handed back) reads best in one place; its pure decisions
- * are already apart (pacing.ts, fair-queue.ts, harvest-budget.ts, transaction.ts).
+ * Over 400 lines: the queue manager of one address (its queue, timers, transactions and what a failed session
+ * does to the checks waiting) reads best in one place; every decision it applies is made elsewhere, pure.
  *
  * One destination mail server address: the checks waiting for it and what goes in which
  * transaction, the queue-manager half of Postfix's SMTP client side. Its sessions are kept by a
  * SessionPool (session-pool.ts), every decision about how hard to push the address is Pacing's
- * (pacing.ts), and one transaction's replies are read by transaction.ts.
+ * (pacing.ts), one transaction's replies are read by transaction.ts, whose check goes next is the
+ * FairQueue's (fair-queue.ts), and the receiver's rules are decided in policy/: what its budget lets
+ * through (policy/budget-gate.ts) and when its answers stop being trusted (policy/untrusted.ts).
  *
  * - Checks that wait while a transaction is assembled share it: one MAIL FROM, their RCPTs, and at
  *   most one random address per domain and MX host for the catch-all test when that answer is not
@@ -17,22 +18,23 @@
  * - Checks the server pushed back (421, a rate limit, a 452, a dropped session) go back to the front
  *   of the queue while the address backs off.
  */
-import type { CatchAllCache } from "./catch-all-cache.ts";
-import { blankOutcome, budgetLaneOf, laneOf, needsSmtpUtf8, randomLocalPart, type CheckOutcome, type CheckRequest, type QueuedCheck } from "./check.ts";
-import type { ProbeConfig } from "./config.ts";
+import { catchAllTestFor, type CatchAllCache, type CatchAllTest } from "./catch-all-cache.ts";
+import { blankOutcome, laneOf, needsSmtpUtf8, type CheckOutcome, type CheckRequest, type QueuedCheck } from "../check.ts";
+import type { ProbeConfig } from "../config.ts";
 import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
 import { SessionPool, type PoolConfig, type Slot } from "./session-pool.ts";
-import type { OpenResult, SmtpSession } from "./smtp/session.ts";
-import { runTransaction, type CatchAllTest } from "./transaction.ts";
-import { monotonicNow } from "./clock.ts";
+import type { OpenResult, SmtpSession } from "../smtp/session.ts";
+import { runTransaction } from "./transaction.ts";
+import { monotonicNow } from "../clock.ts";
 import { FairQueue, type Lane } from "./fair-queue.ts";
-import { CATCH_ALL_LANE, type HarvestBudget } from "./harvest-budget.ts";
-import { countFamilyEvent, countHarvestDeferral, destinationEvent } from "./counters.ts";
-import type { AppliedPolicy, FamilyGate } from "./receiver-budgets.ts";
-import type { SmtpReply } from "./smtp/reply.ts";
-import { DomainsSeen, type UntrustedNotice } from "./untrusted.ts";
-import type { ReplyRule } from "../shared/email/receiver-policy.ts";
+import type { ReceiverBudget } from "../policy/budget.ts";
+import { admit, answeredOnArrival, heldAnswer, HoldNotice, holdOf, TransactionBudget, type Hold } from "../policy/budget-gate.ts";
+import { countFamilyEvent, countBudgetDeferral, destinationEvent } from "../counters.ts";
+import type { AppliedPolicy, FamilyGate } from "../policy/receivers.ts";
+import type { SmtpReply } from "../smtp/reply.ts";
+import { UntrustDetector, type UntrustedNotice } from "../policy/untrusted.ts";
+import type { ReplyRule } from "../../shared/email/receivers.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;
@@ -42,15 +44,15 @@ export type DestinationContext = {
   config: DestinationConfig;
   catchAll: CatchAllCache;
   memory: DestinationMemory;
-  /** The receiver family of this address (receiver-budgets.ts). */
+  /** The receiver family of this address (policy/receivers.ts). */
   policy: AppliedPolicy;
   /** The unknown-recipient budget this address spends (its family's, or its own), which outlives the destination. */
-  budget(now: number): HarvestBudget;
+  budget(now: number): ReceiverBudget;
   /** The RCPT rate and sessions this address shares with its whole family (a family keyed by our IP), or null. */
   gate(now: number): FamilyGate | null;
   /** A reply that may ask us to back off or stop (the family's reply rules): the rule it matched, or null. */
   noteReply(reply: SmtpReply, now: number): ReplyRule | null;
-  /** What this address accepted in a span of time is not to be trusted (probe/untrusted.ts). */
+  /** What this address accepted in a span of time is not to be trusted (probe/policy/untrusted.ts). */
   untrust(notice: UntrustedNotice): void;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
   acquireSessionSlot(deadline: number): Promise<(() => void) | null>;
@@ -71,11 +73,9 @@ export class Destination {
   #wakeTimerAt = 0;
   #pumpScheduled = false;
   #empty = true;
-  /** The unknown-recipient budget holds bulk work back now (logged once per episode). */
-  #budgetHeld = false;
-  #budgetLoggedAt = -Infinity;
-  /** When a random address was last refused here: a gateway that accepts one after that has changed. */
-
+  /** When the budget starts holding bulk work back here, it is logged (once per window at most). */
+  readonly #holdNotice: HoldNotice;
+  readonly #untrust: UntrustDetector;
   lastActivity = monotonicNow();
 
   constructor(
@@ -83,6 +83,8 @@ export class Destination {
     private readonly ctx: DestinationContext,
   ) {
     this.#pacing = new Pacing(address, ctx.config, ctx.memory, monotonicNow());
+    this.#holdNotice = new HoldNotice(ctx.config.unknownWindowMs);
+    this.#untrust = new UntrustDetector(address, { policy: ctx.policy, memory: ctx.memory, budget: () => this.budget, untrust: (notice) => ctx.untrust(notice) });
     this.#pool = new SessionPool(address, this.#pacing, {
       config: ctx.config,
       acquireSessionSlot: (deadline) => ctx.acquireSessionSlot(deadline),
@@ -95,7 +97,7 @@ export class Destination {
   }
 
   /** The unknown-recipient budget this address spends. */
-  get budget(): HarvestBudget {
+  get budget(): ReceiverBudget {
     return this.ctx.budget(monotonicNow());
   }
 
@@ -129,17 +131,17 @@ export class Destination {
         waitingFor: "a session to this address",
       };
       const now = monotonicNow();
-      this.#domainsSeen().add(p.domain, now);
+      this.#untrust.checked(p.domain, now);
       const dead = this.#pacing.dead(now);
       if (dead) return this.#finish(p, dead);
       // A domain whose catch-all answer the family's policy knows gets no random address.
       if (req.catchAllCheck && this.ctx.policy.knownNotCatchAll.includes(p.domain) && this.ctx.catchAll.get(p.domain, req.host) === null) {
         this.ctx.catchAll.set(p.domain, req.host, false);
       }
-      // Over its lane's budget: a single check is answered now, a batch check whose relief comes
+      // Over its tenant's budget: a single check is answered now, a batch check whose relief comes
       // after it could be asked goes back at once (the caller parks it until then).
-      const held = this.#held(p, now);
-      if (held && (!req.bulk || held.reliefAt === null || held.reliefAt >= Math.min(req.deferAt ?? req.deadline, req.deadline))) return this.#answerHeld(p, held);
+      const held = holdOf(this.budget, p, now);
+      if (held && answeredOnArrival(held, p)) return this.#answerHeld(p, held);
       this.#queue.push(p);
       this.#noteEmpty();
       this.#schedulePump();
@@ -178,24 +180,11 @@ export class Destination {
     this.ctx.emptyChanged(this, empty);
   }
 
-  /**
-   * What holds the check's lane back now (its budget, or a pause the receiver asked for), or null. When
-   * only RCPTs awaiting their reply hold it (they count at worst until answered), the relief is now:
-   * those replies come within the transaction, not a window later, so a batch check waits in the queue
-   * for them instead of going back to the Worker to be parked for a window.
-   */
-  #held(p: QueuedCheck, now: number): CheckOutcome["heldBy"] {
-    const budget = this.budget;
-    const lane = budgetLaneOf(p);
-    if (budget.admits(lane, now)) return null;
-    const soon = budget.awaitingReplies > 0 && budget.admits(lane, now, 1, true);
-    return { family: this.ctx.policy.family, reliefAt: soon ? now : budget.nextRelief(now) };
-  }
-
-  /** A check its budget holds: a single check answered at once (nothing sent), a batch check handed back. */
-  #answerHeld(p: QueuedCheck, heldBy: NonNullable<CheckOutcome["heldBy"]>): void {
-    if (p.req.bulk) {
-      countHarvestDeferral();
+  /** A check its budget holds, answered at once (policy/budget-gate.ts heldAnswer): a single check with nothing sent, a batch check handed back. */
+  #answerHeld(p: QueuedCheck, { reliefAt }: Hold): void {
+    const heldBy = { family: this.ctx.policy.family, reliefAt };
+    if (heldAnswer(p) === "deferred") {
+      countBudgetDeferral();
       countFamilyEvent(heldBy.family, "deferral");
       return this.#finish(p, { ...blankOutcome(), deferred: true, heldBy });
     }
@@ -210,7 +199,7 @@ export class Destination {
    */
   #defer(p: QueuedCheck): void {
     if (p.finished || p.provisional || !p.waitingFor.startsWith("a session")) return;
-    const held = this.#held(p, monotonicNow());
+    const held = holdOf(this.budget, p, monotonicNow());
     if (held) return this.#answerHeld(p, held);
     if (this.#answeredAt < p.submittedAt) return;
     this.#finish(p, { ...blankOutcome(), deferred: true });
@@ -256,7 +245,7 @@ export class Destination {
     // The receiver asked the whole key to back off: nothing waits here for that.
     const stopped = this.budget.pausedUntil(monotonicNow());
     if (stopped !== null) {
-      for (const p of [...this.#queue]) this.#answerHeld(p, { family: this.ctx.policy.family, reliefAt: stopped });
+      for (const p of [...this.#queue]) this.#answerHeld(p, { reliefAt: stopped });
       return;
     }
     for (const slot of this.#pool.ready()) {
@@ -268,7 +257,11 @@ export class Destination {
       if (sent === "budget") return this.#wakeOnBudget();
     }
     if (this.#queue.length === 0 || this.#pacing.pausedUntil(monotonicNow()) !== null) return;
-    const sendable = this.#sendable(monotonicNow());
+    // Single checks the budget holds are answered at once; what it lets through is worth opening sessions for.
+    const now = monotonicNow();
+    const admission = admit(this.#queue, this.budget, now);
+    for (const p of admission.answerNow) this.#answerHeld(p, { reliefAt: admission.reliefAt });
+    const sendable = admission.send;
     if (sendable === 0) return this.#wakeOnBudget();
     const pool = this.#pool;
     let open = this.#pacing.sessionsToOpen(sendable, { slots: pool.slots, opening: pool.opening, reusable: pool.reusable() }, monotonicNow());
@@ -277,24 +270,6 @@ export class Destination {
     for (const p of this.#queue) deadline = Math.max(deadline, p.req.deadline);
     const host = this.#queue.peek()!.req.host;
     while (open-- > 0) void pool.open(deadline, host);
-  }
-
-  /** Checks waiting whose lane the unknown-recipient budget lets through now; single checks it holds are answered at once. */
-  #sendable(now: number): number {
-    const budget = this.budget;
-    if (!budget.enabled) return this.#queue.length;
-    const admitted = new Map<string, boolean>();
-    const heldSingles: QueuedCheck[] = [];
-    let n = 0;
-    for (const p of this.#queue) {
-      const lane = budgetLaneOf(p);
-      let ok = admitted.get(lane);
-      if (ok === undefined) admitted.set(lane, (ok = budget.admits(lane, now)));
-      if (ok) n++;
-      else if (!p.req.bulk) heldSingles.push(p);
-    }
-    for (const p of heldSingles) this.#answerHeld(p, { family: this.ctx.policy.family, reliefAt: budget.nextRelief(now) });
-    return n;
   }
 
   #wakeOnBudget(): void {
@@ -319,69 +294,47 @@ export class Destination {
     const batch: QueuedCheck[] = [];
     const tests = new Map<string, CatchAllTest>();
     let blocked = false;
-    // The unknown-recipient budget: each RCPT charged its lane's risk; a lane it cannot take waits.
-    const budget = this.budget;
-    const plan = budget.enabled ? budget.plan(now) : null;
-    const risks = new Map<string, number>();
-    const riskOf = (lane: string) => risks.get(lane) ?? risks.set(lane, budget.risk(lane, now)).get(lane)!;
+    // The receiver's budget: what fits in this transaction (policy/budget-gate.ts); a queue lane it holds waits.
+    const budget = new TransactionBudget(this.budget, now);
     const held = new Set<Lane>();
-    /** RCPTs of each budget lane put in this transaction so far: in flight, as far as the budget is concerned. */
-    const added = new Map<string, number>();
     /** Whose check each catch-all test rides with: the customer it is charged to. */
-    const testOwners = new Map<CatchAllTest, string>();
+    const testOwners = new Map<CatchAllTest, QueuedCheck>();
     const oneDomain = this.ctx.policy.domainsPerTransaction === 1;
     for (let p = this.#queue.peekExcept(held); p !== undefined && batch.length + tests.size < size.rcpts; p = this.#queue.peekExcept(held)) {
       // Google refuses a second recipient domain in one transaction (451 4.3.0): the next one waits.
       if (oneDomain && batch.length > 0 && p.domain !== batch[0]!.domain) break;
       if (p.utf8 && !s.smtpUtf8) {
         // Another MX of the domain may offer SMTPUTF8: the walk goes on (stage "ehlo").
-        this.#finish(p, {
-          ...blankOutcome(),
-          tls: s.tls,
-          pipelining: s.pipelining,
-          note: slot.note,
-          stage: "ehlo",
-          failure: { kind: "unsupported", message: "the address needs SMTPUTF8 and the server does not offer it" },
-        });
+        const failure = { kind: "unsupported", message: "the address needs SMTPUTF8 and the server does not offer it" } as const;
+        this.#finish(p, { ...blankOutcome(), tls: s.tls, pipelining: s.pipelining, note: slot.note, stage: "ehlo", failure });
         continue;
       }
       const key = `${p.domain} ${p.req.host.toLowerCase()}`;
-      let test =
-        size.catchAllTest &&
-        p.req.catchAllCheck &&
-        !tests.has(key) &&
-        this.ctx.catchAll.get(p.domain, p.req.host) === null &&
-        this.ctx.catchAll.pending(p.domain, p.req.host) === null;
+      const cache = this.ctx.catchAll;
+      const test = size.catchAllTest && p.req.catchAllCheck && !tests.has(key) && cache.get(p.domain, p.req.host) === null && cache.pending(p.domain, p.req.host) === null;
       if (batch.length + tests.size + (test ? 2 : 1) > size.rcpts) {
         blocked = true;
         break;
       }
-      const lane = budgetLaneOf(p);
-      if (plan) {
-        // The random address of a catch-all test is an unknown user wherever it is refused; the
-        // check goes without it when only the test does not fit.
-        const fits = (withTest: boolean) =>
-          budget.fits(plan, withTest ? 2 : 1, riskOf(lane) + (withTest ? 1 : 0), !withTest && budget.lowersShare(lane, (added.get(lane) ?? 0) + 1, now), lane);
-        if (test && !fits(true) && fits(false)) test = false;
-        if (!fits(test)) {
-          const queueLane = laneOf(p);
-          if (queueLane === null) this.#answerHeld(p, { family: this.ctx.policy.family, reliefAt: budget.nextRelief(now) });
-          else held.add(queueLane);
-          continue;
-        }
-        budget.add(plan, test ? 2 : 1, riskOf(lane) + (test ? 1 : 0), lane);
-        added.set(lane, (added.get(lane) ?? 0) + 1);
+      // The check goes without its catch-all test when only the test does not fit.
+      const fit = budget.fit(p, test);
+      if (fit === "answer-now") {
+        this.#answerHeld(p, { reliefAt: budget.reliefAt() });
+        continue;
       }
-      if (test) {
-        const at = p.req.recipient.lastIndexOf("@");
-        const t: CatchAllTest = { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} };
+      if (fit === "hold") {
+        held.add(laneOf(p)!);
+        continue;
+      }
+      if (fit === "with-test") {
+        const t = catchAllTestFor(p);
         tests.set(key, t);
-        testOwners.set(t, lane);
+        testOwners.set(t, p);
       }
       batch.push(p);
       this.#queue.take(p);
     }
-    this.#noteBudget(held.size > 0, now);
+    if (this.#holdNotice.note(held.size > 0, now)) destinationEvent("harvest_budget", this.address, { family: this.ctx.policy.family, ...this.budget.counts(now) });
     if (batch.length === 0) {
       if (held.size > 0 && !blocked) return "budget";
       // Nothing fits in what this session may still be refused: a fresh session takes the rest.
@@ -401,10 +354,8 @@ export class Destination {
     this.#pacing.takeRcpts(rcpts, now);
     gate?.take(rcpts, now);
     for (let i = 0; i < rcpts; i++) countFamilyEvent(this.ctx.policy.family, "rcpt");
-    if (plan) {
-      for (const p of batch) p.harvest = budget.sent(budgetLaneOf(p), riskOf(budgetLaneOf(p)), now);
-      for (const t of tests.values()) t.harvest = budget.sent(CATCH_ALL_LANE, 1, now, testOwners.get(t));
-    }
+    for (const p of batch) p.budgetRcpt = budget.sent(p);
+    for (const t of tests.values()) t.budgetRcpt = budget.sentTest(testOwners.get(t)!);
     void this.#transact(slot, batch, [...tests.values()]);
     return "sent";
   }
@@ -419,9 +370,8 @@ export class Destination {
     if (!p || !p.req.catchAllCheck || p.utf8) return null;
     const cache = this.ctx.catchAll;
     if (cache.get(p.domain, p.req.host) !== null || cache.pending(p.domain, p.req.host) !== null) return null;
-    const budget = this.budget;
-    const lane = budgetLaneOf(p);
-    if (budget.enabled && !budget.fits(budget.plan(now), 1, 1, false, lane)) return null;
+    const budget = new TransactionBudget(this.budget, now);
+    if (!budget.fitsTestAlone(p)) return null;
     const gate = this.ctx.gate(now)?.rcpts;
     const wait = Math.max(this.#pacing.rcptWait(1, now), gate ? gate.wait(1, now) : 0);
     if (wait > 0) {
@@ -431,9 +381,8 @@ export class Destination {
     this.#pacing.takeRcpts(1, now);
     gate?.take(1, now);
     countFamilyEvent(this.ctx.policy.family, "rcpt");
-    const at = p.req.recipient.lastIndexOf("@");
-    const test: CatchAllTest = { domain: p.domain, host: p.req.host, recipient: `${randomLocalPart()}@${p.req.recipient.slice(at + 1)}`, finish: () => {} };
-    if (budget.enabled) test.harvest = budget.sent(CATCH_ALL_LANE, 1, now, lane);
+    const test = catchAllTestFor(p);
+    test.budgetRcpt = budget.sentTest(p);
     void this.#transact(slot, [], [test], p.req.deadline);
     return "sent";
   }
@@ -448,18 +397,16 @@ export class Destination {
       finish: (p, outcome) => this.#finish(p, outcome),
       answered: (now) => (this.#answeredAt = now),
       ...(testsDeadline !== undefined ? { testsDeadline } : {}),
-      catchAllAnswered: (catchAll, now) => this.#catchAllAnswered(catchAll, now),
+      catchAllAnswered: (catchAll, now) => this.#untrust.catchAllAnswered(catchAll, now),
       replied: (reply, unknown, now) => {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
-        // "Too many invalid recipients" is no refusal to trust from: it says the accepts before it were silent.
-        if (this.ctx.noteReply(reply, now)?.untrustsAccepted) this.#untrust(now);
-        else if (unknown) this.ctx.memory.set("refusedAt", this.address, now);
+        this.#untrust.replied(this.ctx.noteReply(reply, now), unknown, now);
       },
     });
     const ended = monotonicNow();
-    for (const p of end.unasked) p.harvest?.cancel(ended);
-    for (const p of batch) p.harvest?.close(ended);
-    for (const t of tests) t.harvest?.close(ended);
+    for (const p of end.unasked) p.budgetRcpt?.cancel(ended);
+    for (const p of batch) p.budgetRcpt?.close(ended);
+    for (const t of tests) t.budgetRcpt?.close(ended);
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
       if (p.finished) continue;
@@ -471,60 +418,6 @@ export class Destination {
     else if (end.clean) this.#pacing.transactionClean();
     this.#pool.checkIn(slot, end.pushback !== null);
     this.#schedulePump();
-  }
-
-  /**
-   * A gateway that refused a random address within the hour and now accepts one has stopped telling
-   * the truth (Cisco's harvest defence accepts silently and drops past its threshold): the address is
-   * stopped for the hour and an operator alerted. The accepted random address is kept as the
-   * catch-all answer, so what this server accepts meanwhile is never reported valid on that alone.
-   */
-  #catchAllAnswered(catchAll: boolean, now: number): void {
-    const memory = this.ctx.memory;
-    if (!catchAll) {
-      memory.set("randomRefusedAt", this.address, now);
-      memory.set("refusedAt", this.address, now);
-      return;
-    }
-    const policy = this.ctx.policy;
-    const randomRefusedAt = memory.get("randomRefusedAt", this.address) ?? -Infinity;
-    if (policy.budgetKey !== "probe_ip_destination" || policy.family === "self-hosted" || now - randomRefusedAt > policy.hourMs) return;
-    this.budget.pause(now + policy.hourMs, true, now);
-    this.#untrust(now);
-    countFamilyEvent(policy.family, "stop");
-    console.warn(
-      JSON.stringify({ level: "error", msg: "receiver accepts everything now", family: policy.family, destination: this.address, refused_random_ms_ago: now - randomRefusedAt, alert: true }),
-    );
-  }
-
-  /**
-   * Every `accepted` since this address's last refusal may have been a silent accept: the domains checked
-   * here since then (at most an hour back) are named to the Worker (probe/untrusted.ts), never an address.
-   */
-  #untrust(now: number): void {
-    // On the probe's clock (as the domains' times are), then in wall-clock time for the Worker.
-    const since = Math.max(this.ctx.memory.get("refusedAt", this.address) ?? -Infinity, now - this.ctx.policy.hourMs);
-    const domains = this.#domainsSeen().since(since);
-    const wall = Date.now();
-    this.ctx.untrust({ domains, sinceMs: wall - (now - since), untilMs: wall });
-    console.warn(JSON.stringify({ level: "error", msg: "receiver answers untrusted", family: this.ctx.policy.family, destination: this.address, domains: domains.length, since_ms_ago: now - since, alert: true }));
-  }
-
-  /** The domains checked at this address lately (in the probe's memory of it, so forgetting the idle destination keeps them). */
-  #domainsSeen(): DomainsSeen {
-    const seen = this.ctx.memory.get("domainsSeen", this.address) ?? new DomainsSeen();
-    // Set again at each use: kept for an hour after the last.
-    this.ctx.memory.set("domainsSeen", this.address, seen);
-    return seen;
-  }
-
-  /** Logs when the budget starts holding bulk work back here: once per window at most, however often it flips. */
-  #noteBudget(holding: boolean, now: number): void {
-    if (holding === this.#budgetHeld) return;
-    this.#budgetHeld = holding;
-    if (!holding || now - this.#budgetLoggedAt < this.ctx.config.unknownWindowMs) return;
-    this.#budgetLoggedAt = now;
-    destinationEvent("harvest_budget", this.address, { family: this.ctx.policy.family, ...this.budget.counts(now) });
   }
 
   #pushedBack(why: string): void {
@@ -540,15 +433,8 @@ export class Destination {
       return;
     }
     const now = monotonicNow();
-    const outcome: CheckOutcome = {
-      ...blankOutcome(),
-      stage: failed.stage,
-      rejectedReply: failed.rejectedReply,
-      failure: failed.failure,
-      tls: failed.tls,
-      roundTrips: failed.roundTrips,
-      note: this.#pacing.tlsNote(now),
-    };
+    const { stage, rejectedReply, failure, tls, roundTrips } = failed;
+    const outcome: CheckOutcome = { ...blankOutcome(), stage, rejectedReply, failure, tls, roundTrips, note: this.#pacing.tlsNote(now) };
     // Every check waiting here moves on to its next MX address now, and so will new ones for a moment.
     this.#pacing.connectFailed(outcome, now);
     for (const p of [...this.#queue]) this.#finish(p, outcome);

@@ -5,8 +5,8 @@
 import { serve } from "@hono/node-server";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { probeOrigin } from "../shared/probe-contract.ts";
-import type { ProbeConfig } from "./config.ts";
+import { probeOrigin } from "../../shared/probe-contract.ts";
+import type { ProbeConfig } from "../config.ts";
 import { createProbeApp, createProbeService, type ProbeService } from "./app.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics.ts";
 

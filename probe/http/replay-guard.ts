@@ -4,7 +4,7 @@
  * requests whose signature checked out are remembered, so junk cannot fill it. When full it refuses
  * new requests (503) rather than forget a nonce still in its window: forgetting would reopen replay.
  */
-import { PROBE_MAX_SKEW_SECONDS } from "../shared/probe-contract.ts";
+import { PROBE_MAX_SKEW_SECONDS } from "../../shared/probe-contract.ts";
 
 /** Far above what a probe serves in a window (its requests carry up to 2,000 checks each). */
 export const MAX_REMEMBERED_NONCES = 200_000;

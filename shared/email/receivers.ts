@@ -1,15 +1,162 @@
 /**
- * How each family of receiving mail servers may be probed (docs/probe.md "Receiver policy"): which
- * MX names belong to the family, whether a RCPT there may be sent at all, how its unknown-recipient
- * budget is keyed and sized, how fast and how wide the probe may talk to it, and which replies mean
- * "back off" or "stop". Data, one row a family, each number tied to its evidence
- * (../shared/research/provider-limits.md in the team folder, "§" below). Numbers marked THIN rest on
- * no published threshold: a conservative guess to be tuned by measurement. Operators override any
- * field of any row with PROBE_RECEIVER_POLICY (probe/config.ts).
+ * Over 400 lines: one table on purpose. Who runs an MX host, the family that follows from it, and how that
+ * family may be probed are one rule, decided once; split, two suffix tables said half of it twice.
  *
- * Both sides read it: the Worker to answer families that must not or cannot be probed without a
- * conversation and to spread the big families over the fleet; the probe for everything else.
+ * Who receives an address's mail, and how it may be probed: one table, read by the Worker and the probe alike.
+ *
+ * - MX_SUFFIXES: an MX host name suffix -> the provider that runs it (`details.mx_provider`, docs/api.md
+ *   "details") and, where one provider runs receivers that behave differently, the receiver family of that name.
+ * - MX_PROVIDERS: a provider -> its receiver family and its columns (rcptProvesNothing).
+ * - RECEIVER_POLICIES: a family -> how it may be probed (docs/probe.md "Receiver policy"): whether a RCPT there
+ *   may be sent at all, how its unknown-recipient budget is keyed and sized, how fast and how wide the probe may
+ *   talk to it, and which replies mean "back off" or "stop". Data, one row a family, each number tied to its
+ *   evidence (../shared/research/provider-limits.md in the team folder, "§" below). Numbers marked THIN rest on
+ *   no published threshold: a conservative guess to be tuned by measurement.
+ *
+ * One matcher reads the suffixes (receiverOfHost): a suffix matches the host itself or any name below it, by whole
+ * labels (`google.com` matches `aspmx.l.google.com`, not `mx.notgoogle.com`), and the longest suffix wins, so a
+ * narrower row refines a broader one. The suffixes come from each provider's published MX names (its setup guide
+ * for custom domains, or the MX records of its own consumer domains); add a row when a provider is missing.
+ *
+ * Who reads what: the Worker answers the families that are not probed (`probe`) without a conversation and spreads
+ * the big families over the fleet (`fleetSpread`), from this compiled table; the probe applies the rest. Operators
+ * may override a family's other fields at the probe (PROBE_RECEIVER_POLICY, probe/config.ts), not these two nor
+ * the suffixes: the Worker would never see such an override, so the probe refuses it at start.
  */
+
+/** A provider's columns. */
+export type MxProviderRow = {
+  /** The receiver family of its MX hosts (RECEIVER_POLICIES), unless a suffix row names another. */
+  family: ReceiverFamily;
+  /**
+   * RCPT proves nothing here: its servers accept every recipient at RCPT time (Yahoo; most Microsoft 365 tenants,
+   * which refuse unknown users only after the message, by bounce, unless Directory-Based Edge Blocking is on), so
+   * only the catch-all test (a random address) tells an accepting tenant apart.
+   */
+  rcptProvesNothing: boolean;
+};
+
+/** A provider with no family of its own: its MX hosts are probed as self-hosted servers. */
+const SELF_HOSTED_PROVIDER: MxProviderRow = { family: "self-hosted", rcptProvesNothing: false };
+/** A security gateway in front of the mailboxes, with a family row of its own under the same name. */
+const gatewayProvider = (family: ReceiverFamily): MxProviderRow => ({ family, rcptProvesNothing: false });
+
+export const MX_PROVIDERS = {
+  // Mailbox providers
+  google: { family: "google", rcptProvesNothing: false },
+  // Exchange Online Protection (Microsoft 365) unless its suffix row says otherwise.
+  microsoft: { family: "microsoft-eop", rcptProvesNothing: true },
+  yahoo: { family: "yahoo", rcptProvesNothing: true },
+  apple: SELF_HOSTED_PROVIDER,
+  zoho: SELF_HOSTED_PROVIDER,
+  fastmail: SELF_HOSTED_PROVIDER,
+  proton: SELF_HOSTED_PROVIDER,
+  yandex: SELF_HOSTED_PROVIDER,
+  mailru: SELF_HOSTED_PROVIDER,
+  gmx: SELF_HOSTED_PROVIDER,
+  webde: SELF_HOSTED_PROVIDER,
+  ionos: SELF_HOSTED_PROVIDER,
+  ovh: SELF_HOSTED_PROVIDER,
+  godaddy: SELF_HOSTED_PROVIDER,
+  rackspace: SELF_HOSTED_PROVIDER,
+  namecheap: SELF_HOSTED_PROVIDER,
+  tuta: SELF_HOSTED_PROVIDER,
+  qq: SELF_HOSTED_PROVIDER,
+  netease: SELF_HOSTED_PROVIDER,
+  naver: SELF_HOSTED_PROVIDER,
+  seznam: SELF_HOSTED_PROVIDER,
+  gandi: SELF_HOSTED_PROVIDER,
+  amazon: SELF_HOSTED_PROVIDER,
+  // Security gateways in front of the mailboxes
+  proofpoint: gatewayProvider("proofpoint"),
+  mimecast: gatewayProvider("mimecast"),
+  barracuda: gatewayProvider("barracuda"),
+  cisco: gatewayProvider("cisco"),
+  trendmicro: gatewayProvider("trendmicro"),
+  symantec: gatewayProvider("symantec"),
+  forcepoint: gatewayProvider("forcepoint"),
+  sophos: gatewayProvider("sophos"),
+  hornetsecurity: SELF_HOSTED_PROVIDER,
+  spamhero: SELF_HOSTED_PROVIDER,
+  mailgun: SELF_HOSTED_PROVIDER,
+  sendgrid: SELF_HOSTED_PROVIDER,
+} as const satisfies Record<string, MxProviderRow>;
+export type MxProvider = keyof typeof MX_PROVIDERS;
+
+/** The MX host name suffixes: suffix, provider, and the family where it is not the provider's. */
+export const MX_SUFFIXES: readonly (readonly [suffix: string, provider: MxProvider, family?: ReceiverFamily])[] = [
+  // Mailbox providers
+  ["google.com", "google"],
+  ["googlemail.com", "google"],
+  ["smtp.goog", "google"],
+  // §2a: Exchange Online Protection refuses unknown users at RCPT only with Directory-Based Edge Blocking.
+  ["protection.outlook.com", "microsoft"],
+  ["mail.protection.outlook.com", "microsoft"],
+  ["mail.eo.outlook.com", "microsoft"],
+  // §2b: Outlook.com's consumer mail (hotmail.com, outlook.com, live.com addresses) forbids verifying without sending.
+  ["olc.protection.outlook.com", "microsoft", "outlook-consumer"],
+  // No family row covers other hosts under these names: probed as self-hosted servers.
+  ["outlook.com", "microsoft", "self-hosted"],
+  ["hotmail.com", "microsoft", "self-hosted"],
+  ["yahoodns.net", "yahoo"],
+  ["yahoo.com", "yahoo"],
+  ["icloud.com", "apple"],
+  ["me.com", "apple"],
+  ["zoho.com", "zoho"],
+  ["zoho.eu", "zoho"],
+  ["zoho.in", "zoho"],
+  ["zoho.com.au", "zoho"],
+  ["zohomail.com", "zoho"],
+  ["messagingengine.com", "fastmail"],
+  ["fastmail.com", "fastmail"],
+  ["protonmail.ch", "proton"],
+  ["proton.me", "proton"],
+  ["yandex.net", "yandex"],
+  ["yandex.ru", "yandex"],
+  ["mail.ru", "mailru"],
+  ["gmx.net", "gmx"],
+  ["gmx.com", "gmx"],
+  ["web.de", "webde"],
+  ["kundenserver.de", "ionos"],
+  ["ionos.com", "ionos"],
+  ["ionos.de", "ionos"],
+  ["ionos.co.uk", "ionos"],
+  ["ionos.fr", "ionos"],
+  ["ionos.es", "ionos"],
+  ["1and1.com", "ionos"],
+  ["ovh.net", "ovh"],
+  ["ovh.ca", "ovh"],
+  ["secureserver.net", "godaddy"],
+  ["emailsrvr.com", "rackspace"],
+  ["privateemail.com", "namecheap"],
+  ["registrar-servers.com", "namecheap"],
+  ["tutanota.de", "tuta"],
+  ["qq.com", "qq"],
+  ["163.com", "netease"],
+  ["naver.com", "naver"],
+  ["seznam.cz", "seznam"],
+  ["gandi.net", "gandi"],
+  ["amazonaws.com", "amazon"],
+  ["awsapps.com", "amazon"],
+  // Security gateways in front of the mailboxes
+  ["pphosted.com", "proofpoint"],
+  ["ppe-hosted.com", "proofpoint"],
+  ["mimecast.com", "mimecast"],
+  ["mimecast.co.za", "mimecast"],
+  ["mimecast-offshore.com", "mimecast"],
+  ["barracudanetworks.com", "barracuda"],
+  ["barracuda.com", "barracuda"],
+  ["iphmx.com", "cisco"],
+  ["trendmicro.com", "trendmicro"],
+  ["trendmicro.eu", "trendmicro"],
+  ["messagelabs.com", "symantec"],
+  ["mailcontrol.com", "forcepoint"],
+  ["sophos.com", "sophos"],
+  ["hornetsecurity.com", "hornetsecurity"],
+  ["spamh.com", "spamhero"],
+  ["mailgun.org", "mailgun"],
+  ["sendgrid.net", "sendgrid"],
+];
 
 export const RECEIVER_FAMILIES = [
   "google",
@@ -48,8 +195,6 @@ export type ReplyRule = {
 
 export type ReceiverPolicy = {
   family: ReceiverFamily;
-  /** MX host suffixes (a suffix matches the host or any name below it; the longest wins). */
-  suffixes: readonly string[];
   /**
    * yes: probe at RCPT. forbidden: the receiver's published policy forbids verifying without sending
    * (answered without a conversation, `provider_forbids_probing`). accepts_all: RCPT accepts every
@@ -109,10 +254,9 @@ const GATEWAY_REPLIES: readonly ReplyRule[] = [
 ];
 
 /** A gateway row: per destination address, 60 s ratio as today's rule, a tight hourly cap, one session. */
-function gateway(family: ReceiverFamily, suffixes: readonly string[], unknownPerHour: number, replies = GATEWAY_REPLIES): ReceiverPolicy {
+function gateway(family: ReceiverFamily, unknownPerHour: number, replies = GATEWAY_REPLIES): ReceiverPolicy {
   return {
     family,
-    suffixes,
     probe: "yes",
     budgetKey: "probe_ip_destination",
     windowSeconds: 60,
@@ -136,12 +280,11 @@ function gateway(family: ReceiverFamily, suffixes: readonly string[], unknownPer
 
 /**
  * A family the probe never dials: its budget fields are never read (kept at the most cautious values,
- * in case an operator's override turns probing on); its reply rules still say what its block looks like.
+ * should this table ever turn probing on); its reply rules still say what its block looks like.
  */
-function notProbed(family: ReceiverFamily, suffixes: readonly string[], probe: "forbidden" | "accepts_all", replies: readonly ReplyRule[]): ReceiverPolicy {
+function notProbed(family: ReceiverFamily, probe: "forbidden" | "accepts_all", replies: readonly ReplyRule[]): ReceiverPolicy {
   return {
     family,
-    suffixes,
     probe,
     budgetKey: "probe_ip_family",
     windowSeconds: 3_600,
@@ -168,7 +311,6 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     // "your IP Netblock", so the budget is per probe IP and family, and per /24. 1,000 unknown an hour,
     // 1.5 RCPT/s and 2 sessions are THIN (one 2019 anecdote: ~200 checks in 30-60 min, then failures).
     family: "google",
-    suffixes: ["google.com", "googlemail.com", "smtp.goog"],
     probe: "yes",
     budgetKey: "probe_ip_family",
     windowSeconds: 3_600,
@@ -205,7 +347,6 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     // second RCPT of a transaction (AS780090, verifiers' reports); 451 4.7.500-699 when a sending IP's
     // pattern "changes significantly". 500 unknown an hour and 5 sessions are THIN.
     family: "microsoft-eop",
-    suffixes: ["mail.protection.outlook.com", "protection.outlook.com", "mail.eo.outlook.com"],
     probe: "yes",
     budgetKey: "probe_ip_family",
     windowSeconds: 3_600,
@@ -236,34 +377,34 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
   },
   // §2b. "Senders must not use namespace mining techniques ... verifying email addresses without
   // sending" [official]; 550 SC-002 is the block for it. Not probed at all.
-  notProbed("outlook-consumer", ["olc.protection.outlook.com"], "forbidden", [{ code: 550, text: "SC-00", action: "stop", seconds: 86_400 }]),
+  notProbed("outlook-consumer", "forbidden", [{ code: 550, text: "SC-00", action: "stop", seconds: 86_400 }]),
   // §3. Yahoo refuses unknown users after DATA, not at RCPT; RCPT accepts random addresses (4+
   // reports); "Excessive unknown recipients" is a Yahoo block. Not probed: answered as catch-all.
-  notProbed("yahoo", ["yahoodns.net", "yahoo.com"], "accepts_all", [
+  notProbed("yahoo", "accepts_all", [
     { code: 421, enhanced: "4.7.0", action: "pause", seconds: 14_400 },
     { code: 451, text: "VS1-", action: "pause", seconds: 86_400 },
     { code: 553, action: "stop", seconds: 86_400 },
   ]),
   // §4: Cisco's DHAP allows 25 invalid recipients an hour per remote host by default and may then
   // accept silently and drop: 10 keeps well below it.
-  gateway("cisco", ["iphmx.com"], 10),
+  gateway("cisco", 10),
   // §4: Forcepoint, 60 s window, block 3 h; ≤ 10 an hour is THIN.
-  gateway("forcepoint", ["mailcontrol.com"], 10, [
+  gateway("forcepoint", 10, [
     { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800 },
     { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
   ]),
   // §4: Trend's worked example blocks at more than 5 non-existing recipients.
-  gateway("trendmicro", ["trendmicro.com", "trendmicro.eu"], 5),
+  gateway("trendmicro", 5),
   // §4: Symantec/Broadcom, Sophos, Mimecast, Proofpoint, Barracuda: no default published (THIN).
-  gateway("symantec", ["messagelabs.com"], 5),
-  gateway("sophos", ["sophos.com"], 5),
+  gateway("symantec", 5),
+  gateway("sophos", 5),
   // Mimecast greylists an unseen (IP, sender, recipient) with 451 for 60 s: retry after a minute, not 15.
-  gateway("mimecast", ["mimecast.com", "mimecast.co.za", "mimecast-offshore.com"], 10, [
+  gateway("mimecast", 10, [
     { code: 451, action: "pause", seconds: 60, maxSeconds: 900 },
     ...GATEWAY_REPLIES,
   ]),
-  gateway("proofpoint", ["pphosted.com", "ppe-hosted.com"], 10),
-  gateway("barracuda", ["barracudanetworks.com", "barracuda.com"], 10),
+  gateway("proofpoint", 10),
+  gateway("barracuda", 10),
   {
     // §4 Postfix, §8 self-hosted: many small servers sit behind appliances or fail2ban-like monitors;
     // 25 an hour is Cisco's default. No 60 s share rule (ratio 1): the only receiver known to count one
@@ -272,7 +413,6 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     // appliances by the hour (the cap). Issue 26: a budget must cost nothing below every receiver's
     // threshold; the share rule here held a 20-address domain with 10 unknown users for a whole window.
     family: "self-hosted",
-    suffixes: [],
     probe: "yes",
     budgetKey: "probe_ip_destination",
     windowSeconds: 60,
@@ -293,26 +433,49 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
 ];
 
 const BY_FAMILY = new Map(RECEIVER_POLICIES.map((p) => [p.family, p]));
-const FAMILY_BY_SUFFIX = new Map(RECEIVER_POLICIES.flatMap((p) => p.suffixes.map((s) => [s, p.family] as const)));
 
 export function receiverPolicy(family: ReceiverFamily): ReceiverPolicy {
   return BY_FAMILY.get(family)!;
 }
 
-/** The family of one MX host name: its longest matching suffix's, or self-hosted. */
-export function familyOfHost(host: string): ReceiverFamily {
+/** What one MX host name is: who runs it (null: nobody we know of) and its receiver family (self-hosted: none of ours). */
+export type Receiver = Readonly<{ provider: MxProvider | null; family: ReceiverFamily }>;
+
+const BY_SUFFIX = new Map<string, Receiver>(MX_SUFFIXES.map(([suffix, provider, family]) => [suffix, { provider, family: family ?? MX_PROVIDERS[provider].family }]));
+const NOBODY: Receiver = { provider: null, family: "self-hosted" };
+
+/** The receiver of one MX host name: its longest matching suffix's row. */
+export function receiverOfHost(host: string): Receiver {
   const labels = host.toLowerCase().replace(/\.$/, "").split(".");
+  // From the whole name down to its last two labels: the first hit is the longest suffix.
   for (let i = 0; i < labels.length - 1; i++) {
-    const hit = FAMILY_BY_SUFFIX.get(labels.slice(i).join("."));
+    const hit = BY_SUFFIX.get(labels.slice(i).join("."));
     if (hit) return hit;
   }
-  return "self-hosted";
+  return NOBODY;
 }
 
-/** The family behind a domain's MX hosts: the most preferred host's. */
-export function receiverFamily(hosts: readonly { host: string; preference: number }[]): ReceiverFamily {
-  const first = [...hosts].sort((a, b) => a.preference - b.preference)[0];
-  return first ? familyOfHost(first.host) : "self-hosted";
+type MxHosts = readonly { host: string; preference: number }[];
+const byPreference = (hosts: MxHosts) => [...hosts].sort((a, b) => a.preference - b.preference);
+
+/** Who runs a domain's mail (`details.mx_provider`): the most preferred host that matches a provider decides; null when none does. */
+export function mxProvider(hosts: MxHosts): MxProvider | null {
+  for (const { host } of byPreference(hosts)) {
+    const { provider } = receiverOfHost(host);
+    if (provider) return provider;
+  }
+  return null;
+}
+
+/** The family of a domain's receiver: the most preferred host's, the one the probe dials first. */
+export function receiverFamily(hosts: MxHosts): ReceiverFamily {
+  const first = byPreference(hosts)[0];
+  return first ? receiverOfHost(first.host).family : "self-hosted";
+}
+
+/** Whether an accepted RCPT proves nothing at this provider (`details.mx_provider`, stored or fresh). */
+export function rcptProvesNothing(provider: string | null): boolean {
+  return provider !== null && Object.hasOwn(MX_PROVIDERS, provider) && MX_PROVIDERS[provider as MxProvider].rcptProvesNothing;
 }
 
 /** Whether a reply matches a rule. */

@@ -3,7 +3,7 @@
  * The unknown-recipient budget of one budget key (docs/probe.md "Receiver policy"): a receiver's
  * harvest defence counts the share of a client's recipients that are unknown users, and how many an
  * hour, and for some families (Google, Microsoft) it counts them by our sending IP across all its MX
- * addresses. The key is the receiver policy's (probe/receiver-budgets.ts): one budget per family, or
+ * addresses. The key is the receiver policy's (probe/policy/receivers.ts): one budget per family, or
  * per family and destination address. Its limits:
  *
  * - in any window (the family's: 60 s at gateways, an hour at Google), once `minSample` RCPTs were
@@ -21,8 +21,8 @@
  *
  * Pure: no timers, every decision takes `now` (the probe's clock, Unix-scale milliseconds).
  */
-import { outcomeMeaning } from "../shared/email/reasons.ts";
-import type { RcptClass } from "./smtp/classify.ts";
+import { outcomeMeaning } from "../../shared/email/reasons.ts";
+import type { RcptClass } from "../smtp/classify.ts";
 
 /** The limits one budget applies; the object is the registry's, which may lower or raise them (warm-up). */
 export type BudgetLimits = {
@@ -54,7 +54,7 @@ export const LONE_LANE_SHARE = 0.8;
 const TRIGGER_SHARE = 0.5;
 
 /** The lane of a check: its customer's tenant ("" when nobody was named). */
-export type HarvestLane = string;
+export type Tenant = string;
 
 /**
  * The lane of the catch-all tests' random addresses: certain unknown users wherever the server is
@@ -65,7 +65,7 @@ export const CATCH_ALL_LANE = "\u0000catch-all";
 type RcptState = "pending" | "unknown" | "known" | "cancelled";
 
 /** One RCPT sent under this budget, from its sending to the end of the window. */
-export class HarvestRcpt {
+export class BudgetRcpt {
   state: RcptState = "pending";
   /** Still counted: not yet older than the window. */
   inWindow = true;
@@ -74,11 +74,11 @@ export class HarvestRcpt {
   constructor(
     readonly at: number,
     /** Whose history its answer goes to (CATCH_ALL_LANE for a random address). */
-    readonly lane: HarvestLane,
+    readonly lane: Tenant,
     /** Whose share of the hourly cap it spends: the customer, also for the random address riding with its check. */
-    readonly owner: HarvestLane,
+    readonly owner: Tenant,
     readonly risk: number,
-    private readonly budget: HarvestBudget,
+    private readonly budget: ReceiverBudget,
   ) {}
 
   /** The reply came: refused as an unknown user, or anything else. */
@@ -98,39 +98,39 @@ export class HarvestRcpt {
 }
 
 /** What one transaction being assembled would add, on top of what the window holds. */
-export type HarvestPlan = {
+export type BudgetPlan = {
   sent: number;
   /** Expected unknown users in the window: refusals, and RCPTs awaiting a reply at their risk. */
   unknown: number;
   /** Unknown users the window could hold at worst: refusals, and every RCPT awaiting a reply. */
   windowWorst: number;
   hourWorst: number;
-  byOwner: Map<HarvestLane, number>;
+  byOwner: Map<Tenant, number>;
 };
 
 /** A lane's last answers under this key (refused as unknown or not), and its RCPTs awaiting a reply. */
 type LaneHistory = { answers: { at: number; unknown: boolean }[]; unknown: number; pending: number };
 
-/** What survives a restart (probe/probe-state.ts): the hour's refusals, the window's answers, a pause. */
+/** What survives a restart (probe/policy/probe-state.ts): the hour's refusals, the window's answers, a pause. */
 export type BudgetSnapshot = {
   refusals: [at: number, owner: string][];
   answers: [at: number, lane: string, unknown: 0 | 1][];
   pause: { until: number; level: number; stop: boolean } | null;
 };
 
-export class HarvestBudget {
+export class ReceiverBudget {
   /** RCPTs of the last window, oldest first; the counts below are kept in step with it. */
-  readonly #window: HarvestRcpt[] = [];
+  readonly #window: BudgetRcpt[] = [];
   #head = 0;
   #sent = 0;
   #unknown = 0;
   #pending = 0;
   #pendingRisk = 0;
-  readonly #lanes = new Map<HarvestLane, LaneHistory>();
+  readonly #lanes = new Map<Tenant, LaneHistory>();
   /** Each unknown-user refusal of the last hour (when, whose), oldest first. */
-  readonly #refusals: { at: number; owner: HarvestLane }[] = [];
+  readonly #refusals: { at: number; owner: Tenant }[] = [];
   /** Per owner: refusals of the last hour and RCPTs in flight (the hourly cap's worst reading). */
-  readonly #owners = new Map<HarvestLane, { refused: number; pending: number }>();
+  readonly #owners = new Map<Tenant, { refused: number; pending: number }>();
   #pause: { until: number; level: number; stop: boolean } | null = null;
 
   constructor(readonly limits: BudgetLimits) {}
@@ -144,19 +144,19 @@ export class HarvestBudget {
     return this.limits.unknownRatio < 1 || this.limits.unknownPerHour > 0;
   }
 
-  #owner(owner: HarvestLane): { refused: number; pending: number } {
+  #owner(owner: Tenant): { refused: number; pending: number } {
     let o = this.#owners.get(owner);
     if (!o) this.#owners.set(owner, (o = { refused: 0, pending: 0 }));
     return o;
   }
 
-  #dropOwnerIfIdle(owner: HarvestLane): void {
+  #dropOwnerIfIdle(owner: Tenant): void {
     const o = this.#owners.get(owner);
     if (o && o.refused === 0 && o.pending === 0) this.#owners.delete(owner);
   }
 
   /** The lane's history with answers older than the hour (or beyond LANE_MEMORY) dropped; an empty one for a lane not seen. */
-  #lane(lane: HarvestLane, now: number, create = true): LaneHistory {
+  #lane(lane: Tenant, now: number, create = true): LaneHistory {
     let h = this.#lanes.get(lane);
     if (!h) {
       h = { answers: [], unknown: 0, pending: 0 };
@@ -173,7 +173,7 @@ export class HarvestBudget {
   }
 
   /** @internal A RCPT's reply (or its absence) moves it out of pending. */
-  record(r: HarvestRcpt, state: Exclude<RcptState, "pending">, now: number): void {
+  record(r: BudgetRcpt, state: Exclude<RcptState, "pending">, now: number): void {
     r.state = state;
     r.endedAt = now;
     const lane = this.#lane(r.lane, now);
@@ -230,7 +230,7 @@ export class HarvestBudget {
   }
 
   /** The share of unknown users a RCPT of `lane` is expected to be, from its last answers under this key. */
-  risk(lane: HarvestLane, now: number): number {
+  risk(lane: Tenant, now: number): number {
     const h = this.#lane(lane, now, false);
     return (h.unknown + PRIOR_UNKNOWN) / (h.answers.length + PRIOR_WEIGHT);
   }
@@ -241,7 +241,7 @@ export class HarvestBudget {
    * pessimistic reading of them, its RCPTs awaiting a reply (and `extra` more) counted as unknown,
    * still within the ratio. Only the window's answers count, as the receiver only counts those.
    */
-  lowersShare(lane: HarvestLane, extra: number, now: number): boolean {
+  lowersShare(lane: Tenant, extra: number, now: number): boolean {
     if (lane === CATCH_ALL_LANE) return false;
     const h = this.#lane(lane, now, false);
     const since = now - this.limits.unknownWindowMs;
@@ -260,7 +260,7 @@ export class HarvestBudget {
    * The window as it stands: the start of a plan for the next transaction. `replied`: as it will stand
    * once every RCPT awaiting a reply is answered as a known user (what their replies free, in moments).
    */
-  plan(now: number, replied = false): HarvestPlan {
+  plan(now: number, replied = false): BudgetPlan {
     this.#expire(now);
     const pending = replied ? 0 : this.#pending;
     return {
@@ -273,7 +273,7 @@ export class HarvestBudget {
   }
 
   /** The most of the hourly cap `owner` may hold now (refusals of the hour and RCPTs in flight). */
-  laneShare(owner: HarvestLane): number {
+  laneShare(owner: Tenant): number {
     const cap = this.limits.unknownPerHour;
     let lanes = this.#owners.size;
     if (!this.#owners.has(owner)) lanes++;
@@ -284,7 +284,7 @@ export class HarvestBudget {
    * Whether `rcpts` more RCPTs of total risk `risk` for `owner` stay within every limit; `lowers`:
    * they are work that lowers the share (lowersShare), which may go past the ratio but not past half.
    */
-  fits(plan: HarvestPlan, rcpts: number, risk: number, lowers = false, owner?: HarvestLane): boolean {
+  fits(plan: BudgetPlan, rcpts: number, risk: number, lowers = false, owner?: Tenant): boolean {
     const c = this.limits;
     if (c.unknownPerHour > 0) {
       if (plan.hourWorst + rcpts > c.unknownPerHour) return false;
@@ -302,7 +302,7 @@ export class HarvestBudget {
   }
 
   /** Adds what was just put in the transaction to the plan. */
-  add(plan: HarvestPlan, rcpts: number, risk: number, owner?: HarvestLane): void {
+  add(plan: BudgetPlan, rcpts: number, risk: number, owner?: Tenant): void {
     plan.sent += rcpts;
     plan.unknown += risk;
     plan.windowWorst += rcpts;
@@ -314,7 +314,7 @@ export class HarvestBudget {
    * Whether `rcpts` RCPTs of `lane` (a check, with its catch-all test when 2) may go now; `onceReplied`:
    * whether they may once the RCPTs awaiting a reply are answered (nothing but those replies holds them).
    */
-  admits(lane: HarvestLane, now: number, rcpts = 1, onceReplied = false): boolean {
+  admits(lane: Tenant, now: number, rcpts = 1, onceReplied = false): boolean {
     if (this.pausedUntil(now) !== null) return false;
     if (!this.enabled) return true;
     const risk = this.risk(lane, now) * Math.min(rcpts, 1) + Math.max(0, rcpts - 1);
@@ -332,9 +332,9 @@ export class HarvestBudget {
   }
 
   /** A RCPT going out now, charged at `risk` to `owner`'s share: tell it the reply. */
-  sent(lane: HarvestLane, risk: number, now: number, owner: HarvestLane = lane): HarvestRcpt {
+  sent(lane: Tenant, risk: number, now: number, owner: Tenant = lane): BudgetRcpt {
     this.#expire(now);
-    const rcpt = new HarvestRcpt(now, lane, owner, risk, this);
+    const rcpt = new BudgetRcpt(now, lane, owner, risk, this);
     this.#window.push(rcpt);
     this.#lane(lane, now).pending++;
     this.#owner(owner).pending++;

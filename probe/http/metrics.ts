@@ -13,10 +13,10 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { isIP, type AddressInfo } from "node:net";
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
-import { counters } from "./counters.ts";
-import { AUDIT_CHECKS, type ReputationAudit } from "./reputation.ts";
-import type { Scheduler } from "./scheduler.ts";
-import { monotonicNow } from "./clock.ts";
+import { counters } from "../counters.ts";
+import { AUDIT_CHECKS, type ReputationAudit } from "../reputation.ts";
+import type { Scheduler } from "../qmgr/scheduler.ts";
+import { monotonicNow } from "../clock.ts";
 
 /** The gauges of one scheduler, read at each scrape. */
 function schedulerGauges(scheduler: Scheduler): Registry {
@@ -43,7 +43,7 @@ function schedulerGauges(scheduler: Scheduler): Registry {
     registers: [registry],
     collect() {
       this.reset();
-      for (const { family, left } of scheduler.budgets.familyLeft(monotonicNow())) this.set({ family }, left);
+      for (const { family, left } of scheduler.receivers.familyLeft(monotonicNow())) this.set({ family }, left);
     },
   });
   return registry;
