@@ -6,6 +6,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../shared/api.ts";
 import { canonicalAddress } from "../shared/email/canonical-address.ts";
+import { domainOf } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../shared/email/lists.ts";
 import type { Database } from "./db/client.ts";
 import { ApiError } from "./lib/errors.ts";
@@ -115,10 +116,6 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
     from people p
     where p.id = ${matchingPersonId(ids)}`);
-}
-
-function domainOf(email: string): string {
-  return email.slice(email.lastIndexOf("@") + 1).toLowerCase();
 }
 
 /** A personal address is on a free or disposable provider (docs/api.md "GET /v1/people"); anything else is work. */

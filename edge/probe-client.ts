@@ -18,6 +18,7 @@ import { readBodyWithin } from "../shared/bounded-body.ts";
 import { writeLog } from "./log.ts";
 import { TtlCache } from "../shared/ttl-cache.ts";
 import { receiverFamily, receiverPolicy } from "../shared/email/receiver-policy.ts";
+import { domainOf } from "../shared/email/syntax.ts";
 
 export type ProbeCallResult =
   | { ok: true; response: ProbeResponse; ms: number }
@@ -59,8 +60,7 @@ export function probeOrder(urls: readonly string[], key: string): string[] {
  * domain's addresses spread over the healthy probes and N probes carry N budgets' worth of it.
  */
 export function rankingKey(email: string, mx: readonly { host: string; preference: number }[]): string {
-  const domain = email.slice(email.lastIndexOf("@") + 1);
-  return receiverPolicy(receiverFamily(mx)).fleetSpread ? email.toLowerCase() : domain;
+  return receiverPolicy(receiverFamily(mx)).fleetSpread ? email.toLowerCase() : domainOf(email);
 }
 
 /** The opaque tenant the probe shares each mail server and each receiver's budget by: a digest of the account, not its id. */

@@ -4,6 +4,7 @@
  */
 import type { Context } from "hono";
 import { ERROR_MESSAGES } from "../shared/api.ts";
+import { trimAsciiWhitespace } from "../shared/email/syntax.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 
@@ -67,9 +68,8 @@ export function parseSmtpTimeout(raw: unknown): number {
 function parseEmailAddress(raw: unknown): string {
   if (raw === undefined || raw === null) throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   if (typeof raw !== "string") throw new ApiError(400, "email_address must be a string");
-  // Only ASCII whitespace (the syntax check's own trimming: TAB, LF, FF, CR, SPACE) is trimmed; a
-  // vertical tab is not whitespace there, and anything else is the syntax check's business.
-  const value = raw.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "");
+  // Only ASCII whitespace is trimmed (the syntax check's own trimming); anything else is the syntax check's business.
+  const value = trimAsciiWhitespace(raw);
   if (value === "") throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   return value;
 }

@@ -3,7 +3,7 @@
  * the verdict. Every I/O step is bounded in time; no failure here becomes a 500 or a hang.
  */
 import type { EmailVerificationResult, VerificationDetails } from "../shared/api.ts";
-import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
+import { addressKey, parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
 import { suggestTypo } from "../shared/email/typo.ts";
 import { ACCEPTS_AT_RCPT_PROVIDERS, mxProvider } from "../shared/email/mx-providers.ts";
@@ -188,8 +188,7 @@ export function completeVerification(
 export async function verifyEmail(input: string, options: VerifyOptions): Promise<EmailVerificationResult> {
   const prepared = prepareAddress(input);
   if (!prepared.ok) return prepared.result;
-  const { local, domain } = prepared.parsed;
-  const dns = await resolveDomain(domain, options.dohUrl);
+  const dns = await resolveDomain(prepared.parsed.domain, options.dohUrl);
   const mx = probeHostsFor(dns);
   const probe = mx
     ? (unprobedAnswer(familyOf(mx)) ??
@@ -197,7 +196,7 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
         options.probeUrls ?? [],
         options.probeSecret,
         {
-          email: `${local}@${domain}`,
+          email: addressKey(prepared.parsed),
           mx,
           deadline_ms: options.smtpTimeoutSeconds * 1000,
           catch_all_check: true,

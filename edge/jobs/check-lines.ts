@@ -7,6 +7,7 @@
  * What becomes of each line (done, recheck, defer, release, give up) is decided in
  * edge/jobs/line-policy.ts; this file only gathers the facts and hands the answers over.
  */
+import { addressKey } from "../../shared/email/syntax.ts";
 import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchNotice, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../mx/resolve.ts";
 import { probeOrder, rankingKey } from "../probe-client.ts";
@@ -126,7 +127,7 @@ export async function checkLines(
  * first answer came from (greylisting remembers the sending address).
  */
 function probeFor(probeUrls: string[], line: Line): string {
-  const order = probeOrder(probeUrls, rankingKey(`${line.prepared.parsed.local}@${line.prepared.parsed.domain}`, line.mx!));
+  const order = probeOrder(probeUrls, rankingKey(addressKey(line.prepared.parsed), line.mx!));
   return order[probeRank(line.claimed, order.length)]!;
 }
 
@@ -143,7 +144,7 @@ async function askProbe(
   const byEmail = new Map<string, Line[]>();
   const groups = new Map<string, { mx: ProbeMxHost[]; emails: string[] }>();
   for (const line of lines) {
-    const email = `${line.prepared.parsed.local}@${line.prepared.parsed.domain}`;
+    const email = addressKey(line.prepared.parsed);
     byEmail.set(email, [...(byEmail.get(email) ?? []), line]);
     const domain = line.prepared.parsed.domain;
     const group = groups.get(domain) ?? { mx: line.mx!, emails: [] };
