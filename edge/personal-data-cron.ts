@@ -20,12 +20,13 @@ import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
 import { deleteInBatches, rowsAffected } from "./db/rows.ts";
 import { REFRESH_ACCOUNT_ID } from "./internal-accounts.ts";
-import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
+import type { JobsQueue } from "./env.ts";
+import { enqueueTurns } from "./jobs/queue.ts";
 import { prepareLines } from "./jobs/prepare-lines.ts";
 import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
 import { RESULTS_STATE } from "./jobs/store/job-rows.ts";
 import { newId } from "./lib/tokens.ts";
-import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification-params.ts";
+import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification/params.ts";
 
 export { REFRESH_ACCOUNT_ID };
 /** An address put in a refresh job is not due again for this long, unless the job's answer says otherwise. */

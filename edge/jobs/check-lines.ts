@@ -9,11 +9,11 @@
  */
 import { addressKey } from "../../shared/email/syntax.ts";
 import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchNotice, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
-import type { MailHostResolution } from "../mx/resolve.ts";
-import { probeOrder, rankingKey } from "../probe-client.ts";
-import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
+import type { MailHostResolution } from "../verification/mx.ts";
+import { probeOrder, rankingKey } from "../verification/probe-ranking.ts";
+import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verification/verify.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
-import { callProbeBatch } from "./probe-batch.ts";
+import { callProbeBatch } from "../verification/probe-batch.ts";
 import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
 
 export type CheckLinesConfig = {

@@ -7,6 +7,7 @@
  */
 import { JobMessage } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
+import type { JobsQueue } from "../env.ts";
 import { accountWebhookSecret } from "./webhook-secret.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
 import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
@@ -15,16 +16,13 @@ import { checkLines } from "./check-lines.ts";
 import { LINE_POLICY, parkedDelaySeconds, requeueDelaySeconds } from "./line-policy.ts";
 import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
-import { probeTenant } from "../probe-client.ts";
+import { probeTenant } from "../verification/probe-ranking.ts";
 import { UNTRUSTED_RECHECK_DELAY_MS, untrustValids } from "./untrusted.ts";
 import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cleanup.ts";
 import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
 import { claimTurns, newLease, renewClaims, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
 import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
-import { CHUNK_SIZE, enqueueTurns, type JobsQueue } from "./queue.ts";
-
-// Where it was first declared (edge/jobs/queue.ts declares it now).
-export type { JobsQueue };
+import { CHUNK_SIZE, enqueueTurns } from "./queue.ts";
 
 /** The parts of a delivered message (workerd's Message) that the consumer uses. */
 export type DeliveredMessage = { readonly body: unknown; ack(): void; retry(options?: { delaySeconds?: number }): void };

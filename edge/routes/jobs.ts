@@ -18,7 +18,7 @@ import { cancelJob, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
-import { parseSmtpTimeout } from "../verification-params.ts";
+import { parseSmtpTimeout } from "../verification/params.ts";
 import { prepareLines } from "../jobs/prepare-lines.ts";
 import { requireScope, scoped, scopeSecurity } from "../scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";

@@ -1,6 +1,7 @@
 /**
  * The import graph of edge/, probe/, shared/ and scripts/ (madge): no import circle at all, type-only imports included; and the boundaries between the parts: shared/ stands alone, the probe imports nothing of the
- * Worker's, the Worker nothing of the admin code's, and, counting what is imported when the code runs (type-only imports
+ * Worker's, the Worker nothing of the admin code's, the verification engine nothing above it (edge/verification/ is imported
+ * by the single call and by jobs alike), and, counting what is imported when the code runs (type-only imports
  * left out), the code that starts jobs does not load the consumer that runs them, nor the probe's basic types its
  * metrics. `npm run imports:circular` prints madge's own report.
  */
@@ -108,6 +109,17 @@ describe("the import graph", () => {
   it("the Worker imports nothing of the admin code's (edge/db/admin.ts) or the scripts'", () => {
     const out = importsOf("edge/").flatMap(([file, deps]) => deps.filter((d) => d === "edge/db/admin.ts" || d.startsWith("scripts/")).map((d) => `${file} -> ${d}`));
     expect(out).toEqual([]);
+  });
+
+  it("the verification engine (edge/verification/) is imported downward: of the Worker it imports only itself, edge/lib/ and edge/log.ts", () => {
+    const allowed = (d: string) => !d.startsWith("edge/") || d.startsWith("edge/verification/") || d.startsWith("edge/lib/") || d === "edge/log.ts";
+    const out = importsOf("edge/verification/").flatMap(([file, deps]) => deps.filter((d) => !allowed(d)).map((d) => `${file} -> ${d}`));
+    expect(importsOf("edge/verification/").length).toBeGreaterThan(5);
+    expect(out).toEqual([]);
+  });
+
+  it("edge/env.ts, which every part reads, imports nothing of the jobs room", () => {
+    expect(graph["edge/env.ts"]!.filter((d) => d.startsWith("edge/jobs/"))).toEqual([]);
   });
 
   it.each(["edge/routes/jobs.ts", "edge/personal-data-cron.ts"])("%s starts jobs without loading the consumer that runs them", (file) => {

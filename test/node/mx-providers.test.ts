@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { MX_PROVIDER_SUFFIXES, mxProvider, providerOfHost } from "../../shared/email/mx-providers.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
-import { completeVerification, prepareAddress } from "../../edge/verify.ts";
+import { completeVerification, prepareAddress } from "../../edge/verification/verify.ts";
 
 describe("providerOfHost", () => {
   it.each([

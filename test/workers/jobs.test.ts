@@ -16,13 +16,12 @@ import { SmtpOutcome } from "../../shared/smtp-outcome.ts";
 import { webhookSecret } from "../../edge/db/admin.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
-import { probeOrder } from "../../edge/probe-client.ts";
+import { probeOrder } from "../../edge/verification/probe-ranking.ts";
 import { claimTurn, newLease, renewClaims, writeAnswers } from "../../edge/jobs/store/lines.ts";
 import { STALLED_JOBS_PER_RUN, stalledWork } from "../../edge/jobs/store/scheduling.ts";
 import { CHUNK_SIZE } from "../../edge/jobs/queue.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
-import type { Bindings } from "../../edge/env.ts";
-import type { JobsQueue } from "../../edge/jobs/queue.ts";
+import type { Bindings, JobsQueue } from "../../edge/env.ts";
 import { cancelUnfinishedJobs, call, callWith, db, newAccount, setAccountStatus } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
 import { REASON_MEANING, VERIFICATION_REASONS } from "../../shared/email/reasons.ts";
 import { REFRESH_ACCOUNT_ID, runPersonalDataCron, writeStoredEmailAnswers, type PersonalDataConfig } from "../../edge/personal-data-cron.ts";
-import type { JobsQueue } from "../../edge/jobs/queue.ts";
+import type { JobsQueue } from "../../edge/env.ts";
 import { applyJobRetention } from "../../edge/jobs/retention.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
