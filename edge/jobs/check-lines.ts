@@ -58,13 +58,13 @@ async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string
 }
 
 /** A probe's notice that what a receiver accepted in a span of time is not trusted (edge/jobs/untrusted.ts applies it). */
-export type UntrustedAnswers = ProbeBatchNotice["untrusted"];
+export type UntrustedNotice = ProbeBatchNotice["untrusted"];
 
 export async function checkLines(
   claimed: ClaimedLine[],
   config: CheckLinesConfig,
   answer: (a: LineAnswer) => Promise<void>,
-  untrust: (notice: UntrustedAnswers) => Promise<void> = async () => {},
+  untrust: (notice: UntrustedNotice) => Promise<void> = async () => {},
 ): Promise<void> {
   const lines: Line[] = [];
   for (const line of claimed) {
@@ -139,7 +139,7 @@ async function askProbe(
   config: CheckLinesConfig,
   answerOrRecheck: (line: Line, result: ReturnType<typeof completeVerification>) => Promise<void>,
   answer: (a: LineAnswer) => Promise<void>,
-  untrust: (notice: UntrustedAnswers) => Promise<void>,
+  untrust: (notice: UntrustedNotice) => Promise<void>,
 ): Promise<void> {
   const byEmail = new Map<string, Line[]>();
   const groups = new Map<string, { mx: ProbeMxHost[]; emails: string[] }>();

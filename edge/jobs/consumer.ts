@@ -22,7 +22,7 @@ import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cl
 import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
 import { claimTurns, newLease, renewClaims, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
 import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
-import { CHUNK_SIZE, enqueueTurns } from "./queue.ts";
+import { enqueueCallback, enqueueTurns, LINES_PER_TURN } from "./queue.ts";
 
 /** The parts of a delivered message (workerd's Message) that the consumer uses. */
 export type DeliveredMessage = { readonly body: unknown; ack(): void; retry(options?: { delaySeconds?: number }): void };
@@ -64,7 +64,7 @@ async function claimWork(deps: JobsDeps, messages: DeliveredMessage[], lease: Le
   const planned: { message: DeliveredMessage | null; job: string; max: number }[] = [];
   const idle: DeliveredMessage[] = [];
   for (const message of messages) {
-    const turn = share.take(CHUNK_SIZE);
+    const turn = share.take(LINES_PER_TURN);
     if (turn) planned.push({ message, job: turn.job, max: turn.lines });
     else idle.push(message);
   }
@@ -82,7 +82,7 @@ async function claimWork(deps: JobsDeps, messages: DeliveredMessage[], lease: Le
 async function claimForIdleAccounts(deps: JobsDeps, lease: Lease): Promise<JobWork[]> {
   const share = new FairShare(await bulkCandidates(deps.db));
   const planned: { message: null; job: string; max: number }[] = [];
-  for (let turn = share.take(CHUNK_SIZE, { onlyIdle: true }); turn; turn = share.take(CHUNK_SIZE, { onlyIdle: true })) {
+  for (let turn = share.take(LINES_PER_TURN, { onlyIdle: true }); turn; turn = share.take(LINES_PER_TURN, { onlyIdle: true })) {
     planned.push({ message: null, job: turn.job, max: turn.lines });
   }
   if (planned.length === 0) return [];
@@ -163,7 +163,7 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
   const byDelay = new Map<number, number>();
   for (const until of writer.parked.values()) byDelay.set(parkedDelaySeconds(until), (byDelay.get(parkedDelaySeconds(until)) ?? 0) + 1);
   for (const [delay, lines] of byDelay) await enqueueTurns(deps.queue, jobId, lines, delay);
-  if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
+  if (completed && completed.callback_state === "pending") await enqueueCallback(deps.queue, jobId, 0);
 }
 
 /** Renews the lease on the lines still held; a renewal that fails or finds lines taken over is logged, and the run goes on (its writes check the lease). */
@@ -216,7 +216,7 @@ async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Prom
 async function failCallback(deps: JobsDeps, jobId: string, attempt: number, error: string): Promise<void> {
   const delay = CALLBACK_RETRY_DELAYS_SECONDS[attempt];
   await recordCallback(deps.db, jobId, { delivered: false, error, nextAt: delay === undefined ? null : Date.now() + delay * 1000 });
-  if (delay !== undefined) await deps.queue.send({ kind: "callback", job: jobId, attempt: attempt + 1 }, { delaySeconds: delay });
+  if (delay !== undefined) await enqueueCallback(deps.queue, jobId, attempt + 1, delay);
 }
 
 /**
@@ -290,7 +290,7 @@ async function settle(messages: DeliveredMessage[], jobId: string | null, run: (
 export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ turns: number; callbacks: number; abandoned_jobs_deleted: number }> {
   const abandoned = await deleteAbandonedJobs(deps.db);
   const work = await stalledWork(deps.db, Date.now() - deps.stallMs);
-  for (const t of work.turns) await enqueueTurns(deps.queue, t.job, t.turns * CHUNK_SIZE);
-  for (const c of work.callbacks) await deps.queue.send({ kind: "callback", job: c.job, attempt: c.attempt });
+  for (const t of work.turns) await enqueueTurns(deps.queue, t.job, t.turns * LINES_PER_TURN);
+  for (const c of work.callbacks) await enqueueCallback(deps.queue, c.job, c.attempt);
   return { turns: work.turns.reduce((n, t) => n + t.turns, 0), callbacks: work.callbacks.length, abandoned_jobs_deleted: abandoned };
 }

@@ -13,13 +13,13 @@
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import type { UntrustedAnswers } from "./check-lines.ts";
+import type { UntrustedNotice } from "./check-lines.ts";
 
 /** How long an untrusted `valid` waits for its recheck: the receiver is stopped for an hour (docs/probe.md). */
 export const UNTRUSTED_RECHECK_DELAY_MS = 3_600_000;
 
 /** Sends the lines back; returns, per job, how many original lines will be checked again (for their queue turns). */
-export async function untrustValids(db: Database, notice: UntrustedAnswers, now = Date.now()): Promise<Map<string, number>> {
+export async function untrustValids(db: Database, notice: UntrustedNotice, now = Date.now()): Promise<Map<string, number>> {
   const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
   const which = sql`state = 'done' and classification = 'valid' and checked_at >= ${notice.since_ms} and checked_at <= ${notice.until_ms}
     and job_id in (select id from verification_jobs where status in ('queued', 'running'))
