@@ -9,6 +9,8 @@ import { canonicalAddress } from "../shared/email/canonical-address.ts";
 import { domainOf } from "../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../shared/email/lists.ts";
 import type { Database } from "./db/client.ts";
+import { iso, type RawRow } from "./db/rows.ts";
+import type { people } from "./db/schema.ts";
 import { ApiError } from "./lib/errors.ts";
 
 export type PeopleIdentifiers = {
@@ -77,16 +79,10 @@ export function parseIncludes(raw: string | undefined): Set<PeopleInclude> {
   return out;
 }
 
-type PersonRow = {
-  profnet_id: number | null;
-  profnet_public_identifier: string | null;
-  codehost_id: number | null;
-  codehost_login: string | null;
-  codehost_username: string | null;
-  socialnet_username: string | null;
-  microblog_username: string | null;
+type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created_at" | "updated_at"> & {
   /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at] per deliverable address. */
   emails: string;
+  /** JSON: the phones, oldest first. */
   phones: string;
 };
 
@@ -137,8 +133,6 @@ export function recordAccessQuery(db: Database, personId: SQL, accountId: string
     from people p
     where p.id = ${personId} and changes() = 1 and exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`);
 }
-
-const iso = (ms: number) => new Date(Number(ms)).toISOString();
 
 type StoredEmail = [email: string, firstSeenAt: number, lastSeenAt: number, classification: "valid" | "risky" | "invalid" | null, smtpOutcome: string | null, checkedAt: number | null];
 

@@ -3,6 +3,8 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { sql, type SQL } from "drizzle-orm";
 import { AccountInfo } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
+import type { RawRow } from "../db/rows.ts";
+import type { accounts } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
 import { LINE_QUOTA_WINDOW_MS } from "../jobs/store/job-creation.ts";
@@ -31,11 +33,7 @@ function describeLimit(policy: RateLimitPolicy, per: "key" | "client_address") {
   return { limit: policy.limit, period_seconds: policy.periodSeconds, per };
 }
 
-type AccountRow = {
-  id: string;
-  name: string;
-  status: "active" | "disabled";
-  credit_balance: number;
+type AccountRow = Pick<RawRow<typeof accounts.$inferSelect>, "id" | "name" | "status" | "credit_balance"> & {
   lookups_today: number;
   credits_today: number;
   lookups_month: number;

@@ -7,6 +7,7 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import { ErasuresPage, ErasuresQuery } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
+import { iso } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { scoped } from "../scopes.ts";
@@ -78,7 +79,7 @@ export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
           profnet_public_identifier: r.profnet_public_identifier,
           codehost_id: r.codehost_id === null ? null : Number(r.codehost_id),
           codehost_login: r.codehost_login,
-          erased_at: new Date(Number(r.erased_at)).toISOString(),
+          erased_at: iso(r.erased_at),
         })),
         next_cursor: rows.length > limit && last ? paging.cursor(Number(last.erased_at), Number(last.id)) : null,
       },

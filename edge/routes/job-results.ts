@@ -10,6 +10,7 @@ import { trimAsciiWhitespace } from "../../shared/email/syntax.ts";
 import { verificationReason } from "../../shared/email/verdict.ts";
 import { JOB_RESULT_FILTERS, JobResultsPage, type JobResult } from "../../shared/jobs.ts";
 import { requestDatabase } from "../db/client.ts";
+import { iso } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";
 import { csvHeader, csvRow } from "../jobs/csv-export.ts";
 import type { JobRow } from "../jobs/store/job-rows.ts";
@@ -66,7 +67,7 @@ function lineResult(row: ResultRow): JobResult {
     email: trimAsciiWhitespace(row.email),
     // Results stored before `reason` existed get it from the same rules.
     reason: stored.reason ?? verificationReason(stored),
-    checked_at: new Date(Number(row.checked_at ?? 0)).toISOString(),
+    checked_at: iso(row.checked_at ?? 0),
   };
 }
 

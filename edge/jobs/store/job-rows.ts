@@ -11,7 +11,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { VERIFICATION_REASONS } from "../../../shared/api.ts";
 import type { VerificationJob } from "../../../shared/jobs.ts";
 import type { Database } from "../../db/client.ts";
-import { rowsAffected } from "../../db/rows.ts";
+import { iso, rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { verificationJobs } from "../../db/schema.ts";
 
 /** JOB_RETENTION_SECONDS' default: what a job created before retention_seconds existed (null) keeps its results for. */
@@ -21,10 +21,6 @@ export const RESULTS_STATE = { held: 0, deleting: 1, deleted: 2 } as const;
 
 export type Statement = BatchItem<"sqlite">;
 export const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
-
-/** A column name as SQL spells it: Drizzle's camelCase keys map to the snake_case columns raw queries return. */
-type SnakeCase<S extends string> = S extends `${infer Head}${infer Tail}` ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${SnakeCase<Tail>}` : S;
-type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
 
 /** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
 export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "creating" | "lastClaimAt">> &
@@ -37,8 +33,6 @@ export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempote
     waiting_until: number | null;
     started_at: number | null;
   }>;
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 /** A job's answered lines by reason: every reason of the vocabulary (0 included), and any other the stored counts hold. */
 function reasonSummary(stored: string): Record<string, number> {
@@ -103,7 +97,7 @@ export function jobJson(row: JobRow): VerificationJob {
   return {
     id: row.id,
     status: row.status,
-    created_at: iso(row.created_at)!,
+    created_at: iso(row.created_at),
     completed_at: iso(row.completed_at),
     total: Number(row.total),
     processed: Number(row.processed),

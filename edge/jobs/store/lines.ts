@@ -5,11 +5,14 @@
 import { sql } from "drizzle-orm";
 import type { EmailVerificationResult } from "../../../shared/api.ts";
 import type { Database } from "../../db/client.ts";
-import { rowsAffected } from "../../db/rows.ts";
+import { rowsAffected, type RawRow } from "../../db/rows.ts";
+import type { verificationJobItems } from "../../db/schema.ts";
 import type { LineHistory } from "../line-policy.ts";
 import { ACCOUNT_ACTIVE, batch, completeIfDone, JOB_COLUMNS, type JobRow, type Statement } from "./job-rows.ts";
 
-export type ResultRow = { position: number; email: string; state: string; result: string | null; checked_at: number | null };
+type LineRow = RawRow<typeof verificationJobItems.$inferSelect>;
+
+export type ResultRow = Pick<LineRow, "position" | "email" | "state" | "result" | "checked_at">;
 
 /** Lines from `from` on, in input order (a duplicate carries its own copy of the answer). */
 export function resultRowsQuery(db: Database, jobId: string, from: number, limit: number) {
@@ -54,7 +57,7 @@ export type Lease = { token: string; ms: number };
 
 export const newLease = (ms: number): Lease => ({ token: crypto.randomUUID(), ms });
 
-type ClaimedRow = { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number; waiting_since: number | null };
+type ClaimedRow = Pick<LineRow, "position" | "email" | "recheck_at" | "claims" | "probe_failures" | "waiting_since">;
 
 const claimedLine = (r: ClaimedRow): ClaimedLine => ({
   position: Number(r.position),
