@@ -6,7 +6,7 @@ import { createApp } from "./app.ts";
 import { openRequestDatabase } from "./db/client.ts";
 import { loadConfig, type Bindings } from "./env.ts";
 import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/consumer.ts";
-import { applyJobRetention } from "./jobs/retention.ts";
+import { applyJobRetention } from "./jobs/store/retention.ts";
 import { describeError, writeLog } from "./log.ts";
 import { runPersonalDataCron } from "./personal-data-cron.ts";
 import { recordExpiredKeys } from "./db/keys.ts";

@@ -24,7 +24,8 @@ import type { JobsQueue } from "./env.ts";
 import { enqueueTurns } from "./jobs/queue.ts";
 import { prepareLines } from "./jobs/prepare-lines.ts";
 import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
-import { RESULTS_STATE } from "./jobs/store/job-rows.ts";
+import { answeredLines, deleteJobsWithResultsDeleted, endedJobsWithResults, hasUnfinishedJob } from "./jobs/store/internal-jobs.ts";
+import { expireResults } from "./jobs/store/retention.ts";
 import { newId } from "./lib/tokens.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification/params.ts";
 
@@ -103,19 +104,14 @@ export async function writeStoredEmailAnswers(db: Database, answers: StoredEmail
   return updated;
 }
 
-type DoneLine = { position: number; email: string; result: string; reason: string | null; classification: string; checked_at: number };
-
 /** Writes the answers of refresh jobs that have ended, then lets retention delete them (the job row goes once its lines have). */
 async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): Promise<{ jobs: number; addresses: number; rows: number }> {
-  const ended = await db.all<{ id: string }>(sql`select id from verification_jobs
-    where account_id = ${REFRESH_ACCOUNT_ID} and status in ('completed', 'cancelled') and results_state = ${RESULTS_STATE.held} and creating = 0
-    order by completed_at limit ${REFRESH_JOBS_APPLIED_PER_RUN}`);
+  const ended = await endedJobsWithResults(db, REFRESH_ACCOUNT_ID, REFRESH_JOBS_APPLIED_PER_RUN);
   let addresses = 0;
   let rows = 0;
-  for (const { id } of ended) {
+  for (const id of ended) {
     for (let from = 0; ; ) {
-      const lines = await db.all<DoneLine>(sql`select position, email, result, reason, classification, checked_at from verification_job_items
-        where job_id = ${id} and state = 'done' and position >= ${from} order by position limit ${ANSWERS_PER_WRITE}`);
+      const lines = await answeredLines(db, id, from, ANSWERS_PER_WRITE);
       if (lines.length === 0) break;
       const answers = lines.map((line) => {
         const result = JSON.parse(line.result) as EmailVerificationResult;
@@ -125,18 +121,16 @@ async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): 
       addresses += answers.length;
       from = Number(lines.at(-1)!.position) + 1;
     }
-    await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting} where id = ${id} and results_state = ${RESULTS_STATE.held}`);
+    await expireResults(db, id);
   }
   // Refresh jobs whose lines retention has deleted leave nothing behind.
-  await db.run(sql`delete from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and results_state = ${RESULTS_STATE.deleted}`);
+  await deleteJobsWithResultsDeleted(db, REFRESH_ACCOUNT_ID);
   return { jobs: ended.length, addresses, rows };
 }
 
 /** When no refresh job is running: the addresses due, oldest first, claimed for REFRESH_CLAIM_MS and put in a new one. */
 async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
-  const [running] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs
-    where account_id = ${REFRESH_ACCOUNT_ID} and (status in ('queued', 'running') or creating = 1)`);
-  if (Number(running?.n ?? 0) > 0) return { job: null, addresses: 0 };
+  if (await hasUnfinishedJob(db, REFRESH_ACCOUNT_ID)) return { job: null, addresses: 0 };
   // Twice the batch of rows by the next_check_at index: one address may be stored for several people.
   const due = await db.all<{ email: string }>(sql`select email from person_emails where next_check_at <= ${now}
     order by next_check_at limit ${config.refreshBatch * 2}`);

@@ -8,13 +8,14 @@
  * edge/jobs/line-policy.ts; this file only gathers the facts and hands the answers over.
  */
 import { addressKey } from "../../shared/email/syntax.ts";
-import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchNotice, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
+import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
 import type { MailHostResolution } from "../verification/mx.ts";
 import { probeOrder, rankingKey } from "../verification/probe-ranking.ts";
 import { completeVerification, familyOf, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verification/verify.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
 import { callProbeBatch } from "../verification/probe-batch.ts";
 import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
+import type { UntrustedNotice } from "./untrusted.ts";
 
 export type CheckLinesConfig = {
   dohUrl: string;
@@ -56,9 +57,6 @@ async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string
   );
   return out;
 }
-
-/** A probe's notice that what a receiver accepted in a span of time is not trusted (edge/jobs/untrusted.ts applies it). */
-export type UntrustedNotice = ProbeBatchNotice["untrusted"];
 
 export async function checkLines(
   claimed: ClaimedLine[],

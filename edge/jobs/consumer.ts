@@ -17,10 +17,10 @@ import { LINE_POLICY, parkedDelaySeconds, requeueDelaySeconds } from "./line-pol
 import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
 import { probeTenant } from "../verification/probe-ranking.ts";
-import { UNTRUSTED_RECHECK_DELAY_MS, untrustValids } from "./untrusted.ts";
+import { UNTRUSTED_RECHECK_DELAY_MS } from "./untrusted.ts";
 import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cleanup.ts";
 import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
-import { claimTurns, newLease, renewClaims, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
+import { claimTurns, newLease, renewClaims, untrustValids, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
 import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
 import { enqueueCallback, enqueueTurns, LINES_PER_TURN } from "./queue.ts";
 
@@ -150,7 +150,7 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
       },
     );
     completed = await writer.finish();
-    // Lines a receiver's notice sent back (edge/jobs/untrusted.ts), in any job: a turn at their recheck.
+    // Lines a receiver's notice sent back (edge/jobs/untrusted.ts, store/lines.ts), in any job: a turn at their recheck.
     for (const [job, n] of untrusted) await enqueueTurns(deps.queue, job, n, Math.ceil(UNTRUSTED_RECHECK_DELAY_MS / 1000));
   } finally {
     clearInterval(renewal);

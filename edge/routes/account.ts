@@ -7,8 +7,7 @@ import type { RawRow } from "../db/rows.ts";
 import type { accounts } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
-import { LINE_QUOTA_WINDOW_MS } from "../jobs/store/job-creation.ts";
-import { HOLDS_RUNNING_SLOT } from "../jobs/store/job-rows.ts";
+import { LINE_QUOTA_WINDOW_MS, linesSubmittedSince, runningJobCount } from "../jobs/store/job-creation.ts";
 import { scoped } from "../scopes.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
 
@@ -52,8 +51,8 @@ export function accountQuery(accountId: string, now: Date): SQL {
   return sql`
       select a.id, a.name, a.status, a.credit_balance,
              u.lookups_today, u.credits_today, u.lookups_month, u.credits_month,
-             (select count(*) from verification_jobs where account_id = a.id and ${HOLDS_RUNNING_SLOT}) as jobs_running,
-             (select coalesce(sum(total), 0) from verification_jobs where account_id = a.id and created_at > ${now.getTime() - LINE_QUOTA_WINDOW_MS}) as job_lines_24h
+             ${runningJobCount(accountId)} as jobs_running,
+             ${linesSubmittedSince(accountId, now.getTime() - LINE_QUOTA_WINDOW_MS)} as job_lines_24h
       from accounts a, (
         select count(*) filter (where created_at >= ${dayStart}) as lookups_today,
                coalesce(-sum(delta) filter (where created_at >= ${dayStart}), 0) as credits_today,

@@ -12,7 +12,7 @@ import type { AppEnv } from "../env.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
 import { enqueueCallback, enqueueTurns } from "../jobs/queue.ts";
 import { parseJobBody, parseRetentionSeconds } from "../jobs/input.ts";
-import { purgeResults } from "../jobs/retention.ts";
+import { purgeResults } from "../jobs/store/retention.ts";
 import { giveUpCreate, startJob, writeJobLines } from "../jobs/store/job-creation.ts";
 import { cancelJob, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";

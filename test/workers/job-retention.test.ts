@@ -5,7 +5,7 @@
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
-import { applyJobRetention } from "../../edge/jobs/retention.ts";
+import { applyJobRetention } from "../../edge/jobs/store/retention.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);

@@ -11,7 +11,7 @@ import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
 import { REASON_MEANING, VERIFICATION_REASONS } from "../../shared/email/reasons.ts";
 import { REFRESH_ACCOUNT_ID, runPersonalDataCron, writeStoredEmailAnswers, type PersonalDataConfig } from "../../edge/personal-data-cron.ts";
 import type { JobsQueue } from "../../edge/env.ts";
-import { applyJobRetention } from "../../edge/jobs/retention.ts";
+import { applyJobRetention } from "../../edge/jobs/store/retention.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { call, cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";

@@ -139,6 +139,18 @@ export async function jobById(db: Database, id: string): Promise<JobRow | null> 
 }
 
 /**
+ * A page of an account's jobs (GET /v1/email_verification_jobs), newest first by (created_at, id): `limit` of them,
+ * after the job `before` (one of this account's, found in the same statement), and whether older ones follow. One read
+ * by the (account_id, created_at) index: no figure that counts a job's lines (those are findJob's).
+ */
+export async function listJobs(db: Database, accountId: string, before: string | undefined, limit: number): Promise<{ jobs: JobRow[]; more: boolean }> {
+  const cursor = before === undefined ? sql`` : sql`and (created_at, id) < (select created_at, id from verification_jobs where id = ${before} and account_id = ${accountId})`;
+  const rows = await db.all<JobRow>(sql`select ${JOB_COLUMNS}, started_at from verification_jobs
+    where account_id = ${accountId} and creating = 0 ${cursor} order by created_at desc, id desc limit ${limit + 1}`);
+  return { jobs: rows.slice(0, limit), more: rows.length > limit };
+}
+
+/**
  * "This job holds one of its account's JOB_MAX_RUNNING slots", for statements on verification_jobs:
  * queued or running, unless every line it has left is parked on a receiver's budget (docs/jobs.md
  * "Waiting on a receiver"): such a job only waits, and must not keep its account from starting another.

@@ -10,10 +10,10 @@
  * LINES_PER_DELETE at a time, from the cron, until none is left.
  */
 import { sql } from "drizzle-orm";
-import type { Database } from "../db/client.ts";
-import { deleteInBatches, rowsAffected } from "../db/rows.ts";
-import { jobById, RESULTS_STATE, type JobRow } from "./store/job-rows.ts";
-import { deleteFirstLines } from "./store/lines.ts";
+import type { Database } from "../../db/client.ts";
+import { deleteInBatches, rowsAffected } from "../../db/rows.ts";
+import { jobById, RESULTS_STATE, type JobRow } from "./job-rows.ts";
+import { deleteFirstLines } from "./lines.ts";
 
 /** Lines per delete statement. */
 export const LINES_PER_DELETE = 5_000;
@@ -33,13 +33,18 @@ async function deleteLines(db: Database, jobId: string, max: number): Promise<nu
   return deleted;
 }
 
+/** Marks an ended job's results expired now, whatever its retention (reads answer 410 from then on); the cron deletes its lines. */
+export async function expireResults(db: Database, jobId: string): Promise<void> {
+  await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting}
+    where id = ${jobId} and results_state = ${RESULTS_STATE.held} and status in ('completed', 'cancelled')`);
+}
+
 /**
  * DELETE ?purge=true on an ended job (a running one is cancelled first, by the route): marks its results expired and
  * deletes the first LINES_PER_DELETE lines now; the cron deletes the rest. Returns the job as it is after.
  */
 export async function purgeResults(db: Database, job: JobRow): Promise<JobRow | null> {
-  await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting}
-    where id = ${job.id} and results_state = ${RESULTS_STATE.held} and status in ('completed', 'cancelled')`);
+  await expireResults(db, job.id);
   await deleteLines(db, job.id, LINES_PER_DELETE);
   return jobById(db, job.id);
 }
