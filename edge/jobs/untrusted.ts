@@ -9,6 +9,9 @@
  * distrusted, so it is never `valid` on that answer alone. The statements are edge/jobs/store/lines.ts's
  * `untrustValids`, beside the lease guards they must agree with.
  *
+ * A notice is believed only within the probe's documented window (untrustedSpan): whatever span it claims, no answer
+ * older than that window is taken back, so a probe's bug or a forged clock cannot reopen a job's whole history.
+ *
  * Left alone: jobs that completed before the notice (their results were delivered; reopening them would
  * change what a customer already read) and single verifications (answered, not stored).
  */
@@ -19,3 +22,21 @@ export type UntrustedNotice = ProbeBatchNotice["untrusted"];
 
 /** How long an untrusted `valid` waits for its recheck: the receiver is stopped for an hour (docs/probe.md). */
 export const UNTRUSTED_RECHECK_DELAY_MS = 3_600_000;
+
+/**
+ * The probe's window (NOTICE_KEEP_MS in probe/untrusted.ts, docs/probe.md "Receiver policy"): it repeats a notice for
+ * two hours after it, and the span a notice names reaches at most an hour before it.
+ */
+export const UNTRUSTED_NOTICE_WINDOW_MS = 2 * 3_600_000;
+/** How far a probe's clock may run ahead of the Worker's: a notice's `until` later than that is taken as now. */
+export const NOTICE_CLOCK_SKEW_MS = 60_000;
+
+/**
+ * The answers a notice may take back: from its `since`, but no earlier than the window before its `until` nor the
+ * window before now; to its `until`, but no later than now and the skew. A notice claiming since 0 takes back the
+ * window's answers only.
+ */
+export function untrustedSpan(notice: UntrustedNotice, now: number): { sinceMs: number; untilMs: number } {
+  const untilMs = Math.min(notice.until_ms, now + NOTICE_CLOCK_SKEW_MS);
+  return { sinceMs: Math.max(notice.since_ms, untilMs - UNTRUSTED_NOTICE_WINDOW_MS, now - UNTRUSTED_NOTICE_WINDOW_MS), untilMs };
+}

@@ -8,7 +8,7 @@ import type { Database } from "../../db/client.ts";
 import { rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { verificationJobItems } from "../../db/schema.ts";
 import type { LineHistory } from "../line-policy.ts";
-import { UNTRUSTED_RECHECK_DELAY_MS, type UntrustedNotice } from "../untrusted.ts";
+import { UNTRUSTED_RECHECK_DELAY_MS, untrustedSpan, type UntrustedNotice } from "../untrusted.ts";
 import { ACCOUNT_ACTIVE, batch, completeIfDone, JOB_COLUMNS, type JobRow, type Statement } from "./job-rows.ts";
 
 type LineRow = RawRow<typeof verificationJobItems.$inferSelect>;
@@ -191,13 +191,14 @@ export async function writeAnswers(db: Database, jobId: string, lease: Lease, an
 
 /**
  * A probe's notice applied (edge/jobs/untrusted.ts): the `valid` lines of unfinished jobs at its domains, answered in its
- * span, go back for a recheck after UNTRUSTED_RECHECK_DELAY_MS, a duplicate to pending behind its original; the lease
+ * span as far as the probe's window lets it reach (untrustedSpan), go back for a recheck after UNTRUSTED_RECHECK_DELAY_MS, a duplicate to pending behind its original; the lease
  * columns are cleared as a written answer leaves them, so no consumer's write lands on them. Returns, per job, how many
  * original lines will be checked again (for their queue turns).
  */
 export async function untrustValids(db: Database, notice: UntrustedNotice, now = Date.now()): Promise<Map<string, number>> {
   const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
-  const which = sql`state = 'done' and classification = 'valid' and checked_at >= ${notice.since_ms} and checked_at <= ${notice.until_ms}
+  const { sinceMs, untilMs } = untrustedSpan(notice, now);
+  const which = sql`state = 'done' and classification = 'valid' and checked_at >= ${sinceMs} and checked_at <= ${untilMs}
     and job_id in (select id from verification_jobs where status in ('queued', 'running'))
     and lower(substr(email, instr(email, '@') + 1)) in (${sql.join(
       domains.map((d) => sql`${d}`),
