@@ -18,6 +18,8 @@ import type { verificationJobs } from "../../db/schema.ts";
 export const DEFAULT_JOB_RETENTION_SECONDS = 2_592_000;
 /** results_state: 0 results held; 1 expired, lines being deleted (the cron); 2 every line deleted. */
 export const RESULTS_STATE = { held: 0, deleting: 1, deleted: 2 } as const;
+/** retention_seconds = 0 and no callback: results are kept this long after the job ended. */
+export const ZERO_RETENTION_GRACE_MS = 3_600_000;
 
 export type Statement = BatchItem<"sqlite">;
 export const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
@@ -92,6 +94,21 @@ function queueState(row: JobRow): VerificationJob["queue"] {
   };
 }
 
+/**
+ * When an ended job's results are deleted, by the rule the cron applies (retention.ts `applyJobRetention`, docs/jobs.md
+ * "Retention"): retention_seconds after the job ended; with 0, an hour after without a callback, and at once when its
+ * callback was delivered or given up (so not known while it is pending). Null while the job runs, and once they are
+ * deleted or being deleted. A time in the past: the cron's next run deletes them.
+ */
+export function resultsDeleteAt(row: JobRow): number | null {
+  if ((row.status !== "completed" && row.status !== "cancelled") || row.completed_at === null || Number(row.results_state) !== RESULTS_STATE.held) return null;
+  const ended = Number(row.completed_at);
+  const retention = row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds);
+  if (retention > 0) return ended + retention * 1000;
+  if (row.callback_state === "none") return ended + ZERO_RETENTION_GRACE_MS;
+  return row.callback_state === "pending" ? null : ended;
+}
+
 export function jobJson(row: JobRow): VerificationJob {
   const counts = { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) };
   return {
@@ -108,6 +125,7 @@ export function jobJson(row: JobRow): VerificationJob {
     results_url: `/v1/email_verification_jobs/${row.id}/results`,
     retention_seconds: row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds),
     results_expired: Number(row.results_state) > 0,
+    results_delete_at: iso(resultsDeleteAt(row)),
   };
 }
 
