@@ -13,7 +13,7 @@ export const PROBE_TIMESTAMP_HEADER = "x-probe-timestamp";
 export const PROBE_NONCE_HEADER = "x-probe-nonce";
 /**
  * On every answer of the probe: its self-audit's status ("ok" or "degraded": its reverse DNS, SPF or
- * a blocklist says receivers may refuse it). The Worker ranks a degraded probe last (edge/probe-client.ts).
+ * a blocklist says receivers may refuse it). The Worker ranks a degraded probe last (edge/verification/probe-ranking.ts).
  */
 export const PROBE_REPUTATION_HEADER = "x-probe-reputation";
 export type ProbeReputationStatus = "ok" | "degraded";
