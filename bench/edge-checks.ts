@@ -67,7 +67,7 @@ const stageNanos = { syntax: 0, lists: 0, typo: 0, verdict: 0 };
 let timeStages = false;
 const now = () => performance.now();
 
-/** Everything edge/verify.ts does before the first network call, plus the verdict on given DNS/SMTP facts. */
+/** Everything edge/verification/verify.ts does before the first network call, plus the verdict on given DNS/SMTP facts. */
 function checkAddress(input: string, network: { mx: MxFact; smtp: SmtpFact }): unknown {
   let started = timeStages ? now() : 0;
   const lap = (stage: keyof typeof stageNanos) => {

@@ -657,6 +657,11 @@ export interface components {
             retention_seconds: number;
             /** @description true once the results were deleted (retention, or DELETE with purge=true); counts and summary stay */
             results_expired: boolean;
+            /**
+             * @description When the lines and results will be deleted (RFC 3339, UTC): completed_at plus retention_seconds; with retention_seconds 0, one hour after completed_at without a callback, and completed_at once the callback was delivered or given up. A time in the past means the deletion is due: the cron's next run makes it. null while the job runs, while a retention_seconds 0 job's callback is still being delivered, and once the results are deleted
+             * @example 2026-12-23T10:00:04.000Z
+             */
+            results_delete_at: string | null;
         };
         JobCreateRequest: {
             /**

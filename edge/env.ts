@@ -3,11 +3,17 @@
  * wrangler.toml [vars], `wrangler secret put`, or `wrangler dev --var` (npm start).
  */
 import { z } from "zod";
+import type { JobMessage } from "../shared/jobs.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import type { Caller } from "./caller.ts";
 import type { Database } from "./db/client.ts";
-import type { JobsQueue } from "./jobs/queue.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
+
+/** The parts of a Queues producer binding (workerd's Queue) that jobs use (edge/jobs/queue.ts puts turns on it). */
+export type JobsQueue = {
+  send(body: JobMessage, options?: { delaySeconds?: number }): Promise<unknown>;
+  sendBatch(messages: { body: JobMessage; delaySeconds?: number }[]): Promise<unknown>;
+};
 
 /** The part of the Rate Limiting binding we use (workerd's RateLimit). */
 export type RateLimiter = { limit(options: { key: string }): Promise<{ success: boolean }> };

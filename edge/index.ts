@@ -4,9 +4,9 @@
  */
 import { createApp } from "./app.ts";
 import { openRequestDatabase } from "./db/client.ts";
-import { loadConfig, type Bindings } from "./env.ts";
+import { loadConfig, type Bindings, type EdgeConfig } from "./env.ts";
 import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/consumer.ts";
-import { applyJobRetention } from "./jobs/retention.ts";
+import { applyJobRetention } from "./jobs/store/retention.ts";
 import { describeError, writeLog } from "./log.ts";
 import { runPersonalDataCron } from "./personal-data-cron.ts";
 import { recordExpiredKeys } from "./identity/store/keys.ts";
@@ -14,6 +14,40 @@ import { deleteOldAuditEvents } from "./identity/store/audit.ts";
 import { cleanUpSignInData } from "./identity/sessions.ts";
 
 const app = createApp();
+
+/**
+ * The cron's tasks, in the order they run, each named by the log line it writes when it did something (docs/operations.md
+ * "Logs") and the one it writes when it failed.
+ */
+type CronTask = { event: string; failedEvent: string; run(deps: JobsDeps, config: EdgeConfig): Promise<Record<string, number | string | null>> };
+const CRON_TASKS: CronTask[] = [
+  { event: "stalled_work_requeued", failedEvent: "stalled_work_check_failed", run: (deps) => requeueStalledWork(deps) },
+  {
+    event: "people_data_cron",
+    failedEvent: "people_data_cron_failed",
+    run: (deps, config) =>
+      runPersonalDataCron(deps.db, deps.queue, {
+        maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS,
+        recheckSeconds: config.EMAIL_RECHECK_SECONDS,
+        refreshBatch: config.EMAIL_REFRESH_BATCH,
+        accessLogRetentionSeconds: config.ACCESS_LOG_RETENTION_SECONDS,
+        jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
+      }),
+  },
+  {
+    event: "audit_cron",
+    failedEvent: "audit_cron_failed",
+    run: async (deps, config) => {
+      const now = Date.now();
+      return {
+        keys_expired_recorded: await recordExpiredKeys(deps.db, now),
+        audit_events_deleted: await deleteOldAuditEvents(deps.db, now - config.AUDIT_RETENTION_SECONDS * 1000),
+      };
+    },
+  },
+  { event: "sign_in_cron", failedEvent: "sign_in_cron_failed", run: (deps, config) => cleanUpSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000) },
+  { event: "job_retention", failedEvent: "job_retention_failed", run: (deps, config) => applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS) },
+];
 
 function jobsDeps(env: Bindings): JobsDeps {
   const config = loadConfig(env);
@@ -42,46 +76,14 @@ export default {
   async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {
     const deps = jobsDeps(env);
     const config = loadConfig(env);
-    // Each part on its own: one that fails (logged) does not keep the others from running.
-    try {
-      const requeued = await requeueStalledWork(deps);
-      if (requeued.turns + requeued.callbacks + requeued.abandoned_jobs_deleted > 0) writeLog("info", { event: "stalled_work_requeued", ...requeued });
-    } catch (error) {
-      writeLog("error", { event: "stalled_work_check_failed", error: describeError(error) });
-    }
-    try {
-      const report = await runPersonalDataCron(deps.db, deps.queue, {
-        maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS,
-        recheckSeconds: config.EMAIL_RECHECK_SECONDS,
-        refreshBatch: config.EMAIL_REFRESH_BATCH,
-        accessLogRetentionSeconds: config.ACCESS_LOG_RETENTION_SECONDS,
-        jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
-      });
-      if (Object.values(report).some((v) => v !== 0 && v !== null)) writeLog("info", { event: "people_data_cron", ...report });
-    } catch (error) {
-      writeLog("error", { event: "people_data_cron_failed", error: describeError(error) });
-    }
-    try {
-      const now = Date.now();
-      const report = {
-        keys_expired_recorded: await recordExpiredKeys(deps.db, now),
-        audit_events_deleted: await deleteOldAuditEvents(deps.db, now - config.AUDIT_RETENTION_SECONDS * 1000),
-      };
-      if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "audit_cron", ...report });
-    } catch (error) {
-      writeLog("error", { event: "audit_cron_failed", error: describeError(error) });
-    }
-    try {
-      const report = await cleanUpSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000);
-      if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "sign_in_cron", ...report });
-    } catch (error) {
-      writeLog("error", { event: "sign_in_cron_failed", error: describeError(error) });
-    }
-    try {
-      const report = await applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS);
-      if (Object.values(report).some((v) => v !== 0)) writeLog("info", { event: "job_retention", ...report });
-    } catch (error) {
-      writeLog("error", { event: "job_retention_failed", error: describeError(error) });
+    // Each task on its own: one that fails (logged) does not keep the others from running.
+    for (const task of CRON_TASKS) {
+      try {
+        const report = await task.run(deps, config);
+        if (Object.values(report).some((v) => v !== 0 && v !== null)) writeLog("info", { event: task.event, ...report });
+      } catch (error) {
+        writeLog("error", { event: task.failedEvent, error: describeError(error) });
+      }
     }
   },
 } satisfies ExportedHandler<Bindings>;

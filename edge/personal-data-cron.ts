@@ -9,112 +9,47 @@
  * - An address whose mailbox was not found (reason mailbox_not_found) on two checks at least
  *   EMAIL_RECHECK_SECONDS apart becomes undeliverable: kept with its verdict, never returned by a lookup,
  *   until a check finds the mailbox (reason deliverable or mailbox_full). No other answer removes one:
- *   catch-all, greylisting, blocks and every other inconclusive answer are recorded and tried again.
+ *   catch-all, greylisting, blocks and every other inconclusive answer are recorded and tried again
+ *   (the statement that applies these rules: `writeStoredEmailAnswers`, edge/people/store.ts).
  * - Access-log rows and erasure notices older than ACCESS_LOG_RETENTION_SECONDS are deleted.
  */
 import { sql } from "drizzle-orm";
 import type { EmailVerificationResult } from "../shared/api.ts";
-import { reasonsProving } from "../shared/email/reasons.ts";
 import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
-import { deleteInBatches, rowsAffected } from "./db/rows.ts";
 import { REFRESH_ACCOUNT_ID } from "./identity/internal-accounts.ts";
-import { enqueueTurns, type JobsQueue } from "./jobs/queue.ts";
+import type { JobsQueue } from "./env.ts";
+import { enqueueTurns } from "./jobs/queue.ts";
 import { prepareLines } from "./jobs/prepare-lines.ts";
 import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
-import { RESULTS_STATE } from "./jobs/store/job-rows.ts";
+import { answeredLines, deleteJobsWithResultsDeleted, endedJobsWithResults, hasUnfinishedJob } from "./jobs/store/internal-jobs.ts";
+import { expireResults } from "./jobs/store/retention.ts";
 import { newId } from "./identity/tokens.ts";
-import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification-params.ts";
+import { ANSWERS_PER_WRITE, claimAddressesQuery, deleteOldAccessLog, deleteOldErasureNotices, dueAddresses, writeStoredEmailAnswers, type StoredEmailRules } from "./people/store.ts";
+import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification/params.ts";
 
 export { REFRESH_ACCOUNT_ID };
 /** An address put in a refresh job is not due again for this long, unless the job's answer says otherwise. */
 export const REFRESH_CLAIM_MS = 24 * 3_600_000;
-/** Answers written to person_emails per statement. */
-const ANSWERS_PER_WRITE = 1_000;
 /** Ended refresh jobs whose answers are written per cron run. */
 const REFRESH_JOBS_APPLIED_PER_RUN = 3;
-/** Rows of the access log or erasure notices deleted per statement, and statements per run. */
-const LOG_ROWS_PER_DELETE = 5_000;
-const LOG_DELETES_PER_RUN = 10;
 
-/** Answers that find the mailbox (shared/email/reasons.ts): an undeliverable address comes back. */
-const MAILBOX_EXISTS = reasonsProving("mailbox_exists");
-/** Answers where the server took the address (the mailbox's, or any): the run of not-found answers starts again. */
-const BREAKS_NOT_FOUND_RUN = reasonsProving("mailbox_exists", "accepts_any");
-/**
- * Answers that say nothing about the mailbox yet: tried again after EMAIL_RECHECK_SECONDS rather than
- * EMAIL_MAX_AGE_SECONDS (a receiver's budget spent included; a provider that forbids probing is not:
- * asking sooner would not change its answer).
- */
-const INCONCLUSIVE = reasonsProving("nothing_yet");
-
-export type PersonalDataConfig = {
-  maxAgeSeconds: number;
-  recheckSeconds: number;
+export type PersonalDataConfig = StoredEmailRules & {
   /** Addresses per refresh job (0: no re-verification). */
   refreshBatch: number;
   accessLogRetentionSeconds: number;
   jobRetentionSeconds: number;
 };
 
-const inList = (values: string[]) => sql.raw(values.map((v) => `'${v}'`).join(", "));
-
-
-export type StoredEmailAnswer = { email: string; classification: string; smtp_outcome: string | null; reason: string; checked_at: number };
-
-/**
- * Writes answers to every stored row of each address (any person), by the rules above. An answer no newer than
- * what a row holds changes nothing, so writing the same answers twice is harmless.
- */
-export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: Pick<PersonalDataConfig, "maxAgeSeconds" | "recheckSeconds">): Promise<number> {
-  const recheckMs = config.recheckSeconds * 1000;
-  const maxAgeMs = config.maxAgeSeconds * 1000;
-  let updated = 0;
-  for (let i = 0; i < answers.length; i += ANSWERS_PER_WRITE) {
-    const slice = JSON.stringify(answers.slice(i, i + ANSWERS_PER_WRITE));
-    const reason = sql.raw("(u.value ->> 'reason')");
-    const at = sql.raw("(u.value ->> 'checked_at')");
-    // Right-hand sides read the row as it was before this update (SQLite's UPDATE semantics).
-    const secondNotFound = sql`${reason} = 'mailbox_not_found' and person_emails.not_found_at is not null and ${at} - person_emails.not_found_at >= ${recheckMs}`;
-    const result = await db.run(sql`update person_emails set
-        classification = u.value ->> 'classification',
-        smtp_outcome = u.value ->> 'smtp_outcome',
-        reason = ${reason},
-        checked_at = ${at},
-        not_found_at = case
-          when ${reason} = 'mailbox_not_found' then coalesce(person_emails.not_found_at, ${at})
-          when ${reason} in (${inList(BREAKS_NOT_FOUND_RUN)}) then null
-          else person_emails.not_found_at end,
-        undeliverable_at = case
-          when ${reason} in (${inList(MAILBOX_EXISTS)}) then null
-          when ${secondNotFound} then coalesce(person_emails.undeliverable_at, ${at})
-          else person_emails.undeliverable_at end,
-        next_check_at = case
-          when ${reason} = 'mailbox_not_found' and person_emails.undeliverable_at is null and not (${secondNotFound})
-            then coalesce(person_emails.not_found_at, ${at}) + ${recheckMs}
-          when ${reason} in (${inList(INCONCLUSIVE)}) then ${at} + ${recheckMs}
-          else ${at} + ${maxAgeMs} end
-      from json_each(${slice}) as u
-      where lower(person_emails.email) = lower(u.value ->> 'email') and coalesce(person_emails.checked_at, 0) < ${at}`);
-    updated += rowsAffected(result);
-  }
-  return updated;
-}
-
-type DoneLine = { position: number; email: string; result: string; reason: string | null; classification: string; checked_at: number };
-
 /** Writes the answers of refresh jobs that have ended, then lets retention delete them (the job row goes once its lines have). */
 async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): Promise<{ jobs: number; addresses: number; rows: number }> {
-  const ended = await db.all<{ id: string }>(sql`select id from verification_jobs
-    where account_id = ${REFRESH_ACCOUNT_ID} and status in ('completed', 'cancelled') and results_state = ${RESULTS_STATE.held} and creating = 0
-    order by completed_at limit ${REFRESH_JOBS_APPLIED_PER_RUN}`);
+  const ended = await endedJobsWithResults(db, REFRESH_ACCOUNT_ID, REFRESH_JOBS_APPLIED_PER_RUN);
   let addresses = 0;
   let rows = 0;
-  for (const { id } of ended) {
+  for (const id of ended) {
     for (let from = 0; ; ) {
-      const lines = await db.all<DoneLine>(sql`select position, email, result, reason, classification, checked_at from verification_job_items
-        where job_id = ${id} and state = 'done' and position >= ${from} order by position limit ${ANSWERS_PER_WRITE}`);
+      const lines = await answeredLines(db, id, from, ANSWERS_PER_WRITE);
       if (lines.length === 0) break;
       const answers = lines.map((line) => {
         const result = JSON.parse(line.result) as EmailVerificationResult;
@@ -124,23 +59,20 @@ async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): 
       addresses += answers.length;
       from = Number(lines.at(-1)!.position) + 1;
     }
-    await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting} where id = ${id} and results_state = ${RESULTS_STATE.held}`);
+    await expireResults(db, id);
   }
   // Refresh jobs whose lines retention has deleted leave nothing behind.
-  await db.run(sql`delete from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and results_state = ${RESULTS_STATE.deleted}`);
+  await deleteJobsWithResultsDeleted(db, REFRESH_ACCOUNT_ID);
   return { jobs: ended.length, addresses, rows };
 }
 
 /** When no refresh job is running: the addresses due, oldest first, claimed for REFRESH_CLAIM_MS and put in a new one. */
 async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
-  const [running] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs
-    where account_id = ${REFRESH_ACCOUNT_ID} and (status in ('queued', 'running') or creating = 1)`);
-  if (Number(running?.n ?? 0) > 0) return { job: null, addresses: 0 };
+  if (await hasUnfinishedJob(db, REFRESH_ACCOUNT_ID)) return { job: null, addresses: 0 };
   // Twice the batch of rows by the next_check_at index: one address may be stored for several people.
-  const due = await db.all<{ email: string }>(sql`select email from person_emails where next_check_at <= ${now}
-    order by next_check_at limit ${config.refreshBatch * 2}`);
+  const due = await dueAddresses(db, now, config.refreshBatch * 2);
   const addresses = new Map<string, string>();
-  for (const { email } of due) {
+  for (const email of due) {
     const key = sqliteLower(email);
     if (!addresses.has(key)) addresses.set(key, email);
     if (addresses.size >= config.refreshBatch) break;
@@ -149,8 +81,7 @@ async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalD
   const emails = [...addresses.values()];
   await db.batch([
     db.run(sql`insert into accounts (id, name) values (${REFRESH_ACCOUNT_ID}, 'Stored email re-verification (internal)') on conflict do nothing`),
-    db.run(sql`update person_emails set next_check_at = ${now + REFRESH_CLAIM_MS}
-      where lower(email) in (select lower(value) from json_each(${JSON.stringify(emails)}))`),
+    claimAddressesQuery(db, emails, now + REFRESH_CLAIM_MS),
   ]);
   const id = newId("job");
   const started = await startJob(
@@ -173,12 +104,6 @@ export type PersonalDataReport = {
   erasure_notices_deleted: number;
 };
 
-async function deleteOld(db: Database, table: "person_access_log" | "erasure_notices", column: "created_at" | "erased_at", before: number): Promise<number> {
-  const deleteUpTo = (limit: number) =>
-    db.run(sql`delete from ${sql.identifier(table)} where id in (select id from ${sql.identifier(table)} where ${sql.identifier(column)} < ${before} limit ${limit})`);
-  return (await deleteInBatches(deleteUpTo, LOG_ROWS_PER_DELETE, LOG_ROWS_PER_DELETE * LOG_DELETES_PER_RUN)).deleted;
-}
-
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */
 export async function runPersonalDataCron(db: Database, queue: JobsQueue, config: PersonalDataConfig, now = Date.now()): Promise<PersonalDataReport> {
   const applied = await applyEndedRefreshJobs(db, config);
@@ -189,7 +114,7 @@ export async function runPersonalDataCron(db: Database, queue: JobsQueue, config
     refresh_answers_written: applied.rows,
     refresh_job_started: started.job,
     refresh_addresses_queued: started.addresses,
-    access_log_deleted: await deleteOld(db, "person_access_log", "created_at", before),
-    erasure_notices_deleted: await deleteOld(db, "erasure_notices", "erased_at", before),
+    access_log_deleted: await deleteOldAccessLog(db, before),
+    erasure_notices_deleted: await deleteOldErasureNotices(db, before),
   };
 }

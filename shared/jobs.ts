@@ -124,6 +124,11 @@ export const VerificationJob = z
       description: "How long after the job ends its lines and results are kept (0: until its callback was delivered, or one hour without one); then they are deleted and the results endpoints answer 410",
     }),
     results_expired: z.boolean().openapi({ description: "true once the results were deleted (retention, or DELETE with purge=true); counts and summary stay" }),
+    results_delete_at: z.string().nullable().openapi({
+      description:
+        "When the lines and results will be deleted (RFC 3339, UTC): completed_at plus retention_seconds; with retention_seconds 0, one hour after completed_at without a callback, and completed_at once the callback was delivered or given up. A time in the past means the deletion is due: the cron's next run makes it. null while the job runs, while a retention_seconds 0 job's callback is still being delivered, and once the results are deleted",
+      example: "2026-12-23T10:00:04.000Z",
+    }),
   })
   .openapi("VerificationJob");
 export type VerificationJob = z.infer<typeof VerificationJob>;

@@ -13,7 +13,7 @@ export const PROBE_TIMESTAMP_HEADER = "x-probe-timestamp";
 export const PROBE_NONCE_HEADER = "x-probe-nonce";
 /**
  * On every answer of the probe: its self-audit's status ("ok" or "degraded": its reverse DNS, SPF or
- * a blocklist says receivers may refuse it). The Worker ranks a degraded probe last (edge/probe-client.ts).
+ * a blocklist says receivers may refuse it). The Worker ranks a degraded probe last (edge/verification/probe-ranking.ts).
  */
 export const PROBE_REPUTATION_HEADER = "x-probe-reputation";
 /** Signatures older (or further in the future) than this are refused (docs/probe.md "The SMTP probe"). */
@@ -164,6 +164,12 @@ export const ProbeBatchDeferred = z.object({
 });
 /** Notices in one batch answer at most (the probe keeps its newest). */
 export const PROBE_MAX_BATCH_NOTICES = 50;
+/**
+ * How long a probe repeats an untrusted notice in its batch answers (longer than a job line's recheck takes to come
+ * round), and so how far back the Worker believes one reaches: the probe keeps notices this long, the Worker takes back
+ * answers no older than this.
+ */
+export const UNTRUSTED_NOTICE_WINDOW_MS = 2 * 3_600_000;
 /**
  * After the addresses: what a receiver accepted in a span of time is not trusted (it was found accepting
  * everything, docs/probe.md "Receiver policy"): the caller sends its `valid` answers at these domains,

@@ -244,7 +244,7 @@ export const verificationJobItems = sqliteTable(
     email: text("email").notNull(),
     /**
      * The line's place in the work order: lines sorted by domain at creation, so the lines claimed
-     * together (CHUNK_SIZE in this order) are whole domains or long slices of one, and each reaches
+     * together (LINES_PER_TURN in this order) are whole domains or long slices of one, and each reaches
      * its probe in one batch (docs/jobs.md "Scheduling"). Results keep `position`, the input order.
      */
     seq: integer("seq").notNull().default(0),

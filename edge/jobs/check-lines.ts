@@ -7,14 +7,16 @@
  * What becomes of each line (done, recheck, defer, release, give up) is decided in
  * edge/jobs/line-policy.ts; this file only gathers the facts and hands the answers over.
  */
-import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchNotice, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
-import type { MailHostResolution } from "../mx/resolve.ts";
-import { probeOrder, rankingKey } from "../probe-client.ts";
-import { completeVerification, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verify.ts";
+import { addressKey } from "../../shared/email/syntax.ts";
+import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
+import type { MailHostResolution } from "../verification/mx.ts";
+import { probeOrder, rankingKey } from "../verification/probe-ranking.ts";
+import { completeVerification, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verification/verify.ts";
 import { receiverFamily } from "../../shared/email/receivers.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
-import { callProbeBatch } from "./probe-batch.ts";
+import { callProbeBatch } from "../verification/probe-batch.ts";
 import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
+import type { UntrustedNotice } from "./untrusted.ts";
 
 export type CheckLinesConfig = {
   dohUrl: string;
@@ -57,14 +59,11 @@ async function resolveAll(domains: string[], dohUrl: string): Promise<Map<string
   return out;
 }
 
-/** A probe's notice that what a receiver accepted in a span of time is not trusted (edge/jobs/untrusted.ts applies it). */
-export type UntrustedAnswers = ProbeBatchNotice["untrusted"];
-
 export async function checkLines(
   claimed: ClaimedLine[],
   config: CheckLinesConfig,
   answer: (a: LineAnswer) => Promise<void>,
-  untrust: (notice: UntrustedAnswers) => Promise<void> = async () => {},
+  untrust: (notice: UntrustedNotice) => Promise<void> = async () => {},
 ): Promise<void> {
   const lines: Line[] = [];
   for (const line of claimed) {
@@ -127,7 +126,7 @@ export async function checkLines(
  * first answer came from (greylisting remembers the sending address).
  */
 function probeFor(probeUrls: string[], line: Line): string {
-  const order = probeOrder(probeUrls, rankingKey(`${line.prepared.parsed.local}@${line.prepared.parsed.domain}`, line.mx!));
+  const order = probeOrder(probeUrls, rankingKey(addressKey(line.prepared.parsed), line.mx!));
   return order[probeRank(line.claimed, order.length)]!;
 }
 
@@ -139,12 +138,12 @@ async function askProbe(
   config: CheckLinesConfig,
   answerOrRecheck: (line: Line, result: ReturnType<typeof completeVerification>) => Promise<void>,
   answer: (a: LineAnswer) => Promise<void>,
-  untrust: (notice: UntrustedAnswers) => Promise<void>,
+  untrust: (notice: UntrustedNotice) => Promise<void>,
 ): Promise<void> {
   const byEmail = new Map<string, Line[]>();
   const groups = new Map<string, { mx: ProbeMxHost[]; emails: string[] }>();
   for (const line of lines) {
-    const email = `${line.prepared.parsed.local}@${line.prepared.parsed.domain}`;
+    const email = addressKey(line.prepared.parsed);
     byEmail.set(email, [...(byEmail.get(email) ?? []), line]);
     const domain = line.prepared.parsed.domain;
     const group = groups.get(domain) ?? { mx: line.mx!, emails: [] };

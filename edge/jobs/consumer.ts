@@ -7,6 +7,7 @@
  */
 import { JobMessage } from "../../shared/jobs.ts";
 import type { Database } from "../db/client.ts";
+import type { JobsQueue } from "../env.ts";
 import { accountWebhookSecret } from "./webhook-secret.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
 import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
@@ -15,16 +16,13 @@ import { checkLines } from "./check-lines.ts";
 import { LINE_POLICY, parkedDelaySeconds, requeueDelaySeconds } from "./line-policy.ts";
 import { FairShare } from "./fair-share.ts";
 import { describeError, writeLog } from "../log.ts";
-import { probeTenant } from "../probe-client.ts";
-import { UNTRUSTED_RECHECK_DELAY_MS, untrustValids } from "./untrusted.ts";
+import { probeTenant } from "../verification/probe-ranking.ts";
+import { UNTRUSTED_RECHECK_DELAY_MS } from "./untrusted.ts";
 import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cleanup.ts";
 import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
-import { claimTurns, newLease, renewClaims, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
+import { claimTurns, newLease, renewClaims, untrustValids, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
 import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
-import { CHUNK_SIZE, enqueueTurns, type JobsQueue } from "./queue.ts";
-
-// Where it was first declared (edge/jobs/queue.ts declares it now).
-export type { JobsQueue };
+import { enqueueCallback, enqueueTurns, LINES_PER_TURN } from "./queue.ts";
 
 /** The parts of a delivered message (workerd's Message) that the consumer uses. */
 export type DeliveredMessage = { readonly body: unknown; ack(): void; retry(options?: { delaySeconds?: number }): void };
@@ -66,7 +64,7 @@ async function claimWork(deps: JobsDeps, messages: DeliveredMessage[], lease: Le
   const planned: { message: DeliveredMessage | null; job: string; max: number }[] = [];
   const idle: DeliveredMessage[] = [];
   for (const message of messages) {
-    const turn = share.take(CHUNK_SIZE);
+    const turn = share.take(LINES_PER_TURN);
     if (turn) planned.push({ message, job: turn.job, max: turn.lines });
     else idle.push(message);
   }
@@ -84,7 +82,7 @@ async function claimWork(deps: JobsDeps, messages: DeliveredMessage[], lease: Le
 async function claimForIdleAccounts(deps: JobsDeps, lease: Lease): Promise<JobWork[]> {
   const share = new FairShare(await bulkCandidates(deps.db));
   const planned: { message: null; job: string; max: number }[] = [];
-  for (let turn = share.take(CHUNK_SIZE, { onlyIdle: true }); turn; turn = share.take(CHUNK_SIZE, { onlyIdle: true })) {
+  for (let turn = share.take(LINES_PER_TURN, { onlyIdle: true }); turn; turn = share.take(LINES_PER_TURN, { onlyIdle: true })) {
     planned.push({ message: null, job: turn.job, max: turn.lines });
   }
   if (planned.length === 0) return [];
@@ -152,7 +150,7 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
       },
     );
     completed = await writer.finish();
-    // Lines a receiver's notice sent back (edge/jobs/untrusted.ts), in any job: a turn at their recheck.
+    // Lines a receiver's notice sent back (edge/jobs/untrusted.ts, store/lines.ts), in any job: a turn at their recheck.
     for (const [job, n] of untrusted) await enqueueTurns(deps.queue, job, n, Math.ceil(UNTRUSTED_RECHECK_DELAY_MS / 1000));
   } finally {
     clearInterval(renewal);
@@ -165,7 +163,7 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
   const byDelay = new Map<number, number>();
   for (const until of writer.parked.values()) byDelay.set(parkedDelaySeconds(until), (byDelay.get(parkedDelaySeconds(until)) ?? 0) + 1);
   for (const [delay, lines] of byDelay) await enqueueTurns(deps.queue, jobId, lines, delay);
-  if (completed && completed.callback_state === "pending") await deps.queue.send({ kind: "callback", job: jobId, attempt: 0 });
+  if (completed && completed.callback_state === "pending") await enqueueCallback(deps.queue, jobId, 0);
 }
 
 /** Renews the lease on the lines still held; a renewal that fails or finds lines taken over is logged, and the run goes on (its writes check the lease). */
@@ -218,7 +216,7 @@ async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Prom
 async function failCallback(deps: JobsDeps, jobId: string, attempt: number, error: string): Promise<void> {
   const delay = CALLBACK_RETRY_DELAYS_SECONDS[attempt];
   await recordCallback(deps.db, jobId, { delivered: false, error, nextAt: delay === undefined ? null : Date.now() + delay * 1000 });
-  if (delay !== undefined) await deps.queue.send({ kind: "callback", job: jobId, attempt: attempt + 1 }, { delaySeconds: delay });
+  if (delay !== undefined) await enqueueCallback(deps.queue, jobId, attempt + 1, delay);
 }
 
 /**
@@ -292,7 +290,7 @@ async function settle(messages: DeliveredMessage[], jobId: string | null, run: (
 export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ turns: number; callbacks: number; abandoned_jobs_deleted: number }> {
   const abandoned = await deleteAbandonedJobs(deps.db);
   const work = await stalledWork(deps.db, Date.now() - deps.stallMs);
-  for (const t of work.turns) await enqueueTurns(deps.queue, t.job, t.turns * CHUNK_SIZE);
-  for (const c of work.callbacks) await deps.queue.send({ kind: "callback", job: c.job, attempt: c.attempt });
+  for (const t of work.turns) await enqueueTurns(deps.queue, t.job, t.turns * LINES_PER_TURN);
+  for (const c of work.callbacks) await enqueueCallback(deps.queue, c.job, c.attempt);
   return { turns: work.turns.reduce((n, t) => n + t.turns, 0), callbacks: work.callbacks.length, abandoned_jobs_deleted: abandoned };
 }

@@ -4,6 +4,7 @@
  * OWASP's CSV injection advice) gets a leading apostrophe: the list came from someone else, and an
  * address such as "=HYPERLINK(...)"@example.com must stay text when our user opens the file.
  */
+import { trimAsciiWhitespace } from "../../shared/email/syntax.ts";
 import type { JobResult } from "../../shared/jobs.ts";
 
 export const CSV_COLUMNS = [
@@ -31,15 +32,13 @@ export function csvCell(value: string | number | boolean | null | undefined): st
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-/** The address as results show it: the input line without the whitespace around it. */
-export const lineEmail = (line: string): string => line.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "");
-
 export const csvHeader = (): string => `${CSV_COLUMNS.join(",")}\r\n`;
 
 /** A row for an input line; `state` stands in for the classification of a line not checked (yet). */
 export function csvRow(line: string, result: JobResult | null, state: "pending" | "cancelled" = "pending"): string {
   const r = result;
-  const email = lineEmail(line);
+  // The address as results show it: the input line without the whitespace around it.
+  const email = trimAsciiWhitespace(line);
   const cells = r
     ? [
         email,

@@ -1,5 +1,6 @@
 /** A job's lines as stored, from its addresses: the same for a customer's upload and the cron's re-verification batches. */
-import { prepareAddress } from "../verify.ts";
+import { addressKey } from "../../shared/email/syntax.ts";
+import { prepareAddress } from "../verification/verify.ts";
 import type { NewLine } from "./store/job-creation.ts";
 
 /** Addresses checked between two yields to the event loop while a job's lines are prepared. */
@@ -22,7 +23,7 @@ export async function prepareLines(addresses: string[]): Promise<NewLine[]> {
       lines.push({ email, domain: "", duplicateOf: null, done: prepared.result });
       continue;
     }
-    const key = `${prepared.parsed.local}@${prepared.parsed.domain}`;
+    const key = addressKey(prepared.parsed);
     const earlier = first.get(key);
     if (earlier === undefined) first.set(key, position);
     lines.push({ email, domain: prepared.parsed.domain, duplicateOf: earlier ?? null, done: null });

@@ -6,35 +6,32 @@
  * becomes a recheck: its second answer is final, as for a temporary first answer); a duplicate line
  * waits for its original again. The job's counts follow (migration 0016's trigger): the job is running
  * again until they are answered. The probe answers such a recheck catch-all while the receiver is
- * distrusted, so it is never `valid` on that answer alone.
+ * distrusted, so it is never `valid` on that answer alone. The statements are edge/jobs/store/lines.ts's
+ * `untrustValids`, beside the lease guards they must agree with.
+ *
+ * A notice is believed only within the probe's documented window (untrustedSpan): whatever span it claims, no answer
+ * older than that window is taken back, so a probe's bug or a forged clock cannot reopen a job's whole history.
  *
  * Left alone: jobs that completed before the notice (their results were delivered; reopening them would
  * change what a customer already read) and single verifications (answered, not stored).
  */
-import { sql } from "drizzle-orm";
-import type { Database } from "../db/client.ts";
-import type { UntrustedAnswers } from "./check-lines.ts";
+import { UNTRUSTED_NOTICE_WINDOW_MS, type ProbeBatchNotice } from "../../shared/probe-contract.ts";
+
+/** A probe's notice that what a receiver accepted in a span of time is not trusted (wall-clock milliseconds). */
+export type UntrustedNotice = ProbeBatchNotice["untrusted"];
 
 /** How long an untrusted `valid` waits for its recheck: the receiver is stopped for an hour (docs/probe.md). */
 export const UNTRUSTED_RECHECK_DELAY_MS = 3_600_000;
 
-/** Sends the lines back; returns, per job, how many original lines will be checked again (for their queue turns). */
-export async function untrustValids(db: Database, notice: UntrustedAnswers, now = Date.now()): Promise<Map<string, number>> {
-  const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
-  const which = sql`state = 'done' and classification = 'valid' and checked_at >= ${notice.since_ms} and checked_at <= ${notice.until_ms}
-    and job_id in (select id from verification_jobs where status in ('queued', 'running'))
-    and lower(substr(email, instr(email, '@') + 1)) in (${sql.join(
-      domains.map((d) => sql`${d}`),
-      sql`, `,
-    )})`;
-  const [originals] = await db.batch([
-    db.all<{ job_id: string }>(sql`update verification_job_items
-      set state = 'recheck', recheck_at = ${now + UNTRUSTED_RECHECK_DELAY_MS}, classification = null, reason = null, lease_token = null, lease_until = null
-      where duplicate_of is null and ${which} returning job_id`),
-    db.run(sql`update verification_job_items set state = 'pending', classification = null, reason = null, lease_token = null, lease_until = null
-      where duplicate_of is not null and ${which}`),
-  ]);
-  const byJob = new Map<string, number>();
-  for (const r of originals) byJob.set(String(r.job_id), (byJob.get(String(r.job_id)) ?? 0) + 1);
-  return byJob;
+/** How far a probe's clock may run ahead of the Worker's: a notice's `until` later than that is taken as now. */
+export const NOTICE_CLOCK_SKEW_MS = 60_000;
+
+/**
+ * The answers a notice may take back: from its `since`, but no earlier than the window before its `until` nor the
+ * window before now; to its `until`, but no later than now and the skew. A notice claiming since 0 takes back the
+ * window's answers only.
+ */
+export function untrustedSpan(notice: UntrustedNotice, now: number): { sinceMs: number; untilMs: number } {
+  const untilMs = Math.min(notice.until_ms, now + NOTICE_CLOCK_SKEW_MS);
+  return { sinceMs: Math.max(notice.since_ms, untilMs - UNTRUSTED_NOTICE_WINDOW_MS, now - UNTRUSTED_NOTICE_WINDOW_MS), untilMs };
 }

@@ -3,12 +3,9 @@
  * CLI shows or rotates (scripts/admin/accounts.ts). Sealing itself is edge/jobs/webhook.ts.
  */
 import { and, eq, isNull } from "drizzle-orm";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
+import type { Db } from "../db/rows.ts";
 import { accounts } from "../db/schema.ts";
-import type * as schema from "../db/schema.ts";
 import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "./webhook.ts";
-
-type Database = LibSQLDatabase<typeof schema>;
 
 /**
  * The account's webhook signing secret ("whsec_" + base64), made on first use; with `rotate`, a new
@@ -16,7 +13,7 @@ type Database = LibSQLDatabase<typeof schema>;
  * sealed under WEBHOOK_SECRET_KEY (`keyBase64`); one stored plain before sealing existed is sealed
  * now, in place. Null when there is no such account.
  */
-export async function accountWebhookSecret(db: Database, accountId: string, keyBase64: string | undefined, rotate = false): Promise<string | null> {
+export async function accountWebhookSecret(db: Db, accountId: string, keyBase64: string | undefined, rotate = false): Promise<string | null> {
   const fresh = generateWebhookSecret();
   const sealed = await sealWebhookSecret(fresh, accountId, keyBase64);
   // Set only when missing (or rotating): two first uses at once keep one secret, not two.

@@ -1,7 +1,8 @@
 /**
- * Cursor paging, one way for every list (job results, erasure notices, audit events): a page size from `limit`, and an
- * opaque cursor holding the integers a page resumes after (base64 of "tag:n:n", so clients do not build their own and
- * one list's cursor is not another's). Anything else is a 400 with the list's own message, before any database read.
+ * Cursor paging, one way for every list (job results, erasure notices, audit events; the job list reads its `limit`
+ * the same way and resumes after a job id): a page size from `limit`, and an opaque cursor holding the integers a page
+ * resumes after (base64 of "tag:n:n", so clients do not build their own and one list's cursor is not another's).
+ * Anything else is a 400 with the list's own message, before any database read.
  */
 import { ApiError } from "./errors.ts";
 
@@ -14,16 +15,21 @@ export type Paging = {
   cursor(...fields: number[]): string;
 };
 
-export function cursorPaging(o: { tag: string; fields: number; defaultLimit: number; maxLimit: number; badCursor: string; badLimit: string }): Paging {
+type LimitRule = { defaultLimit: number; maxLimit: number; badLimit: string };
+
+/** `limit`: absent or blank, the default; else an integer 1..max (spaces around it trimmed); anything else the list's 400. */
+export function pageLimit(raw: string | undefined, o: LimitRule): number {
+  const value = raw?.trim() ?? "";
+  if (value === "") return o.defaultLimit;
+  const n = /^[0-9]{1,4}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= 1 && n <= o.maxLimit)) throw new ApiError(400, o.badLimit);
+  return n;
+}
+
+export function cursorPaging(o: LimitRule & { tag: string; fields: number; badCursor: string }): Paging {
   const pattern = new RegExp(`^${o.tag}${":(\\d{1,15})".repeat(o.fields)}$`);
   return {
-    limit(raw) {
-      const value = raw?.trim() ?? "";
-      if (value === "") return o.defaultLimit;
-      const n = /^[0-9]{1,4}$/.test(value) ? Number(value) : Number.NaN;
-      if (!(n >= 1 && n <= o.maxLimit)) throw new ApiError(400, o.badLimit);
-      return n;
-    },
+    limit: (raw) => pageLimit(raw, o),
     after(raw) {
       if (raw === undefined || raw === "") return null;
       let text: string;

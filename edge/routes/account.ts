@@ -3,10 +3,11 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { sql, type SQL } from "drizzle-orm";
 import { AccountInfo } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
+import type { RawRow } from "../db/rows.ts";
+import type { accounts } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
-import { LINE_QUOTA_WINDOW_MS } from "../jobs/store/job-creation.ts";
-import { HOLDS_RUNNING_SLOT } from "../jobs/store/job-rows.ts";
+import { LINE_QUOTA_WINDOW_MS, linesSubmittedSince, runningJobCount } from "../jobs/store/job-creation.ts";
 import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
 
@@ -31,11 +32,7 @@ function describeLimit(policy: RateLimitPolicy, per: "key" | "client_address") {
   return { limit: policy.limit, period_seconds: policy.periodSeconds, per };
 }
 
-type AccountRow = {
-  id: string;
-  name: string;
-  status: "active" | "disabled";
-  credit_balance: number;
+type AccountRow = Pick<RawRow<typeof accounts.$inferSelect>, "id" | "name" | "status" | "credit_balance"> & {
   lookups_today: number;
   credits_today: number;
   lookups_month: number;
@@ -54,8 +51,8 @@ export function accountQuery(accountId: string, now: Date): SQL {
   return sql`
       select a.id, a.name, a.status, a.credit_balance,
              u.lookups_today, u.credits_today, u.lookups_month, u.credits_month,
-             (select count(*) from verification_jobs where account_id = a.id and ${HOLDS_RUNNING_SLOT}) as jobs_running,
-             (select coalesce(sum(total), 0) from verification_jobs where account_id = a.id and created_at > ${now.getTime() - LINE_QUOTA_WINDOW_MS}) as job_lines_24h
+             ${runningJobCount(accountId)} as jobs_running,
+             ${linesSubmittedSince(accountId, now.getTime() - LINE_QUOTA_WINDOW_MS)} as job_lines_24h
       from accounts a, (
         select count(*) filter (where created_at >= ${dayStart}) as lookups_today,
                coalesce(-sum(delta) filter (where created_at >= ${dayStart}), 0) as credits_today,

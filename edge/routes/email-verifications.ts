@@ -4,9 +4,9 @@ import type { Context } from "hono";
 import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult } from "../../shared/api.ts";
 import { limitRequestBody } from "../body-limit.ts";
 import type { AppEnv } from "../env.ts";
-import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification-params.ts";
-import { verifyEmail } from "../verify.ts";
-import { probeTenant } from "../probe-client.ts";
+import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification/params.ts";
+import { verifyEmail } from "../verification/verify.ts";
+import { probeTenant } from "../verification/probe-ranking.ts";
 import { noteVerification } from "../identity/key-activity.ts";
 import { requireScope, scopeSecurity } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
@@ -65,7 +65,7 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
   const handler = async (c: Context<AppEnv>) => {
     const config = c.get("config");
     const params = await readVerificationParams(c);
-    const result = await verifyEmail(params.emailAddress, {
+    const result = await verifyEmail(params.email, {
       dohUrl: config.DOH_URL,
       probeUrls: config.PROBE_URL,
       probeSecret: config.PROBE_SECRET,

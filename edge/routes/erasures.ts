@@ -4,9 +4,10 @@
  * only ever sees erasures of people it received: the notices are written per receiving account at erasure.
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
 import { ErasuresPage, ErasuresQuery } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
+import { iso } from "../db/rows.ts";
+import { erasureNoticesPage } from "../people/store.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { scoped } from "../identity/scopes.ts";
@@ -54,22 +55,13 @@ function parseSince(raw: string | undefined): number {
 /** The cursor: the last notice's time and id, so a page resumes after it whatever is erased meanwhile. */
 const paging = cursorPaging({ tag: "e", fields: 2, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT, badCursor: ERASURE_MESSAGES.badCursor, badLimit: ERASURE_MESSAGES.badLimit });
 
-type NoticeRow = { id: number; profnet_id: number | null; profnet_public_identifier: string | null; codehost_id: number | null; codehost_login: string | null; erased_at: number };
-
 export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(erasuresRoute, async (c) => {
     const query = c.req.valid("query");
     const since = parseSince(query.since);
-    const [afterAt, afterId] = paging.after(query.cursor) ?? [];
+    const after = paging.after(query.cursor);
     const limit = paging.limit(query.limit);
-    const { accountId } = c.get("auth");
-    // One row past the page says whether another follows; the (account_id, erased_at, id) index serves it.
-    const rows = await requestDatabase(c).all<NoticeRow>(sql`
-      select id, profnet_id, profnet_public_identifier, codehost_id, codehost_login, erased_at from erasure_notices
-      where account_id = ${accountId} and erased_at >= ${since}
-        ${afterAt !== undefined ? sql`and (erased_at > ${afterAt} or (erased_at = ${afterAt} and id > ${afterId}))` : sql``}
-      order by erased_at, id limit ${limit + 1}`);
-    const page = rows.slice(0, limit);
+    const { notices: page, more } = await erasureNoticesPage(requestDatabase(c), c.get("auth").accountId, since, after, limit);
     const last = page.at(-1);
     return c.json(
       {
@@ -78,9 +70,9 @@ export function registerErasuresRoute(app: OpenAPIHono<AppEnv>): void {
           profnet_public_identifier: r.profnet_public_identifier,
           codehost_id: r.codehost_id === null ? null : Number(r.codehost_id),
           codehost_login: r.codehost_login,
-          erased_at: new Date(Number(r.erased_at)).toISOString(),
+          erased_at: iso(r.erased_at),
         })),
-        next_cursor: rows.length > limit && last ? paging.cursor(Number(last.erased_at), Number(last.id)) : null,
+        next_cursor: more && last ? paging.cursor(Number(last.erased_at), Number(last.id)) : null,
       },
       200,
     );

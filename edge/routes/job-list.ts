@@ -5,12 +5,12 @@
  * a list of many jobs stays one indexed read (verification_jobs_account_created_idx).
  */
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
 import { VerificationJob } from "../../shared/jobs.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { jobJson, type JobRow } from "../jobs/store/job-rows.ts";
+import { jobJson, listJobs } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
+import { pageLimit } from "../lib/paging.ts";
 import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { JOBS_PATH, JOBS_TAG } from "./jobs.ts";
@@ -54,16 +54,9 @@ const listRoute = createRoute({
 export function registerJobListRoute(app: OpenAPIHono<AppEnv>): void {
   app.openapi(listRoute, async (c) => {
     const { limit: rawLimit, before } = c.req.valid("query");
-    const limit = rawLimit === undefined ? DEFAULT_LIMIT : Number(rawLimit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ApiError(400, JOB_LIST_MESSAGES.badLimit);
+    const limit = pageLimit(rawLimit, { defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT, badLimit: JOB_LIST_MESSAGES.badLimit });
     if (before !== undefined && !/^job_[A-Za-z0-9_-]{1,64}$/.test(before)) throw new ApiError(400, JOB_LIST_MESSAGES.badBefore);
-    const { accountId } = c.get("auth");
-    // Newest first by (created_at, id); `before` is a job of this account, found in the same statement.
-    const cursor = before === undefined ? sql`` : sql`and (created_at, id) < (select created_at, id from verification_jobs where id = ${before} and account_id = ${accountId})`;
-    const rows = await requestDatabase(c).all<JobRow>(sql`select id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts,
-      smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_state, started_at
-      from verification_jobs where account_id = ${accountId} and creating = 0 ${cursor} order by created_at desc, id desc limit ${limit + 1}`);
-    const page = rows.slice(0, limit);
-    return c.json({ jobs: page.map(jobJson), next_before: rows.length > limit ? page.at(-1)!.id : null }, 200);
+    const { jobs, more } = await listJobs(requestDatabase(c), c.get("auth").accountId, before, limit);
+    return c.json({ jobs: jobs.map(jobJson), next_before: more ? jobs.at(-1)!.id : null }, 200);
   });
 }

@@ -6,11 +6,13 @@ import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { EmailVerificationResult } from "../../shared/api.ts";
 import { mxProvider } from "../../shared/email/receivers.ts";
+import { trimAsciiWhitespace } from "../../shared/email/syntax.ts";
 import { verificationReason } from "../../shared/email/verdict.ts";
 import { JOB_RESULT_FILTERS, JobResultsPage, type JobResult } from "../../shared/jobs.ts";
 import { requestDatabase } from "../db/client.ts";
+import { iso } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";
-import { csvHeader, csvRow, lineEmail } from "../jobs/csv-export.ts";
+import { csvHeader, csvRow } from "../jobs/csv-export.ts";
 import type { JobRow } from "../jobs/store/job-rows.ts";
 import { doneRowsQuery, firstUnansweredQuery, resultRowsQuery, type ResultFilter, type ResultRow } from "../jobs/store/lines.ts";
 import { ApiError } from "../lib/errors.ts";
@@ -62,10 +64,10 @@ function lineResult(row: ResultRow): JobResult {
     ...stored,
     // Results stored before mx_provider existed get it from their MX hosts, by the same table.
     ...(stored.details ? { details: { ...stored.details, mx_provider: stored.details.mx_provider ?? mxProvider(stored.details.mx_hosts) } } : {}),
-    email: lineEmail(row.email),
+    email: trimAsciiWhitespace(row.email),
     // Results stored before `reason` existed get it from the same rules.
     reason: stored.reason ?? verificationReason(stored),
-    checked_at: new Date(Number(row.checked_at ?? 0)).toISOString(),
+    checked_at: iso(row.checked_at ?? 0),
   };
 }
 

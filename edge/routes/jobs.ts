@@ -10,15 +10,15 @@ import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
-import { enqueueTurns } from "../jobs/queue.ts";
+import { enqueueCallback, enqueueTurns } from "../jobs/queue.ts";
 import { parseJobBody, parseRetentionSeconds } from "../jobs/input.ts";
-import { purgeResults } from "../jobs/retention.ts";
+import { purgeResults } from "../jobs/store/retention.ts";
 import { giveUpCreate, startJob, writeJobLines } from "../jobs/store/job-creation.ts";
 import { cancelJob, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../identity/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
-import { parseSmtpTimeout } from "../verification-params.ts";
+import { parseSmtpTimeout } from "../verification/params.ts";
 import { prepareLines } from "../jobs/prepare-lines.ts";
 import { requireScope, scoped, scopeSecurity } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
@@ -201,7 +201,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>,
   try {
     // A list that failed the syntax check line by line is complete already: only its callback is left.
     if (job.status !== "completed") await enqueueTurns(c.env.JOBS_QUEUE!, id, request.addresses.length);
-    else if (job.callback_state === "pending") await c.env.JOBS_QUEUE!.send({ kind: "callback", job: id, attempt: 0 });
+    else if (job.callback_state === "pending") await enqueueCallback(c.env.JOBS_QUEUE!, id, 0);
   } catch (error) {
     // The job is safe in the database; the cron puts its work on the queue once it looks stalled.
     writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: id, error: describeError(error) });
@@ -229,7 +229,7 @@ export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
     const job = purge ? ((await purgeResults(db, outcome.job)) ?? outcome.job) : outcome.job;
     if (cancelled && job.callback_state === "pending") {
       // Its callback says it ended; should the queue refuse the message, the cron sends it.
-      await c.env.JOBS_QUEUE!.send({ kind: "callback", job: job.id, attempt: 0 }).catch((error: unknown) =>
+      await enqueueCallback(c.env.JOBS_QUEUE!, job.id, 0).catch((error: unknown) =>
         writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: job.id, error: describeError(error) }),
       );
     }

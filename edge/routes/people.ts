@@ -6,7 +6,8 @@ import { takeDueActivity } from "../identity/key-activity.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { findPersonQuery, matchingPersonId, parseIncludes, parsePeopleQuery, recordAccessQuery, toContactInfo } from "../people.ts";
+import { parseIncludes, parsePeopleQuery, toContactInfo } from "../people/lookup.ts";
+import { findPersonQuery, matchingPersonId, recordAccessQuery } from "../people/store.ts";
 import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 

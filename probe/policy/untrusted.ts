@@ -12,13 +12,14 @@
  * destination's answers stop being trusted is UntrustDetector's decision, below.
  */
 import type { ReceiverPolicy, ReplyRule } from "../../shared/email/receivers.ts";
+import { UNTRUSTED_NOTICE_WINDOW_MS } from "../../shared/probe-contract.ts";
 import { countFamilyEvent } from "../counters.ts";
 
 /** Wall-clock milliseconds: the Worker compares them with the times it wrote its answers. */
 export type UntrustedNotice = { domains: string[]; sinceMs: number; untilMs: number };
 
-/** How long a notice is repeated in every batch answer: longer than a job line's recheck takes to come round. */
-export const NOTICE_KEEP_MS = 2 * 3_600_000;
+/** How long a notice is repeated in every batch answer (the contract's window, which the Worker reads too). */
+export const NOTICE_KEEP_MS = UNTRUSTED_NOTICE_WINDOW_MS;
 /** Notices kept at most (the newest); each batch answer carries them all. */
 export const MAX_NOTICES = 50;
 /** Domains named in one notice at most (the most recently checked). */

@@ -3,7 +3,6 @@
  * Drizzle database so they run the same against a local file, the local libSQL server, or Turso.
  */
 import { desc, eq, sql } from "drizzle-orm";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { accountWebhookSecret } from "../../edge/jobs/webhook-secret.ts";
 import { isInternalAccount } from "../../edge/identity/internal-accounts.ts";
 import { decodeScopes, SCOPES, type Scope } from "../../shared/scopes.ts";
@@ -12,8 +11,7 @@ import { auditEvent } from "../../edge/identity/store/audit.ts";
 import { accountOfKey, createKey, listKeys, revokeKey } from "../../edge/identity/store/keys.ts";
 import { accounts, creditLedger } from "../../edge/db/schema.ts";
 import type * as schema from "../../edge/db/schema.ts";
-
-type Db = LibSQLDatabase<typeof schema>;
+import { type Db } from "../../edge/db/rows.ts";
 
 export class AdminError extends Error {
   override name = "AdminError";

@@ -4,8 +4,11 @@
  * import, in any equivalent spelling, brings them back; each account that received them gets an erasure notice
  * naming what its lookups returned; their addresses leave the running refresh jobs. One write batch does it all.
  */
-import type { Client, InStatement } from "@libsql/client";
+import type { Client, InArgs, InStatement } from "@libsql/client";
+import type { SQL } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { REFRESH_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
+import { removeAddressesFromOpenJobs } from "../../edge/jobs/store/internal-jobs.ts";
 import {
   checkSuppressionKey,
   emailHashes,
@@ -25,8 +28,12 @@ export type EraseResult = { erased: number; suppressed: number };
 
 const MAX_REASON_LENGTH = 500;
 
-/** The lines of refresh jobs not yet written back: an erased address leaves them at once. */
-const OPEN_REFRESH_JOBS = `select id from verification_jobs where account_id = '${REFRESH_ACCOUNT_ID}' and results_state = 0`;
+/** The job store's statements (drizzle SQL) as statements of this batch. */
+const dialect = new SQLiteAsyncDialect();
+const inBatch = (query: SQL): InStatement => {
+  const { sql, params } = dialect.sqlToQuery(query);
+  return { sql, args: params as InArgs };
+};
 
 /**
  * Erases the people the selector names, in one write batch that also records the suppressions (and, at the first
@@ -54,7 +61,7 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
   }
   const rows = await storedAddressesEquivalentTo(client, [...emails]);
   for (const email of [...emails, ...rows.map((r) => r.email)]) for (const hash of emailHashes(key, email)) hashes.set(hash, "email");
-  const addresses = JSON.stringify([...new Set([...emails, ...rows.map((r) => r.email)])]);
+  const addresses = [...new Set([...emails, ...rows.map((r) => r.email)])];
 
   const now = Date.now();
   const note = reason === null ? null : reason.slice(0, MAX_REASON_LENGTH);
@@ -79,29 +86,8 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     },
     { sql: "delete from person_phones where person_id in (select value from json_each(?))", args: [peopleIds] },
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
-    // A refresh job's lines are one per address; its counters are counted again from the lines that stay, and a
-    // job left with nothing to do is complete (no callback: internal jobs have none).
-    {
-      sql: `delete from verification_job_items where job_id in (${OPEN_REFRESH_JOBS}) and lower(email) in (select lower(value) from json_each(?))`,
-      args: [addresses],
-    },
-    {
-      sql: `update verification_jobs set
-          total = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id),
-          processed = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done'),
-          valid_count = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done' and classification = 'valid'),
-          risky_count = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done' and classification = 'risky'),
-          invalid_count = (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and state = 'done' and classification = 'invalid'),
-          reason_counts = coalesce((select json_group_object(reason, n) from (select reason, count(*) as n from verification_job_items i
-            where i.job_id = verification_jobs.id and state = 'done' and reason is not null group by reason)), '{}')
-        where id in (${OPEN_REFRESH_JOBS}) and creating = 0`,
-      args: [],
-    },
-    {
-      sql: `update verification_jobs set status = 'completed', completed_at = ?1, updated_at = ?1
-        where id in (${OPEN_REFRESH_JOBS}) and status in ('queued', 'running') and creating = 0 and processed >= total`,
-      args: [now],
-    },
+    // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).
+    ...removeAddressesFromOpenJobs(REFRESH_ACCOUNT_ID, addresses, now).map(inBatch),
   ];
   await client.batch(statements, "write");
   return { erased: people.length, suppressed: [...hashes.values()].length };

@@ -13,6 +13,8 @@
 import type { Client } from "@libsql/client";
 import { createHmac } from "node:crypto";
 import { AdminError } from "./accounts.ts";
+import { iso, type RawRow } from "../../edge/db/rows.ts";
+import type { people, personEmails, personPhones } from "../../edge/db/schema.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { HANDLE_FIELDS, IDENTIFIER_FIELDS, type HandleField, type IdentifierField, type PersonRecord } from "./people-record.ts";
@@ -81,7 +83,7 @@ export type PersonSelector =
   | { kind: "profnet_id" | "codehost_id"; value: number }
   | { kind: "profnet_public_identifier" | "codehost_login" | "email"; value: string };
 
-export type StoredAddress = { id: number; person_id: number; email: string };
+export type StoredAddress = Pick<RawRow<typeof personEmails.$inferSelect>, "id" | "person_id" | "email">;
 
 const STORED_ADDRESS_COLUMNS = "select id, person_id, email from person_emails";
 /** A Gmail row's local part as its canonical form has it: lower-cased (ASCII, as valid Gmail addresses are), before any +, without dots. */
@@ -134,19 +136,10 @@ export async function peopleMatching(client: Client, selector: PersonSelector): 
   return found.rows.map((r) => Number(r.id));
 }
 
-export type HeldPerson = {
-  id: number;
-  profnet_id: number | null;
-  profnet_public_identifier: string | null;
-  codehost_id: number | null;
-  codehost_login: string | null;
-  codehost_username: string | null;
-  socialnet_username: string | null;
-  microblog_username: string | null;
-  created_at: number;
-  updated_at: number;
-  emails: { email: string; source: string; first_seen_at: number; last_seen_at: number; classification: string | null; smtp_outcome: string | null; reason: string | null; checked_at: number | null; undeliverable_at: number | null }[];
-  phones: { phone: string; source: string; first_seen_at: number; last_seen_at: number }[];
+/** A person as loadPerson reads them: the row, their addresses and their phones (oldest first). */
+export type HeldPerson = RawRow<typeof people.$inferSelect> & {
+  emails: Omit<RawRow<typeof personEmails.$inferSelect>, "id" | "person_id" | "not_found_at" | "next_check_at">[];
+  phones: Omit<RawRow<typeof personPhones.$inferSelect>, "id" | "person_id">[];
 };
 
 export async function loadPerson(client: Client, id: number): Promise<HeldPerson | null> {
@@ -170,8 +163,6 @@ export type AccessReport = {
   person: Record<string, unknown> | null;
   recipients: { account_id: string; account_name: string; first_received_at: string; last_received_at: string; lookups: number }[];
 };
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 /** What we hold about the person a selector names, and which accounts received it (from the access log). */
 export async function accessReport(client: Client, selector: PersonSelector): Promise<AccessReport & { matches: number }> {
@@ -203,8 +194,8 @@ export async function accessReport(client: Client, selector: PersonSelector): Pr
     recipients: recipients.rows.map((r) => ({
       account_id: String(r.account_id),
       account_name: r.account_name === null ? "(deleted account)" : String(r.account_name),
-      first_received_at: iso(Number(r.first_at))!,
-      last_received_at: iso(Number(r.last_at))!,
+      first_received_at: iso(Number(r.first_at)),
+      last_received_at: iso(Number(r.last_at)),
       lookups: Number(r.lookups),
     })),
   };

@@ -78,8 +78,12 @@ function isAsciiWhitespace(code: number): boolean {
   return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d;
 }
 
-/** An index loop rather than a regex: /\s+$/ can go quadratic on long inner runs of whitespace. */
-function trimAsciiWhitespace(input: string): string {
+/**
+ * The text without the ASCII whitespace around it: how an address is trimmed everywhere, from a query parameter to a
+ * job's CSV cell (a vertical tab is not whitespace here). An index loop rather than a regex: /\s+$/ can go quadratic
+ * on long inner runs of whitespace.
+ */
+export function trimAsciiWhitespace(input: string): string {
   let start = 0;
   let end = input.length;
   while (start < end && isAsciiWhitespace(input.charCodeAt(start))) start++;
@@ -286,4 +290,17 @@ export function parseEmailAddress(input: string): EmailSyntaxResult {
     // Dot-atom or quoted (RFC 6531 allows UTF-8 in both): either needs a server with SMTPUTF8.
     nonAsciiLocal: NON_ASCII.test(local),
   };
+}
+
+/**
+ * The key one address has wherever it goes: its local part as written and its domain in lower-case A-label form. What
+ * the probe is asked (RCPT TO), what a job's duplicate lines share, and what the console's preview counts as one.
+ */
+export function addressKey(parsed: Pick<ParsedEmailAddress, "local" | "domain">): string {
+  return `${parsed.local}@${parsed.domain}`;
+}
+
+/** The domain of an address: what follows its last @ (a quoted local part may hold one), lower-cased. */
+export function domainOf(email: string): string {
+  return email.slice(email.lastIndexOf("@") + 1).toLowerCase();
 }

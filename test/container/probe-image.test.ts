@@ -1,6 +1,6 @@
 /**
  * The probe's container image (probe/Dockerfile, built by scripts/container-check.sh) started as production starts it,
- * with podman on the host's network, and asked by the Worker's own client (edge/probe-client.ts) over a signed request:
+ * with podman on the host's network, and asked by the Worker's own client (edge/verification/probe-call.ts) over a signed request:
  * a real SMTP conversation with a fixture mail server on a loopback address. Private targets are allowed for this test
  * only (PROBE_ALLOW_PRIVATE_TARGETS); the mail server listens on a high port (PROBE_SMTP_PORT), not 25.
  */
@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callProbe } from "../../edge/probe-client.ts";
+import { callProbe } from "../../edge/verification/probe-call.ts";
 import { PROBE_PATH, probeOrigin, signProbeRequest, type ProbeRequest } from "../../shared/probe-contract.ts";
 import { freePortOn, startMailServer, type RunningServer } from "../fixtures/smtp-servers.ts";
 import { OTHER_PROBE_SECRET, TEST_PROBE_SECRET } from "../fixtures/secrets.ts";

@@ -12,7 +12,7 @@ import { buildVerificationResult, verificationReason, type VerificationFacts } f
 import { ProbeOutcome, SmtpOutcome } from "../../shared/smtp-outcome.ts";
 import type { EmailVerificationResult } from "../../shared/api.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
-import { completeVerification, prepareAddress } from "../../edge/verify.ts";
+import { completeVerification, prepareAddress } from "../../edge/verification/verify.ts";
 
 /** A result for an address whose only notable fact is its SMTP outcome, counted as the table says (as the Worker counts it). */
 function resultWith(outcome: SmtpOutcome, dnsFailed = false): EmailVerificationResult {

@@ -1,13 +1,13 @@
 /**
  * edge/db/rows.ts on a real libSQL engine (a file database through @libsql/client, as the admin CLI uses it): the rows a
- * statement changed, and deletes bounded per statement and in all.
+ * statement changed, deletes bounded per statement and in all, and stored times as the API writes them.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient, type Client } from "@libsql/client";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { deleteInBatches, rowsAffected } from "../../edge/db/rows.ts";
+import { deleteInBatches, iso, rowsAffected } from "../../edge/db/rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "rows-"));
 const client: Client = createClient({ url: `file:${join(dir, "rows.db")}` });
@@ -64,5 +64,14 @@ describe("deleteInBatches", () => {
     const d = deleter();
     expect(await deleteInBatches(d.deleteUpTo, 5, 100)).toEqual({ deleted: 0, exhausted: true });
     expect(d.limits).toEqual([5]);
+  });
+});
+
+describe("iso", () => {
+  it("writes a stored time in milliseconds as RFC 3339 UTC, whatever numeric type SQL returned; null stays null", async () => {
+    const { rows } = await client.execute("select 1795000000123 as at, null as never");
+    expect(iso(rows[0]!.at as number)).toBe("2026-11-18T11:06:40.123Z");
+    expect(iso(rows[0]!.never as number | null)).toBeNull();
+    expect(iso(0)).toBe("1970-01-01T00:00:00.000Z");
   });
 });

@@ -14,7 +14,7 @@ import { CLAIM_LEASE_MS } from "../../edge/jobs/consumer.ts";
 import { LINE_POLICY } from "../../edge/jobs/line-policy.ts";
 import { LINES_PER_TRANSACTION } from "../../edge/jobs/store/job-creation.ts";
 import { DUE_CALLBACKS_PER_RUN, STALLED_JOBS_PER_RUN, TURNS_PER_STALLED_JOB } from "../../edge/jobs/store/scheduling.ts";
-import { CHUNK_SIZE } from "../../edge/jobs/queue.ts";
+import { LINES_PER_TURN } from "../../edge/jobs/queue.ts";
 import { QUEUE_ALLOWANCE_MS } from "../../edge/jobs/check-lines.ts";
 import { IDLE_ACCOUNT_CHECK_MS } from "../../edge/jobs/consumer.ts";
 import { PROBE_SETTINGS } from "../../probe/config.ts";
@@ -61,7 +61,7 @@ describe("docs/jobs.md states the limits and the engine's numbers the code uses"
     [`${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB`, "the body limit"],
     [en(JOB_LIMITS.maxAddresses), "addresses per job"],
     [`${JOB_LIMITS.maxLineBytes} bytes`, "the address length"],
-    [`turn of ${CHUNK_SIZE} lines`, "lines per queue message"],
+    [`turn of ${LINES_PER_TURN} lines`, "lines per queue message"],
     [`after ${QUEUE_ALLOWANCE_MS / 1000} s comes back unasked`, "the queue allowance"],
     [`every ${IDLE_ACCOUNT_CHECK_MS / 1000} s (\`IDLE_ACCOUNT_CHECK_MS\`)`, "how often a delivery looks for idle accounts"],
     [`(at most ${TURNS_PER_STALLED_JOB})`, "turns per stalled job and cron run"],

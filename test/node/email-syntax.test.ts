@@ -5,6 +5,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  addressKey,
+  domainOf,
   MAX_ADDRESS_OCTETS,
   MAX_DOMAIN_OCTETS,
   MAX_INPUT_LENGTH,
@@ -13,6 +15,7 @@ import {
   parseEmailAddress,
   SYNTAX_ERRORS as E,
   toAsciiDomain,
+  trimAsciiWhitespace as trimmed,
   type SyntaxErrorMessage,
 } from "../../shared/email/syntax.ts";
 import { idnCases } from "../fixtures/idn-cases.ts";
@@ -297,6 +300,21 @@ describe("result fields", () => {
     const sentences = Object.values(E);
     expect(new Set(sentences).size).toBe(sentences.length);
     for (const sentence of sentences) expect(sentence).toMatch(/^[A-Z].*\.$/);
+  });
+});
+
+describe("the address helpers every part shares", () => {
+  it("addressKey: the local part as written and the A-label domain; domainOf: after the last @, lower-cased", () => {
+    const parsed = parseEmailAddress(' "a@b"@Bücher.DE ');
+    expect(parsed.ok && addressKey(parsed)).toBe('"a@b"@xn--bcher-kva.de');
+    expect(domainOf('"a@b"@Example.ORG')).toBe("example.org");
+    expect(domainOf("ana@xn--bcher-kva.de")).toBe("xn--bcher-kva.de");
+  });
+
+  it("trimAsciiWhitespace trims TAB, LF, FF, CR and SPACE only, as the syntax check does", () => {
+    expect(trimmed("\t\n\f\r ana@example.org \r\n")).toBe("ana@example.org");
+    expect(trimmed("\vana@example.org\u00a0")).toBe("\vana@example.org\u00a0");
+    fc.assert(fc.property(fc.string({ unit: fc.constantFrom(" ", "\t", "\v", "a", "@", "\u00a0") }), (text) => trimmed(text) === trimAsciiWhitespace(text)));
   });
 });
 

@@ -7,7 +7,8 @@
  * runs them; which probe asked is read from the EHLO name the mail server saw.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callProbe, probeOrder, rankingKey } from "../../edge/probe-client.ts";
+import { callProbe } from "../../edge/verification/probe-call.ts";
+import { probeOrder, rankingKey } from "../../edge/verification/probe-ranking.ts";
 import { checkLines } from "../../edge/jobs/check-lines.ts";
 import type { LineAnswer } from "../../edge/jobs/store/lines.ts";
 import { loadProbeConfig } from "../../probe/config.ts";

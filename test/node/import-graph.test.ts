@@ -1,6 +1,9 @@
 /**
  * The import graph of edge/, probe/, shared/ and scripts/ (madge): no import circle at all, type-only imports included; and the boundaries between the parts: shared/ stands alone, the probe imports nothing of the
- * Worker's, the Worker nothing of the admin code's, the probe's rooms (Postfix's: docs/probe.md) each keep to their own,
+ * Worker's, the Worker nothing of the scripts' (the admin CLI's code is scripts/admin/), identity a room below the routes
+ * and jobs, the verification engine nothing above it (edge/verification/ is imported by the single call and by jobs
+ * alike), the job tables' store only by those who run or read jobs and nothing above it but the rules it applies, the
+ * lookup's room nothing but the database's helpers, the probe's rooms (Postfix's: docs/probe.md) each keep to their own,
  * and, counting what is imported when the code runs (type-only imports left out), the code that starts jobs does not
  * load the consumer that runs them, nor the probe's basic types its metrics. `npm run imports:circular` prints madge's
  * own report.
@@ -123,6 +126,39 @@ describe("the import graph", () => {
       deps.filter((d) => d.startsWith("edge/identity/") && !d.startsWith("edge/identity/store/") && !allowed.has(d)).map((d) => `${file} -> ${d}`),
     );
     expect(out).toEqual([]);
+  });
+
+  it("the verification engine (edge/verification/) is imported downward: of the Worker it imports only itself, edge/lib/ and edge/log.ts", () => {
+    const allowed = (d: string) => !d.startsWith("edge/") || d.startsWith("edge/verification/") || d.startsWith("edge/lib/") || d === "edge/log.ts";
+    const out = importsOf("edge/verification/").flatMap(([file, deps]) => deps.filter((d) => !allowed(d)).map((d) => `${file} -> ${d}`));
+    expect(importsOf("edge/verification/").length).toBeGreaterThan(5);
+    expect(out).toEqual([]);
+  });
+
+  it("the job tables' store (edge/jobs/store/) is reached only by the jobs room, the job routes and /v1/account, the crons and the admin CLI's erasure", () => {
+    const allowed = ["edge/jobs/", "edge/routes/jobs.ts", "edge/routes/job-common.ts", "edge/routes/job-list.ts", "edge/routes/job-results.ts", "edge/routes/account.ts", "edge/index.ts", "edge/personal-data-cron.ts", "scripts/admin/people-erase.ts"];
+    const out = Object.entries(graph)
+      .filter(([file]) => !allowed.some((a) => (a.endsWith("/") ? file.startsWith(a) : file === a)))
+      .flatMap(([file, deps]) => deps.filter((d) => d.startsWith("edge/jobs/store/")).map((d) => `${file} -> ${d}`));
+    expect(out).toEqual([]);
+  });
+
+  it("the job tables' store imports nothing of the jobs room above it but the small rules it applies", () => {
+    const rules = ["edge/jobs/line-policy.ts", "edge/jobs/untrusted.ts", "edge/jobs/queue.ts"];
+    const out = importsOf("edge/jobs/store/").flatMap(([file, deps]) =>
+      deps.filter((d) => d.startsWith("edge/jobs/") && !d.startsWith("edge/jobs/store/") && !rules.includes(d)).map((d) => `${file} -> ${d}`),
+    );
+    expect(out).toEqual([]);
+  });
+
+  it("the lookup's room (edge/people/) imports, of the Worker, only itself, edge/db/ and edge/lib/", () => {
+    const allowed = (d: string) => !d.startsWith("edge/") || ["edge/people/", "edge/db/", "edge/lib/"].some((p) => d.startsWith(p));
+    expect(importsOf("edge/people/").length).toBe(2);
+    expect(importsOf("edge/people/").flatMap(([file, deps]) => deps.filter((d) => !allowed(d)).map((d) => `${file} -> ${d}`))).toEqual([]);
+  });
+
+  it("edge/env.ts, which every part reads, imports nothing of the jobs room", () => {
+    expect(graph["edge/env.ts"]!.filter((d) => d.startsWith("edge/jobs/"))).toEqual([]);
   });
 
   it.each(["edge/routes/jobs.ts", "edge/personal-data-cron.ts"])("%s starts jobs without loading the consumer that runs them", (file) => {

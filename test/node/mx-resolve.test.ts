@@ -5,7 +5,7 @@
 import { Buffer } from "node:buffer";
 import dnsPacket from "dns-packet";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createDnsCache, MAX_ADDRESSES_PER_HOST, MAX_MX_HOSTS, resolveMailHosts } from "../../edge/mx/resolve.ts";
+import { createDnsCache, MAX_ADDRESSES_PER_HOST, MAX_MX_HOSTS, resolveMailHosts } from "../../edge/verification/mx.ts";
 import { startDohServer, type DohServer, type Zone } from "../fixtures/doh-server.ts";
 import { testZone } from "../fixtures/test-zone.ts";
 

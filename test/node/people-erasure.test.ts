@@ -210,6 +210,35 @@ describe("people erase holds for equivalent forms", () => {
     },
     CLI_TEST_TIMEOUT,
   );
+
+  it(
+    "an erased address answered in a refresh job, and its duplicate, leave the job's counts as a taken-back answer does (the triggers count)",
+    async () => {
+      await importLines("refresh-answered.jsonl", [{ profnet_id: 1011, email_addresses: ["answered.gone@example.org"] }]);
+      await db.$client.batch(
+        [
+          { sql: "insert into verification_jobs (id, account_id, status, total, smtp_timeout, request_hash) values ('job_refresh_c', ?, 'running', 4, 10, '')", args: [REFRESH_ACCOUNT_ID] },
+          {
+            sql: `insert into verification_job_items (job_id, position, email, seq, state, duplicate_of, classification, reason, checked_at, result) values
+              ('job_refresh_c', 0, 'answered.gone@example.org', 0, 'done', null, 'invalid', 'mailbox_not_found', ?1, '{}'),
+              ('job_refresh_c', 1, 'kept@example.org', 1, 'done', null, 'valid', 'deliverable', ?1, '{}'),
+              ('job_refresh_c', 2, 'ANSWERED.GONE@example.org', 2, 'done', 0, 'invalid', 'mailbox_not_found', ?1, '{}'),
+              ('job_refresh_c', 3, 'later@example.org', 3, 'pending', null, null, null, null, null)`,
+            args: [Date.now()],
+          },
+        ],
+        "write",
+      );
+      expect((await admin(["people", "erase", "--profnet-id", "1011"])).json).toMatchObject({ erased: 1 });
+      const lines = await db.$client.execute("select email from verification_job_items where job_id = 'job_refresh_c' order by position");
+      expect(lines.rows.map((r) => r.email)).toEqual(["kept@example.org", "later@example.org"]);
+      const [job] = (await db.$client.execute("select status, total, processed, valid_count, invalid_count, reason_counts from verification_jobs where id = 'job_refresh_c'")).rows;
+      expect({ ...job, reason_counts: undefined }).toEqual({ status: "running", total: 2, processed: 1, valid_count: 1, invalid_count: 0, reason_counts: undefined });
+      const reasons = JSON.parse(String(job!.reason_counts)) as Record<string, number>;
+      expect({ deliverable: reasons.deliverable, mailbox_not_found: reasons.mailbox_not_found ?? 0 }).toEqual({ deliverable: 1, mailbox_not_found: 0 });
+    },
+    CLI_TEST_TIMEOUT,
+  );
 });
 
 describe("internal accounts", () => {

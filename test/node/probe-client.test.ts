@@ -1,6 +1,6 @@
 /** How the Worker spreads domains over several probes (PROBE_URL with commas). */
 import { describe, expect, it } from "vitest";
-import { probeOrder } from "../../edge/probe-client.ts";
+import { probeOrder } from "../../edge/verification/probe-ranking.ts";
 
 const fleet = ["https://p1.example.net", "https://p2.example.net", "https://p3.example.net"];
 

@@ -1,12 +1,13 @@
 /**
  * A degraded probe gets less work: two real probes, each auditing itself against the DoH fixture,
- * one of them listed on a blocklist; the Worker's probe client (edge/probe-client.ts) learns each
+ * one of them listed on a blocklist; the Worker's probe client (edge/verification/probe-ranking.ts) learns each
  * probe's status from the header on its answers and ranks the listed one last for new domains,
  * keeping the rendezvous order among the healthy ones. Which probe asked is read from the EHLO name
  * the fixture mail server saw.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { callProbe, forgetProbeReputations, probeOrder } from "../../edge/probe-client.ts";
+import { callProbe } from "../../edge/verification/probe-call.ts";
+import { forgetProbeReputations, probeOrder } from "../../edge/verification/probe-ranking.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";
 import { PROBE_REPUTATION_HEADER } from "../../shared/probe-contract.ts";

@@ -12,7 +12,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { MX_PROVIDERS, MX_SUFFIXES, RECEIVER_FAMILIES, RECEIVER_POLICIES, mxProvider, rcptProvesNothing, receiverFamily, receiverOfHost, receiverPolicy } from "../../shared/email/receivers.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
-import { completeVerification, prepareAddress } from "../../edge/verify.ts";
+import { completeVerification, prepareAddress } from "../../edge/verification/verify.ts";
 
 describe("receiverOfHost: who runs a host", () => {
   it.each([

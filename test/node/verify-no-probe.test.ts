@@ -1,6 +1,6 @@
 /** verifyEmail without a probe, against the DoH fixture: the "no SMTP check performed" path. */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { verifyEmail } from "../../edge/verify.ts";
+import { verifyEmail } from "../../edge/verification/verify.ts";
 import { WARNINGS } from "../../shared/email/verdict.ts";
 import { startDohServer } from "../fixtures/doh-server.ts";
 import { testZone } from "../fixtures/test-zone.ts";

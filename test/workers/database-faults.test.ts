@@ -2,9 +2,10 @@
  * A database that hangs, resets connections, answers errors or is not there: every request that
  * needs it gets a bounded wait and a 503 with Retry-After, never a hang or a 500; the next request
  * after it recovers works; a verification whose key is cached needs no database at all (docs/api.md
- * "Errors"); and a job whose answers cannot be written stops its probe batch and is retried.
+ * "Errors"); a job whose answers cannot be written stops its probe batch and is retried; and the cron's tasks fail
+ * each on its own.
  */
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from "vitest";
@@ -122,5 +123,19 @@ describe("a job whose answers cannot be written (the database fails mid-batch)",
     await db.run(sql`update verification_job_items set lease_until = 0 where job_id = ${id}`);
     expect((await deliver(200)).explicitAcks).toEqual(["m-200"]);
     expect((await lineStates()).every((l) => l.state === "done" && Number(l.probe_failures) === 0)).toBe(true);
+  });
+});
+
+describe("the cron, its database failing", () => {
+  it("runs every task on its own: each logs its own failure, in order, and the cron itself does not throw", async () => {
+    await setProxyMode("error");
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      await worker.scheduled(createScheduledController(), { ...env, ...viaProxy } as never);
+      const events = errors.mock.calls.map(([line]) => (JSON.parse(String(line)) as { event: string }).event);
+      expect(events).toEqual(["stalled_work_check_failed", "people_data_cron_failed", "audit_cron_failed", "sign_in_cron_failed", "job_retention_failed"]);
+    } finally {
+      errors.mockRestore();
+    }
   });
 });

@@ -2,7 +2,7 @@ import { SYNTAX_ERRORS } from "../../shared/email/syntax.ts";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { EmailVerificationResult } from "../../shared/api.ts";
 import { WARNINGS, ERRORS } from "../../shared/email/verdict.ts";
-import { verifyEmail } from "../../edge/verify.ts";
+import { verifyEmail } from "../../edge/verification/verify.ts";
 import { call, newAccount } from "./helpers.ts";
 
 // A key per test, so that the suite never meets the per-key verification limit (docs/api.md "Rate limits").

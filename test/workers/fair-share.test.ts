@@ -12,7 +12,7 @@ import { sql } from "drizzle-orm";
 import { VerificationJob, type JobMessage } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
 import { claimTurn, newLease } from "../../edge/jobs/store/lines.ts";
-import { CHUNK_SIZE } from "../../edge/jobs/queue.ts";
+import { LINES_PER_TURN } from "../../edge/jobs/queue.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
@@ -53,7 +53,7 @@ describe("turns shared between accounts", () => {
     const result = await deliverTurns(big, 4);
     expect(result.explicitAcks).toHaveLength(4);
     expect(await answered(small)).toBe(300);
-    expect(await answered(big)).toBe(2 * CHUNK_SIZE);
+    expect(await answered(big)).toBe(2 * LINES_PER_TURN);
   });
 
   it("three accounts get equal shares, and a job with nothing due takes no turn", async () => {
@@ -77,7 +77,7 @@ describe("turns shared between accounts", () => {
     const splitAnswered = (await Promise.all(split.map(answered))).reduce((x, y) => x + y, 0);
     const wholeAnswered = await answered(whole);
     expect(splitAnswered + wholeAnswered).toBe(800);
-    expect(Math.abs(splitAnswered - wholeAnswered)).toBeLessThanOrEqual(CHUNK_SIZE);
+    expect(Math.abs(splitAnswered - wholeAnswered)).toBeLessThanOrEqual(LINES_PER_TURN);
   });
 });
 
@@ -89,8 +89,8 @@ describe("what the job record shows of the scheduling", () => {
     await queuedJob(b.accountId, 300, "small");
     const queue = async () => VerificationJob.parse(await (await call(`${PATH}/${big}`, { token: a.token })).json()).queue;
     expect(await queue()).toEqual({ lines_waiting: 2_000, lines_in_progress: 0, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
-    await claimTurn(db, big, newLease(30_000), CHUNK_SIZE);
-    expect(await queue()).toEqual({ lines_waiting: 1_800, lines_in_progress: CHUNK_SIZE, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
+    await claimTurn(db, big, newLease(30_000), LINES_PER_TURN);
+    expect(await queue()).toEqual({ lines_waiting: 1_800, lines_in_progress: LINES_PER_TURN, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
     await call(`${PATH}/${big}`, { method: "DELETE", token: a.token });
     expect(await queue()).toEqual({ lines_waiting: 0, lines_in_progress: 0, accounts_sharing: 0, waiting_on: {}, estimated_completion_at: null });
   });

@@ -1,12 +1,14 @@
 /**
  * Retention of bulk jobs inside workerd (docs/jobs.md "Retention"): expired jobs lose exactly their lines and
- * results, keep their counts and answer 410; retention_seconds, DELETE ?purge=true, Idempotency-Keys forgotten.
+ * results, keep their counts and answer 410; retention_seconds, DELETE ?purge=true, Idempotency-Keys forgotten;
+ * results_delete_at says when, as the cron decides it.
  */
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
-import { applyJobRetention } from "../../edge/jobs/retention.ts";
+import { applyJobRetention } from "../../edge/jobs/store/retention.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
+import { queuedJob } from "./job-turns.ts";
 
 afterEach(cancelUnfinishedJobs);
 
@@ -68,6 +70,37 @@ describe("retention of bulk jobs", () => {
       const bad = await call(PATH, { method: "POST", token, headers: { "content-type": "application/json" }, body: JSON.stringify({ email_addresses: ["a@ok.test"], retention_seconds: retention }) });
       expect([bad.status, ((await bad.json()) as { error: string }).error]).toEqual([400, "retention_seconds must be an integer between 0 and 2592000"]);
     }
+  });
+
+  it("results_delete_at is when the cron deletes the results, to the millisecond; null while the job runs, while a callback is out, once deleted", async () => {
+    const { token, accountId } = await newAccount(0);
+    const read = async (id: string) => VerificationJob.strict().parse(await (await call(`${PATH}/${id}`, { token })).json());
+    const short = await finishedJob(token, { email_addresses: ["ana@ok.test"], retention_seconds: 60 });
+    const at = Date.parse(short.completed_at!) + 60_000;
+    expect(short.results_delete_at).toBe(new Date(at).toISOString());
+    await applyJobRetention(db, 2_592_000, at - 1);
+    expect((await lines(short.id)).length).toBe(1);
+    await applyJobRetention(db, 2_592_000, at);
+    expect(await lines(short.id)).toEqual([]);
+    expect(await read(short.id)).toMatchObject({ results_expired: true, results_delete_at: null });
+
+    // retention_seconds 0: an hour after the end without a callback; with one, not known while it is out, at once when
+    // it was delivered or given up (and the cron then deletes them).
+    const zero = await finishedJob(token, { email_addresses: ["ana@ok.test"], retention_seconds: 0 });
+    const ended = Date.parse(zero.completed_at!);
+    expect(zero.results_delete_at).toBe(new Date(ended + 3_600_000).toISOString());
+    for (const [state, expected] of [["pending", null], ["failed", zero.completed_at], ["delivered", zero.completed_at]] as const) {
+      await db.run(sql`update verification_jobs set callback_url = 'https://hooks.example/jobs', callback_state = ${state} where id = ${zero.id}`);
+      expect([state, (await read(zero.id)).results_delete_at]).toEqual([state, expected]);
+    }
+    await applyJobRetention(db, 2_592_000, ended);
+    expect(await lines(zero.id)).toEqual([]);
+
+    // A job that runs has no date yet; one from before retention_seconds existed (null) keeps JOB_RETENTION_SECONDS' default.
+    const running = await queuedJob(accountId, ["ana@ok.test"]);
+    expect(await read(running)).toMatchObject({ status: "queued", results_delete_at: null });
+    await db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${ended} where id = ${running}`);
+    expect((await read(running)).results_delete_at).toBe(new Date(ended + 2_592_000_000).toISOString());
   });
 
   it("forgets an Idempotency-Key after 24 hours", async () => {

@@ -9,8 +9,7 @@ import { inject } from "vitest";
 import { sql } from "drizzle-orm";
 import type { JobMessage } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
-import type { Bindings } from "../../edge/env.ts";
-import type { JobsQueue } from "../../edge/jobs/queue.ts";
+import type { Bindings, JobsQueue } from "../../edge/env.ts";
 import { db } from "./helpers.ts";
 
 /** What the consumer puts on the queue, recorded and not delivered: the test delivers every turn itself. */

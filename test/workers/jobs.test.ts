@@ -16,13 +16,12 @@ import { SmtpOutcome } from "../../shared/smtp-outcome.ts";
 import { webhookSecret } from "../../scripts/admin/accounts.ts";
 import { RATE_LIMITS } from "../../edge/rate-limits.ts";
 import worker from "../../edge/index.ts";
-import { probeOrder } from "../../edge/probe-client.ts";
+import { probeOrder } from "../../edge/verification/probe-ranking.ts";
 import { claimTurn, newLease, renewClaims, writeAnswers } from "../../edge/jobs/store/lines.ts";
 import { STALLED_JOBS_PER_RUN, stalledWork } from "../../edge/jobs/store/scheduling.ts";
-import { CHUNK_SIZE } from "../../edge/jobs/queue.ts";
+import { LINES_PER_TURN } from "../../edge/jobs/queue.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
-import type { Bindings } from "../../edge/env.ts";
-import type { JobsQueue } from "../../edge/jobs/queue.ts";
+import type { Bindings, JobsQueue } from "../../edge/env.ts";
 import { cancelUnfinishedJobs, call, callWith, db, newAccount, setAccountStatus } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
@@ -499,7 +498,7 @@ describe("how a job runs", () => {
     expect(await getJob(token, id)).toMatchObject({ status: "completed", counts: { valid: 1, invalid: 1 } });
   });
 
-  it("the cron requeues a stalled job by turns: one message per CHUNK_SIZE lines due, none for lines done", async () => {
+  it("the cron requeues a stalled job by turns: one message per LINES_PER_TURN lines due, none for lines done", async () => {
     const { accountId } = await newAccount(0);
     const id = await queuedJob(accountId, [], Date.now() - 20 * 60_000);
     const rows = Array.from({ length: 450 }, (_, i) => [i, `user${i}@ok.test`, ...(i >= 200 && i < 400 ? ["done", "valid"] : ["pending", null])]);
@@ -533,7 +532,7 @@ describe("how a job runs", () => {
       const marked = [...(await updatedAt())].filter(([, at]) => at >= runStarted).map(([id]) => id);
       // The longest stalled first, and every job marked had turns for all 300 of its lines sent.
       expect(marked.sort()).toEqual(jobs.slice(0, STALLED_JOBS_PER_RUN).sort());
-      for (const id of marked) expect(first.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: Math.ceil(300 / CHUNK_SIZE) }]);
+      for (const id of marked) expect(first.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: Math.ceil(300 / LINES_PER_TURN) }]);
       expect(first.turns.filter((t) => jobs.includes(t.job) && !marked.includes(t.job))).toEqual([]);
       // The two left over were not marked: the next run sends them.
       const second = await stalledWork(db, Date.now() - 60_000);

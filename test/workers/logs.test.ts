@@ -5,8 +5,8 @@
  */
 import { OTHER_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { afterEach, beforeEach, describe, expect, inject, it, vi, type MockInstance } from "vitest";
-import { probeOrder } from "../../edge/probe-client.ts";
-import { verifyEmail } from "../../edge/verify.ts";
+import { probeOrder } from "../../edge/verification/probe-ranking.ts";
+import { verifyEmail } from "../../edge/verification/verify.ts";
 import { hashToken } from "../../edge/identity/tokens.ts";
 import { call, callWith, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 

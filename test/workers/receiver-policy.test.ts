@@ -9,8 +9,8 @@
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import { EmailVerificationResult } from "../../shared/api.ts";
 import { WARNINGS } from "../../shared/email/verdict.ts";
-import { probeTenant } from "../../edge/probe-client.ts";
-import { verifyEmail } from "../../edge/verify.ts";
+import { probeTenant } from "../../edge/verification/probe-ranking.ts";
+import { verifyEmail } from "../../edge/verification/verify.ts";
 import { SPENT_RETRY_AFTER_MS, type FixtureSingle } from "../fixtures/probe-fixture.ts";
 import { callWith, newAccount } from "./helpers.ts";
 

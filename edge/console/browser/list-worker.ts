@@ -2,11 +2,11 @@
  * The list preview's Web Worker (docs/console.md "Lists"): parses a dropped file or pasted text with
  * csv-parse, the parser the API uses, in 1 MiB slices so a 10 MiB file never blocks the page; answers
  * the first rows and a guessed email column; then, for the column picked, counts duplicates and
- * malformed addresses with the API's own syntax check (shared/email/syntax.ts, the same duplicate key
- * as edge/jobs/prepare-lines.ts) and builds the one-column CSV the page uploads.
+ * malformed addresses with the API's own syntax check and duplicate key (shared/email/syntax.ts
+ * `addressKey`, as edge/jobs/prepare-lines.ts) and builds the one-column CSV the page uploads.
  */
 import { parse } from "csv-parse/browser/esm";
-import { parseEmailAddress } from "../../../shared/email/syntax.ts";
+import { addressKey, parseEmailAddress } from "../../../shared/email/syntax.ts";
 import { JOB_LIMITS } from "../../../shared/job-limits.ts";
 
 export type Parsed = { type: "parsed"; header: string[] | null; preview: string[][]; rows: number; guess: number; columns: number };
@@ -84,7 +84,7 @@ function count(column: number, hasHeader: boolean): Counted {
       malformed++;
       continue;
     }
-    const key = `${parsed.local}@${parsed.domain}`;
+    const key = addressKey(parsed);
     if (seen.has(key)) duplicates++;
     else seen.add(key);
   }

@@ -42,13 +42,6 @@ function Progress(props: { job: VerificationJob }) {
   );
 }
 
-/** When a job's results go: its end plus its retention (the API deletes them then). */
-export function resultsDeletedAt(job: VerificationJob): string | null {
-  if (!job.completed_at) return null;
-  const seconds = job.retention_seconds === 0 ? 3600 : job.retention_seconds;
-  return new Date(Date.parse(job.completed_at) + seconds * 1000).toISOString();
-}
-
 export function registerListPages(app: Hono<AppEnv>): void {
   app.get("/console/lists", asMember(app, async (c, api, me) => {
     const [jobs, account, note] = await Promise.all([api<{ jobs: VerificationJob[] }>("GET", "/v1/email_verification_jobs?limit=50"), api<AccountInfo>("GET", "/v1/account"), takeNote(c)]);
@@ -167,7 +160,8 @@ export function registerListPages(app: Hono<AppEnv>): void {
     }
     const job = answer.data;
     const ended = job.status === "completed" || job.status === "cancelled";
-    const deleteAt = resultsDeletedAt(job);
+    // When the API deletes the results (its rule, callback included); null while the list runs or its callback is out.
+    const deleteAt = job.results_delete_at;
     const results = `/v1/email_verification_jobs/${job.id}/results?format=csv`;
     const reasons = Object.entries(job.summary.reason)
       .filter(([, n]) => n > 0)

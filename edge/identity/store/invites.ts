@@ -5,7 +5,6 @@
  * decided in the statement that reads or uses it (edge/identity/authority.ts inviteMakerHoldsAuthority).
  */
 import { sql, type SQL } from "drizzle-orm";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { INVITE_LIFETIME_MS, type InviteStatus, type PendingInvite } from "../../../shared/members.ts";
 import type { Role } from "../../../shared/roles.ts";
 import { GRANTABLE_ROLES } from "../authority.ts";
@@ -13,10 +12,7 @@ import { inviteMakerHoldsAuthority } from "./authority.ts";
 import { generateSecret, hashToken, newId } from "../tokens.ts";
 import type * as schema from "../../db/schema.ts";
 import { auditEvent } from "./audit.ts";
-
-type Db = LibSQLDatabase<typeof schema>;
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+import { type Db, iso } from "../../db/rows.ts";
 
 export type CreatedInvite = { id: string; role: Role; url: string; token: string; expires_at: string };
 
@@ -162,7 +158,6 @@ export function voidInvitesStatements(db: Db, v: { accountId: string; memberId: 
     db.run(sql`update invites set revoked_at = ${v.now}, revoked_by = 'system' where ${which}`),
   ];
 }
-
 
 /** An invite is kept this long past its expiry, so a late click is told "expired" rather than "no such invite". */
 export const ENDED_INVITE_KEPT_MS = 7 * 86_400_000;

@@ -4,16 +4,13 @@
  * Worker's /v1/keys routes and by the admin CLI (actor "operator").
  */
 import { sql, type SQL } from "drizzle-orm";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import type { CreditCap } from "../../caller.ts";
-import { utcDay } from "../../db/rows.ts";
+import { type Db, iso, utcDay } from "../../db/rows.ts";
 import { MAX_KEYS_IN_OVERLAP, type ApiKey } from "../../../shared/keys.ts";
 import { decodeScopes, encodeScopes, type Scope } from "../../../shared/scopes.ts";
 import { generateToken, hashToken, newId } from "../tokens.ts";
 import type * as schema from "../../db/schema.ts";
 import { auditEvent } from "./audit.ts";
-
-type Db = LibSQLDatabase<typeof schema>;
 
 export type KeyRow = {
   id: string;
@@ -42,7 +39,6 @@ export function decodeCreditCaps(stored: string): CreditCap[] {
   if (!Array.isArray(parsed)) return [];
   return parsed.filter((c): c is CreditCap => typeof c?.budget === "string" && Number.isSafeInteger(c?.cap));
 }
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 export function keyJson(row: KeyRow, now: number): ApiKey {
   const expiresAt = row.expires_at === null ? null : Number(row.expires_at);

@@ -6,7 +6,6 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { MAX_MEMBERS, type Member, type Passkey } from "../../../shared/members.ts";
 import type { Role } from "../../../shared/roles.ts";
 import { inviteMakerHoldsAuthority } from "./authority.ts";
@@ -15,10 +14,7 @@ import type * as schema from "../../db/schema.ts";
 import { auditEvent } from "./audit.ts";
 import { type InviteRow, voidInvitesStatements } from "./invites.ts";
 import { endSessionStatements, sessionStatements } from "./sessions.ts";
-
-type Db = LibSQLDatabase<typeof schema>;
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+import { type Db, iso } from "../../db/rows.ts";
 
 export type MemberRow = { id: string; account_id: string; name: string; role: Role; created_at: number; last_sign_in_at: number | null };
 export type PasskeyRow = { id: string; member_id: string; credential_id: string; public_key: string; counter: number; transports: string; name: string; created_at: number; last_used_at: number | null };
@@ -201,7 +197,6 @@ export async function removeMember(db: Db, c: Change & { name: string; role: Rol
   ]);
   return outcomeOf((results.at(-2) as MemberRow[])[0], (results.at(-1) as { present: number; same_role: number; held: number }[])[0]);
 }
-
 
 /** A new session's secret and id, as edge/identity/sessions.ts makes them. */
 export type NewSessionSecret = { token: string; tokenHash: string; sessionId: string };

@@ -6,15 +6,13 @@
  * change and its audit event in one batch, the event conditioned on the change.
  */
 import { sql } from "drizzle-orm";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import { MAX_PASSKEYS_PER_MEMBER } from "../../../shared/members.ts";
 import { newId } from "../tokens.ts";
 import { auditEvent } from "./audit.ts";
 import { MEMBER_COLUMNS, PASSKEY_COLUMNS, type MemberRow, type PasskeyRow } from "./members.ts";
 import { endSessionStatements } from "./sessions.ts";
 import type * as schema from "../../db/schema.ts";
-
-type Db = LibSQLDatabase<typeof schema>;
+import { type Db } from "../../db/rows.ts";
 
 /** The member and their passkeys, oldest passkey first, in one round trip. */
 export async function memberWithPasskeys(db: Db, memberId: string): Promise<{ member: MemberRow | undefined; passkeys: PasskeyRow[] }> {

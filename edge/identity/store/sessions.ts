@@ -5,11 +5,9 @@
  * clean-up. Only hashes of secrets are here.
  */
 import { sql, type SQL } from "drizzle-orm";
-import type { LibSQLDatabase } from "drizzle-orm/libsql";
 import type * as schema from "../../db/schema.ts";
 import { auditEvent } from "./audit.ts";
-
-type Db = LibSQLDatabase<typeof schema>;
+import { type Db } from "../../db/rows.ts";
 
 /** The statements that open a session for `memberId` (for a batch), written only if `onlyIf` holds. */
 export function sessionStatements(
@@ -72,7 +70,6 @@ export async function endMemberSessions(db: Db, e: { accountId: string; memberId
   ]);
   return ended.rowsAffected;
 }
-
 
 /** Whether the session proved presence (sign-in or step-up) after `since`. */
 export async function verifiedSince(db: Db, sessionId: string, since: number): Promise<boolean> {

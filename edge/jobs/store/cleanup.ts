@@ -4,7 +4,8 @@
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
-import { rowsAffected } from "../../db/rows.ts";
+import { rowsAffected, type RawRow } from "../../db/rows.ts";
+import type { accounts } from "../../db/schema.ts";
 import { LINES_PER_TRANSACTION } from "./job-creation.ts";
 import { deleteFirstLines } from "./lines.ts";
 
@@ -24,7 +25,7 @@ export async function recordCallback(db: Database, jobId: string, outcome: { del
 
 /** What a callback needs of its account: whether it is active, and its stored (sealed) webhook secret. */
 export async function callbackAccount(db: Database, accountId: string): Promise<{ active: boolean; storedSecret: string | null } | null> {
-  const [row] = await db.all<{ status: string; webhook_secret: string | null }>(sql`select status, webhook_secret from accounts where id = ${accountId}`);
+  const [row] = await db.all<Pick<RawRow<typeof accounts.$inferSelect>, "status" | "webhook_secret">>(sql`select status, webhook_secret from accounts where id = ${accountId}`);
   return row ? { active: row.status === "active", storedSecret: row.webhook_secret } : null;
 }
 

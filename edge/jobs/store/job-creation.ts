@@ -22,6 +22,13 @@ export const LINES_PER_TRANSACTION = 5_000;
 /** The window of the daily line quota (JOB_MAX_LINES_PER_DAY). */
 export const LINE_QUOTA_WINDOW_MS = 24 * 3_600_000;
 
+/** How many of JOB_MAX_RUNNING an account's jobs use (HOLDS_RUNNING_SLOT), as an SQL expression: creation and GET /v1/account read it. */
+export const runningJobCount = (accountId: string) => sql`(select count(*) from verification_jobs where account_id = ${accountId} and ${HOLDS_RUNNING_SLOT})`;
+
+/** The lines an account submitted in jobs created after `since`, as an SQL expression: what the daily line quota counts. */
+export const linesSubmittedSince = (accountId: string, since: number) =>
+  sql`(select coalesce(sum(total), 0) from verification_jobs where account_id = ${accountId} and created_at > ${since})`;
+
 /**
  * A new job line: either already answered (it failed the syntax check) or to be checked; `domain`
  * (A-label form; "" for an answered line) orders the work (`workOrder`).
@@ -71,14 +78,14 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
   const [inserted, existing, usage] = await db.batch([
     db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds)
       select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
-      where (select count(*) from verification_jobs where account_id = ${job.accountId} and ${HOLDS_RUNNING_SLOT}) < ${limits.maxRunning}
-        and (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) + ${job.total} <= ${limits.maxLinesPerDay}
+      where ${runningJobCount(job.accountId)} < ${limits.maxRunning}
+        and ${linesSubmittedSince(job.accountId, since)} + ${job.total} <= ${limits.maxLinesPerDay}
       on conflict do nothing`),
     db.all<JobRow & { creating: number }>(sql`select ${jobWithQueue(now)}, creating from verification_jobs
       where account_id = ${job.accountId} and idempotency_key = ${job.idempotencyKey} and id != ${job.id}`),
     db.all<{ running: number; lines: number; oldest: number | null }>(sql`select
-        (select count(*) from verification_jobs where account_id = ${job.accountId} and ${HOLDS_RUNNING_SLOT}) as running,
-        (select coalesce(sum(total), 0) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as lines,
+        ${runningJobCount(job.accountId)} as running,
+        ${linesSubmittedSince(job.accountId, since)} as lines,
         (select min(created_at) from verification_jobs where account_id = ${job.accountId} and created_at > ${since}) as oldest`),
   ]);
   if (rowsAffected(inserted) === 1) return { kind: "started" };

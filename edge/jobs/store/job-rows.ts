@@ -11,20 +11,18 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { VERIFICATION_REASONS } from "../../../shared/api.ts";
 import type { VerificationJob } from "../../../shared/jobs.ts";
 import type { Database } from "../../db/client.ts";
-import { rowsAffected } from "../../db/rows.ts";
+import { iso, rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { verificationJobs } from "../../db/schema.ts";
 
 /** JOB_RETENTION_SECONDS' default: what a job created before retention_seconds existed (null) keeps its results for. */
 export const DEFAULT_JOB_RETENTION_SECONDS = 2_592_000;
 /** results_state: 0 results held; 1 expired, lines being deleted (the cron); 2 every line deleted. */
 export const RESULTS_STATE = { held: 0, deleting: 1, deleted: 2 } as const;
+/** retention_seconds = 0 and no callback: results are kept this long after the job ended. */
+export const ZERO_RETENTION_GRACE_MS = 3_600_000;
 
 export type Statement = BatchItem<"sqlite">;
 export const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
-
-/** A column name as SQL spells it: Drizzle's camelCase keys map to the snake_case columns raw queries return. */
-type SnakeCase<S extends string> = S extends `${infer Head}${infer Tail}` ? `${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}${SnakeCase<Tail>}` : S;
-type RawRow<T> = { [K in keyof T as SnakeCase<K & string>]: T[K] };
 
 /** A job as the statements below select it (JOB_COLUMNS): the schema's row, in SQL's names. */
 export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempotencyKey" | "startedAt" | "callbackNextAt" | "callbackLastError" | "creating" | "lastClaimAt">> &
@@ -37,8 +35,6 @@ export type JobRow = RawRow<Omit<typeof verificationJobs.$inferSelect, "idempote
     waiting_until: number | null;
     started_at: number | null;
   }>;
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 /** A job's answered lines by reason: every reason of the vocabulary (0 included), and any other the stored counts hold. */
 function reasonSummary(stored: string): Record<string, number> {
@@ -98,12 +94,27 @@ function queueState(row: JobRow): VerificationJob["queue"] {
   };
 }
 
+/**
+ * When an ended job's results are deleted, by the rule the cron applies (retention.ts `applyJobRetention`, docs/jobs.md
+ * "Retention"): retention_seconds after the job ended; with 0, an hour after without a callback, and at once when its
+ * callback was delivered or given up (so not known while it is pending). Null while the job runs, and once they are
+ * deleted or being deleted. A time in the past: the cron's next run deletes them.
+ */
+export function resultsDeleteAt(row: JobRow): number | null {
+  if ((row.status !== "completed" && row.status !== "cancelled") || row.completed_at === null || Number(row.results_state) !== RESULTS_STATE.held) return null;
+  const ended = Number(row.completed_at);
+  const retention = row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds);
+  if (retention > 0) return ended + retention * 1000;
+  if (row.callback_state === "none") return ended + ZERO_RETENTION_GRACE_MS;
+  return row.callback_state === "pending" ? null : ended;
+}
+
 export function jobJson(row: JobRow): VerificationJob {
   const counts = { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) };
   return {
     id: row.id,
     status: row.status,
-    created_at: iso(row.created_at)!,
+    created_at: iso(row.created_at),
     completed_at: iso(row.completed_at),
     total: Number(row.total),
     processed: Number(row.processed),
@@ -114,6 +125,7 @@ export function jobJson(row: JobRow): VerificationJob {
     results_url: `/v1/email_verification_jobs/${row.id}/results`,
     retention_seconds: row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds),
     results_expired: Number(row.results_state) > 0,
+    results_delete_at: iso(resultsDeleteAt(row)),
   };
 }
 
@@ -142,6 +154,18 @@ export async function findJob(db: Database, accountId: string, id: string): Prom
 
 export async function jobById(db: Database, id: string): Promise<JobRow | null> {
   return (await db.all<JobRow>(sql`select ${JOB_COLUMNS} from verification_jobs where id = ${id} and creating = 0`))[0] ?? null;
+}
+
+/**
+ * A page of an account's jobs (GET /v1/email_verification_jobs), newest first by (created_at, id): `limit` of them,
+ * after the job `before` (one of this account's, found in the same statement), and whether older ones follow. One read
+ * by the (account_id, created_at) index: no figure that counts a job's lines (those are findJob's).
+ */
+export async function listJobs(db: Database, accountId: string, before: string | undefined, limit: number): Promise<{ jobs: JobRow[]; more: boolean }> {
+  const cursor = before === undefined ? sql`` : sql`and (created_at, id) < (select created_at, id from verification_jobs where id = ${before} and account_id = ${accountId})`;
+  const rows = await db.all<JobRow>(sql`select ${JOB_COLUMNS}, started_at from verification_jobs
+    where account_id = ${accountId} and creating = 0 ${cursor} order by created_at desc, id desc limit ${limit + 1}`);
+  return { jobs: rows.slice(0, limit), more: rows.length > limit };
 }
 
 /**

@@ -1,15 +1,19 @@
 /**
  * A job's lines (verification_job_items): reading results, claiming turns under a lease, renewing it, writing answers
- * only while the lease holds, and deleting lines a bounded number at a time.
+ * only while the lease holds, taking back answers a probe no longer trusts, and deleting lines a bounded number at a time.
  */
 import { sql } from "drizzle-orm";
 import type { EmailVerificationResult } from "../../../shared/api.ts";
 import type { Database } from "../../db/client.ts";
-import { rowsAffected } from "../../db/rows.ts";
+import { rowsAffected, type RawRow } from "../../db/rows.ts";
+import type { verificationJobItems } from "../../db/schema.ts";
 import type { LineHistory } from "../line-policy.ts";
+import { UNTRUSTED_RECHECK_DELAY_MS, untrustedSpan, type UntrustedNotice } from "../untrusted.ts";
 import { ACCOUNT_ACTIVE, batch, completeIfDone, JOB_COLUMNS, type JobRow, type Statement } from "./job-rows.ts";
 
-export type ResultRow = { position: number; email: string; state: string; result: string | null; checked_at: number | null };
+type LineRow = RawRow<typeof verificationJobItems.$inferSelect>;
+
+export type ResultRow = Pick<LineRow, "position" | "email" | "state" | "result" | "checked_at">;
 
 /** Lines from `from` on, in input order (a duplicate carries its own copy of the answer). */
 export function resultRowsQuery(db: Database, jobId: string, from: number, limit: number) {
@@ -54,7 +58,7 @@ export type Lease = { token: string; ms: number };
 
 export const newLease = (ms: number): Lease => ({ token: crypto.randomUUID(), ms });
 
-type ClaimedRow = { position: number; email: string; recheck_at: number | null; claims: number; probe_failures: number; waiting_since: number | null };
+type ClaimedRow = Pick<LineRow, "position" | "email" | "recheck_at" | "claims" | "probe_failures" | "waiting_since">;
 
 const claimedLine = (r: ClaimedRow): ClaimedLine => ({
   position: Number(r.position),
@@ -183,6 +187,33 @@ export async function writeAnswers(db: Database, jobId: string, lease: Lease, an
   statements.push(completeIfDone(db, jobId, now));
   const completed = (await batch(db, statements)).at(-1) as JobRow[];
   return completed[0] ?? null;
+}
+
+/**
+ * A probe's notice applied (edge/jobs/untrusted.ts): the `valid` lines of unfinished jobs at its domains, answered in its
+ * span as far as the probe's window lets it reach (untrustedSpan), go back for a recheck after UNTRUSTED_RECHECK_DELAY_MS, a duplicate to pending behind its original; the lease
+ * columns are cleared as a written answer leaves them, so no consumer's write lands on them. Returns, per job, how many
+ * original lines will be checked again (for their queue turns).
+ */
+export async function untrustValids(db: Database, notice: UntrustedNotice, now = Date.now()): Promise<Map<string, number>> {
+  const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
+  const { sinceMs, untilMs } = untrustedSpan(notice, now);
+  const which = sql`state = 'done' and classification = 'valid' and checked_at >= ${sinceMs} and checked_at <= ${untilMs}
+    and job_id in (select id from verification_jobs where status in ('queued', 'running'))
+    and lower(substr(email, instr(email, '@') + 1)) in (${sql.join(
+      domains.map((d) => sql`${d}`),
+      sql`, `,
+    )})`;
+  const [originals] = await db.batch([
+    db.all<{ job_id: string }>(sql`update verification_job_items
+      set state = 'recheck', recheck_at = ${now + UNTRUSTED_RECHECK_DELAY_MS}, classification = null, reason = null, lease_token = null, lease_until = null
+      where duplicate_of is null and ${which} returning job_id`),
+    db.run(sql`update verification_job_items set state = 'pending', classification = null, reason = null, lease_token = null, lease_until = null
+      where duplicate_of is not null and ${which}`),
+  ]);
+  const byJob = new Map<string, number>();
+  for (const r of originals) byJob.set(String(r.job_id), (byJob.get(String(r.job_id)) ?? 0) + 1);
+  return byJob;
 }
 
 /** Deletes a job's first `limit` lines (by position; one statement): expired results, an abandoned create. */

@@ -4,7 +4,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
-import { CHUNK_SIZE } from "../queue.ts";
+import { LINES_PER_TURN } from "../queue.ts";
 import { ACCOUNT_ACTIVE } from "./job-rows.ts";
 
 /**
@@ -22,8 +22,8 @@ const dueLine = (now: number, alias = "") =>
  */
 export type BulkCandidate = { job: string; account: string; due: number; inHand: number; lastClaimAt: number | null; createdAt: number };
 
-/** Due lines are counted up to this: more than one delivery (10 turns of CHUNK_SIZE) can take. */
-export const MAX_DUE_COUNTED = 10 * CHUNK_SIZE;
+/** Due lines are counted up to this: more than one delivery (10 turns of LINES_PER_TURN) can take. */
+export const MAX_DUE_COUNTED = 10 * LINES_PER_TURN;
 
 /**
  * Every unfinished job of an active account, with its due lines and the lines held for it. Each
@@ -54,13 +54,13 @@ export async function bulkCandidates(db: Database, now = Date.now()): Promise<Bu
 
 /** Stalled jobs the cron requeues per run, the longest stalled first. */
 export const STALLED_JOBS_PER_RUN = 20;
-/** Turns the cron sends per stalled job and run, at most: CHUNK_SIZE lines each. */
+/** Turns the cron sends per stalled job and run, at most: LINES_PER_TURN lines each. */
 export const TURNS_PER_STALLED_JOB = 500;
 /** Callbacks the cron requeues per run, the longest waiting first. */
 export const DUE_CALLBACKS_PER_RUN = 1_000;
 
 /**
- * What the cron requeues: turns for the due lines of stalled unfinished jobs that have some (one per CHUNK_SIZE),
+ * What the cron requeues: turns for the due lines of stalled unfinished jobs that have some (one per LINES_PER_TURN),
  * and callbacks whose time has come. A bounded number of each per run, oldest first; exactly those
  * are marked as requeued (not again before another stall period has passed), in the same
  * transaction that reads them, so nothing is marked that was not sent and what is left over comes
@@ -87,7 +87,7 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
     db.run(sql`update verification_jobs set callback_next_at = ${now} where id in (${dueCallbacks})`),
   ]);
   return {
-    turns: due.map((d) => ({ job: String(d.job_id), turns: Math.min(TURNS_PER_STALLED_JOB, Math.ceil(Number(d.lines) / CHUNK_SIZE)) })),
+    turns: due.map((d) => ({ job: String(d.job_id), turns: Math.min(TURNS_PER_STALLED_JOB, Math.ceil(Number(d.lines) / LINES_PER_TURN)) })),
     callbacks: callbacks.map((c) => ({ job: String(c.id), attempt: Number(c.callback_attempts) })),
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Retention of bulk jobs (docs/jobs.md "Retention"): a job's lines and results are deleted
  * JOB_RETENTION_SECONDS after it ended (or what it asked for, retention_seconds; 0: once its callback was
- * delivered, or an hour after it ended without one), and at once on DELETE ?purge=true. The job
+ * delivered, or an hour after it ended without one), and at once on DELETE ?purge=true. The job's
+ * `results_delete_at` says when, by the same rule (job-rows.ts `resultsDeleteAt`: keep the two together). The job
  * record stays, with its counts and summary, and `results_expired`; its results endpoints answer 410.
  * Idempotency-Keys are forgotten after 24 hours.
  *
@@ -10,10 +11,10 @@
  * LINES_PER_DELETE at a time, from the cron, until none is left.
  */
 import { sql } from "drizzle-orm";
-import type { Database } from "../db/client.ts";
-import { deleteInBatches, rowsAffected } from "../db/rows.ts";
-import { jobById, RESULTS_STATE, type JobRow } from "./store/job-rows.ts";
-import { deleteFirstLines } from "./store/lines.ts";
+import type { Database } from "../../db/client.ts";
+import { deleteInBatches, rowsAffected } from "../../db/rows.ts";
+import { jobById, RESULTS_STATE, ZERO_RETENTION_GRACE_MS, type JobRow } from "./job-rows.ts";
+import { deleteFirstLines } from "./lines.ts";
 
 /** Lines per delete statement. */
 export const LINES_PER_DELETE = 5_000;
@@ -23,8 +24,6 @@ export const LINES_DELETED_PER_RUN = 50_000;
 const JOBS_EXPIRED_PER_RUN = 500;
 /** How long an Idempotency-Key is remembered. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000;
-/** retention_seconds = 0 and no callback: results are kept this long after the job ended. */
-export const ZERO_RETENTION_GRACE_MS = 3_600_000;
 
 /** Deletes up to `max` of an expired job's lines, LINES_PER_DELETE per statement; marks it deleted once none is left. Returns the lines deleted. */
 async function deleteLines(db: Database, jobId: string, max: number): Promise<number> {
@@ -33,13 +32,18 @@ async function deleteLines(db: Database, jobId: string, max: number): Promise<nu
   return deleted;
 }
 
+/** Marks an ended job's results expired now, whatever its retention (reads answer 410 from then on); the cron deletes its lines. */
+export async function expireResults(db: Database, jobId: string): Promise<void> {
+  await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting}
+    where id = ${jobId} and results_state = ${RESULTS_STATE.held} and status in ('completed', 'cancelled')`);
+}
+
 /**
  * DELETE ?purge=true on an ended job (a running one is cancelled first, by the route): marks its results expired and
  * deletes the first LINES_PER_DELETE lines now; the cron deletes the rest. Returns the job as it is after.
  */
 export async function purgeResults(db: Database, job: JobRow): Promise<JobRow | null> {
-  await db.run(sql`update verification_jobs set results_state = ${RESULTS_STATE.deleting}
-    where id = ${job.id} and results_state = ${RESULTS_STATE.held} and status in ('completed', 'cancelled')`);
+  await expireResults(db, job.id);
   await deleteLines(db, job.id, LINES_PER_DELETE);
   return jobById(db, job.id);
 }

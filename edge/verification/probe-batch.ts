@@ -14,7 +14,7 @@ import {
   signProbeRequest,
   type ProbeBatchRequest,
 } from "../../shared/probe-contract.ts";
-import { noteProbeReputation } from "../probe-client.ts";
+import { noteProbeReputation } from "./probe-ranking.ts";
 
 /** A ProbeResponse line is a few kilobytes at most (64 attempts, 512-character replies). */
 const MAX_LINE_BYTES = 256 * 1024;

@@ -1,21 +1,15 @@
 /**
- * Contact lookup: identifier parsing and precedence and the ContactInfo shape (docs/api.md
- * "GET /v1/people"). Precedence and the emails/phones aggregation happen in SQL, so that the match,
- * the charge and the read go to the database together (see routes/people.ts).
+ * Contact lookup: identifier parsing and the ContactInfo shape (docs/api.md "GET /v1/people"). Precedence and the
+ * emails/phones aggregation happen in SQL (store.ts), so that the match, the charge and the read go to the database
+ * together (see routes/people.ts).
  */
-import { sql, type SQL } from "drizzle-orm";
-import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../shared/api.ts";
-import { canonicalAddress } from "../shared/email/canonical-address.ts";
-import { isDisposableDomain, isFreeProviderDomain } from "../shared/email/lists.ts";
-import type { Database } from "./db/client.ts";
-import { ApiError } from "./lib/errors.ts";
-
-export type PeopleIdentifiers = {
-  profnetId?: number;
-  profnetPublicIdentifier?: string;
-  codehostId?: number;
-  codehostLogin?: string;
-};
+import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
+import { domainOf } from "../../shared/email/syntax.ts";
+import { isDisposableDomain, isFreeProviderDomain } from "../../shared/email/lists.ts";
+import { iso } from "../db/rows.ts";
+import { ApiError } from "../lib/errors.ts";
+import type { PeopleIdentifiers, PersonRow } from "./store.ts";
 
 const MAX_IDENTIFIER_LENGTH = 256;
 
@@ -76,72 +70,11 @@ export function parseIncludes(raw: string | undefined): Set<PeopleInclude> {
   return out;
 }
 
-type PersonRow = {
-  profnet_id: number | null;
-  profnet_public_identifier: string | null;
-  codehost_id: number | null;
-  codehost_login: string | null;
-  codehost_username: string | null;
-  socialnet_username: string | null;
-  microblog_username: string | null;
-  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at] per deliverable address. */
-  emails: string;
-  phones: string;
-};
-
-/** The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL expression. */
-export function matchingPersonId(ids: PeopleIdentifiers): SQL {
-  // The lowest rank that matches wins.
-  const candidates: SQL[] = [];
-  if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
-  if (ids.profnetPublicIdentifier !== undefined)
-    candidates.push(
-      sql`select id, 2 as rank from people where lower(profnet_public_identifier) = lower(${ids.profnetPublicIdentifier})`,
-    );
-  if (ids.codehostId !== undefined) candidates.push(sql`select id, 3 as rank from people where codehost_id = ${ids.codehostId}`);
-  if (ids.codehostLogin !== undefined)
-    candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
-  return sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
-}
-
-/** The statement that reads the matching person with emails and phones, for use in a batch. */
-export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
-  return db.all<PersonRow>(sql`
-    select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
-           p.codehost_username, p.socialnet_username, p.microblog_username,
-           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at)) from
-              (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id)) as emails,
-           (select json_group_array(phone) from
-              (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
-    from people p
-    where p.id = ${matchingPersonId(ids)}`);
-}
-
-function domainOf(email: string): string {
-  return email.slice(email.lastIndexOf("@") + 1).toLowerCase();
-}
-
 /** A personal address is on a free or disposable provider (docs/api.md "GET /v1/people"); anything else is work. */
 export function isPersonalEmail(email: string): boolean {
   const domain = domainOf(email);
   return isFreeProviderDomain(domain) || isDisposableDomain(domain);
 }
-
-/**
- * The statement that records a 200 lookup's disclosure (who received whom, when, and the four identifiers the
- * answer carried: what an erasure notice will name), for the batch that charges it, right after the charge: it
- * writes only when the charge did (the charge is this connection's last insert, with this request's id). The
- * identifiers are read in the same transaction as the person the answer returns, so they are the same.
- */
-export function recordAccessQuery(db: Database, personId: SQL, accountId: string, keyId: string, requestId: string) {
-  return db.run(sql`
-    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login)
-    select p.id, ${accountId}, ${keyId}, ${Date.now()}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login
-    from people p
-    where p.id = ${personId} and changes() = 1 and exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`);
-}
-
-const iso = (ms: number) => new Date(Number(ms)).toISOString();
 
 type StoredEmail = [email: string, firstSeenAt: number, lastSeenAt: number, classification: "valid" | "risky" | "invalid" | null, smtpOutcome: string | null, checkedAt: number | null];
 

@@ -1,18 +1,21 @@
 /**
- * One email verification: the cheap checks (syntax, lists, typo), MX over DoH, then the probe, and
+ * An email verification: the cheap checks (syntax, lists, typo), MX over DoH, then the probe, and
  * the verdict. Every I/O step is bounded in time; no failure here becomes a 500 or a hang.
+ * `verifyEmail` is one address end to end (GET /v1/email_verifications); a job's lines go through the same steps
+ * (`prepareAddress`, `resolveDomain`, `probeHostsFor`, `completeVerification`) with their I/O shared
+ * (edge/jobs/check-lines.ts).
  */
-import type { EmailVerificationResult, VerificationDetails } from "../shared/api.ts";
-import { parseEmailAddress, type ParsedEmailAddress } from "../shared/email/syntax.ts";
-import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../shared/email/lists.ts";
-import { suggestTypo } from "../shared/email/typo.ts";
-import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../shared/email/verdict.ts";
-import { BY_OUTCOME } from "../shared/email/reasons.ts";
-import type { ProbeMxHost, ProbeResponse } from "../shared/probe-contract.ts";
-import { mxProvider, rcptProvesNothing, receiverFamily, receiverPolicy, type ReceiverFamily } from "../shared/email/receivers.ts";
-import { smtpOutcomeOfCallFailure } from "../shared/smtp-outcome.ts";
-import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx/resolve.ts";
-import { callProbe, type ProbeCallResult } from "./probe-client.ts";
+import type { EmailVerificationResult, VerificationDetails } from "../../shared/api.ts";
+import { addressKey, parseEmailAddress, type ParsedEmailAddress } from "../../shared/email/syntax.ts";
+import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../../shared/email/lists.ts";
+import { suggestTypo } from "../../shared/email/typo.ts";
+import { buildVerificationResult, syntaxFailureFacts, verificationReason, type MxFact, type SmtpFact } from "../../shared/email/verdict.ts";
+import { BY_OUTCOME } from "../../shared/email/reasons.ts";
+import type { ProbeMxHost, ProbeResponse } from "../../shared/probe-contract.ts";
+import { mxProvider, rcptProvesNothing, receiverFamily, receiverPolicy, type ReceiverFamily } from "../../shared/email/receivers.ts";
+import { smtpOutcomeOfCallFailure, type ProbeOutcome } from "../../shared/smtp-outcome.ts";
+import { createDnsCache, resolveMailHosts, type MailHostResolution } from "./mx.ts";
+import { callProbe, type ProbeCallResult } from "./probe-call.ts";
 
 /** DNS gets its own budget on top of smtp_timeout (the whole answer within about smtp_timeout + 2 s). */
 export const DNS_DEADLINE_MS = 2_000;
@@ -92,8 +95,8 @@ export type PreparedAddress =
   | { ok: false; result: EmailVerificationResult }
   | { ok: true; parsed: ParsedEmailAddress; disposable: boolean; freeProvider: boolean; roleAccount: boolean; typoSuggestion: string | null };
 
-export function prepareAddress(input: string): PreparedAddress {
-  const parsed = parseEmailAddress(input);
+export function prepareAddress(email: string): PreparedAddress {
+  const parsed = parseEmailAddress(email);
   if (!parsed.ok) {
     const result = { ...buildVerificationResult(syntaxFailureFacts(parsed.email, parsed.error)), details: emptyDetails(null) };
     return { ok: false, result: { ...result, reason: verificationReason(result) } };
@@ -164,11 +167,10 @@ export function completeVerification(
   return { ...complete, reason: verificationReason(complete) };
 }
 
-export async function verifyEmail(input: string, options: VerifyOptions): Promise<EmailVerificationResult> {
-  const prepared = prepareAddress(input);
+export async function verifyEmail(email: string, options: VerifyOptions): Promise<EmailVerificationResult> {
+  const prepared = prepareAddress(email);
   if (!prepared.ok) return prepared.result;
-  const { local, domain } = prepared.parsed;
-  const dns = await resolveDomain(domain, options.dohUrl);
+  const dns = await resolveDomain(prepared.parsed.domain, options.dohUrl);
   const mx = probeHostsFor(dns);
   const probe = mx
     ? (unprobedAnswer(receiverFamily(mx)) ??
@@ -176,7 +178,7 @@ export async function verifyEmail(input: string, options: VerifyOptions): Promis
         options.probeUrls ?? [],
         options.probeSecret,
         {
-          email: `${local}@${domain}`,
+          email: addressKey(prepared.parsed),
           mx,
           deadline_ms: options.smtpTimeoutSeconds * 1000,
           catch_all_check: true,

@@ -3,18 +3,18 @@
  * object body, or a form body; the query string wins over the body.
  */
 import type { Context } from "hono";
-import { ERROR_MESSAGES } from "../shared/api.ts";
-import type { AppEnv } from "./env.ts";
-import { ApiError } from "./lib/errors.ts";
+import { ERROR_MESSAGES } from "../../shared/api.ts";
+import { trimAsciiWhitespace } from "../../shared/email/syntax.ts";
+import { ApiError } from "../lib/errors.ts";
 
 export const MAX_VERIFICATION_BODY_BYTES = 16 * 1024;
 export const DEFAULT_SMTP_TIMEOUT_SECONDS = 10;
 
-export type VerificationParams = { emailAddress: string; smtpTimeoutSeconds: number };
+export type VerificationParams = { email: string; smtpTimeoutSeconds: number };
 
 type RawParams = { email_address?: unknown; smtp_timeout?: unknown };
 
-async function readBody(c: Context<AppEnv>): Promise<RawParams> {
+async function readBody(c: Context): Promise<RawParams> {
   const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type === "application/json" || type.endsWith("+json")) {
     const text = await c.req.text();
@@ -64,23 +64,22 @@ export function parseSmtpTimeout(raw: unknown): number {
   throw new ApiError(400, ERROR_MESSAGES.smtpTimeoutRange);
 }
 
-function parseEmailAddress(raw: unknown): string {
+function readEmail(raw: unknown): string {
   if (raw === undefined || raw === null) throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   if (typeof raw !== "string") throw new ApiError(400, "email_address must be a string");
-  // Only ASCII whitespace (the syntax check's own trimming: TAB, LF, FF, CR, SPACE) is trimmed; a
-  // vertical tab is not whitespace there, and anything else is the syntax check's business.
-  const value = raw.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "");
+  // Only ASCII whitespace is trimmed (the syntax check's own trimming); anything else is the syntax check's business.
+  const value = trimAsciiWhitespace(raw);
   if (value === "") throw new ApiError(400, ERROR_MESSAGES.emailRequired);
   return value;
 }
 
-export async function readVerificationParams(c: Context<AppEnv>): Promise<VerificationParams> {
+export async function readVerificationParams(c: Context): Promise<VerificationParams> {
   const query: RawParams = { email_address: c.req.query("email_address"), smtp_timeout: c.req.query("smtp_timeout") };
   const body = c.req.method === "POST" ? await readBody(c) : {};
   // A query parameter wins over the body, but a blank one does not hide a body value.
   const pick = (q: unknown, b: unknown) => (typeof q === "string" && q.trim() !== "" ? q : (b ?? q));
   return {
-    emailAddress: parseEmailAddress(pick(query.email_address, body.email_address)),
+    email: readEmail(pick(query.email_address, body.email_address)),
     smtpTimeoutSeconds: parseSmtpTimeout(pick(query.smtp_timeout, body.smtp_timeout)),
   };
 }

@@ -1,0 +1,175 @@
+/**
+ * The Worker's statements on the people tables (people, person_emails, person_phones, person_access_log,
+ * erasure_notices): the lookup's match, read and disclosure record, which go to the database in one batch with the
+ * charge (edge/routes/people.ts); the personal-data cron's writes of re-verified answers, its claim of the addresses
+ * due and the old log rows it deletes (edge/personal-data-cron.ts); the erasure feed's page (edge/routes/erasures.ts).
+ * The admin CLI's import, access reports and erasure (scripts/admin/people-*.ts) keep their own statements, on Node's
+ * client in their own write batches (test/node/table-owners.test.ts holds both to it).
+ */
+import { sql, type SQL } from "drizzle-orm";
+import { reasonsProving } from "../../shared/email/reasons.ts";
+import type { Database } from "../db/client.ts";
+import { deleteInBatches, rowsAffected, type RawRow } from "../db/rows.ts";
+import type { erasureNotices, people } from "../db/schema.ts";
+
+export type PeopleIdentifiers = {
+  profnetId?: number;
+  profnetPublicIdentifier?: string;
+  codehostId?: number;
+  codehostLogin?: string;
+};
+
+/** The matching person as findPersonQuery reads them, for toContactInfo (lookup.ts). */
+export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created_at" | "updated_at"> & {
+  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at] per deliverable address. */
+  emails: string;
+  /** JSON: the phones, oldest first. */
+  phones: string;
+};
+
+/** The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL expression. */
+export function matchingPersonId(ids: PeopleIdentifiers): SQL {
+  // The lowest rank that matches wins.
+  const candidates: SQL[] = [];
+  if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
+  if (ids.profnetPublicIdentifier !== undefined)
+    candidates.push(
+      sql`select id, 2 as rank from people where lower(profnet_public_identifier) = lower(${ids.profnetPublicIdentifier})`,
+    );
+  if (ids.codehostId !== undefined) candidates.push(sql`select id, 3 as rank from people where codehost_id = ${ids.codehostId}`);
+  if (ids.codehostLogin !== undefined)
+    candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
+  return sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
+}
+
+/** The statement that reads the matching person with emails and phones, for use in a batch. */
+export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
+  return db.all<PersonRow>(sql`
+    select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
+           p.codehost_username, p.socialnet_username, p.microblog_username,
+           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at)) from
+              (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id)) as emails,
+           (select json_group_array(phone) from
+              (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
+    from people p
+    where p.id = ${matchingPersonId(ids)}`);
+}
+
+/**
+ * The statement that records a 200 lookup's disclosure (who received whom, when, and the four identifiers the
+ * answer carried: what an erasure notice will name), for the batch that charges it, right after the charge: it
+ * writes only when the charge did (the charge is this connection's last insert, with this request's id). The
+ * identifiers are read in the same transaction as the person the answer returns, so they are the same.
+ */
+export function recordAccessQuery(db: Database, personId: SQL, accountId: string, keyId: string, requestId: string) {
+  return db.run(sql`
+    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login)
+    select p.id, ${accountId}, ${keyId}, ${Date.now()}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login
+    from people p
+    where p.id = ${personId} and changes() = 1 and exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`);
+}
+
+/** Answers written to person_emails per statement (and read back from a refresh job per read). */
+export const ANSWERS_PER_WRITE = 1_000;
+
+/** Answers that find the mailbox (shared/email/reasons.ts): an undeliverable address comes back. */
+const MAILBOX_EXISTS = reasonsProving("mailbox_exists");
+/** Answers where the server took the address (the mailbox's, or any): the run of not-found answers starts again. */
+const BREAKS_NOT_FOUND_RUN = reasonsProving("mailbox_exists", "accepts_any");
+/**
+ * Answers that say nothing about the mailbox yet: tried again after EMAIL_RECHECK_SECONDS rather than
+ * EMAIL_MAX_AGE_SECONDS (a receiver's budget spent included; a provider that forbids probing is not:
+ * asking sooner would not change its answer).
+ */
+const INCONCLUSIVE = reasonsProving("nothing_yet");
+
+const inList = (values: string[]) => sql.raw(values.map((v) => `'${v}'`).join(", "));
+
+/** EMAIL_MAX_AGE_SECONDS and EMAIL_RECHECK_SECONDS: when a stored address is due again after an answer. */
+export type StoredEmailRules = { maxAgeSeconds: number; recheckSeconds: number };
+
+export type StoredEmailAnswer = { email: string; classification: string; smtp_outcome: string | null; reason: string; checked_at: number };
+
+/**
+ * Writes answers to every stored row of each address (any person), by the rules above (a stored address's life: edge/personal-data-cron.ts). An answer no newer than
+ * what a row holds changes nothing, so writing the same answers twice is harmless.
+ */
+export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: StoredEmailRules): Promise<number> {
+  const recheckMs = config.recheckSeconds * 1000;
+  const maxAgeMs = config.maxAgeSeconds * 1000;
+  let updated = 0;
+  for (let i = 0; i < answers.length; i += ANSWERS_PER_WRITE) {
+    const slice = JSON.stringify(answers.slice(i, i + ANSWERS_PER_WRITE));
+    const reason = sql.raw("(u.value ->> 'reason')");
+    const at = sql.raw("(u.value ->> 'checked_at')");
+    // Right-hand sides read the row as it was before this update (SQLite's UPDATE semantics).
+    const secondNotFound = sql`${reason} = 'mailbox_not_found' and person_emails.not_found_at is not null and ${at} - person_emails.not_found_at >= ${recheckMs}`;
+    const result = await db.run(sql`update person_emails set
+        classification = u.value ->> 'classification',
+        smtp_outcome = u.value ->> 'smtp_outcome',
+        reason = ${reason},
+        checked_at = ${at},
+        not_found_at = case
+          when ${reason} = 'mailbox_not_found' then coalesce(person_emails.not_found_at, ${at})
+          when ${reason} in (${inList(BREAKS_NOT_FOUND_RUN)}) then null
+          else person_emails.not_found_at end,
+        undeliverable_at = case
+          when ${reason} in (${inList(MAILBOX_EXISTS)}) then null
+          when ${secondNotFound} then coalesce(person_emails.undeliverable_at, ${at})
+          else person_emails.undeliverable_at end,
+        next_check_at = case
+          when ${reason} = 'mailbox_not_found' and person_emails.undeliverable_at is null and not (${secondNotFound})
+            then coalesce(person_emails.not_found_at, ${at}) + ${recheckMs}
+          when ${reason} in (${inList(INCONCLUSIVE)}) then ${at} + ${recheckMs}
+          else ${at} + ${maxAgeMs} end
+      from json_each(${slice}) as u
+      where lower(person_emails.email) = lower(u.value ->> 'email') and coalesce(person_emails.checked_at, 0) < ${at}`);
+    updated += rowsAffected(result);
+  }
+  return updated;
+}
+
+/** Stored addresses due for a check at `now` (rows, oldest first by the next_check_at index; one address may be stored for several people). */
+export async function dueAddresses(db: Database, now: number, rows: number): Promise<string[]> {
+  const due = await db.all<{ email: string }>(sql`select email from person_emails where next_check_at <= ${now} order by next_check_at limit ${rows}`);
+  return due.map((r) => r.email);
+}
+
+/** The statement that makes these addresses (every row of each, in any letter case) not due again before `until`, for a batch. */
+export function claimAddressesQuery(db: Database, emails: string[], until: number) {
+  return db.run(sql`update person_emails set next_check_at = ${until}
+    where lower(email) in (select lower(value) from json_each(${JSON.stringify(emails)}))`);
+}
+
+/** Rows of the access log or erasure notices deleted per statement, and statements per run. */
+const LOG_ROWS_PER_DELETE = 5_000;
+const LOG_DELETES_PER_RUN = 10;
+
+async function deleteOld(db: Database, table: "person_access_log" | "erasure_notices", column: "created_at" | "erased_at", before: number): Promise<number> {
+  const deleteUpTo = (limit: number) =>
+    db.run(sql`delete from ${sql.identifier(table)} where id in (select id from ${sql.identifier(table)} where ${sql.identifier(column)} < ${before} limit ${limit})`);
+  return (await deleteInBatches(deleteUpTo, LOG_ROWS_PER_DELETE, LOG_ROWS_PER_DELETE * LOG_DELETES_PER_RUN)).deleted;
+}
+
+/** Deletes access-log rows older than `before`, a bounded number per run; returns how many. */
+export const deleteOldAccessLog = (db: Database, before: number) => deleteOld(db, "person_access_log", "created_at", before);
+
+/** Deletes erasure notices older than `before`, a bounded number per run; returns how many. */
+export const deleteOldErasureNotices = (db: Database, before: number) => deleteOld(db, "erasure_notices", "erased_at", before);
+
+export type ErasureNoticeRow = Omit<RawRow<typeof erasureNotices.$inferSelect>, "account_id">;
+
+/**
+ * A page of the account's erasure notices since `since`, oldest first by (erased_at, id), after the notice `after`
+ * ([erased_at, id]) when given, and whether more follow; the (account_id, erased_at, id) index serves it.
+ */
+export async function erasureNoticesPage(db: Database, accountId: string, since: number, after: number[] | null, limit: number): Promise<{ notices: ErasureNoticeRow[]; more: boolean }> {
+  const [afterAt, afterId] = after ?? [];
+  // One row past the page says whether another follows.
+  const rows = await db.all<ErasureNoticeRow>(sql`
+    select id, profnet_id, profnet_public_identifier, codehost_id, codehost_login, erased_at from erasure_notices
+    where account_id = ${accountId} and erased_at >= ${since}
+      ${afterAt !== undefined ? sql`and (erased_at > ${afterAt} or (erased_at = ${afterAt} and id > ${afterId}))` : sql``}
+    order by erased_at, id limit ${limit + 1}`);
+  return { notices: rows.slice(0, limit), more: rows.length > limit };
+}
