@@ -9,15 +9,13 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
 import { ERROR_MESSAGES } from "../shared/api.ts";
-import { requireCaller } from "./identity/authenticate.ts";
 import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";
 import { describeError, stackOf, writeLog } from "./log.ts";
-import { enforceRateLimit } from "./rate-limits.ts";
 import { registerAccountRoute } from "./routes/account.ts";
 import { registerEmailVerificationRoutes } from "./routes/email-verifications.ts";
-import { JOBS_PATH, registerJobRoutes } from "./routes/jobs.ts";
+import { registerJobRoutes } from "./routes/jobs.ts";
 import { registerErasuresRoute } from "./routes/erasures.ts";
 import { registerKeyRoutes } from "./routes/keys.ts";
 import { registerJobListRoute } from "./routes/job-list.ts";
@@ -25,11 +23,9 @@ import { registerConsole } from "./console/routes.tsx";
 import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
-import { authCallGuards, registerAuthRoutes } from "./routes/auth.ts";
+import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerMeRoutes } from "./routes/me.ts";
 import { registerMemberRoutes } from "./routes/members.ts";
-import { limitRequestBody } from "./body-limit.ts";
-import { WEBAUTHN_BODY_MAX_BYTES } from "../shared/members.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
 const DATABASE_RETRY_AFTER_SECONDS = 5;
@@ -142,30 +138,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
     c.set("config", loadConfig(c.env));
     await next();
   });
-  // Authentication first (401, or 429 for an address with too many failures), then the key's
-  // limit for the family (429), then the route's own checks (400 and after).
-  app.use("/v1/people", requireCaller, enforceRateLimit("lookup"));
-  // The erasures feed is read like a lookup and counts as one (no charge).
-  app.use("/v1/people/erasures", requireCaller, enforceRateLimit("lookup"));
-  app.use("/v1/email_verifications", requireCaller, enforceRateLimit("verification"));
-  // Reading the account costs a database read, like a lookup, and counts as one.
-  app.use("/v1/account", requireCaller, enforceRateLimit("lookup"));
-  // A job is verification in bulk: creating one counts against job_creation and verification;
-  // listing, reading or cancelling one against job_reads, so polling spends neither.
-  // (Hono's "/x/*" would match "/x" too, hence the two patterns.)
-  app.on("POST", JOBS_PATH, requireCaller, enforceRateLimit("job_creation"), enforceRateLimit("verification"));
-  app.on("GET", JOBS_PATH, requireCaller, enforceRateLimit("job_reads"));
-  for (const path of [`${JOBS_PATH}/:id`, `${JOBS_PATH}/:id/results`]) app.use(path, requireCaller, enforceRateLimit("job_reads"));
-  // Keys, usage and the audit trail are database reads and small writes, counted like a lookup.
-  for (const path of ["/v1/keys", "/v1/keys/*", "/v1/usage", "/v1/audit-events"]) app.use(path, requireCaller, enforceRateLimit("lookup"));
-  // Signing in takes no credential: bounded, same-origin and counted per client address instead (edge/routes/auth.ts).
-  app.use("/v1/auth/*", ...authCallGuards);
-  for (const path of ["/v1/auth/sign-out-everywhere", "/v1/auth/step-up", "/v1/auth/step-up/options"]) app.use(path, requireCaller);
-  // Members and the signed-in member's passkeys: database reads and small writes, counted like a lookup.
-  for (const path of ["/v1/members", "/v1/members/*", "/v1/invites", "/v1/invites/*", "/v1/me", "/v1/me/*"]) {
-    app.use(path, requireCaller, enforceRateLimit("lookup"), limitRequestBody(WEBAUTHN_BODY_MAX_BYTES));
-  }
-
+  // Each route declares who may call it, the rate-limit families it counts against and the body it takes, in its
+  // createRoute (edge/routes/access.ts): authentication first (401, or 429 for an address with too many failures),
+  // then the key's limits (429), then the scope (403), then the route's own checks (400 and after).
   registerErasuresRoute(app);
   registerPeopleRoute(app);
   registerEmailVerificationRoutes(app);

@@ -1,7 +1,8 @@
 /**
- * Each operation's scope (a key's own, or a session's from its member's role: shared/roles.ts) (shared/scopes.ts), stated once where the route is declared: `scoped(scope)`
- * gives both the OpenAPI security requirement and the check, so the document and the Worker cannot
- * disagree. The check reads the cached key (edge/identity/authenticate.ts): no database read.
+ * Each operation's scope (shared/scopes.ts): a key's own, or a session's from its member's role (shared/roles.ts).
+ * A route states it once, where it is declared (edge/routes/access.ts), which gives both the OpenAPI security
+ * requirement and the check, so the document and the Worker cannot disagree. The check reads the cached caller
+ * (edge/identity/authenticate.ts): no database read.
  */
 import { createMiddleware } from "hono/factory";
 import type { Scope } from "../../shared/scopes.ts";
@@ -24,8 +25,6 @@ export const requireSession = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-export const sessionOnly = { security: [{ sessionCookie: [] }] as Record<string, string[]>[], middleware: [requireSession] };
-
 export function requireScope(scope: Scope) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const caller = c.get("auth");
@@ -34,12 +33,7 @@ export function requireScope(scope: Scope) {
   });
 }
 
-/** The OpenAPI security requirements naming the scope, for a key or a session (for registerPath, whose routes add requireScope themselves). */
+/** The OpenAPI security requirements naming the scope, for a key or a session. */
 export function scopeSecurity(scope: Scope): Record<string, string[]>[] {
   return [{ bearerAuth: [scope] }, { sessionCookie: [scope] }];
-}
-
-/** For createRoute: the security requirement naming the scope, and its check. */
-export function scoped(scope: Scope) {
-  return { security: scopeSecurity(scope), middleware: [requireScope(scope)] };
 }

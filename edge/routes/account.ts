@@ -8,8 +8,8 @@ import type { accounts } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS, type RateLimitPolicy } from "../rate-limits.ts";
 import { LINE_QUOTA_WINDOW_MS, linesSubmittedSince, runningJobCount } from "../jobs/store/job-creation.ts";
-import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses } from "./responses.ts";
+import { access } from "./access.ts";
 
 export const accountRoute = createRoute({
   method: "get",
@@ -21,7 +21,7 @@ export const accountRoute = createRoute({
     "Usage is read from the credit ledger: lookups charged and credits spent since the start of the day and of the month (UTC). " +
     "jobs gives the bulk-job limits and where the account stands against them. " +
     "Counts against the key's lookup rate limit.",
-  ...scoped("account:read"),
+  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
   responses: {
     200: { description: "The account", content: { "application/json": { schema: AccountInfo } } },
     ...authenticatedErrorResponses,

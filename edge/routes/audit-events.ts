@@ -6,10 +6,10 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { AuditPage, AuditQuery, type AUDIT_ACTIONS } from "../../shared/keys.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { auditPage } from "../identity/store/audit.ts";
 import { cursorPaging } from "../lib/paging.ts";
+import { access } from "./access.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 500;
@@ -26,7 +26,7 @@ const auditRoute = createRoute({
   tags: ["Account"],
   summary: "The audit trail: keys created, rolled, revoked and expired; members invited, joined, changed and removed; passkeys; sign-ins and sign-outs; by whom",
   description: "Newest first; next_cursor pages to older events. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.",
-  ...scoped("audit:read"),
+  ...access({ who: { scope: "audit:read" }, limits: ["lookup"] }),
   request: { query: AuditQuery },
   responses: {
     200: { description: "A page of events", content: { "application/json": { schema: AuditPage } } },

@@ -23,7 +23,8 @@ import { hashToken, looksLikeSecret, newId } from "../identity/tokens.ts";
 import { FAILED_AUTHENTICATION_LIMIT, rateLimited, withinLimit } from "../rate-limits.ts";
 import { clearSessionCookie, createSession, crossSiteRefusal, endAllSessions, endSession, forgetSession, readSessionToken, setSessionCookie } from "../identity/sessions.ts";
 import { creationOptions, relyingParty, requestOptions, signedChallenge, verifyAssertion, verifyRegistration } from "../identity/passkeys.ts";
-import { sessionOnly } from "../identity/scopes.ts";
+import { requireSession } from "../identity/scopes.ts";
+import { requireCaller } from "../identity/authenticate.ts";
 import { errorResponse, sessionErrorResponses } from "./responses.ts";
 
 export const AUTH_MESSAGES = {
@@ -53,6 +54,31 @@ const inviteErrors = {
   ),
 };
 
+/** Every /v1/auth call reads a body of at most WEBAUTHN_BODY_MAX_BYTES. */
+const boundedBody = limitRequestBody(WEBAUTHN_BODY_MAX_BYTES);
+
+/** Same-origin only: a browser sends an Authorization header cross-site only after a CORS preflight, which this API never grants. */
+const sameOrigin: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const crossSite = c.req.header("authorization") === undefined ? crossSiteRefusal(c) : null;
+  if (crossSite) throw crossSite;
+  await next();
+};
+
+/** The calls that take no credential are counted per client address instead (60 a minute, with the failed authentications' limiter). */
+const perClientAddress: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const client = clientBucket(c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS);
+  if (!(await withinLimit(c, FAILED_AUTHENTICATION_LIMIT, `sign-in:${client}`))) throw rateLimited("sign_in", FAILED_AUTHENTICATION_LIMIT);
+  await next();
+};
+
+/** A call that takes no credential: signing in and joining. */
+const publicCall = { security: [] as Record<string, string[]>[], middleware: [boundedBody, sameOrigin, perClientAddress] };
+/** The signed-in member's own calls here: the session, from the console's origin. */
+const sessionCall = (counted: boolean) => ({
+  security: [{ sessionCookie: [] }] as Record<string, string[]>[],
+  middleware: [boundedBody, sameOrigin, ...(counted ? [perClientAddress] : []), requireCaller, requireSession],
+});
+
 const inviteOptionsRoute = createRoute({
   method: "post",
   path: "/v1/auth/invites/options",
@@ -60,7 +86,7 @@ const inviteOptionsRoute = createRoute({
   tags: ["Members"],
   summary: "Options for making the passkey an invite's new member will sign in with",
   description: "Pass them to navigator.credentials.create(). The challenge is good for one accept within five minutes. The invite's secret goes in the body, never in the URL.",
-  security: [],
+  ...publicCall,
   request: body(InviteOptionsRequest),
   responses: { 200: json(CreationOptions, "WebAuthn creation options"), ...inviteErrors, ...publicErrors },
 });
@@ -74,7 +100,7 @@ const acceptRoute = createRoute({
   description:
     "Single use: the invite is spent by the first accept that succeeds, and only while whoever made it still holds the authority to grant its role. " +
     "Sets the session cookie (docs/api.md \"Sessions\"); a session this browser already held ends.",
-  security: [],
+  ...publicCall,
   request: body(InviteAcceptRequest),
   responses: {
     201: json(MemberResponse, "The new member, signed in"),
@@ -92,7 +118,7 @@ const signInOptionsRoute = createRoute({
   tags: ["Members"],
   summary: "Options for signing in with a passkey",
   description: "Pass them to navigator.credentials.get(). allowCredentials is empty: the browser offers the passkeys it holds for this site.",
-  security: [],
+  ...publicCall,
   responses: { 200: json(RequestOptions, "WebAuthn request options"), ...publicErrors },
 });
 
@@ -102,7 +128,7 @@ const signInRoute = createRoute({
   operationId: "signIn",
   tags: ["Members"],
   summary: "Sign in with a passkey: sets the session cookie",
-  security: [],
+  ...publicCall,
   request: body(SignInRequest),
   responses: {
     200: json(MemberResponse, "The member, signed in"),
@@ -119,7 +145,7 @@ const stepUpOptionsRoute = createRoute({
   tags: ["Members"],
   summary: "Options for proving, with one of the member's passkeys, that they are at this session now",
   description: "Pass them to navigator.credentials.get(); allowCredentials lists the member's passkeys. Needed before adding a passkey when the session's last proof is older than five minutes.",
-  ...sessionOnly,
+  ...sessionCall(true),
   responses: { 200: json(RequestOptions, "WebAuthn request options"), ...sessionErrorResponses },
 });
 
@@ -129,7 +155,7 @@ const stepUpRoute = createRoute({
   operationId: "stepUp",
   tags: ["Members"],
   summary: "Prove presence with one of the member's passkeys: the session may add a passkey for the next five minutes",
-  ...sessionOnly,
+  ...sessionCall(true),
   request: body(SignInRequest),
   responses: {
     204: { description: "The session's proof of presence is now" },
@@ -147,6 +173,8 @@ const signOutRoute = createRoute({
   summary: "End this session and clear its cookie",
   description: "Always 204, with or without a live session.",
   security: [],
+  // Always answered, so not counted per address; still bounded and same-origin.
+  middleware: [boundedBody, sameOrigin],
   responses: { 204: { description: "Signed out" }, 403: publicErrors[403], 503: publicErrors[503] },
 });
 
@@ -156,30 +184,10 @@ const signOutEverywhereRoute = createRoute({
   operationId: "signOutEverywhere",
   tags: ["Members"],
   summary: "End every session of the signed-in member, this one included",
-  ...sessionOnly,
+  ...sessionCall(false),
   responses: { 204: { description: "Every session ended" }, ...sessionErrorResponses },
 });
 
-/**
- * For every /v1/auth call: bounded bodies, same-origin only, and the calls that take no credential
- * counted per client address.
- */
-export const authCallGuards: MiddlewareHandler<AppEnv>[] = [
-  limitRequestBody(WEBAUTHN_BODY_MAX_BYTES),
-  async (c, next) => {
-    // A browser sends an Authorization header cross-site only after a CORS preflight, which this API never grants.
-    const crossSite = c.req.header("authorization") === undefined ? crossSiteRefusal(c) : null;
-    if (crossSite) throw crossSite;
-    await next();
-  },
-  async (c, next) => {
-    if (!c.req.path.startsWith("/v1/auth/sign-out")) {
-      const client = clientBucket(c.req.header("cf-connecting-ip") ?? NO_CLIENT_ADDRESS);
-      if (!(await withinLimit(c, FAILED_AUTHENTICATION_LIMIT, `sign-in:${client}`))) throw rateLimited("sign_in", FAILED_AUTHENTICATION_LIMIT);
-    }
-    await next();
-  },
-];
 
 function inviteError(reason: InviteRefusal): ApiError {
   if (reason === "invite_invalid") return new ApiError(404, AUTH_MESSAGES.inviteInvalid, {}, { reason });

@@ -2,14 +2,14 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ERROR_MESSAGES, EmailVerificationQuery, EmailVerificationResult } from "../../shared/api.ts";
-import { limitRequestBody } from "../body-limit.ts";
 import type { AppEnv } from "../env.ts";
 import { MAX_VERIFICATION_BODY_BYTES, readVerificationParams } from "../verification/params.ts";
 import { verifyEmail } from "../verification/verify.ts";
 import { probeTenant } from "../verification/probe-ranking.ts";
 import { noteVerification } from "../identity/key-activity.ts";
-import { requireScope, scopeSecurity } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { every } from "hono/combine";
+import { access } from "./access.ts";
 
 const PATH = "/v1/email_verifications";
 
@@ -25,6 +25,9 @@ const description =
   "check through the probe, catch-all detection, a 0-100 score and a valid/risky/invalid verdict. Costs no credits. " +
   "Answers within about smtp_timeout + 2 seconds.";
 
+const verifyAccess = access({ who: { scope: "verifications:write" }, limits: ["verification"] });
+const verifyPostAccess = access({ who: { scope: "verifications:write" }, limits: ["verification"], body: MAX_VERIFICATION_BODY_BYTES });
+
 export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void {
   // Parameters are parsed by hand (query wins over body, exact messages), so the routes are
   // registered for the OpenAPI document from the same schemas rather than validated by them.
@@ -35,7 +38,7 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
     tags: ["Email verification"],
     summary: "Verify an email address",
     description,
-    security: scopeSecurity("verifications:write"),
+    security: verifyAccess.security,
     request: { query: EmailVerificationQuery },
     responses,
   });
@@ -47,7 +50,7 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
     tags: ["Email verification"],
     summary: "Verify an email address (parameters in the query, a JSON body or a form)",
     description: `${description} A query parameter wins over the same parameter in the body.`,
-    security: scopeSecurity("verifications:write"),
+    security: verifyPostAccess.security,
     request: {
       query: EmailVerificationQuery,
       body: {
@@ -89,6 +92,6 @@ export function registerEmailVerificationRoutes(app: OpenAPIHono<AppEnv>): void 
     return c.json(result, 200);
   };
 
-  app.get(PATH, requireScope("verifications:write"), handler);
-  app.post(PATH, requireScope("verifications:write"), limitRequestBody(MAX_VERIFICATION_BODY_BYTES), handler);
+  app.get(PATH, every(...verifyAccess.middleware), handler);
+  app.post(PATH, every(...verifyPostAccess.middleware), handler);
 }

@@ -10,9 +10,9 @@ import { iso } from "../db/rows.ts";
 import { erasureNoticesPage } from "../people/store.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { cursorPaging } from "../lib/paging.ts";
+import { access } from "./access.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1_000;
@@ -33,7 +33,7 @@ export const erasuresRoute = createRoute({
     "The people this account received in a 200 lookup and that were erased (at their request) at or after since, oldest first, cursor-paged: " +
     "each entry carries the four identifiers exactly as your lookups returned them (one entry per distinct set), so you can find and delete your copies. Only people this account received are listed. Kept as long as the access log (ACCESS_LOG_RETENTION_SECONDS, a year by default). " +
     "Counts against the lookup rate limit; costs no credits.",
-  ...scoped("people:read"),
+  ...access({ who: { scope: "people:read" }, limits: ["lookup"] }),
   request: { query: ErasuresQuery },
   responses: {
     200: { description: "A page of erasures", content: { "application/json": { schema: ErasuresPage } } },

@@ -11,9 +11,9 @@ import type { AppEnv } from "../env.ts";
 import { jobJson, listJobs } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import { pageLimit } from "../lib/paging.ts";
-import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { JOBS_PATH, JOBS_TAG } from "./jobs.ts";
+import { access } from "./access.ts";
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
@@ -37,7 +37,7 @@ const listRoute = createRoute({
   tags: [JOBS_TAG],
   summary: "The account's bulk verification jobs, newest first",
   description: "Each job as its own read answers it, without the queue figures that count its lines. Counts against the job_reads rate limit.",
-  ...scoped("jobs:read"),
+  ...access({ who: { scope: "jobs:read" }, limits: ["job_reads"] }),
   request: {
     query: z.object({
       limit: z.string().optional().openapi({ description: `1..${MAX_LIMIT}, default ${DEFAULT_LIMIT}` }),

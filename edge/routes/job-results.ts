@@ -17,9 +17,9 @@ import type { JobRow } from "../jobs/store/job-rows.ts";
 import { doneRowsQuery, firstUnansweredQuery, resultRowsQuery, type ResultFilter, type ResultRow } from "../jobs/store/lines.ts";
 import { ApiError } from "../lib/errors.ts";
 import { cursorPaging } from "../lib/paging.ts";
-import { scoped } from "../identity/scopes.ts";
 import { DEFAULT_PAGE, JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobWithResults, MAX_PAGE } from "./job-common.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { access } from "./access.ts";
 
 /** Lines per database read of a CSV stream. */
 const CSV_PAGE = 1_000;
@@ -34,7 +34,7 @@ export const jobResultsRoute = createRoute({
     "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
     "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
     "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
-  ...scoped("jobs:read"),
+  ...access({ who: { scope: "jobs:read" }, limits: ["job_reads"] }),
   request: {
     params: JobIdParam,
     query: z.object({

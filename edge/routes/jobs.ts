@@ -20,10 +20,10 @@ import { newId } from "../identity/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification/params.ts";
 import { prepareLines } from "../jobs/prepare-lines.ts";
-import { requireScope, scoped, scopeSecurity } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobOr404, json, MAX_IDEMPOTENCY_KEY_LENGTH } from "./job-common.ts";
 import { registerJobResultsRoute } from "./job-results.ts";
+import { access } from "./access.ts";
 
 export { JOB_MESSAGES, JOBS_PATH, JOBS_TAG };
 
@@ -44,8 +44,8 @@ export const createJobRoute = createRoute({
     "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
     "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
     "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
-  security: scopeSecurity("jobs:write"),
-  middleware: [requireScope("jobs:write"), limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge)] as const,
+  // A job is verification in bulk: creating one counts against job_creation and verification.
+  ...access({ who: { scope: "jobs:write" }, limits: ["job_creation", "verification"], body: limitRequestBody(JOB_LIMITS.maxBodyBytes, JOB_INPUT_ERRORS.bodyTooLarge) }),
   request: {
     query: JobCreateQuery,
     headers: z.object({ "idempotency-key": z.string().optional() }),
@@ -79,7 +79,8 @@ export const getJobRoute = createRoute({
   description:
     "The job as it is now: status, lines answered, counts and a summary by classification and by reason (kept in the same writes as the answers), " +
     "and where it stands in the scheduling (queue). Another account's job and no job at all are the same 404.",
-  ...scoped("jobs:read"),
+  // Reading, listing or cancelling a job counts against job_reads, so polling spends neither verification nor creation.
+  ...access({ who: { scope: "jobs:read" }, limits: ["job_reads"] }),
   request: { params: JobIdParam },
   responses: { 200: json(VerificationJob, "The job"), 404: errorResponse(JOB_MESSAGES.notFound), ...authenticatedErrorResponses },
 });
@@ -94,7 +95,7 @@ export const cancelJobRoute = createRoute({
     "A job that has not ended becomes cancelled: lines not answered yet are never checked, and its callback (if it has a callback_url) is sent. " +
     "A job that has ended is answered as it is. Idempotent. " +
     "With purge=true its lines and results are also deleted now (a running job is cancelled first): the job stays, with its counts and summary and results_expired true, and its results answer 410.",
-  ...scoped("jobs:write"),
+  ...access({ who: { scope: "jobs:write" }, limits: ["job_reads"] }),
   request: { params: JobIdParam, query: z.object({ purge: z.enum(["true", "false"]).optional().openapi({ description: "true: delete the job's results now" }) }) },
   responses: {
     200: json(VerificationJob, "The job as it is now"),

@@ -8,8 +8,8 @@ import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { parseIncludes, parsePeopleQuery, toContactInfo } from "../people/lookup.ts";
 import { findPersonQuery, matchingPersonId, recordAccessQuery } from "../people/store.ts";
-import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { access } from "./access.ts";
 
 const creditHeaders = {
   "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
@@ -27,7 +27,7 @@ export const peopleRoute = createRoute({
     "the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. " +
     "include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. " +
     "Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).",
-  ...scoped("people:read"),
+  ...access({ who: { scope: "people:read" }, limits: ["lookup"] }),
   request: { query: PeopleQuery },
   responses: {
     200: { description: "A profile was found", content: { "application/json": { schema: ContactInfo } }, headers: creditHeaders },

@@ -10,8 +10,8 @@ import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { utcDay } from "../db/rows.ts";
 import { ApiError } from "../lib/errors.ts";
-import { scoped } from "../identity/scopes.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { access } from "./access.ts";
 
 const DEFAULT_DAYS = 30;
 const DAY_MS = 86_400_000;
@@ -33,7 +33,7 @@ const usageRoute = createRoute({
     `From a daily roll-up kept as the work happens (UTC days). Default period: the last ${DEFAULT_DAYS} days; at most ${MAX_USAGE_DAYS}. ` +
     "group_by=day lists the days with any use; group_by=key the keys with any use in the period. " +
     "format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.",
-  ...scoped("account:read"),
+  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
   request: { query: UsageQuery },
   responses: {
     200: { description: "The usage", content: { "application/json": { schema: UsageReport }, "text/csv": { schema: UsageReport.shape.rows } } },

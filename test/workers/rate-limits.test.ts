@@ -146,3 +146,52 @@ describe("failed authentication, per client address", () => {
     expect((await requestsServed()) - before).toBe(1);
   });
 });
+
+/**
+ * Every operation a key can call states its families (docs/api.md "Rate limits"), declared in its createRoute
+ * (edge/routes/access.ts): written out here, independently of the routes, and checked against the OpenAPI document,
+ * so an operation added without a family, or with another one, fails.
+ */
+const FAMILIES: Record<string, string> = {
+  "GET /v1/people": `"lookup";q=100;w=10`,
+  "GET /v1/people/erasures": `"lookup";q=100;w=10`,
+  "GET /v1/email_verifications": `"verification";q=100;w=10`,
+  "POST /v1/email_verifications": `"verification";q=100;w=10`,
+  "POST /v1/email_verification_jobs": `"job_creation";q=60;w=60, "verification";q=100;w=10`,
+  "GET /v1/email_verification_jobs": `"job_reads";q=120;w=10`,
+  "GET /v1/email_verification_jobs/{id}": `"job_reads";q=120;w=10`,
+  "DELETE /v1/email_verification_jobs/{id}": `"job_reads";q=120;w=10`,
+  "GET /v1/email_verification_jobs/{id}/results": `"job_reads";q=120;w=10`,
+  "GET /v1/account": `"lookup";q=100;w=10`,
+  "GET /v1/usage": `"lookup";q=100;w=10`,
+  "GET /v1/audit-events": `"lookup";q=100;w=10`,
+  "GET /v1/keys": `"lookup";q=100;w=10`,
+  "POST /v1/keys": `"lookup";q=100;w=10`,
+  "POST /v1/keys/{id}/roll": `"lookup";q=100;w=10`,
+  "DELETE /v1/keys/{id}": `"lookup";q=100;w=10`,
+  "GET /v1/members": `"lookup";q=100;w=10`,
+  "PATCH /v1/members/{id}": `"lookup";q=100;w=10`,
+  "DELETE /v1/members/{id}": `"lookup";q=100;w=10`,
+  "GET /v1/invites": `"lookup";q=100;w=10`,
+  "POST /v1/invites": `"lookup";q=100;w=10`,
+  "DELETE /v1/invites/{id}": `"lookup";q=100;w=10`,
+};
+
+describe("each operation's families, as its route declares them", () => {
+  it("covers every operation a key can call in the OpenAPI document, and states the families on its answers", async () => {
+    const { token } = await newAccount(0);
+    const doc = (await (await callWith({}, "/v1/openapi.json")).json()) as { paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>> };
+    const keyed = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods)
+        .filter(([, op]) => op.security?.some((s) => s.bearerAuth))
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(keyed.sort()).toEqual(Object.keys(FAMILIES).sort());
+    for (const [operation, policy] of Object.entries(FAMILIES)) {
+      const [method, path] = operation.split(" ") as [string, string];
+      const res = await callWith({}, path.replace("{id}", "none_such"), { token, method, headers: { "content-type": "application/json" }, ...(method === "GET" || method === "DELETE" ? {} : { body: "{" }) });
+      expect(res.headers.get("ratelimit-policy"), operation).toBe(policy);
+      await res.body?.cancel();
+    }
+  });
+});
