@@ -4,7 +4,7 @@
  * constants', and every relative link in the README and docs/ leads to a file and heading that
  * exist. A setting or limit changed in code without its documentation fails here.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -98,4 +98,30 @@ describe("relative links in the README and docs/ lead somewhere", () => {
       if (anchor && file.endsWith(".md")) expect(headings(file).has(anchor), `${page} links to ${target}`).toBe(true);
     }
   });
+});
+
+describe("the map is true to the code (docs/architecture.md)", () => {
+  const PRODUCT_ROOTS = ["edge", "probe", "shared", "scripts", "client"];
+  /** Folders with no row of their own: what another row names as its part. */
+  const COVERED_BY_PARENT = new Set(["edge/db/migrations/meta"]);
+  const folders = (dir: string): string[] =>
+    readdirSync(join(root, dir), { withFileTypes: true })
+      .filter((e) => e.isDirectory() && e.name !== "node_modules" && e.name !== "dist")
+      .flatMap((e) => [`${dir}/${e.name}`, ...folders(`${dir}/${e.name}`)]);
+
+  it("has a row for every product folder", () => {
+    const rows = new Set([...read("docs/architecture.md").matchAll(/^\| `([^`]+)\/` \|/gm)].map((m) => m[1]!));
+    const missing = PRODUCT_ROOTS.flatMap((r) => [r, ...folders(r)]).filter((f) => !COVERED_BY_PARENT.has(f) && !rows.has(f));
+    expect(missing).toEqual([]);
+  });
+
+  it.each(["README.md", "docs/api.md", "docs/jobs.md", "docs/probe.md", "docs/operations.md", "docs/console.md", "docs/fleet.md", "docs/architecture.md", "docs/benchmarks.md"])(
+    "every product path %s names exists",
+    (page) => {
+      const named = [...read(page).matchAll(/`((?:edge|probe|shared|scripts|client|bench|test|docs|public)\/[^`\s]*)`/g)].map((m) => m[1]!);
+      // Globs, placeholders, elisions and what an install makes are not paths of the tree.
+      const paths = named.filter((p) => !/[*{}<>…]|\.\.\.|node_modules/.test(p)).map((p) => p.replace(/:\d+(-\d+)?$/, ""));
+      expect(paths.filter((p) => !existsSync(join(root, p)))).toEqual([]);
+    },
+  );
 });
