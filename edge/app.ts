@@ -3,12 +3,11 @@
  * ./routes and register themselves here.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { API_VERSION } from "../shared/api.ts";
 import { SCOPES } from "../shared/scopes.ts";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
-import { ERROR_MESSAGES } from "../shared/api.ts";
+import { API_VERSION, ERROR_MESSAGES } from "../shared/api.ts";
 import { DatabaseUnavailableError } from "./db/client.ts";
 import { loadConfig, type AppEnv } from "./env.ts";
 import { ApiError } from "./lib/errors.ts";

@@ -1,3 +1,8 @@
+/**
+ * The database for one request (docs/api.md "Errors that are not the caller's"): a libSQL client over HTTP with a timeout on every call,
+ * whose failures (no answer in time, a refused connection, an error status) become DatabaseUnavailableError, which the
+ * app answers with 503 and Retry-After; and the Drizzle handle the stores use.
+ */
 import { createClient, type Client } from "@libsql/client/web";
 import { createTableRelationsHelpers, extractTablesRelationalConfig, type ExtractTablesWithRelations, type RelationalSchemaConfig } from "drizzle-orm";
 import { LibSQLDatabase } from "drizzle-orm/libsql/driver-core";
@@ -47,7 +52,7 @@ function fetchWithin(timeoutMs: number): typeof fetch {
 /**
  * What drizzle() derives from the schema and its dialect, made once per isolate: drizzle() itself (its
  * driver-core construct(), which openRequestDatabase follows) walks every table again on each open, and
- * a database is opened once per request (issue 30). Neither holds anything of a request.
+ * a database is opened once per request. Neither holds anything of a request.
  */
 const dialect = new SQLiteAsyncDialect();
 const relationalSchema: RelationalSchemaConfig<ExtractTablesWithRelations<typeof schema>> = (() => {

@@ -1,5 +1,5 @@
 /**
- * A probe's notice that a receiver's answers are not trusted (probe/policy/untrusted.ts; issue 26 item 5): a
+ * A probe's notice that a receiver's answers are not trusted (probe/policy/untrusted.ts; docs/jobs.md "Answers taken back"): a
  * gateway that refused a random address and now accepts one, or that said "too many invalid recipients",
  * may have accepted unknown users silently since its last refusal. The `valid` lines of unfinished jobs
  * at the domains it names, answered in that span, go back to be checked again after the hour (a line

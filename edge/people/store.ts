@@ -83,7 +83,8 @@ const BREAKS_NOT_FOUND_RUN = reasonsProving("mailbox_exists", "accepts_any");
  */
 const INCONCLUSIVE = reasonsProving("nothing_yet");
 
-const inList = (values: string[]) => sql.raw(values.map((v) => `'${v}'`).join(", "));
+/** A list of values for `in (...)`, as bound parameters (a JSON array read by json_each), never as SQL text. */
+const inList = (values: string[]) => sql`select value from json_each(${JSON.stringify(values)})`;
 
 /** EMAIL_MAX_AGE_SECONDS and EMAIL_RECHECK_SECONDS: when a stored address is due again after an answer. */
 export type StoredEmailRules = { maxAgeSeconds: number; recheckSeconds: number };

@@ -1,5 +1,5 @@
 /**
- * Answers a receiver gave that can no longer be trusted (issue 26 item 5, docs/probe.md "Receiver
+ * Answers a receiver gave that can no longer be trusted (docs/probe.md "Receiver
  * policy"): a gateway that refused a random address and now accepts one, or that answered "too many
  * invalid recipients", has started accepting everything (Cisco's harvest defence accepts silently past
  * its threshold). Every `accepted` it gave since its last refusal may be such a silent accept, so the

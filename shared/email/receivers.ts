@@ -189,7 +189,7 @@ export type ReplyRule = {
   action: "pause" | "stop";
   seconds: number;
   maxSeconds?: number;
-  /** The reply says the receiver has been accepting unknown users silently: what it accepted since its last refusal is not trusted (issue 26 item 5). */
+  /** The reply says the receiver has been accepting unknown users silently: what it accepted since its last refusal is not trusted (docs/probe.md "Receiver policy"). */
   untrustsAccepted?: boolean;
 };
 

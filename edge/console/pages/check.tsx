@@ -5,6 +5,10 @@
  */
 import type { Hono } from "hono";
 import type { ContactInfo, EmailVerificationResult } from "../../../shared/api.ts";
+import { loadConfig, type AppEnv } from "../../env.ts";
+import { DataTable, ErrorNote, page } from "../layout.tsx";
+import { asMember, toSignIn } from "../session.tsx";
+import { reasonLabel } from "./charts.tsx";
 
 /** The answer's fields in the order a person reads them, with their names in words. */
 const PERSON_FIELDS: [keyof ContactInfo, string][] = [
@@ -20,11 +24,6 @@ const PERSON_FIELDS: [keyof ContactInfo, string][] = [
   ["socialnet_username", "Social network name"],
   ["microblog_username", "Microblog name"],
 ];
-import type { AppEnv } from "../../env.ts";
-import { loadConfig } from "../../env.ts";
-import { DataTable, ErrorNote, page } from "../layout.tsx";
-import { asMember, toSignIn } from "../session.tsx";
-import { reasonLabel } from "./charts.tsx";
 
 const ADVICE: Record<string, string> = {
   valid: "Safe to send.",
