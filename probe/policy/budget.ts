@@ -359,6 +359,11 @@ export class ReceiverBudget {
     return this.#pause && now < this.#pause.until ? this.#pause.until : null;
   }
 
+  /** The end of a stop in force (the receiver blocked us), or null: a pause that is only a back-off is not one. */
+  stoppedUntil(now: number): number | null {
+    return this.#pause && this.#pause.stop && now < this.#pause.until ? this.#pause.until : null;
+  }
+
   /** The level the next pause would be at (0 when none was recent): the caller doubles its length per level. */
   pauseLevel(now: number): number {
     return this.#pause && this.#pause.until > now - this.#hourMs ? this.#pause.level + 1 : 0;
