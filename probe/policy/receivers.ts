@@ -244,8 +244,9 @@ export class ReceiverPolicies {
 
   /**
    * A reply from a destination of this family: when it matches one of the family's rules, the key
-   * is paused (doubling on repeats up to the rule's maximum) or stopped, the warm-up does not grow
-   * today, and it is logged and counted. Returns the action taken, or null.
+   * is paused (doubling on repeats up to the rule's maximum; a rate reply is also learned as a throttle) or
+   * stopped (a block: block()), the warm-up does not grow today, and it is logged and counted. Returns the
+   * rule it matched, or null.
    */
   noteReply(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): ReplyRule | null {
     const rule = policy.replies.find((r) => replyMatches(r, reply));
@@ -258,23 +259,24 @@ export class ReceiverPolicies {
       return rule;
     }
     const until = now + (seconds * 1000) / policy.scale;
-    budget.pause(until, rule.action === "stop", now);
+    budget.pause(until, false, now);
     const w = this.#warmup.get(policy.family);
     if (w) w.frozenDay = Math.floor(now / (DAY_MS / policy.scale));
-    if (rule.action === "pause" && (reply.code === 421 || (reply.enhanced ?? "").startsWith("4.7."))) {
+    // A rate reply (421, 4.7.x) is a throttle: the key's rate is lowered for good, and a warming IP's ramp slows.
+    if (reply.code === 421 || (reply.enhanced ?? "").startsWith("4.7.")) {
       this.learned.throttle(this.keyOf(policy, address), Date.now());
       this.#slowWarmup(policy, now);
       countFamilyEvent(policy.family, "throttle");
     }
-    countFamilyEvent(policy.family, rule.action === "stop" ? "stop" : "backoff");
+    countFamilyEvent(policy.family, "backoff");
     const line = {
-      level: rule.action === "stop" ? "error" : "warn",
-      msg: rule.action === "stop" ? "receiver stopped us" : "receiver backoff",
+      level: "warn",
+      msg: "receiver backoff",
       family: policy.family,
       destination: policy.budgetKey === "probe_ip_family" ? null : address,
       reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
       pause_seconds: seconds,
-      alert: rule.action === "stop",
+      alert: false,
     };
     console.warn(JSON.stringify(line));
     return rule;
