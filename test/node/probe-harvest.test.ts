@@ -99,7 +99,30 @@ describe("the unknown-recipient budget of one destination", () => {
     const b = new ReceiverBudget(config);
     for (let i = 0; i < 9; i++) b.sent("t", 0.5, 0).cancel(0);
     expect(b.counts(1)).toEqual({ sent_in_window: 0, unknown_in_window: 0, unknown_last_hour: 0 });
-    expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, windowWorst: 0, hourWorst: 0, byOwner: new Map() });
+    expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, windowWorst: 0, hourWorst: 0, byOwner: new Map(), windowByOwner: new Map() });
+  });
+
+  it("a customer alone fills at most 80% of the window's floor, so one who arrives can still send a few and earn room with good answers", () => {
+    // The self-hosted row's shape: 30% once 10 were sent, 9 unknown users at worst never held.
+    const b = new ReceiverBudget({ unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 0, unknownFloor: 9 });
+    let dirty = 0;
+    while (b.admits("dirty", 1_000) && dirty < 20) {
+      b.sent("dirty", b.risk("dirty", 1_000), 1_000).replied(true, 1_001);
+      dirty++;
+    }
+    // Alone: 7 of the floor of 9 (the share rule holds the rest, a window long).
+    expect(dirty).toBe(7);
+    // A clean customer arrives: the two left of the floor are its, then its good answers lower the share.
+    let clean = 0;
+    for (let t = 1_002; clean < 30; t++) {
+      if (!b.admits("clean", t)) break;
+      b.sent("clean", b.risk("clean", t), t).replied(false, t);
+      clean++;
+    }
+    expect(clean).toBe(30);
+    // Never past Forcepoint's trigger: more than half of at least 20 in the window unknown.
+    const counts = b.counts(1_100);
+    expect(counts.unknown_in_window / counts.sent_in_window).toBeLessThanOrEqual(0.5);
   });
 
   it("ratio 1 and no hourly limit: nothing is counted or held", () => {
