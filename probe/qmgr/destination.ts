@@ -61,6 +61,8 @@ export type DestinationContext = {
   untrust(notice: UntrustedNotice): void;
   /** Our probe is blocked here (policy/block.ts): the key stops for the family's block time and keeps the harvest rule. */
   block(reply: SmtpReply, now: number): void;
+  /** This address stopped us another way (found accepting everything): the key keeps the harvest rule for good. */
+  learnBlock(): void;
   /** What this address refused in a span of time was its block of us, not answers (the Worker takes them back). */
   refused(notice: UntrustedNotice): void;
   /** This address's RCPT rate after what it taught us (a family counted per destination), or null: the family's gate rules. */
@@ -103,7 +105,14 @@ export class Destination {
   ) {
     this.#pacing = new Pacing(address, ctx.config, ctx.memory, monotonicNow());
     this.#holdNotice = new HoldNotice(ctx.config.unknownWindowMs);
-    this.#untrust = new UntrustDetector(address, { policy: ctx.policy, memory: ctx.memory, budget: () => this.budget, untrust: (notice) => ctx.untrust(notice) });
+    // A gateway found accepting everything has tripped its harvest defence against us: stopped, and learned as a block.
+    const budget = () => ({
+      pause: (until: number, stop: boolean, now: number) => {
+        this.budget.pause(until, stop, now);
+        if (stop) ctx.learnBlock();
+      },
+    });
+    this.#untrust = new UntrustDetector(address, { policy: ctx.policy, memory: ctx.memory, budget, untrust: (notice) => ctx.untrust(notice) });
     this.#pool = new SessionPool(address, this.#pacing, {
       config: ctx.config,
       acquireSessionSlot: (deadline) => ctx.acquireSessionSlot(deadline),

@@ -224,6 +224,7 @@ export class Scheduler {
       untrust: (notice) => this.untrusted.note(notice),
       block: (reply, now) => void receivers.block(policy, address, receivers.budgetFor(policy, address, now), reply, now),
       refused: (notice) => this.untrusted.note(notice, "refused"),
+      learnBlock: () => void receivers.learned.block(receivers.keyOf(policy, address), Date.now()),
       rcptRate: () => (gate ? null : receivers.destinationRate(policy, address)),
       greeted: (greeting) => receivers.greeted(address, greeting),
       provisional: () => receivers.provisional(policy, address),

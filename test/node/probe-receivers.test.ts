@@ -186,8 +186,10 @@ describe("a gateway that starts accepting everything", () => {
     const line = error.mock.calls.map((c) => String(c[0])).find((l) => l.includes("receiver accepts everything now"));
     expect(JSON.parse(line!)).toMatchObject({ level: "error", family: "cisco", destination: ip(188), alert: true });
     const before = rcptsOf(f).length;
-    // Its defence is triggered against our probe: a block, so a check there says the probe was refused, not the mailbox.
+    // Its defence is triggered against our probe: a block, so a check there says the probe was refused, not the mailbox,
+    // and the address keeps the harvest rule for good.
     expect((await check(s, "user2@second.example", host, ip(188))).outcome).toBe("blocked");
+    expect(s.receivers.learned.get(`cisco ${ip(188)}`)).toMatchObject({ harvest: true });
     expect(rcptsOf(f)).toHaveLength(before);
     // What it accepted since its last refusal is named to the Worker (every batch answer carries it): the
     // domain checked after the random address was refused, not the one whose check the refusal came with.
