@@ -33,6 +33,7 @@ const PolicyOverride = z
     warmupStepSeconds: z.number().int().min(1).max(86_400),
     blockSeconds: z.number().int().min(1).max(7 * 86_400),
     sessionIdleSeconds: z.number().int().min(0).max(300),
+    sessionMaxAgeSeconds: z.number().int().min(1).max(3_600),
   })
   .partial()
   .strict();

@@ -211,6 +211,7 @@ export class Scheduler {
       maxPerDestination: Math.min(this.config.maxPerDestination, policy.sessionsPerIp),
       maxRcptsPerTransaction: Math.min(this.config.maxRcptsPerTransaction, policy.rcptsPerTransaction),
       keepIdleMs: policy.sessionIdleSeconds * 1000,
+      sessionMaxAgeMs: Math.max(this.config.sessionMaxAgeMs, policy.sessionMaxAgeSeconds * 1000),
       ...(gate ? {} : { destinationRcptRate: Math.min(this.config.destinationRcptRate, policy.rcptRate), destinationRcptBurst: Math.min(this.config.destinationRcptRate, policy.rcptBurst) }),
     };
     const destination = new Destination(address, {

@@ -213,7 +213,8 @@ export class SessionPool {
   async #keepAlive(slot: Slot, since: number): Promise<void> {
     const s = slot.session;
     if (!s || slot.busy || slot.retiring) return;
-    if (!this.owner.hasWork()) return this.#idle(slot, since);
+    // The work it was kept for has gone (answered, or handed back): the ordinary idle time from now, as for any session.
+    if (!this.owner.hasWork()) return this.#idle(slot);
     slot.busy = true;
     this.#noteIdle();
     const ok = await s.noop(monotonicNow() + KEEPALIVE_MS);

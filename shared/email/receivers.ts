@@ -250,6 +250,12 @@ export type ReceiverPolicy = {
    * gap, so a paced receiver sees one session carry many RCPTs instead of a stream of short connections.
    */
   sessionIdleSeconds: number;
+  /**
+   * How long one session is reused at most (Postfix's smtp_connection_reuse_time_limit, 300 s by default): at a paced
+   * receiver a session carries a minute's few RCPTs, so a longer reuse is what keeps connections per RCPT low; at
+   * self-hosted servers PROBE_SESSION_MAX_AGE_MS (60 s) rules, and the longer of the two applies.
+   */
+  sessionMaxAgeSeconds: number;
   replies: readonly ReplyRule[];
 };
 
@@ -320,6 +326,7 @@ function gateway(family: ReceiverFamily, unknownPerHour: number, replies = GATEW
     blockSeconds,
     // A paced gateway (10 RCPTs a minute) waits 30 s between bursts of 5: the session outlives that gap.
     sessionIdleSeconds: 45,
+    sessionMaxAgeSeconds: 300,
     replies,
   };
 }
@@ -350,6 +357,7 @@ function notProbed(family: ReceiverFamily, probe: "forbidden" | "accepts_all", r
     fleetSpread: false,
     blockSeconds: 86_400,
     sessionIdleSeconds: 5,
+    sessionMaxAgeSeconds: 60,
     replies,
   };
 }
@@ -389,6 +397,7 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     blockSeconds: 86_400,
     // Google's inbound MX keeps an idle session for minutes (RFC 5321's 5); 60 s covers any pacing gap.
     sessionIdleSeconds: 60,
+    sessionMaxAgeSeconds: 300,
     replies: [
       // 421 4.7.28 / 4.7.0 "rate limited" or "blocked": pause 30 min, doubling to a day.
       { code: 421, enhanced: "4.7.28", action: "pause", seconds: 1_800, maxSeconds: 86_400 },
@@ -426,6 +435,7 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     // Banned sending IP: a day, then the delist workflow (§8).
     blockSeconds: 86_400,
     sessionIdleSeconds: 60,
+    sessionMaxAgeSeconds: 300,
     replies: [
       { code: 451, enhanced: "4.7.5", action: "pause", seconds: 3_600, maxSeconds: 86_400 },
       { code: 451, enhanced: "4.7.6", action: "pause", seconds: 3_600, maxSeconds: 86_400 },
@@ -502,6 +512,7 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     blockSeconds: 86_400,
     // Postfix's smtpd_timeout is 300 s (10 s under stress, which the NOOP covers).
     sessionIdleSeconds: 30,
+    sessionMaxAgeSeconds: 60,
     replies: SELF_HOSTED_REPLIES,
   },
 ];
