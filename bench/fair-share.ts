@@ -3,6 +3,11 @@
  * runs it: one mail server, one domain, and two accounts' bulk jobs against it.
  *
  *   npx tsx bench/fair-share.ts [--big 2000] [--small 300] [--delay-ms 20] [--head-start-ms 2000] [--postfix]
+ *   npx tsx bench/fair-share.ts --singles 300
+ *
+ * --singles N (issue 36 item 6): N single checks at once from one account at one company's own Postfix (Debian's
+ * defaults), half of them its users, the probe's receiver budget at its defaults (the self-hosted row: 25 unknown
+ * users an hour). The goal: every known user `valid`, only unknown users beyond the hourly cap `budget_spent`.
  *
  * --postfix: Debian's Postfix (test/interop/servers/postfix.ts, its default smtpd_soft_error_limit 10 and
  * smtpd_hard_error_limit 20) on 127.3.0.1:25 instead of the fixture, as many company servers run.
@@ -180,6 +185,67 @@ export async function runFairShare(opts: {
   }
 }
 
+export type SinglesResult = {
+  singles: number;
+  seconds: number;
+  /** The known users' answers, by classification and reason. */
+  known: Record<string, number>;
+  /** The unknown users' answers, by classification and reason. */
+  unknown: Record<string, number>;
+  /** What Postfix saw. */
+  smtp: { rcpts: number; connections: number };
+};
+
+/** `n` single checks at once from one account at one Postfix, half known users, the receiver budget at its defaults. */
+export async function runSingles(opts: { singles: number; log?: (m: string) => void }): Promise<SinglesResult> {
+  const log = opts.log ?? (() => {});
+  if (process.getuid?.() !== 0) throw new Error("The fair-share benchmark needs root: its mail server listens on port 25, where the probe dials.");
+  const domain = "singles.fair.test";
+  const zone: Zone = { [domain]: { MX: [{ preference: 10, exchange: `mx.${domain}` }] }, [`mx.${domain}`]: { A: [MX_ADDRESS] } };
+  const emails = Array.from({ length: opts.singles }, (_, i) => `${i % 2 === 0 ? "user" : "nobody"}-${i}@${domain}`);
+  const postfix = await startPostfix({ address: MX_ADDRESS, hostname: `mx.${domain}`, mailboxes: emails.filter((e) => e.startsWith("user")) });
+  // The receiver budget at the self-hosted row's defaults (the stack turns it off for throughput benches).
+  const env = { PROBE_DESTINATION_UNKNOWN_RATIO: "0.3", PROBE_DESTINATION_UNKNOWN_PER_HOUR: "25" };
+  const stack = await startJobsStack({ zone, delayMs: 0, edgePort: EDGE_PORT, probePort: PROBE_PORT, mtaArgs: null, env });
+  try {
+    const db = openDatabase(stack.database.url, stack.database.authToken);
+    const account = await createAccount(db, "bench singles", 0);
+    const token = (await createApiKey(db, account.id)).token;
+    log(`singles: ${opts.singles} single checks at once at one Postfix, half known users`);
+    const started = performance.now();
+    const answers = await Promise.all(
+      emails.map(async (email) => {
+        const res = await fetch(`http://127.0.0.1:${EDGE_PORT}/v1/email_verifications?email_address=${encodeURIComponent(email)}`, { headers: { authorization: `Bearer ${token}` } });
+        const body = (await res.json()) as { classification?: string; reason?: string };
+        return { email, verdict: res.ok ? `${body.classification}/${body.reason}` : `http_${res.status}` };
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const tally = (known: boolean) => {
+      const out: Record<string, number> = {};
+      for (const a of answers.filter((x) => x.email.startsWith("user") === known)) out[a.verdict] = (out[a.verdict] ?? 0) + 1;
+      return out;
+    };
+    return { singles: opts.singles, seconds, known: tally(true), unknown: tally(false), smtp: await postfixCounters(postfix.logFile) };
+  } finally {
+    await stack.stop();
+    await postfix.close();
+  }
+}
+
+export function singlesMarkdown(r: SinglesResult): string {
+  const list = (t: Record<string, number>) => Object.entries(t).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} × ${v}`).join(", ");
+  const knownValid = r.known["valid/deliverable"] ?? 0;
+  return [
+    `| ${r.singles} single checks at once, one Postfix | answers | goal |`,
+    `|---|---|---|`,
+    `| ${r.singles / 2} known users | ${list(r.known)} | every one \`valid\`: ${knownValid === r.singles / 2 ? "met" : "**missed**"} |`,
+    `| ${r.singles / 2} unknown users | ${list(r.unknown)} | only those beyond the hourly cap (25, 80% of it for one account alone) \`budget_spent\` |`,
+    ``,
+    `All answered in ${r.seconds.toFixed(1)} s; Postfix saw ${r.smtp.rcpts} RCPT TO on ${r.smtp.connections} connections.`,
+  ].join("\n");
+}
+
 export function fairShareMarkdown(r: FairShareResult): string {
   const s = (x: number) => `${x.toFixed(1)} s`;
   return [
@@ -201,8 +267,13 @@ if (isMainModule(import.meta.url)) {
       "delay-ms": { type: "string", default: "20" },
       "head-start-ms": { type: "string", default: "2000" },
       postfix: { type: "boolean", default: false },
+      singles: { type: "string" },
     },
   });
+  if (values.singles !== undefined) {
+    console.log(singlesMarkdown(await runSingles({ singles: Number(values.singles), log: (m) => console.error(m) })));
+    process.exit(0);
+  }
   const result = await runFairShare({
     big: Number(values.big),
     small: Number(values.small),

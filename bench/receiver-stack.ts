@@ -128,7 +128,7 @@ export async function startReceiverStack(o: StackOptions) {
   const claims: ClaimLog = { claims: new Map(), reliefs: new Map() };
   // Budgets kept in each probe's own working folder, as the container keeps them on its volume: the restart scenario reads them back.
   const probeEnv = { PROBE_POLICY_TIME_SCALE: String(o.scale), PROBE_STATE_FILE: "probe-state.json", ...o.probeEnv };
-  const probes: { port: number; helo: string; dir: string; origin: string; child: ChildProcess }[] = [];
+  const probes: { port: number; helo: string; dir: string; origin: string; metrics: number; child: ChildProcess }[] = [];
   const proxies: Awaited<ReturnType<typeof startClaimProxy>>[] = [];
   let stack: JobsStack<ChildProcess> | undefined;
   try {
@@ -141,7 +141,10 @@ export async function startReceiverStack(o: StackOptions) {
       const proxy = await startClaimProxy(`http://127.0.0.1:${port}`, claims);
       proxies.push(proxy);
       const origin = new URL(proxy.url).origin;
-      probes.push({ port, helo, dir, origin, child: await startProbe(file, port, helo, { ...probeEnv, PROBE_ORIGIN: origin }, dir) });
+      // Its /metrics on a port of its own: what it counted by family (connections, RCPTs, blocks, held checks).
+      const metrics = await freePortOn(["127.0.0.1"]);
+      const env = { ...probeEnv, PROBE_ORIGIN: origin, PROBE_METRICS_LISTEN: `127.0.0.1:${metrics}` };
+      probes.push({ port, helo, dir, origin, metrics, child: await startProbe(file, port, helo, env, dir) });
     }
     stack = await startJobsStack({
       zone: o.zone,
@@ -174,8 +177,10 @@ export async function startReceiverStack(o: StackOptions) {
       const exited = new Promise((resolve) => p.child.once("exit", resolve));
       p.child.kill("SIGKILL");
       await exited;
-      p.child = await startProbe(file, p.port, p.helo, { ...probeEnv, PROBE_ORIGIN: p.origin }, p.dir);
+      p.child = await startProbe(file, p.port, p.helo, { ...probeEnv, PROBE_ORIGIN: p.origin, PROBE_METRICS_LISTEN: `127.0.0.1:${p.metrics}` }, p.dir);
     },
+    /** Each probe's /metrics text now. */
+    probeMetrics: () => Promise.all(probes.map(async (p) => await (await fetch(`http://127.0.0.1:${p.metrics}/metrics`)).text())),
     async stop() {
       db.$client.close();
       await running.stop();

@@ -760,7 +760,7 @@ export interface components {
                  * @description As details.smtp_outcome in a verification result
                  * @enum {string|null}
                  */
-                smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "budget_spent" | "not_probed" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
+                smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "budget_spent" | "not_probed" | "blocked" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
                 /**
                  * @description RFC 3339, UTC
                  * @example 2026-11-24T03:02:11.000Z
@@ -818,7 +818,7 @@ export interface components {
              * @description What the mail server said about the address (accepted … refused_target), or probe_* when no probe answered; null when no SMTP check was due
              * @enum {string|null}
              */
-            smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "budget_spent" | "not_probed" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
+            smtp_outcome: "accepted" | "mailbox_not_found" | "mailbox_full" | "policy_block" | "rejected_unclear" | "temporary_failure" | "connection_failed" | "timeout" | "protocol_error" | "refused_target" | "budget_spent" | "not_probed" | "blocked" | "probe_not_configured" | "probe_unreachable" | "probe_error_status" | "probe_bad_response" | "probe_deadline" | null;
             smtp_tls: boolean | null;
             dns_ms: number | null;
             smtp_ms: number | null;
@@ -841,7 +841,7 @@ export interface components {
          * @description Why the result is what it is, in one word; the vocabulary of job summaries and result filters (docs/api.md, Reasons)
          * @enum {string}
          */
-        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "typo" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable";
+        VerificationReason: "syntax" | "no_mail_domain" | "mailbox_not_found" | "typo" | "disposable" | "catch_all" | "policy_block" | "probe_refused" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable";
         Account: {
             /** @example acc_Jx3bq0V9oWm2Lr8c */
             account_id: string;
@@ -2142,7 +2142,7 @@ export interface operations {
                 format?: "json" | "csv";
                 /** @description Comma-separated, of: valid, risky, invalid */
                 classification?: string;
-                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, typo, disposable, catch_all, policy_block, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, receiver_budget_spent, provider_forbids_probing, dns_failure, no_smtp_check, deliverable (VerificationReason) */
+                /** @description Comma-separated, of: syntax, no_mail_domain, mailbox_not_found, typo, disposable, catch_all, policy_block, probe_refused, temporary_failure, mailbox_full, connection_failed, smtp_inconclusive, receiver_budget_spent, provider_forbids_probing, dns_failure, no_smtp_check, deliverable (VerificationReason) */
                 reason?: string;
             };
             header?: never;

@@ -62,7 +62,7 @@ export type CheckOutcome = {
    * back off: its family, and when the budget next has room (probe clock), when known. A single check
    * so held is answered at once (`budget_spent`); a batch check is handed back (`deferred`).
    */
-  heldBy: { family: string; reliefAt: number | null } | null;
+  heldBy: { family: string; reliefAt: number | null; refused?: boolean } | null;
 };
 
 /** A check in a destination's hands, from its arrival to its answer. */

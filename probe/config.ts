@@ -30,6 +30,10 @@ const PolicyOverride = z
     domainsPerTransaction: z.number().int().min(0).max(100),
     knownNotCatchAll: z.array(z.string().min(1).max(253)).max(1000),
     warmupStart: z.number().gt(0).max(1),
+    warmupStepSeconds: z.number().int().min(1).max(86_400),
+    blockSeconds: z.number().int().min(1).max(7 * 86_400),
+    sessionIdleSeconds: z.number().int().min(0).max(300),
+    sessionMaxAgeSeconds: z.number().int().min(1).max(3_600),
   })
   .partial()
   .strict();

@@ -27,6 +27,8 @@ const MAX_REPLY_TEXT = 512;
  * says more than one that timed out, which says more than one we never reached.
  */
 const FAILURE_RANK: ProbeOutcome[] = [
+  // Our probe refused (a block): nothing about the mailbox, and when to ask again (retry_after_ms).
+  "blocked",
   "policy_block",
   "temporary_failure",
   "rejected_unclear",
@@ -64,8 +66,11 @@ function failureOutcome(check: CheckOutcome): ProbeOutcome {
   }
 }
 
-/** A batch check handed back unasked: when its receiver's budget next has room (ms from now), and which family, when that is what held it. */
-export type Deferral = { deferred: true; retryAfterMs: number | null; waitingOn: string | null };
+/**
+ * A batch check handed back unasked: when its receiver's budget next has room (ms from now), and which family, when
+ * that is what held it; `refused` when it was a block of our probe (docs/probe.md "Blocks").
+ */
+export type Deferral = { deferred: true; retryAfterMs: number | null; waitingOn: string | null; refused: boolean };
 
 export async function runProbe(request: ProbeRequestParsed, deps: ProbeDeps, startedAt = monotonicNow()): Promise<ProbeResponse> {
   const response = (await walkHosts(request, deps, startedAt)) as ProbeResponse;
@@ -102,6 +107,11 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
     return notProbed(hosts[0]!.host, startedAt);
   }
   const tenant = batch?.tenant ?? request.tenant;
+  /** A block of our probe at an address walked past (the next one may not refuse us): what to say if none answers. */
+  let refused: { relief: number | null; family: string } | null = null;
+  const noteRefused = (relief: number | null, family: string) => {
+    if (!refused || (relief !== null && (refused.relief === null || relief < refused.relief))) refused = { relief, family };
+  };
 
   walk: for (const host of hosts) {
     for (const literal of host.addresses) {
@@ -121,9 +131,16 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
         ...(tenant !== undefined ? { tenant } : {}),
         ...(batch ? { bulk: true } : {}),
       });
+      if (check.heldBy?.refused) {
+        // Our probe is refused at this address (a block): no answer; another address of the domain may take us.
+        noteRefused(check.heldBy.reliefAt, check.heldBy.family);
+        const reply = check.rejectedReply ? summarizeReply(check.rejectedReply) : null;
+        attempts.push({ ...skippedAttempt(host.host, target.address, "blocked", `the ${check.heldBy.family} receiver refuses this probe (a block of its address), not the mailbox`), reply, ms: check.ms });
+        continue;
+      }
       if (check.deferred) {
         const relief = check.heldBy?.reliefAt ?? null;
-        return { deferred: true, retryAfterMs: relief === null ? null : Math.max(0, relief - monotonicNow()), waitingOn: check.heldBy?.family ?? null };
+        return { deferred: true, retryAfterMs: relief === null ? null : Math.max(0, relief - monotonicNow()), waitingOn: check.heldBy?.family ?? null, refused: check.heldBy?.refused === true };
       }
       if (check.heldBy) {
         // Nothing was sent: the receiver's budget for this customer is spent (or it asked us to back off).
@@ -149,10 +166,15 @@ async function walkHosts(request: ProbeRequestParsed, deps: ProbeDeps, startedAt
     }
   }
 
+  const blockedAt = refused as { relief: number | null; family: string } | null;
+  // A batch check no address answered because our probe is refused: handed back, to wait or go to another probe.
+  if (!decided && blockedAt && batch) {
+    return { deferred: true, retryAfterMs: blockedAt.relief === null ? null : Math.max(0, blockedAt.relief - monotonicNow()), waitingOn: blockedAt.family, refused: true };
+  }
   const outcome = decided?.attempt.outcome ?? mostInformativeFailure(attempts);
   const last = decided?.attempt ?? attempts[attempts.length - 1] ?? null;
   const decidingReply = decided ? (decided.check.rcpt ?? decided.check.rejectedReply) : null;
-  const relief = decided?.check.heldBy?.reliefAt ?? null;
+  const relief = decided?.check.heldBy?.reliefAt ?? (outcome === "blocked" ? (blockedAt?.relief ?? null) : null);
   return {
     ...(relief !== null ? { retry_after_ms: Math.min(7 * 86_400_000, Math.max(0, relief - monotonicNow())) } : {}),
     outcome,

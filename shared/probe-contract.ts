@@ -111,6 +111,21 @@ export const ProbeResponse = z.object({
 });
 export type ProbeResponse = z.infer<typeof ProbeResponse>;
 
+/**
+ * What a probe learned by being blocked or throttled (docs/probe.md "What is learned"), per
+ * budget key (a family, or a family and an MX address), said after the addresses of a batch answer (ProbeBatchLearnedNotice) and handed by the
+ * Worker to every probe (ProbeBatchRequest `learned`). The newest PROBE_MAX_LEARNED_RULES.
+ */
+export const LearnedRuleWire = z.object({
+  key: z.string().min(1).max(300),
+  harvest: z.boolean(),
+  rate_factor: z.number().gt(0).max(1),
+  blocks: z.number().int().min(0).max(1_000_000),
+  throttles: z.number().int().min(0).max(1_000_000),
+  at_ms: z.number().int().min(0),
+});
+export type LearnedRuleWire = z.infer<typeof LearnedRuleWire>;
+export const PROBE_MAX_LEARNED_RULES = 200;
 export const PROBE_BATCH_PATH = "/v1/probe/batch";
 /** Batch bodies above this are refused before parsing. */
 export const PROBE_MAX_BATCH_BODY_BYTES = 1024 * 1024;
@@ -142,6 +157,11 @@ export const ProbeBatchRequest = z
       .array(z.object({ mx: z.array(ProbeMxHost).min(1).max(10), emails: z.array(ProbeEmail).min(1).max(PROBE_MAX_BATCH_ADDRESSES) }))
       .min(1)
       .max(PROBE_MAX_BATCH_ADDRESSES),
+    /**
+     * What other probes of the fleet learned by being blocked or throttled (their `learned` notices, kept by the
+     * Worker): the probe keeps each rule that is stricter than its own (docs/probe.md "What is learned").
+     */
+    learned: z.array(LearnedRuleWire).max(PROBE_MAX_LEARNED_RULES).optional(),
   })
   .refine((b) => b.groups.reduce((n, g) => n + g.emails.length, 0) <= PROBE_MAX_BATCH_ADDRESSES, {
     message: `at most ${PROBE_MAX_BATCH_ADDRESSES} addresses in one batch`,
@@ -161,6 +181,11 @@ export const ProbeBatchDeferred = z.object({
   deferred: z.literal(true),
   retry_after_ms: z.number().int().min(0).max(7 * 86_400_000).optional(),
   waiting_on: z.string().max(32).optional(),
+  /**
+   * Held because the receiver refuses this probe itself (a block, docs/probe.md "Blocks"), until `retry_after_ms`:
+   * the caller lets the line wait for it, or hands it to another probe, and never answers it from the block.
+   */
+  refused: z.literal(true).optional(),
 });
 /** Notices in one batch answer at most (the probe keeps its newest). */
 export const PROBE_MAX_BATCH_NOTICES = 50;
@@ -183,7 +208,21 @@ export const ProbeBatchNotice = z.object({
   }),
 });
 export type ProbeBatchNotice = z.infer<typeof ProbeBatchNotice>;
-export const ProbeBatchLine = z.union([ProbeBatchAnswer, ProbeBatchDeferred, ProbeBatchNotice]);
+/**
+ * After the addresses: a receiver blocked this probe (docs/probe.md "Blocks"); what it refused at these domains in the
+ * span, before the probe knew it for a block, was its refusal of us, not an answer: the caller takes back the
+ * `policy_block` answers written in that span at those domains, and asks them again. Wall-clock milliseconds.
+ */
+export const ProbeBatchRefusedNotice = z.object({
+  refused: z.object({
+    domains: z.array(z.string().min(1).max(253)).min(1).max(500),
+    since_ms: z.number().int().min(0),
+    until_ms: z.number().int().min(0),
+  }),
+});
+export type ProbeBatchRefusedNotice = z.infer<typeof ProbeBatchRefusedNotice>;
+export const ProbeBatchLearnedNotice = z.object({ learned: z.array(LearnedRuleWire).min(1).max(PROBE_MAX_LEARNED_RULES) });
+export const ProbeBatchLine = z.union([ProbeBatchAnswer, ProbeBatchDeferred, ProbeBatchNotice, ProbeBatchRefusedNotice, ProbeBatchLearnedNotice]);
 export type ProbeBatchLine = z.infer<typeof ProbeBatchLine>;
 
 const encoder = new TextEncoder();

@@ -24,6 +24,8 @@ import { z } from "zod";
  *   is spent, or the server asked us to back off (docs/probe.md "Receiver policy").
  * - not_probed: nothing was sent: the receiver's family is not probed (its policy forbids it, or RCPT
  *   there accepts every address), shared/email/receivers.ts.
+ * - blocked: nothing was asked about the mailbox: the receiving server refuses our probe itself (its IP, its
+ *   reputation, by policy: docs/probe.md "Blocks"), so the probe waits for the block to end (retry_after_ms).
  */
 export const ProbeOutcome = z.enum([
   "accepted",
@@ -38,6 +40,7 @@ export const ProbeOutcome = z.enum([
   "refused_target",
   "budget_spent",
   "not_probed",
+  "blocked",
 ]);
 export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
 

@@ -7,7 +7,7 @@
 import { sql } from "drizzle-orm";
 import { ROLES } from "../../shared/roles.ts";
 import { ALL_SCOPES_STORED } from "../../shared/scopes.ts";
-import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const now = sql`(unixepoch('subsec') * 1000)`;
 /** The role list as SQL, for the checks on members and invites: shared/roles.ts states it once. */
@@ -552,3 +552,19 @@ export const sessionNotes = sqliteTable(
   },
   (t) => [index("session_notes_session_idx").on(t.sessionId), index("session_notes_created_idx").on(t.createdAt)],
 );
+
+/**
+ * What receivers taught the probes by blocking or throttling them (docs/probe.md "What is learned"), one row per budget
+ * key (a family keyed by the probe's IP, or a family and one MX address): recorded from any probe's batch answer and
+ * handed to every probe with each batch, so a rule one probe learned holds for the whole fleet. Only ever stricter.
+ */
+export const receiverLessons = sqliteTable("receiver_lessons", {
+  key: text("key").primaryKey(),
+  /** It blocked a probe: the 60 s share and a lower hourly cap there, for good. */
+  harvest: integer("harvest", { mode: "boolean" }).notNull(),
+  /** Its RCPT rate as a share of the receiver table's (halved per throttle). */
+  rateFactor: real("rate_factor").notNull(),
+  blocks: integer("blocks").notNull(),
+  throttles: integer("throttles").notNull(),
+  learnedAt: integer("learned_at").notNull(),
+});

@@ -27,7 +27,7 @@ export const ANSWER_WRITER_LIMITS: AnswerWriterLimits = {
 };
 
 export type AnswerWriter = {
-  /** Positions answered "recheck" (asked again later) and "defer" / "release" (back to pending). */
+  /** Positions answered "recheck" (asked again later) and "defer" or "move" / "release" (back to pending). */
   rechecks: Set<number>;
   deferred: Set<number>;
   released: Set<number>;
@@ -89,7 +89,7 @@ export function answerWriter(
     async add(a) {
       if (failure !== null) throw failure;
       if (a.kind === "recheck") rechecks.add(a.position);
-      if (a.kind === "defer") deferred.add(a.position);
+      if (a.kind === "defer" || a.kind === "move") deferred.add(a.position);
       if (a.kind === "release") released.add(a.position);
       if (a.kind === "park") parked.set(a.position, a.until);
       pending.push(a);

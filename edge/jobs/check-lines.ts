@@ -13,10 +13,22 @@ import type { MailHostResolution } from "../verification/mx.ts";
 import { probeOrder, rankingKey } from "../verification/probe-ranking.ts";
 import { completeVerification, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verification/verify.ts";
 import { receiverFamily } from "../../shared/email/receivers.ts";
-import { afterAnswer, afterDeferral, afterProbeFailure, overClaimed, probeRank, waitedTooLong } from "./line-policy.ts";
+import { afterAnswer, afterDeferral, afterProbeFailure, afterRefusal, overClaimed, probeRank, refusedWaitingOn, waitedTooLong, waitsOnBlock } from "./line-policy.ts";
 import { callProbeBatch } from "../verification/probe-batch.ts";
+import { lessonKeys } from "./store/receiver-lessons.ts";
 import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
 import type { UntrustedNotice } from "./untrusted.ts";
+import type { LearnedRuleWire } from "../../shared/probe-contract.ts";
+
+/**
+ * What a probe says after its answers (shared/probe-contract.ts): answers no longer trusted, refusals that were its
+ * block (answers to take back), and what receivers taught it (for the fleet), each for the caller to apply.
+ */
+export type ProbeNotices = {
+  untrusted?(notice: UntrustedNotice): Promise<void>;
+  refused?(notice: UntrustedNotice): Promise<void>;
+  learned?(rules: LearnedRuleWire[]): Promise<void>;
+};
 
 export type CheckLinesConfig = {
   dohUrl: string;
@@ -29,6 +41,11 @@ export type CheckLinesConfig = {
   receiverWaitMaxMs: number;
   /** The account's opaque tenant: each probe shares a mail server's turns between tenants. */
   tenant: string;
+  /**
+   * What the fleet learned by being blocked or throttled at these budget keys (edge/jobs/store/receiver-lessons.ts,
+   * docs/probe.md "What is learned"): sent with every batch, so every probe keeps the stricter rule.
+   */
+  lessonsFor?(keys: string[]): Promise<LearnedRuleWire[]>;
 };
 
 /** Domains resolved at once. */
@@ -63,7 +80,7 @@ export async function checkLines(
   claimed: ClaimedLine[],
   config: CheckLinesConfig,
   answer: (a: LineAnswer) => Promise<void>,
-  untrust: (notice: UntrustedNotice) => Promise<void> = async () => {},
+  notices: ProbeNotices = {},
 ): Promise<void> {
   const lines: Line[] = [];
   for (const line of claimed) {
@@ -96,7 +113,8 @@ export async function checkLines(
       continue;
     }
     if (line.mx && waitedTooLong(line.claimed, config.receiverWaitMaxMs)) {
-      await answerOrRecheck(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("budget_spent")));
+      // It waited the longest wait: on a budget (receiver_budget_spent), or on a block of our probe (probe_refused).
+      await answerOrRecheck(line, completeVerification(line.prepared, line.dns, nothingSentAnswer(waitsOnBlock(line.claimed.waitingOn) ? "blocked" : "budget_spent")));
       continue;
     }
     if (!line.mx || config.probeUrls.length === 0 || !config.probeSecret || overClaimed(line.claimed)) {
@@ -111,7 +129,7 @@ export async function checkLines(
   await Promise.all(
     [...toProbe].map(async ([probeUrl, probeLines]) => {
       for (let start = 0; start < probeLines.length; start += PROBE_MAX_BATCH_ADDRESSES) {
-        await askProbe(probeUrl, probeLines.slice(start, start + PROBE_MAX_BATCH_ADDRESSES), config, answerOrRecheck, answer, untrust);
+        await askProbe(probeUrl, probeLines.slice(start, start + PROBE_MAX_BATCH_ADDRESSES), config, answerOrRecheck, answer, notices);
       }
     }),
   );
@@ -138,7 +156,7 @@ async function askProbe(
   config: CheckLinesConfig,
   answerOrRecheck: (line: Line, result: ReturnType<typeof completeVerification>) => Promise<void>,
   answer: (a: LineAnswer) => Promise<void>,
-  untrust: (notice: UntrustedNotice) => Promise<void>,
+  notices: ProbeNotices,
 ): Promise<void> {
   const byEmail = new Map<string, Line[]>();
   const groups = new Map<string, { mx: ProbeMxHost[]; emails: string[] }>();
@@ -150,20 +168,30 @@ async function askProbe(
     if (!group.emails.includes(email)) group.emails.push(email);
     groups.set(domain, group);
   }
+  const learned = config.lessonsFor ? await config.lessonsFor(lessonKeys([...groups.values()])) : [];
   const request: ProbeBatchRequest = {
     deadline_ms: batchDeadlineMs(config.smtpTimeoutSeconds),
     queue_ms: QUEUE_ALLOWANCE_MS,
     catch_all_check: true,
     tenant: config.tenant,
+    ...(learned.length > 0 ? { learned } : {}),
     // Domains that share MX hosts side by side: they reach the same mail servers' queues together.
     groups: [...groups.values()].sort((a, b) => mxKey(a.mx).localeCompare(mxKey(b.mx))),
   };
   const answered = new Set<string>();
   const end = await callProbeBatch(probeUrl, config.probeSecret!, request, async (probeLine) => {
-    if ("untrusted" in probeLine) return untrust(probeLine.untrusted);
+    if ("untrusted" in probeLine) return notices.untrusted?.(probeLine.untrusted);
+    if ("refused" in probeLine && !("email" in probeLine)) return notices.refused?.(probeLine.refused);
+    if ("learned" in probeLine) return notices.learned?.(probeLine.learned);
     answered.add(probeLine.email);
     for (const line of byEmail.get(probeLine.email) ?? []) {
-      if ("deferred" in probeLine) {
+      if ("deferred" in probeLine && probeLine.refused) {
+        // Our probe is refused there (a block): never an answer; another probe, or wait for the block's end.
+        const next = afterRefusal(line.claimed, probeLine.retry_after_ms, config.probeUrls.length, config.receiverWaitMaxMs);
+        if (next.kind === "move") await answer({ position: line.claimed.position, kind: "move" });
+        else if (next.kind === "park") await answer({ position: line.claimed.position, kind: "park", until: next.until, waitingOn: refusedWaitingOn(probeLine.waiting_on ?? null) });
+        else await answerOrRecheck(line, completeVerification(line.prepared, line.dns, nothingSentAnswer("blocked", { retryAfterMs: probeLine.retry_after_ms })));
+      } else if ("deferred" in probeLine) {
         const next = afterDeferral(line.claimed, probeLine.retry_after_ms, config.receiverWaitMaxMs);
         if (next.kind === "defer") await answer({ position: line.claimed.position, kind: "defer" });
         else if (next.kind === "park") await answer({ position: line.claimed.position, kind: "park", until: next.until, waitingOn: probeLine.waiting_on ?? null });

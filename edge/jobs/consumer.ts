@@ -20,7 +20,8 @@ import { probeTenant } from "../verification/probe-ranking.ts";
 import { UNTRUSTED_RECHECK_DELAY_MS } from "./untrusted.ts";
 import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cleanup.ts";
 import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
-import { claimTurns, newLease, renewClaims, untrustValids, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
+import { lessonsFor, recordLessons } from "./store/receiver-lessons.ts";
+import { claimTurns, newLease, renewClaims, takeBackRefusals, untrustValids, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
 import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
 import { enqueueCallback, enqueueTurns, LINES_PER_TURN } from "./queue.ts";
 
@@ -139,19 +140,25 @@ async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease
       recheckDelaySeconds: deps.recheckDelaySeconds,
       receiverWaitMaxMs: deps.receiverWaitMaxMs,
       tenant: await probeTenant(job.account_id),
+      lessonsFor: (keys: string[]) => lessonsFor(deps.db, keys),
     };
     const untrusted = new Map<string, number>();
-    await checkLines(
-      lines,
-      config,
-      (a) => writer.add(a),
-      async (notice) => {
+    const refused = new Map<string, number>();
+    await checkLines(lines, config, (a) => writer.add(a), {
+      untrusted: async (notice) => {
         for (const [job, n] of await untrustValids(deps.db, notice)) untrusted.set(job, (untrusted.get(job) ?? 0) + n);
       },
-    );
+      refused: async (notice) => {
+        for (const [job, n] of await takeBackRefusals(deps.db, notice)) refused.set(job, (refused.get(job) ?? 0) + n);
+      },
+      // What receivers taught this probe, kept for the whole fleet (edge/jobs/store/receiver-lessons.ts).
+      learned: (rules) => recordLessons(deps.db, rules),
+    });
     completed = await writer.finish();
     // Lines a receiver's notice sent back (edge/jobs/untrusted.ts, store/lines.ts), in any job: a turn at their recheck.
     for (const [job, n] of untrusted) await enqueueTurns(deps.queue, job, n, Math.ceil(UNTRUSTED_RECHECK_DELAY_MS / 1000));
+    // Refusals that were a block of our probe, taken back (store/lines.ts takeBackRefusals): a turn now; the probe hands them on.
+    for (const [job, n] of refused) await enqueueTurns(deps.queue, job, n, 0);
   } finally {
     clearInterval(renewal);
   }

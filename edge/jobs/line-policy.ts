@@ -10,6 +10,11 @@
  *   next has room: not claimed again before then, at no cost (docs/jobs.md "Waiting on a receiver");
  *   a line that would wait past `receiverWaitMaxMs` since it was first parked is answered at once,
  *   risky with the budget's reason, so every job ends;
+ * - move: the probe handed it back unasked because the receiver refuses that probe itself (a block of its
+ *   address, docs/jobs.md "While our probe is blocked"): asked at once at the next probe of its ranking that
+ *   has not had it yet, at no cost; with none left it is parked until the block ends (waiting on
+ *   `refused:<family>`), and a block that outlasts `receiverWaitMaxMs` answers it risky, `probe_refused`: our
+ *   block is never its answer otherwise, and never `policy_block`;
  * - release: its probe could not be asked (unreachable, an error status, a broken answer): asked
  *   again after a pause, at the next probe in the ranking, and answered "no SMTP check" once that
  *   has happened `maxProbeFailures` times.
@@ -35,15 +40,24 @@ export const LINE_POLICY = {
   redeliverDelaySeconds: 30,
 } as const;
 
-/** What a claim knows of its line's history; `waitingSince`: when a receiver's budget first parked it (null: never). */
-export type LineHistory = { claims: number; probeFailures: number; rechecking: boolean; waitingSince: number | null };
+/**
+ * What a claim knows of its line's history; `waitingSince`: when a receiver's budget (or a block) first parked it
+ * (null: never); `waitingOn`: what it was parked on last (a family, or refusedWaitingOn's `refused:<family>`).
+ */
+export type LineHistory = { claims: number; probeFailures: number; rechecking: boolean; waitingSince: number | null; waitingOn?: string | null };
 
 export type LineOutcome =
   | { kind: "done" }
   | { kind: "recheck"; recheckAt: number }
   | { kind: "defer" }
   | { kind: "park"; until: number }
+  | { kind: "move" }
   | { kind: "release" };
+
+/** The `waiting_on` of a line parked because the receiver refuses our probe (a block), not on a budget. */
+export const refusedWaitingOn = (family: string | null) => `refused:${family ?? "unknown"}`;
+/** Whether a parked line waits on a block of our probe (refusedWaitingOn). */
+export const waitsOnBlock = (waitingOn: string | null | undefined) => waitingOn?.startsWith("refused:") === true;
 
 /**
  * An answer that may change if asked again (shared/email/reasons.ts, recheckSoon): by its SMTP outcome (a 4xx, a
@@ -76,6 +90,18 @@ export function afterDeferral(line: LineHistory, retryAfterMs: number | undefine
   return until >= (line.waitingSince ?? now) + receiverWaitMaxMs ? { kind: "give_up" } : { kind: "park", until };
 }
 
+/**
+ * A line the probe handed back because the receiver refuses that probe (a block), until `retryAfterMs` from now: to
+ * the next probe of its ranking while one has not had it yet (`probes` in the ranking), else parked until the block
+ * ends, or "give_up" (answered risky, probe_refused) when that is past the line's longest wait.
+ */
+export function afterRefusal(line: LineHistory, retryAfterMs: number | undefined, probes: number, receiverWaitMaxMs: number, now = Date.now()): { kind: "move" } | { kind: "park"; until: number } | { kind: "give_up" } {
+  if (line.probeFailures + 1 < probes) return { kind: "move" };
+  // A block whose end the probe did not say: a day, the longest block of the receiver table.
+  const until = now + (retryAfterMs ?? 86_400_000);
+  return until > (line.waitingSince ?? now) + receiverWaitMaxMs ? { kind: "give_up" } : { kind: "park", until };
+}
+
 /** Parked for longer than the longest wait (a budget that kept it past its first estimate): answered at once, budget spent. */
 export function waitedTooLong(line: LineHistory, receiverWaitMaxMs: number, now = Date.now()): boolean {
   return line.waitingSince !== null && now - line.waitingSince >= receiverWaitMaxMs;
@@ -103,8 +129,8 @@ export function parkedDelaySeconds(until: number, now = Date.now()): number {
 }
 
 /** When the lines that end a run this way go back on the queue (seconds from now). */
-export function requeueDelaySeconds(kind: "defer" | "release" | "recheck", recheckDelaySeconds: number): number {
-  if (kind === "defer") return 0;
+export function requeueDelaySeconds(kind: "defer" | "move" | "release" | "recheck", recheckDelaySeconds: number): number {
+  if (kind === "defer" || kind === "move") return 0;
   if (kind === "release") return LINE_POLICY.releaseDelaySeconds;
   return recheckDelaySeconds;
 }

@@ -68,7 +68,8 @@ export async function callProbeBatch(
       buffered = buffered.slice(nl + 1);
       if (text.trim() === "") continue;
       const parsed = ProbeBatchLine.safeParse(safeJson(text));
-      const tooMany = parsed.success && ("untrusted" in parsed.data ? ++notices > PROBE_MAX_BATCH_NOTICES : ++lines > PROBE_MAX_BATCH_ADDRESSES);
+      const notice = parsed.success && !("email" in parsed.data);
+      const tooMany = parsed.success && (notice ? ++notices > PROBE_MAX_BATCH_NOTICES + 1 : ++lines > PROBE_MAX_BATCH_ADDRESSES);
       if (!parsed.success || tooMany) {
         await stop();
         return fail("bad_response", res.status);

@@ -59,10 +59,10 @@ function smtpFact(call: ProbeCallResult | null, provider: string | null): SmtpFa
 
 /**
  * An answer for which nothing was sent, in the probe's own shape (one vocabulary from the probe to the
- * JSON): not_probed (catchAll true where RCPT accepts every address), or budget_spent (when the
- * receiver's budget next has room, if known).
+ * JSON): not_probed (catchAll true where RCPT accepts every address), budget_spent (when the
+ * receiver's budget next has room, if known), or blocked (the receiver refuses our probe: when that ends, if known).
  */
-export function nothingSentAnswer(outcome: "not_probed" | "budget_spent", { catchAll = null, retryAfterMs }: { catchAll?: boolean | null; retryAfterMs?: number } = {}): ProbeCallResult {
+export function nothingSentAnswer(outcome: "not_probed" | "budget_spent" | "blocked", { catchAll = null, retryAfterMs }: { catchAll?: boolean | null; retryAfterMs?: number } = {}): ProbeCallResult {
   const response: ProbeResponse = {
     outcome,
     catch_all: catchAll,
@@ -161,7 +161,10 @@ export function completeVerification(
       catch_all_cached: probe?.ok ? probe.response.catch_all_cached : null,
       mx_provider: provider,
       receiver_family: mx ? receiverFamily(mx) : null,
-      smtp_retry_at: probe?.ok && probe.response.outcome === "budget_spent" && probe.response.retry_after_ms !== undefined ? new Date(now + probe.response.retry_after_ms).toISOString() : null,
+      smtp_retry_at:
+        probe?.ok && (probe.response.outcome === "budget_spent" || probe.response.outcome === "blocked") && probe.response.retry_after_ms !== undefined
+          ? new Date(now + probe.response.retry_after_ms).toISOString()
+          : null,
     },
   };
   return { ...complete, reason: verificationReason(complete) };

@@ -132,6 +132,8 @@ export function createProbeApp(service: ProbeService): Hono {
     const checks = new Map<string, (typeof batch.groups)[number]["mx"]>();
     for (const group of batch.groups) for (const email of group.emails) if (!checks.has(email)) checks.set(email, group.mx);
     if (!scheduler.admit(checks.size)) return busy(c, "Probe busy");
+    // What other probes of the fleet learned, through the Worker: kept where stricter than this probe's own.
+    if (batch.learned) scheduler.learnFromFleet(batch.learned);
 
     const encoder = new TextEncoder();
     const deferAt = batch.queue_ms === undefined ? undefined : started + batch.queue_ms;
@@ -149,6 +151,7 @@ export function createProbeApp(service: ProbeService): Hono {
                       deferred: true,
                       ...(result.retryAfterMs !== null ? { retry_after_ms: Math.min(result.retryAfterMs, 7 * 86_400_000) } : {}),
                       ...(result.waitingOn !== null ? { waiting_on: result.waitingOn } : {}),
+                      ...(result.refused ? { refused: true as const } : {}),
                     }
                   : ProbeBatchLine.parse({ email, result }),
             )
@@ -166,11 +169,15 @@ export function createProbeApp(service: ProbeService): Hono {
               scheduler.done(1);
               if (--left === 0 && open) {
                 open = false;
-                // Then the notices of answers no longer trusted (probe/policy/untrusted.ts), the newest last.
+                // Then the notices of answers no longer trusted or refused by a block (probe/policy/untrusted.ts), the newest last,
+                // and what receivers taught this probe, for the Worker to hand to the fleet (policy/learned.ts).
                 for (const n of scheduler.untrusted.current().slice(-PROBE_MAX_BATCH_NOTICES)) {
-                  const notice: ProbeBatchLine = { untrusted: { domains: n.domains, since_ms: n.sinceMs, until_ms: n.untilMs } };
+                  const span = { domains: n.domains, since_ms: n.sinceMs, until_ms: n.untilMs };
+                  const notice: ProbeBatchLine = n.kind === "refused" ? { refused: span } : { untrusted: span };
                   controller.enqueue(encoder.encode(JSON.stringify(notice) + "\n"));
                 }
+                const learned = scheduler.learnedWire();
+                if (learned.length > 0) controller.enqueue(encoder.encode(JSON.stringify({ learned } satisfies ProbeBatchLine) + "\n"));
                 controller.close();
               }
             });

@@ -46,6 +46,34 @@ function schedulerGauges(scheduler: Scheduler): Registry {
       for (const { family, left } of scheduler.receivers.familyLeft(monotonicNow())) this.set({ family }, left);
     },
   });
+  new Gauge({
+    name: "probe_blocked_keys",
+    help: "Budget keys (a family keyed by our IP, or a family and one MX address) that block this probe now (docs/probe.md \"Blocks\"): nothing is sent there until the block ends",
+    labelNames: ["family"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const byFamily = new Map<string, number>();
+      for (const b of scheduler.receivers.blocked(monotonicNow())) byFamily.set(b.family, (byFamily.get(b.family) ?? 0) + 1);
+      for (const [family, n] of byFamily) this.set({ family }, n);
+    },
+  });
+  new Gauge({
+    name: "probe_learned_rules",
+    help: "Budget keys with a rule learned from punishment (docs/probe.md \"What is learned\"), by kind: harvest (it blocked us: the 60 s share and a lower hourly cap for good), rate (it throttled us: a lower RCPT rate for good)",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+    collect() {
+      let harvest = 0;
+      let rate = 0;
+      for (const [, r] of scheduler.receivers.learned.entries()) {
+        if (r.harvest) harvest++;
+        if (r.rateFactor < 1) rate++;
+      }
+      this.set({ kind: "harvest" }, harvest);
+      this.set({ kind: "rate" }, rate);
+    },
+  });
   return registry;
 }
 
@@ -124,7 +152,13 @@ export async function startMetricsServer(probe: MetricsSource, host: string, por
     }
     const path = (req.url ?? "").split("?")[0];
     if (req.method === "GET" && path === "/status") {
-      const status = { draining: probe.draining ?? false, ...probe.scheduler.stats(), replay_guard_nonces: probe.replays?.size ?? null, reputation: probe.audit.snapshot() };
+      const now = monotonicNow();
+      const receivers = {
+        // What blocks us now, and what receivers taught us (docs/probe.md "Blocks", "What is learned"): MX addresses, never a recipient.
+        blocked: probe.scheduler.receivers.blocked(now).map((b) => ({ key: b.key, family: b.family, seconds_left: Math.ceil((b.until - now) / 1000) })),
+        learned: probe.scheduler.learnedWire(),
+      };
+      const status = { draining: probe.draining ?? false, ...probe.scheduler.stats(), replay_guard_nonces: probe.replays?.size ?? null, reputation: probe.audit.snapshot(), receivers };
       res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(status));
       return;
     }

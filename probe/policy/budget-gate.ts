@@ -22,22 +22,27 @@ export type Hold = { reliefAt: number | null };
 /**
  * What holds `p`'s tenant back now (its budget, or a pause the receiver asked for), or null. When only RCPTs
  * awaiting their reply hold it (they count at worst until answered), the relief is now: those replies come
- * within the transaction, not a window later, so a batch check waits in the queue for them instead of going
- * back to the Worker to be parked for a window.
+ * within the transaction, not a window later, so a check waits in the queue for them instead of being answered
+ * (a single check: budget_spent) or going back to the Worker to be parked for a window. So it is while the
+ * limits are `provisional` (the destination's greeting, which may loosen them, is not read yet); a stop or pause
+ * the receiver asked for is no such thing.
  */
-export function holdOf(budget: ReceiverBudget, p: GateCheck, now: number): Hold | null {
+export function holdOf(budget: ReceiverBudget, p: GateCheck, now: number, provisional = false): Hold | null {
   const tenant = tenantOf(p);
   if (budget.admits(tenant, now)) return null;
-  const soon = budget.awaitingReplies > 0 && budget.admits(tenant, now, 1, true);
+  const paused = budget.pausedUntil(now);
+  if (paused !== null) return { reliefAt: paused };
+  const soon = provisional || (budget.awaitingReplies > 0 && budget.admits(tenant, now, 1, true));
   return { reliefAt: soon ? now : budget.nextRelief(now) };
 }
 
 /**
- * Whether a check held as it arrives is answered at once rather than queued: a single check always (a person
- * waits), a batch check when its relief comes no sooner than it could be asked (its deferAt or its deadline).
+ * Whether a check held as it arrives is answered at once rather than queued: when its relief comes no sooner than
+ * it could be asked (a batch check's deferAt, any check's deadline). A single check is a person waiting: it waits
+ * only for a relief within its own deadline (replies in flight, a greeting), never for a window.
  */
 export function answeredOnArrival(hold: Hold, p: GateCheck): boolean {
-  return !p.req.bulk || hold.reliefAt === null || hold.reliefAt >= Math.min(p.req.deferAt ?? p.req.deadline, p.req.deadline);
+  return hold.reliefAt === null || hold.reliefAt >= Math.min(p.req.deferAt ?? p.req.deadline, p.req.deadline);
 }
 
 /** How a held check is answered when it is answered at once: a batch check is handed back, a single check is budget_spent. */
@@ -49,14 +54,17 @@ export type Admission<T> = {
   send: number;
   /** Batch checks whose tenant it holds: they wait in the queue for the relief. */
   hold: T[];
-  /** Single checks whose tenant it holds: answered at once (budget_spent), nothing sent. */
+  /** Single checks whose tenant it holds, with no relief before their deadline: answered at once (budget_spent), nothing sent. */
   answerNow: T[];
   /** When the budget next has room, for the checks answered now (null when there are none, or it is not known). */
   reliefAt: number | null;
 };
 
-/** The checks waiting at a destination (in queue order), as the budget takes them now. */
-export function admit<T extends GateCheck>(queue: Iterable<T>, budget: ReceiverBudget, now: number): Admission<T> {
+/**
+ * The checks waiting at a destination (in queue order), as the budget takes them now. A held single check waits (in
+ * `hold`) while its relief comes before its deadline (holdOf: replies in flight, a provisional limit).
+ */
+export function admit<T extends GateCheck>(queue: Iterable<T>, budget: ReceiverBudget, now: number, provisional = false): Admission<T> {
   const hold: T[] = [];
   const answerNow: T[] = [];
   let send = 0;
@@ -64,19 +72,20 @@ export function admit<T extends GateCheck>(queue: Iterable<T>, budget: ReceiverB
     for (const _ of queue) send++;
     return { send, hold, answerNow, reliefAt: null };
   }
-  const admitted = new Map<string, boolean>();
+  const holds = new Map<string, Hold | null>();
   for (const p of queue) {
     const tenant = tenantOf(p);
-    let ok = admitted.get(tenant);
-    if (ok === undefined) admitted.set(tenant, (ok = budget.admits(tenant, now)));
-    if (ok) send++;
-    else (p.req.bulk ? hold : answerNow).push(p);
+    let held = holds.get(tenant);
+    if (held === undefined) holds.set(tenant, (held = holdOf(budget, p, now, provisional)));
+    if (!held) send++;
+    else if (p.req.bulk || !answeredOnArrival(held, p)) hold.push(p);
+    else answerNow.push(p);
   }
   return { send, hold, answerNow, reliefAt: answerNow.length > 0 ? budget.nextRelief(now) : null };
 }
 
-/** Where a check goes in the transaction being assembled. */
-export type Fit = "with-test" | "without-test" | "hold" | "answer-now";
+/** Where a check goes in the transaction being assembled ("wait": a single check that replies in flight may let through). */
+export type Fit = "with-test" | "without-test" | "hold" | "wait" | "answer-now";
 
 /**
  * One transaction being assembled under the budget: each RCPT is charged its tenant's risk, and the random
@@ -115,7 +124,12 @@ export class TransactionBudget {
       budget.fits(plan, test ? 2 : 1, this.#risk(tenant) + (test ? 1 : 0), !test && budget.lowersShare(tenant, (this.#added.get(tenant) ?? 0) + 1, this.#now), tenant);
     let test = withTest;
     if (test && !fits(true) && fits(false)) test = false;
-    if (!fits(test)) return p.req.bulk ? "hold" : "answer-now";
+    if (!fits(test)) {
+      if (p.req.bulk) return "hold";
+      // RCPTs in flight (this transaction's or earlier ones) count at worst until answered: their replies may make room.
+      const inFlight = budget.awaitingReplies > 0 || this.#added.size > 0;
+      return inFlight && this.#now < p.req.deadline && budget.admits(tenant, this.#now, 1, true) ? "wait" : "answer-now";
+    }
     budget.add(plan, test ? 2 : 1, this.#risk(tenant) + (test ? 1 : 0), tenant);
     this.#added.set(tenant, (this.#added.get(tenant) ?? 0) + 1);
     return test ? "with-test" : "without-test";

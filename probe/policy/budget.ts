@@ -10,7 +10,10 @@
  *   sent and more than `unknownFloor` unknown users are expected, at most `unknownRatio` of them;
  * - at most `unknownPerHour` unknown-user refusals an hour, RCPTs awaiting a reply counted as refusals;
  * - each lane (a customer) may spend a fair part of that hourly cap: 1/n of it with n lanes at work,
- *   and never more than LONE_LANE_SHARE of it alone, so a customer who arrives finds room;
+ *   and never more than LONE_LANE_SHARE of it alone, so a customer who arrives finds room; and so of the
+ *   window's floor: a dirty customer alone cannot fill the unknown users that never hold anything back, so a
+ *   customer who arrives can still send a few, whose good answers then lower the share (issue 36: one account's
+ *   random single checks beside another's clean job at a Forcepoint-style gateway);
  * - while the receiver asked us to back off (a pause) nothing goes.
  *
  * Nobody knows before asking which address is unknown, so a RCPT is charged its *risk*: the share of
@@ -106,6 +109,8 @@ export type BudgetPlan = {
   windowWorst: number;
   hourWorst: number;
   byOwner: Map<Tenant, number>;
+  /** Each owner's unknown users the window could hold at worst (its refusals and RCPTs awaiting a reply there). */
+  windowByOwner: Map<Tenant, number>;
 };
 
 /** A lane's last answers under this key (refused as unknown or not), and its RCPTs awaiting a reply. */
@@ -263,13 +268,26 @@ export class ReceiverBudget {
   plan(now: number, replied = false): BudgetPlan {
     this.#expire(now);
     const pending = replied ? 0 : this.#pending;
+    const windowByOwner = new Map<Tenant, number>();
+    for (let i = this.#head; i < this.#window.length; i++) {
+      const r = this.#window[i]!;
+      if (r.state === "unknown" || (r.state === "pending" && !replied)) windowByOwner.set(r.owner, (windowByOwner.get(r.owner) ?? 0) + 1);
+    }
     return {
       sent: this.#sent,
       unknown: this.#unknown + (replied ? 0 : this.#pendingRisk),
       windowWorst: this.#unknown + pending,
       hourWorst: this.#refusals.length + pending,
       byOwner: new Map(),
+      windowByOwner,
     };
+  }
+
+  /** The most of the window's floor `owner` may hold at worst: all of it with nobody else at work, else a fair part. */
+  #floorShare(owner: Tenant, floor: number): number {
+    let lanes = this.#owners.size;
+    if (!this.#owners.has(owner)) lanes++;
+    return lanes <= 1 ? Math.max(1, Math.floor(floor * LONE_LANE_SHARE)) : Math.max(1, Math.floor(floor / lanes));
   }
 
   /** The most of the hourly cap `owner` may hold now (refusals of the hour and RCPTs in flight). */
@@ -297,7 +315,12 @@ export class ReceiverBudget {
     if (c.unknownRatio >= 1) return true;
     const sent = plan.sent + rcpts;
     const unknown = plan.unknown + risk;
-    if (sent < (c.minSample ?? MIN_SAMPLE) || unknown <= c.unknownRatio * sent || plan.windowWorst + rcpts <= (c.unknownFloor ?? 0)) return true;
+    if (unknown <= c.unknownRatio * sent) return true;
+    // Too few to judge, or within the floor: never held, but a customer within its part of the floor only.
+    const floor = c.unknownFloor ?? 0;
+    const ownerWorst = owner === undefined ? 0 : Math.max(0, (plan.windowByOwner.get(owner) ?? 0) + (plan.byOwner.get(owner) ?? 0));
+    const withinPart = floor <= 0 || owner === undefined || ownerWorst + rcpts <= this.#floorShare(owner, floor);
+    if (withinPart && (sent < (c.minSample ?? MIN_SAMPLE) || plan.windowWorst + rcpts <= floor)) return true;
     return lowers && unknown <= TRIGGER_SHARE * sent;
   }
 
@@ -357,6 +380,11 @@ export class ReceiverBudget {
   /** The end of a pause in force, or null. */
   pausedUntil(now: number): number | null {
     return this.#pause && now < this.#pause.until ? this.#pause.until : null;
+  }
+
+  /** The end of a stop in force (the receiver blocked us), or null: a pause that is only a back-off is not one. */
+  stoppedUntil(now: number): number | null {
+    return this.#pause && this.#pause.stop && now < this.#pause.until ? this.#pause.until : null;
   }
 
   /** The level the next pause would be at (0 when none was recent): the caller doubles its length per level. */

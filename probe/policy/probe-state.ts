@@ -1,7 +1,7 @@
 /**
  * What a probe must not forget when it restarts (PROBE_STATE_FILE): every receiver budget's refusals
- * of the hour and answers of its window, pauses and stops a receiver asked for, and each family's
- * warm-up. A redeploy must not reset a gateway's count to zero, nor a new IP's ramp to its end.
+ * of the hour and answers of its window, pauses and stops a receiver asked for (a block among them), each family's
+ * warm-up, and what receivers taught us by blocking or throttling us (policy/learned.ts). A redeploy must not reset a gateway's count to zero, nor a new IP's ramp to its end.
  *
  * One small JSON file on the probe's own disk, written whole to a temporary name and renamed (a crash
  * mid-write leaves the previous one), every few seconds while something changed and at a clean stop.
@@ -23,12 +23,22 @@ const Snapshot = z.object({
   answers: z.array(z.tuple([z.number(), z.string().max(128), z.union([z.literal(0), z.literal(1)])])),
   pause: z.object({ until: z.number(), level: z.number().int().min(0), stop: z.boolean() }).nullable(),
 });
-const Warmup = z.object({ since: z.number(), factor: z.number().gt(0).max(1), day: z.number().int(), frozenDay: z.number().int() });
+const Warmup = z.object({
+  since: z.number(),
+  factor: z.number().gt(0).max(1),
+  day: z.number().int(),
+  frozenDay: z.number().int(),
+  rate: z.number().gt(0).max(1).optional(),
+  rateSince: z.number().optional(),
+});
+const Learned = z.object({ harvest: z.boolean(), rateFactor: z.number().gt(0).max(1), blocks: z.number().int().min(0), throttles: z.number().int().min(0), at: z.number() });
 const StateFile = z.object({
   version: z.literal(1),
   saved_at: z.number(),
   budgets: z.record(z.string().max(300), Snapshot),
   warmup: z.partialRecord(z.enum(RECEIVER_FAMILIES), Warmup),
+  /** What receivers taught us (policy/learned.ts), by budget key; absent in files of earlier versions. */
+  learned: z.record(z.string().max(300), Learned).optional(),
 });
 
 /** The state a previous run left, or null (none, unreadable, or not ours: logged). */
@@ -44,7 +54,7 @@ export function loadProbeState(path: string): ReceiverState | null {
   }
   try {
     const parsed = StateFile.parse(JSON.parse(text));
-    return { budgets: parsed.budgets, warmup: parsed.warmup };
+    return { budgets: parsed.budgets, warmup: parsed.warmup, ...(parsed.learned ? { learned: parsed.learned } : {}) };
   } catch (err) {
     warn("probe state ignored", err);
     return null;

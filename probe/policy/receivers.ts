@@ -8,10 +8,11 @@
  * A probe sends from one IP, so "per probe IP" is per process; a fleet puts its probes in different
  * /24s or says how many share one (PROBE_NETBLOCK_PEERS), and Google's netblock cap is split among them.
  */
-import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, receiverOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../../shared/email/receivers.ts";
+import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, WARMUP_STEP_GROWTH, receiverOfHost, replyMatches, type ReceiverFamily, type ReceiverPolicy, type ReplyRule } from "../../shared/email/receivers.ts";
 import { ReceiverBudget, type BudgetLimits, type BudgetSnapshot } from "./budget.ts";
 import { Limiter, TokenBucket } from "../limits.ts";
 import { countFamilyEvent } from "../counters.ts";
+import { countsPerSession, keyLimits, LearnedRules, type LearnedRule } from "./learned.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -40,15 +41,26 @@ export type AppliedPolicy = ReceiverPolicy & { windowMs: number; hourMs: number;
 /** What a family keyed by our IP shares across all its destinations. */
 export type FamilyGate = { sessions: Limiter; rcpts: TokenBucket };
 
-type Warmup = { since: number; factor: number; day: number; frozenDay: number };
+/**
+ * A family's warm-up at this probe IP: `factor` of the hourly cap (by the day), `rate` of the RCPT rate since
+ * `rateSince` (by the row's step; a throttle halves it and the ramp starts again from there).
+ */
+type Warmup = { since: number; factor: number; day: number; frozenDay: number; rate?: number; rateSince?: number };
 
-export type ReceiverState = { budgets: Record<string, BudgetSnapshot>; warmup: Partial<Record<ReceiverFamily, Warmup>> };
+export type ReceiverState = { budgets: Record<string, BudgetSnapshot>; warmup: Partial<Record<ReceiverFamily, Warmup>>; learned?: Record<string, LearnedRule> };
+
+/** Destinations whose greeting showed software that counts per session, remembered at most (the newest). */
+const MAX_PER_SESSION = 100_000;
 
 export class ReceiverPolicies {
   readonly #policies = new Map<ReceiverFamily, AppliedPolicy>();
   readonly #budgets = new Map<string, { budget: ReceiverBudget; usedAt: number; policy: AppliedPolicy }>();
   readonly #gates = new Map<ReceiverFamily, FamilyGate>();
   readonly #warmup = new Map<ReceiverFamily, Warmup>();
+  /** What punishment taught us, per budget key (policy/learned.ts): persisted, and shared through the Worker. */
+  readonly learned = new LearnedRules();
+  /** Destination addresses that greeted us: whether their greeting named software that counts errors per session. */
+  readonly #perSession = new Map<string, boolean>();
   #restored: ReceiverState | null = null;
 
   constructor(readonly config: ReceiverPolicyConfig) {
@@ -90,29 +102,53 @@ export class ReceiverPolicies {
   budgetFor(policy: AppliedPolicy, address: string, now: number): ReceiverBudget {
     const key = this.keyOf(policy, address);
     let entry = this.#budgets.get(key);
+    const limits = this.#limits(policy, key, address, now);
     if (!entry) {
-      const limits: BudgetLimits = {
-        unknownRatio: policy.unknownRatio,
-        unknownWindowMs: policy.windowMs,
-        unknownPerHour: this.#hourlyCap(policy, now),
-        minSample: policy.minSample,
-        unknownFloor: policy.unknownFloor,
-        hourMs: policy.hourMs,
-      };
       entry = { budget: new ReceiverBudget(limits), usedAt: now, policy };
       const saved = this.#restored?.budgets[key];
       if (saved) entry.budget.restore(saved, now);
       this.#budgets.set(key, entry);
-    }
+    } else Object.assign(entry.budget.limits, limits);
     entry.usedAt = now;
-    if (policy.warmupStart < 1) entry.budget.limits.unknownPerHour = this.#hourlyCap(policy, now);
     return entry.budget;
+  }
+
+  /** A key's limits now: its row's, what it taught us (learned.ts), what its greeting showed, and the warm-up of the cap. */
+  #limits(policy: AppliedPolicy, key: string, address: string, now: number): BudgetLimits {
+    const perSession = policy.budgetKey === "probe_ip_destination" && this.#perSession.get(address) === true;
+    const k = keyLimits(policy, this.learned.get(key), perSession);
+    return {
+      unknownRatio: k.unknownRatio,
+      unknownWindowMs: (k.windowSeconds * 1000) / policy.scale,
+      unknownPerHour: this.#hourlyCap({ ...policy, unknownPerHour: k.unknownPerHour }, now),
+      minSample: k.minSample,
+      unknownFloor: k.unknownFloor,
+      hourMs: policy.hourMs,
+    };
+  }
+
+  /** A destination greeted us: whether its software counts errors per session (policy/learned.ts countsPerSession) is read from it. */
+  greeted(address: string, greeting: string): void {
+    this.#perSession.set(address, countsPerSession(greeting));
+    if (this.#perSession.size > MAX_PER_SESSION) this.#perSession.delete(this.#perSession.keys().next().value!);
+  }
+
+  /** Whether a destination's limits may still loosen once it greets us: a self-hosted address not greeted yet. */
+  provisional(policy: AppliedPolicy, address: string): boolean {
+    return policy.family === "self-hosted" && !this.#perSession.has(address) && !this.learned.get(this.keyOf(policy, address))?.harvest;
+  }
+
+  /** The RCPT rate (per second, scaled) and burst of one destination of a family counted per destination, after what it taught us. */
+  destinationRate(policy: AppliedPolicy, address: string): { rate: number; burst: number } {
+    const factor = this.learned.get(this.keyOf(policy, address))?.rateFactor ?? 1;
+    const rate = policy.rcptRate * factor;
+    return { rate, burst: Math.max(1, Math.min(policy.rcptBurst, rate * (60 / policy.scale))) };
   }
 
   /** The sessions and RCPT rate a family keyed by our IP shares over its destinations; null for the others. */
   gateOf(policy: AppliedPolicy, now: number): FamilyGate | null {
     if (policy.budgetKey !== "probe_ip_family") return null;
-    const rate = policy.rcptRate * this.warmupFactor(policy, now);
+    const rate = policy.rcptRate * this.warmupRate(policy, now) * (this.learned.get(policy.family)?.rateFactor ?? 1);
     const burst = Math.max(1, Math.min(policy.rcptBurst, rate * 60));
     let gate = this.#gates.get(policy.family);
     if (!gate) this.#gates.set(policy.family, (gate = { sessions: new Limiter(policy.sessionsPerIp), rcpts: new TokenBucket(rate, burst, now) }));
@@ -138,7 +174,7 @@ export class ReceiverPolicies {
     const dayMs = DAY_MS / policy.scale;
     const today = Math.floor(now / dayMs);
     let w = this.#warmup.get(policy.family) ?? this.#restored?.warmup[policy.family];
-    if (!w) w = { since: now, factor: policy.warmupStart, day: today, frozenDay: -1 };
+    if (!w) w = { since: now, factor: policy.warmupStart, day: today, frozenDay: -1, rate: policy.warmupStart, rateSince: now };
     while (w.day < today) {
       w = { ...w, day: w.day + 1, factor: w.frozenDay === w.day ? w.factor : Math.min(1, w.factor * WARMUP_DAILY_GROWTH) };
     }
@@ -147,28 +183,100 @@ export class ReceiverPolicies {
   }
 
   /**
+   * A new probe IP's share of the family's RCPT rate: warmupStart when it starts, then WARMUP_STEP_GROWTH times more
+   * per warmupStepSeconds, up to the row's rate (docs/probe.md "Warm-up"); after a throttle, half what it was, growing
+   * again from there.
+   */
+  warmupRate(policy: AppliedPolicy, now: number): number {
+    if (policy.warmupStart >= 1) return 1;
+    this.warmupFactor(policy, now);
+    const w = this.#warmup.get(policy.family)!;
+    const start = w.rate ?? w.factor;
+    const since = w.rateSince ?? w.since;
+    const steps = Math.max(0, Math.floor((now - since) / ((policy.warmupStepSeconds * 1000) / policy.scale)));
+    return Math.min(1, start * WARMUP_STEP_GROWTH ** steps);
+  }
+
+  /** The family throttled us: its warm-up rate starts again from half of where it was. */
+  #slowWarmup(policy: AppliedPolicy, now: number): void {
+    if (policy.warmupStart >= 1) return;
+    const rate = this.warmupRate(policy, now);
+    const w = this.#warmup.get(policy.family)!;
+    this.#warmup.set(policy.family, { ...w, rate: Math.max(policy.warmupStart / 4, rate / 2), rateSince: now });
+  }
+
+  /**
+   * Our probe is blocked at this key (probe/policy/block.ts, or a reply rule that stops): nothing goes there for the
+   * family's documented block time, and the key keeps the harvest rule for good. Returns when the block ends.
+   */
+  block(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number, seconds = policy.blockSeconds): number {
+    const until = now + (seconds * 1000) / policy.scale;
+    budget.pause(until, true, now);
+    const key = this.keyOf(policy, address);
+    this.learned.block(key, Date.now());
+    const w = this.#warmup.get(policy.family);
+    if (w) w.frozenDay = Math.floor(now / (DAY_MS / policy.scale));
+    countFamilyEvent(policy.family, "block");
+    countFamilyEvent(policy.family, "stop");
+    console.warn(
+      JSON.stringify({
+        level: "error",
+        msg: "receiver blocked us",
+        family: policy.family,
+        destination: policy.budgetKey === "probe_ip_family" ? null : address,
+        reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
+        block_seconds: seconds,
+        alert: true,
+      }),
+    );
+    return until;
+  }
+
+  /** Keys blocked now, and until when (probe clock): for /status and the metrics. */
+  blocked(now: number): { key: string; family: ReceiverFamily; until: number }[] {
+    const out: { key: string; family: ReceiverFamily; until: number }[] = [];
+    for (const [key, entry] of this.#budgets) {
+      const until = entry.budget.stoppedUntil(now);
+      if (until !== null) out.push({ key, family: entry.policy.family, until });
+    }
+    return out;
+  }
+
+  /**
    * A reply from a destination of this family: when it matches one of the family's rules, the key
-   * is paused (doubling on repeats up to the rule's maximum) or stopped, the warm-up does not grow
-   * today, and it is logged and counted. Returns the action taken, or null.
+   * is paused (doubling on repeats up to the rule's maximum; a rate reply is also learned as a throttle) or
+   * stopped (a block: block()), the warm-up does not grow today, and it is logged and counted. Returns the
+   * rule it matched, or null.
    */
   noteReply(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): ReplyRule | null {
     const rule = policy.replies.find((r) => replyMatches(r, reply));
     if (!rule) return null;
     const level = budget.pauseLevel(now);
     const seconds = Math.min(rule.seconds * 2 ** level, rule.maxSeconds ?? rule.seconds);
+    // A stop is a block: the key keeps the harvest rule, and its checks wait (or go to another probe).
+    if (rule.action === "stop") {
+      this.block(policy, address, budget, reply, now, seconds);
+      return rule;
+    }
     const until = now + (seconds * 1000) / policy.scale;
-    budget.pause(until, rule.action === "stop", now);
+    budget.pause(until, false, now);
     const w = this.#warmup.get(policy.family);
     if (w) w.frozenDay = Math.floor(now / (DAY_MS / policy.scale));
-    countFamilyEvent(policy.family, rule.action === "stop" ? "stop" : "backoff");
+    // A rate reply (421, 4.7.x) is a throttle: the key's rate is lowered for good, and a warming IP's ramp slows.
+    if (reply.code === 421 || (reply.enhanced ?? "").startsWith("4.7.")) {
+      this.learned.throttle(this.keyOf(policy, address), Date.now());
+      this.#slowWarmup(policy, now);
+      countFamilyEvent(policy.family, "throttle");
+    }
+    countFamilyEvent(policy.family, "backoff");
     const line = {
-      level: rule.action === "stop" ? "error" : "warn",
-      msg: rule.action === "stop" ? "receiver stopped us" : "receiver backoff",
+      level: "warn",
+      msg: "receiver backoff",
       family: policy.family,
       destination: policy.budgetKey === "probe_ip_family" ? null : address,
       reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
       pause_seconds: seconds,
-      alert: rule.action === "stop",
+      alert: false,
     };
     console.warn(JSON.stringify(line));
     return rule;
@@ -202,11 +310,12 @@ export class ReceiverPolicies {
     }
     const warmup: ReceiverState["warmup"] = { ...(this.#restored?.warmup ?? {}) };
     for (const [family, w] of this.#warmup) warmup[family] = w;
-    return { budgets, warmup };
+    return { budgets, warmup, learned: Object.fromEntries(this.learned.entries()) };
   }
 
   /** Takes back a previous run's state, before this run's first check. */
   restore(state: ReceiverState): void {
     this.#restored = state;
+    for (const [key, rule] of Object.entries(state.learned ?? {})) this.learned.merge(key, rule);
   }
 }

@@ -25,19 +25,22 @@ export const MAX_NOTICES = 50;
 /** Domains named in one notice at most (the most recently checked). */
 export const MAX_NOTICE_DOMAINS = 500;
 
-export class UntrustedAnswers {
-  readonly #notices: (UntrustedNotice & { notedAt: number })[] = [];
+/** What a notice says of the answers in its span: not trusted (a silent accept), or refused (a block of our probe, not an answer). */
+export type NoticeKind = "untrusted" | "refused";
 
-  note(notice: UntrustedNotice, now = Date.now()): void {
+export class UntrustedAnswers {
+  readonly #notices: (UntrustedNotice & { notedAt: number; kind: NoticeKind })[] = [];
+
+  note(notice: UntrustedNotice, kind: NoticeKind = "untrusted", now = Date.now()): void {
     if (notice.domains.length === 0) return;
-    this.#notices.push({ ...notice, domains: notice.domains.slice(-MAX_NOTICE_DOMAINS), notedAt: now });
+    this.#notices.push({ ...notice, domains: notice.domains.slice(-MAX_NOTICE_DOMAINS), notedAt: now, kind });
     if (this.#notices.length > MAX_NOTICES) this.#notices.splice(0, this.#notices.length - MAX_NOTICES);
   }
 
   /** The notices of the last NOTICE_KEEP_MS, oldest first. */
-  current(now = Date.now()): UntrustedNotice[] {
+  current(now = Date.now()): (UntrustedNotice & { kind: NoticeKind })[] {
     while (this.#notices.length > 0 && now - this.#notices[0]!.notedAt > NOTICE_KEEP_MS) this.#notices.shift();
-    return this.#notices.map(({ domains, sinceMs, untilMs }) => ({ domains, sinceMs, untilMs }));
+    return this.#notices.map(({ domains, sinceMs, untilMs, kind }) => ({ domains, sinceMs, untilMs, kind }));
   }
 }
 
@@ -132,6 +135,18 @@ export class UntrustDetector {
     console.warn(
       JSON.stringify({ level: "error", msg: "receiver accepts everything now", family: policy.family, destination: this.address, refused_random_ms_ago: now - randomRefusedAt, alert: true }),
     );
+  }
+
+  /**
+   * The domains checked at this address within the hour (wall clock for the Worker), or null when none: what a block
+   * of our probe found here is taken back (docs/probe.md "Blocks").
+   */
+  lately(now: number): UntrustedNotice | null {
+    const since = now - this.ctx.policy.hourMs;
+    const domains = this.#domainsSeen().since(since);
+    if (domains.length === 0) return null;
+    const wall = Date.now();
+    return { domains, sinceMs: wall - (now - since), untilMs: wall };
   }
 
   /** Every `accepted` since this address's last refusal may have been a silent accept: the domains checked here since then are named to the Worker. */

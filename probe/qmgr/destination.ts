@@ -17,6 +17,10 @@
  *   its turn at its `deferAt`, at a server that has answered others since it arrived, is handed back.
  * - Checks the server pushed back (421, a rate limit, a 452, a dropped session) go back to the front
  *   of the queue while the address backs off.
+ * - A refusal of our probe itself (policy/block.ts: at the greeting, EHLO, MAIL FROM, or to every RCPT) stops the
+ *   address's budget key for the family's block time: its checks are no answer, they go back unasked (a batch's, to
+ *   wait or go to another probe) or are answered `blocked` (a single check), and the domains checked here lately are
+ *   named to the Worker, whose `policy_block` answers there are taken back.
  */
 import { catchAllTestFor, type CatchAllCache, type CatchAllTest } from "./catch-all-cache.ts";
 import { blankOutcome, laneOf, needsSmtpUtf8, type CheckOutcome, type CheckRequest, type QueuedCheck } from "../check.ts";
@@ -35,6 +39,7 @@ import type { AppliedPolicy, FamilyGate } from "../policy/receivers.ts";
 import type { SmtpReply } from "../smtp/reply.ts";
 import { UntrustDetector, type UntrustedNotice } from "../policy/untrusted.ts";
 import type { ReplyRule } from "../../shared/email/receivers.ts";
+import { isBlock, type RefusalStage } from "../policy/block.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;
@@ -54,6 +59,18 @@ export type DestinationContext = {
   noteReply(reply: SmtpReply, now: number): ReplyRule | null;
   /** What this address accepted in a span of time is not to be trusted (probe/policy/untrusted.ts). */
   untrust(notice: UntrustedNotice): void;
+  /** Our probe is blocked here (policy/block.ts): the key stops for the family's block time and keeps the harvest rule. */
+  block(reply: SmtpReply, now: number): void;
+  /** This address stopped us another way (found accepting everything): the key keeps the harvest rule for good. */
+  learnBlock(): void;
+  /** What this address refused in a span of time was its block of us, not answers (the Worker takes them back). */
+  refused(notice: UntrustedNotice): void;
+  /** This address's RCPT rate after what it taught us (a family counted per destination), or null: the family's gate rules. */
+  rcptRate(now: number): { rate: number; burst: number } | null;
+  /** A session was opened here: its greeting (what the server says it runs). */
+  greeted(greeting: string): void;
+  /** Whether this address's budget limits may still loosen once its greeting is read (none read yet): held single checks wait for it. */
+  provisional(): boolean;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
   acquireSessionSlot(deadline: number): Promise<(() => void) | null>;
   /** This destination now has an idle session (one another destination could take the place of), or no longer has one. */
@@ -76,6 +93,10 @@ export class Destination {
   /** When the budget starts holding bulk work back here, it is logged (once per window at most). */
   readonly #holdNotice: HoldNotice;
   readonly #untrust: UntrustDetector;
+  /** The end of the block the Worker was last told about (one refused notice per block). */
+  #refusedNoticeUntil = 0;
+  /** The reply that blocked us here last: what a check held by the block says it was refused with. */
+  #blockReply: SmtpReply | null = null;
   lastActivity = monotonicNow();
 
   constructor(
@@ -84,7 +105,14 @@ export class Destination {
   ) {
     this.#pacing = new Pacing(address, ctx.config, ctx.memory, monotonicNow());
     this.#holdNotice = new HoldNotice(ctx.config.unknownWindowMs);
-    this.#untrust = new UntrustDetector(address, { policy: ctx.policy, memory: ctx.memory, budget: () => this.budget, untrust: (notice) => ctx.untrust(notice) });
+    // A gateway found accepting everything has tripped its harvest defence against us: stopped, and learned as a block.
+    const budget = () => ({
+      pause: (until: number, stop: boolean, now: number) => {
+        this.budget.pause(until, stop, now);
+        if (stop) ctx.learnBlock();
+      },
+    });
+    this.#untrust = new UntrustDetector(address, { policy: ctx.policy, memory: ctx.memory, budget, untrust: (notice) => ctx.untrust(notice) });
     this.#pool = new SessionPool(address, this.#pacing, {
       config: ctx.config,
       acquireSessionSlot: (deadline) => ctx.acquireSessionSlot(deadline),
@@ -92,6 +120,10 @@ export class Destination {
       wake: () => this.#schedulePump(),
       hasWork: () => this.#queue.length > 0,
       openFailed: (failed) => this.#openFailed(failed),
+      opened: (session) => {
+        countFamilyEvent(ctx.policy.family, "connection");
+        ctx.greeted(session.greeting);
+      },
       emptied: () => this.#noteEmpty(),
     });
   }
@@ -140,7 +172,7 @@ export class Destination {
       }
       // Over its tenant's budget: a single check is answered now, a batch check whose relief comes
       // after it could be asked goes back at once (the caller parks it until then).
-      const held = holdOf(this.budget, p, now);
+      const held = holdOf(this.budget, p, now, this.ctx.provisional());
       if (held && answeredOnArrival(held, p)) return this.#answerHeld(p, held);
       this.#queue.push(p);
       this.#noteEmpty();
@@ -180,16 +212,22 @@ export class Destination {
     this.ctx.emptyChanged(this, empty);
   }
 
-  /** A check its budget holds, answered at once (policy/budget-gate.ts heldAnswer): a single check with nothing sent, a batch check handed back. */
+  /**
+   * A check its budget holds, answered at once (policy/budget-gate.ts heldAnswer): a single check with nothing sent, a
+   * batch check handed back; `refused` when what holds it is a block of our probe.
+   */
   #answerHeld(p: QueuedCheck, { reliefAt }: Hold): void {
-    const heldBy = { family: this.ctx.policy.family, reliefAt };
+    const refused = this.budget.stoppedUntil(monotonicNow()) !== null;
+    const heldBy = { family: this.ctx.policy.family, reliefAt, refused };
+    const rejectedReply = refused ? this.#blockReply : null;
+    if (refused) countFamilyEvent(heldBy.family, "refused");
     if (heldAnswer(p) === "deferred") {
-      countBudgetDeferral();
+      if (!refused) countBudgetDeferral();
       countFamilyEvent(heldBy.family, "deferral");
-      return this.#finish(p, { ...blankOutcome(), deferred: true, heldBy });
+      return this.#finish(p, { ...blankOutcome(), deferred: true, heldBy, rejectedReply });
     }
-    countFamilyEvent(heldBy.family, "budget_spent");
-    this.#finish(p, { ...blankOutcome(), heldBy });
+    if (!refused) countFamilyEvent(heldBy.family, "budget_spent");
+    this.#finish(p, { ...blankOutcome(), heldBy, rejectedReply });
   }
 
   /**
@@ -199,7 +237,7 @@ export class Destination {
    */
   #defer(p: QueuedCheck): void {
     if (p.finished || p.provisional || !p.waitingFor.startsWith("a session")) return;
-    const held = holdOf(this.budget, p, monotonicNow());
+    const held = holdOf(this.budget, p, monotonicNow(), this.ctx.provisional());
     if (held) return this.#answerHeld(p, held);
     if (this.#answeredAt < p.submittedAt) return;
     this.#finish(p, { ...blankOutcome(), deferred: true });
@@ -259,9 +297,10 @@ export class Destination {
     if (this.#queue.length === 0 || this.#pacing.pausedUntil(monotonicNow()) !== null) return;
     // Single checks the budget holds are answered at once; what it lets through is worth opening sessions for.
     const now = monotonicNow();
-    const admission = admit(this.#queue, this.budget, now);
+    const admission = admit(this.#queue, this.budget, now, this.ctx.provisional());
     for (const p of admission.answerNow) this.#answerHeld(p, { reliefAt: admission.reliefAt });
-    const sendable = admission.send;
+    // Checks waiting for the address's greeting (limits it may loosen) need a session to read it.
+    const sendable = admission.send || (this.#pool.slots === 0 && admission.hold.length > 0 && this.ctx.provisional() ? 1 : 0);
     if (sendable === 0) return this.#wakeOnBudget();
     const pool = this.#pool;
     let open = this.#pacing.sessionsToOpen(sendable, { slots: pool.slots, opening: pool.opening, reusable: pool.reusable() }, monotonicNow());
@@ -285,6 +324,8 @@ export class Destination {
       return "retired";
     }
     const now = monotonicNow();
+    const learned = this.ctx.rcptRate(now);
+    if (learned) this.#pacing.retune(learned.rate, learned.burst, now);
     const size = this.#pacing.transactionSize(s, now);
     // A server that takes one RCPT per transaction (Microsoft 365) gets its catch-all test alone, first.
     if (!size.catchAllTest && size.rcpts >= 1) {
@@ -318,6 +359,8 @@ export class Destination {
       }
       // The check goes without its catch-all test when only the test does not fit.
       const fit = budget.fit(p, test);
+      // A single check that replies in flight may make room for waits for them (its deadline still rules).
+      if (fit === "wait") break;
       if (fit === "answer-now") {
         this.#answerHeld(p, { reliefAt: budget.reliefAt() });
         continue;
@@ -402,6 +445,7 @@ export class Destination {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
         this.#untrust.replied(this.ctx.noteReply(reply, now), unknown, now);
       },
+      blocked: (stage, replies, now) => this.#blocked(stage, replies, now),
     });
     const ended = monotonicNow();
     for (const p of end.unasked) p.budgetRcpt?.cancel(ended);
@@ -425,8 +469,35 @@ export class Destination {
     destinationEvent("backoff", this.address, { why, backoff_ms: backoffMs, sessions });
   }
 
+  /**
+   * Whether refusals at `stage` are a block of our probe (policy/block.ts), or come while one is in force (a family rule
+   * that stops, matched as the replies came): recorded, and the Worker told once per block what to take back.
+   */
+  #blocked(stage: RefusalStage, replies: readonly SmtpReply[], now: number): boolean {
+    const refusal = replies.find((r) => (r.enhanced ?? "").startsWith("5.7.")) ?? replies.find((r) => r.code >= 500) ?? replies[0];
+    if (this.budget.stoppedUntil(now) === null) {
+      if (!refusal || !isBlock(stage, replies)) return false;
+      this.ctx.block(refusal, now);
+    }
+    this.#blockReply = refusal ?? this.#blockReply;
+    const until = this.budget.stoppedUntil(now) ?? now;
+    if (until > this.#refusedNoticeUntil) {
+      this.#refusedNoticeUntil = until;
+      const notice = this.#untrust.lately(now);
+      if (notice) this.ctx.refused(notice);
+    }
+    return true;
+  }
+
   #openFailed(failed: Extract<OpenResult, { ok: false }>): void {
-    if (failed.rejectedReply) this.ctx.noteReply(failed.rejectedReply, monotonicNow());
+    const now0 = monotonicNow();
+    if (failed.rejectedReply) this.ctx.noteReply(failed.rejectedReply, now0);
+    const refusedAt = failed.stage === "greeting" ? "greeting" : failed.stage === "ehlo" ? "ehlo" : null;
+    if (failed.rejectedReply && refusedAt && this.#blocked(refusedAt, [failed.rejectedReply], now0)) {
+      // Refused for who we are: every check waiting here waits for the block's end (or another probe), none is answered from it.
+      for (const p of [...this.#queue]) this.#answerHeld(p, { reliefAt: this.budget.stoppedUntil(now0) });
+      return;
+    }
     if (this.#pool.anyOpen) {
       // Sessions already open here work: this one was turned away (too many connections), so slow down.
       this.#pushedBack(`another session refused (${failed.failure.message})`);

@@ -121,6 +121,13 @@ export class Pacing {
     return { rcpts: Math.min(perTransaction, c.maxRejectionsPerSession - s.rejections), catchAllTest: perTransaction >= 2 };
   }
 
+  /** The RCPT rate and burst from now on (what the receiver taught us: a lower rate after a throttle), when they changed. */
+  retune(rate: number, burst: number, now: number): void {
+    const r = Math.min(this.config.destinationRcptRate, rate);
+    const b = Math.max(1, Math.min(this.config.destinationRcptBurst ?? this.config.destinationRcptRate, burst));
+    if (this.#bucket.ratePerSecond !== r || this.#bucket.capacity !== b) this.#bucket.retune(r, b, now);
+  }
+
   /** Takes `n` RCPT tokens and returns 0, or takes none and returns how many ms until they are there. */
   takeRcpts(n: number, now: number): number {
     return this.#bucket.take(n, now);

@@ -16,6 +16,7 @@ import { monotonicNow } from "../clock.ts";
 import { ReceiverPolicies, type FamilyGate, type ReceiverPolicyConfig } from "../policy/receivers.ts";
 import { loadProbeState, saveProbeState, STATE_SAVE_MS } from "../policy/probe-state.ts";
 import { UntrustedAnswers } from "../policy/untrusted.ts";
+import { PROBE_MAX_LEARNED_RULES, type LearnedRuleWire } from "../../shared/probe-contract.ts";
 
 export type { CheckOutcome, CheckRequest } from "../check.ts";
 
@@ -75,6 +76,20 @@ export class Scheduler {
     this.#sessions = new Limiter(config.maxConcurrency);
     this.#sweep = setInterval(() => this.#forgetIdle(), SWEEP_MS);
     this.#sweep.unref();
+  }
+
+  /** What receivers taught this probe (policy/learned.ts), the most recent first, as the contract carries it. */
+  learnedWire(): LearnedRuleWire[] {
+    return this.receivers.learned
+      .entries()
+      .reverse()
+      .slice(0, PROBE_MAX_LEARNED_RULES)
+      .map(([key, r]) => ({ key, harvest: r.harvest, rate_factor: r.rateFactor, blocks: r.blocks, throttles: r.throttles, at_ms: Math.max(0, Math.floor(r.at)) }));
+  }
+
+  /** Rules other probes learned (through the Worker): each kept where stricter than this probe's own. */
+  learnFromFleet(rules: readonly LearnedRuleWire[]): void {
+    for (const r of rules) this.receivers.learned.merge(r.key, { harvest: r.harvest, rateFactor: r.rate_factor, blocks: r.blocks, throttles: r.throttles, at: r.at_ms });
   }
 
   /** Reserves room for `n` checks; false (nothing reserved) when the probe already holds its maximum. */
@@ -195,6 +210,8 @@ export class Scheduler {
       ...this.config,
       maxPerDestination: Math.min(this.config.maxPerDestination, policy.sessionsPerIp),
       maxRcptsPerTransaction: Math.min(this.config.maxRcptsPerTransaction, policy.rcptsPerTransaction),
+      keepIdleMs: policy.sessionIdleSeconds * 1000,
+      sessionMaxAgeMs: Math.max(this.config.sessionMaxAgeMs, policy.sessionMaxAgeSeconds * 1000),
       ...(gate ? {} : { destinationRcptRate: Math.min(this.config.destinationRcptRate, policy.rcptRate), destinationRcptBurst: Math.min(this.config.destinationRcptRate, policy.rcptBurst) }),
     };
     const destination = new Destination(address, {
@@ -206,6 +223,12 @@ export class Scheduler {
       gate: (now) => receivers.gateOf(policy, now),
       noteReply: (reply, now) => receivers.noteReply(policy, address, receivers.budgetFor(policy, address, now), reply, now),
       untrust: (notice) => this.untrusted.note(notice),
+      block: (reply, now) => void receivers.block(policy, address, receivers.budgetFor(policy, address, now), reply, now),
+      refused: (notice) => this.untrusted.note(notice, "refused"),
+      learnBlock: () => void receivers.learned.block(receivers.keyOf(policy, address), Date.now()),
+      rcptRate: () => (gate ? null : receivers.destinationRate(policy, address)),
+      greeted: (greeting) => receivers.greeted(address, greeting),
+      provisional: () => receivers.provisional(policy, address),
       acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline, gate),
       idleChanged: (d, hasIdle) => {
         this.#withIdle.delete(d);

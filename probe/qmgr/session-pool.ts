@@ -1,8 +1,10 @@
 /**
  * The SMTP sessions open to one destination address: Postfix's connection cache for one
  * destination. Opens a session (within the global limit, STARTTLS unless a failed handshake is
- * remembered, then plain text), keeps it warm between transactions, and closes it with QUIT when it
- * has been idle PROBE_SESSION_IDLE_MS, when pacing says it must be rotated, when the destination
+ * remembered, then plain text), keeps it warm between transactions (while checks wait on pacing, for the
+ * receiver family's `sessionIdleSeconds`, with a NOOP every SESSION_KEEPALIVE_SECONDS: a paced receiver sees
+ * one session carry many RCPTs, not a connection per RCPT), and closes it with QUIT when it has been idle
+ * PROBE_SESSION_IDLE_MS with nothing waiting (or its family's idle time with work waiting), when pacing says it must be rotated, when the destination
  * pushed back, when another destination needs its global slot, or at shutdown. Which checks a
  * session carries is the destination's business (destination.ts); the protocol is session.ts's.
  */
@@ -10,8 +12,14 @@ import type { ProbeConfig } from "../config.ts";
 import type { Pacing, SessionUse } from "./pacing.ts";
 import { openSession, type OpenResult, type SmtpSession } from "../smtp/session.ts";
 import { monotonicNow } from "../clock.ts";
+import { SESSION_KEEPALIVE_SECONDS } from "../../shared/email/receivers.ts";
 
-export type PoolConfig = Pick<ProbeConfig, "smtpPort" | "heloName" | "connectTimeoutMs" | "sessionIdleMs">;
+export type PoolConfig = Pick<ProbeConfig, "smtpPort" | "heloName" | "connectTimeoutMs" | "sessionIdleMs"> & {
+  /** How long a session is kept idle while checks wait here (the family's sessionIdleSeconds, in ms); default sessionIdleMs. */
+  keepIdleMs?: number;
+};
+
+const KEEPALIVE_MS = SESSION_KEEPALIVE_SECONDS * 1000;
 
 /** One place in the pool: a session being opened (session null) or open. */
 export type Slot = {
@@ -38,6 +46,8 @@ export type PoolOwner = {
   hasWork(): boolean;
   /** No session could be opened (other than by running out of time). */
   openFailed(failed: Extract<OpenResult, { ok: false }>): void;
+  /** A session was opened (its greeting, for what the server says it runs). */
+  opened?(session: SmtpSession): void;
   /** The last slot is gone. */
   emptied(): void;
 };
@@ -135,6 +145,7 @@ export class SessionPool {
       slot.session = opened.session;
       slot.note = this.pacing.tlsNote(monotonicNow());
       slot.busy = false;
+      this.owner.opened?.(opened.session);
       opened.session.onClose(() => {
         if (!slot.busy && !slot.retiring) this.#remove(slot);
       });
@@ -182,11 +193,37 @@ export class SessionPool {
     await closed;
   }
 
-  #idle(slot: Slot): void {
+  /**
+   * Idle since `since`: closed after PROBE_SESSION_IDLE_MS, or, while checks wait here (on the RCPT rate, the budget),
+   * kept up to the family's idle time with a NOOP every KEEPALIVE_MS, so the next transaction finds it open.
+   */
+  #idle(slot: Slot, since = monotonicNow()): void {
     clearTimeout(slot.idleTimer);
-    slot.idleTimer = setTimeout(() => void this.retire(slot), this.owner.config.sessionIdleMs);
+    const c = this.owner.config;
+    const kept = this.owner.hasWork() && (c.keepIdleMs ?? 0) > c.sessionIdleMs;
+    const left = (kept ? c.keepIdleMs! : c.sessionIdleMs) - (monotonicNow() - since);
+    if (left <= 0) return void this.retire(slot);
+    const noop = kept && left > KEEPALIVE_MS;
+    slot.idleTimer = setTimeout(() => (noop ? void this.#keepAlive(slot, since) : void this.retire(slot)), noop ? KEEPALIVE_MS : left);
     slot.idleTimer.unref();
     this.#noteIdle();
+  }
+
+  /** A NOOP on a kept session: still answering, it stays idle; otherwise it is gone. */
+  async #keepAlive(slot: Slot, since: number): Promise<void> {
+    const s = slot.session;
+    if (!s || slot.busy || slot.retiring) return;
+    // The work it was kept for has gone (answered, or handed back): the ordinary idle time from now, as for any session.
+    if (!this.owner.hasWork()) return this.#idle(slot);
+    slot.busy = true;
+    this.#noteIdle();
+    const ok = await s.noop(monotonicNow() + KEEPALIVE_MS);
+    slot.busy = false;
+    if (!ok || s.closed) return this.#remove(slot);
+    if (slot.retiring) return;
+    if (this.#closing) return void this.retire(slot);
+    this.#idle(slot, since);
+    this.owner.wake();
   }
 
   /** Tells the owner when this pool gains its first idle session or loses its last one. */

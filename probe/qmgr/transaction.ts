@@ -31,6 +31,11 @@ export type TransactionDeps = {
   catchAllAnswered?(catchAll: boolean, now: number): void;
   /** For a transaction of catch-all tests alone (a server that takes one RCPT per transaction): its deadline. */
   testsDeadline?: number;
+  /**
+   * Whether these refusals are a block of our probe (policy/block.ts), recorded as one when they are: the
+   * refusal of RSET or MAIL FROM, or the replies to this transaction's RCPTs. Its checks then go back unasked.
+   */
+  blocked?(stage: "mail" | "rcpt", replies: readonly SmtpReply[], now: number): boolean;
 };
 
 export type TransactionEnd = {
@@ -63,6 +68,8 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
   let sawReply = false;
   const retry: QueuedCheck[] = [];
   const unasked: QueuedCheck[] = [];
+  /** Checks refused by policy (5.7.x): answered once the transaction shows whether the refusal was a block of us. */
+  const policyRefused: { p: QueuedCheck; reply: SmtpReply; replyMs: number }[] = [];
   for (const p of batch) p.waitingFor = "a reply to RCPT TO";
 
   // Sequential waits of this transaction so far: one with PIPELINING; otherwise RSET (on a reused
@@ -98,6 +105,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     }
     const p = batch[index]!;
     if (p.finished) return;
+    if (cls === "policy_block" && deps.blocked) return void policyRefused.push({ p, reply, replyMs: now - started });
     if (cls === "too_many_recipients" || isThrottling(reply)) {
       if (!(cls === "too_many_recipients" && pacing.recipientLimitReached(index, now))) throttled = true;
       if (pacing.mayRetry(p.retries)) return void retry.push(p);
@@ -130,10 +138,20 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
   });
   for (const t of tests) t.finish(null);
 
-  const unanswered = batch.filter((p) => !p.finished && !retry.includes(p));
+  const rcptReplies = result.replies.filter((r): r is SmtpReply => r !== null);
+  const refusedByPolicy = new Set(policyRefused.map((h) => h.p));
+  const rcptBlock = policyRefused.length > 0 && deps.blocked!("rcpt", rcptReplies, monotonicNow());
+  for (const { p, reply, replyMs } of policyRefused) {
+    // A block of our probe is no answer about the mailbox: the check goes back, to wait for the block's end.
+    if (rcptBlock) unasked.push(p);
+    else answer(p, reply, false, () => ({ ...facts(), stage: "rcpt", rcpt: reply }), replyMs, deps);
+  }
+  const unanswered = batch.filter((p) => !p.finished && !retry.includes(p) && !refusedByPolicy.has(p));
   const refusal = result.reset && !isPositive(result.reset) ? result.reset : result.mail && !isPositive(result.mail) ? result.mail : null;
   if (refusal) deps.replied?.(refusal, false, monotonicNow());
-  if (refusal && isThrottling(refusal)) {
+  if (refusal && deps.blocked?.("mail", [refusal], monotonicNow())) {
+    unasked.push(...unanswered);
+  } else if (refusal && isThrottling(refusal)) {
     throttled = true;
     retry.push(...unanswered);
   } else if (refusal === result.reset && refusal) {

@@ -329,7 +329,7 @@ export async function openSession(o: OpenOptions): Promise<OpenResult> {
         }
         // Any other answer: carry on in plain text, as opportunistic TLS does.
       }
-      return { ok: true, session: new SmtpSession(c, o, caps, secured, roundTrips, monotonicNow() - started) };
+      return { ok: true, session: new SmtpSession(c, o, caps, secured, roundTrips, monotonicNow() - started, greeting.text) };
     });
   } catch (err) {
     // A deadline may have destroyed the socket first; report it as the deadline.
@@ -358,6 +358,8 @@ export class SmtpSession {
   /** Round trips and time spent getting ready (connect to the last EHLO). */
   readonly setupRoundTrips: number;
   readonly setupMs: number;
+  /** The greeting's text: what software the server says it runs (policy/learned.ts countsPerSession reads it). */
+  readonly greeting: string;
   readonly openedAt = monotonicNow();
   lastUsedAt = monotonicNow();
   /** MAIL FROM transactions begun on this session. */
@@ -368,8 +370,9 @@ export class SmtpSession {
   #needsReset = false;
   #busy = false;
 
-  constructor(conn: Connection, o: OpenOptions, caps: Capabilities, secured: boolean, roundTrips: number, ms: number) {
+  constructor(conn: Connection, o: OpenOptions, caps: Capabilities, secured: boolean, roundTrips: number, ms: number, greeting = "") {
     this.#conn = conn;
+    this.greeting = greeting;
     this.host = o.host;
     this.address = o.address;
     this.tls = secured;
@@ -459,6 +462,32 @@ export class SmtpSession {
       result.ms = monotonicNow() - started;
     }
     return result;
+  }
+
+  /**
+   * NOOP on an idle session that waits for its next transaction (the pacing gap): true when the server answered 250,
+   * so the session is still worth keeping; false (and the connection dropped) otherwise.
+   */
+  async noop(deadline: number): Promise<boolean> {
+    if (!this.usable) return false;
+    const c = this.#conn;
+    this.#busy = true;
+    try {
+      const reply = await c.within(deadline, () => "a NOOP", async () => {
+        c.write("NOOP\r\n");
+        return c.read();
+      });
+      if (isPositive(reply)) return true;
+      if (reply.code >= 400) this.rejections++;
+      c.socket.destroy();
+      return false;
+    } catch {
+      c.socket.destroy();
+      return false;
+    } finally {
+      this.#busy = false;
+      this.lastUsedAt = monotonicNow();
+    }
   }
 
   /** QUIT, a short wait for the 221, then FIN. Never a reset unless the server lingers. */

@@ -20,6 +20,7 @@ export const VERIFICATION_REASONS = [
   "disposable",
   "catch_all",
   "policy_block",
+  "probe_refused",
   "temporary_failure",
   "mailbox_full",
   "connection_failed",
@@ -59,6 +60,8 @@ export const REASON_MEANING: Readonly<Record<VerificationReason, AnswerMeaning>>
   disposable: { proves: "settled_elsewhere", recheckSoon: false },
   catch_all: { proves: "accepts_any", recheckSoon: false },
   policy_block: { proves: "nothing_yet", recheckSoon: false },
+  // Our probe was refused, not the mailbox: a job's line waits for the block to end (edge/jobs/line-policy.ts).
+  probe_refused: { proves: "nothing_yet", recheckSoon: false },
   temporary_failure: { proves: "nothing_yet", recheckSoon: true },
   // An over-quota refusal (5.2.2, 552, 4.2.2) names a mailbox the server has: proof that it exists, though mail may
   // bounce until it is emptied (so the verdict is risky).
@@ -82,8 +85,9 @@ export const REASON_MEANING: Readonly<Record<VerificationReason, AnswerMeaning>>
  * - budget_spent: nothing was sent: the receiving server's budget of checks for this customer is
  *   spent, or it asked us to back off (docs/probe.md "Receiver policy").
  * - not_probed: nothing was sent, by the receiver's policy (shared/email/receivers.ts).
+ * - probe_refused: nothing was asked: the receiving server refuses our probe (a block), not the mailbox.
  */
-export type SmtpStatus = "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked" | "budget_spent" | "not_probed";
+export type SmtpStatus = "deliverable" | "rejected" | "mailbox_full" | "assumed" | "not_checked" | "budget_spent" | "not_probed" | "probe_refused";
 
 /**
  * What each thing a mail server can say (or the probe's reason for saying nothing) is, one row an outcome:
@@ -108,6 +112,8 @@ export const BY_OUTCOME: Readonly<Record<ProbeOutcome, { reason: VerificationRea
   // Nothing was sent: the receiver's budget for this customer is spent, or its family is not probed.
   budget_spent: { reason: "receiver_budget_spent", smtpStatus: "budget_spent" },
   not_probed: { reason: "provider_forbids_probing", smtpStatus: "not_probed" },
+  // Nothing was asked: the receiving server refuses our probe itself (a block of its address).
+  blocked: { reason: "probe_refused", smtpStatus: "probe_refused" },
 };
 
 /** The reason for a public smtp_outcome: a probe that did not answer is no SMTP check. */

@@ -231,13 +231,61 @@ export type ReceiverPolicy = {
   knownNotCatchAll: readonly string[];
   /** A new probe IP starts at this fraction of the hourly cap and RCPT rate and grows at most 1.5x a day; 1: no warm-up. */
   warmupStart: number;
+  /**
+   * The RCPT rate of a warming probe IP grows WARMUP_STEP_GROWTH times per this many seconds of sending, from
+   * warmupStart to the row's rate (the hourly cap grows by the day, WARMUP_DAILY_GROWTH); 86,400: by the day too.
+   */
+  warmupStepSeconds: number;
   /** Spread one domain's addresses over the healthy probes (rendezvous on the address): a family keyed by probe IP. */
   fleetSpread: boolean;
+  /**
+   * How long a block of our IP lasts here (the family's documented block time): a refusal that names our IP, our
+   * reputation or a policy (probe/policy/block.ts) stops the budget key this long; nothing is sent there meanwhile.
+   */
+  blockSeconds: number;
+  /**
+   * How long a session with work waiting on pacing is kept open between transactions, a NOOP every
+   * SESSION_KEEPALIVE_SECONDS keeping it alive: below the receiver's own idle limit (RFC 5321 4.5.3.2.7 gives a
+   * server at least 5 minutes; Postfix under stress 10 s, which the NOOP covers), and long enough for the pacing
+   * gap, so a paced receiver sees one session carry many RCPTs instead of a stream of short connections.
+   */
+  sessionIdleSeconds: number;
+  /**
+   * How long one session is reused at most (Postfix's smtp_connection_reuse_time_limit, 300 s by default): at a paced
+   * receiver a session carries a minute's few RCPTs, so a longer reuse is what keeps connections per RCPT low; at
+   * self-hosted servers PROBE_SESSION_MAX_AGE_MS (60 s) rules, and the longer of the two applies.
+   */
+  sessionMaxAgeSeconds: number;
   replies: readonly ReplyRule[];
 };
 
+/** A kept session sends NOOP this often while it waits (Postfix's smtpd_timeout under stress is 10 s). */
+export const SESSION_KEEPALIVE_SECONDS = 8;
+
+/**
+ * The rule a destination keeps for ever once it blocked us for harvesting (issue 36 item 2, docs/probe.md "What is
+ * learned"): the gateways' 60 s share (Forcepoint blocks past half of at least 20 in 60 s) and Cisco's hourly cap,
+ * whichever of the row's own limits is stricter wins.
+ */
+export const LEARNED_HARVEST_RULE = { windowSeconds: 60, unknownRatio: 0.3, minSample: 10, unknownFloor: 9, unknownPerHour: 10 } as const;
+/** A throttle (a 421 or 4.7.x rate reply) multiplies the learned RCPT rate by this, down to LEARNED_MIN_RATE_FACTOR. */
+export const LEARNED_THROTTLE_FACTOR = 0.5;
+export const LEARNED_MIN_RATE_FACTOR = 1 / 16;
+
+/**
+ * Greeting banners of mail server software that counts a client's errors per session (research §4: Postfix's
+ * smtpd_soft_error_limit and smtpd_hard_error_limit, Exim's ACLs on $rcpt_fail_count, per connection, Exchange's tarpit
+ * per session), never as a share over a window: a self-hosted destination that greets as one of them, and has never
+ * blocked us, needs no 60 s share (the session rotation below their limits and the hourly cap still hold). A gateway
+ * can greet with any name: one that lies and blocks us costs that one block, which is then learned for good
+ * (LEARNED_HARVEST_RULE) and never answers a customer (the lines wait).
+ */
+export const PER_SESSION_COUNTING_BANNERS: readonly RegExp[] = [/\bESMTP Postfix\b/i, /\bESMTP Exim\b/i, /Microsoft ESMTP MAIL Service/i];
+
 /** The day-over-day growth of a warming probe IP: Google warns that doubling volumes "could result in rate limiting". */
 export const WARMUP_DAILY_GROWTH = 1.5;
+/** The step-over-step growth of a warming probe IP's RCPT rate (one step: the row's warmupStepSeconds of sending). */
+export const WARMUP_STEP_GROWTH = 1.5;
 
 /**
  * Postfix's smtpd_hard_error_limit (§4 Postfix): "421 ... too many errors" means we already went past
@@ -254,7 +302,7 @@ const GATEWAY_REPLIES: readonly ReplyRule[] = [
 ];
 
 /** A gateway row: per destination address, 60 s ratio as today's rule, a tight hourly cap, one session. */
-function gateway(family: ReceiverFamily, unknownPerHour: number, replies = GATEWAY_REPLIES): ReceiverPolicy {
+function gateway(family: ReceiverFamily, unknownPerHour: number, replies = GATEWAY_REPLIES, blockSeconds = 86_400): ReceiverPolicy {
   return {
     family,
     probe: "yes",
@@ -273,7 +321,12 @@ function gateway(family: ReceiverFamily, unknownPerHour: number, replies = GATEW
     domainsPerTransaction: 0,
     knownNotCatchAll: [],
     warmupStart: 1,
+    warmupStepSeconds: 86_400,
     fleetSpread: false,
+    blockSeconds,
+    // A paced gateway (10 RCPTs a minute) waits 30 s between bursts of 5: the session outlives that gap.
+    sessionIdleSeconds: 45,
+    sessionMaxAgeSeconds: 300,
     replies,
   };
 }
@@ -300,7 +353,11 @@ function notProbed(family: ReceiverFamily, probe: "forbidden" | "accepts_all", r
     domainsPerTransaction: 1,
     knownNotCatchAll: [],
     warmupStart: 1,
+    warmupStepSeconds: 86_400,
     fleetSpread: false,
+    blockSeconds: 86_400,
+    sessionIdleSeconds: 5,
+    sessionMaxAgeSeconds: 60,
     replies,
   };
 }
@@ -328,9 +385,19 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     domainsPerTransaction: 1,
     // gmail.com is not catch-all (Reacher's SkipCatchAll); Workspace domains may be, so they are tested.
     knownNotCatchAll: ["gmail.com", "googlemail.com"],
-    // "immediately doubling previously sent volumes suddenly could result in rate limiting" [official].
+    // "immediately doubling previously sent volumes suddenly could result in rate limiting" [official]: the
+    // hourly cap (volume) grows 1.5x a day. The RCPT rate is no volume: it starts at a fifth and grows 1.5x every
+    // 30 s of sending ("send at a consistent rate, avoid bursts" [official]: no step more than half again the one
+    // before), so 1.5 RCPT/s (90 a minute, below the 120 a minute past which the observed throttle starts and the
+    // per-mailbox 60 a minute Google publishes, since a list's RCPTs spread over mailboxes) is reached in 2 minutes.
     warmupStart: 0.2,
+    warmupStepSeconds: 30,
     fleetSpread: true,
+    // 550 5.7.1 "unsolicited mail ... has been blocked": a day (§8).
+    blockSeconds: 86_400,
+    // Google's inbound MX keeps an idle session for minutes (RFC 5321's 5); 60 s covers any pacing gap.
+    sessionIdleSeconds: 60,
+    sessionMaxAgeSeconds: 300,
     replies: [
       // 421 4.7.28 / 4.7.0 "rate limited" or "blocked": pause 30 min, doubling to a day.
       { code: 421, enhanced: "4.7.28", action: "pause", seconds: 1_800, maxSeconds: 86_400 },
@@ -362,7 +429,13 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     domainsPerTransaction: 1,
     knownNotCatchAll: [],
     warmupStart: 0.2,
+    // 4.7.500-699 fires on a "significant" change from a sending IP's pattern over "a few days" [official]: by the day.
+    warmupStepSeconds: 86_400,
     fleetSpread: true,
+    // Banned sending IP: a day, then the delist workflow (§8).
+    blockSeconds: 86_400,
+    sessionIdleSeconds: 60,
+    sessionMaxAgeSeconds: 300,
     replies: [
       { code: 451, enhanced: "4.7.5", action: "pause", seconds: 3_600, maxSeconds: 86_400 },
       { code: 451, enhanced: "4.7.6", action: "pause", seconds: 3_600, maxSeconds: 86_400 },
@@ -387,12 +460,18 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
   ]),
   // §4: Cisco's DHAP allows 25 invalid recipients an hour per remote host by default and may then
   // accept silently and drop: 10 keeps well below it.
-  gateway("cisco", 10),
+  // Its "Too many invalid recipients" stop lasts to the next clock hour and 10 minutes (4,200 s at most).
+  gateway("cisco", 10, GATEWAY_REPLIES, 4_200),
   // §4: Forcepoint, 60 s window, block 3 h; ≤ 10 an hour is THIN.
-  gateway("forcepoint", 10, [
-    { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800 },
-    { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
-  ]),
+  gateway(
+    "forcepoint",
+    10,
+    [
+      { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800 },
+      { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
+    ],
+    10_800,
+  ),
   // §4: Trend's worked example blocks at more than 5 non-existing recipients.
   gateway("trendmicro", 5),
   // §4: Symantec/Broadcom, Sophos, Mimecast, Proofpoint, Barracuda: no default published (THIN).
@@ -407,16 +486,16 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
   gateway("barracuda", 10),
   {
     // §4 Postfix, §8 self-hosted: many small servers sit behind appliances or fail2ban-like monitors;
-    // 25 an hour is Cisco's default. No 60 s share rule (ratio 1): the only receiver known to count one
-    // is Forcepoint's gateway, which has its own row (found by its MX names); Postfix, Exim and Exchange
-    // count errors per session (PROBE_MAX_REJECTIONS_PER_SESSION rotates sessions below Postfix's 10) and
-    // appliances by the hour (the cap). Issue 26: a budget must cost nothing below every receiver's
-    // threshold; the share rule here held a 20-address domain with 10 unknown users for a whole window.
+    // 25 an hour is Cisco's default. The 60 s share the gateways get (30% once 10 were sent, 9 unknown never
+    // held): behind a company's own MX name may sit an on-premises Forcepoint, which blocks past half of at
+    // least 20 recipients in 60 s for 3 h, and a block costs every customer hours at that destination (issue 36).
+    // A destination earns looser limits from what it shows (PER_SESSION_COUNTING_BANNERS: software that counts
+    // errors per session), never the reverse; one that blocked or throttled us keeps the stricter rule (learned).
     family: "self-hosted",
     probe: "yes",
     budgetKey: "probe_ip_destination",
     windowSeconds: 60,
-    unknownRatio: 1,
+    unknownRatio: 0.3,
     minSample: 10,
     unknownFloor: 9,
     unknownPerHour: 25,
@@ -427,7 +506,13 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     domainsPerTransaction: 0,
     knownNotCatchAll: [],
     warmupStart: 1,
+    warmupStepSeconds: 86_400,
     fleetSpread: false,
+    // §8 self-hosted: "5xx policy/RBL (5.7.x, blocked, Spamhaus): stop D 24 h".
+    blockSeconds: 86_400,
+    // Postfix's smtpd_timeout is 300 s (10 s under stress, which the NOOP covers).
+    sessionIdleSeconds: 30,
+    sessionMaxAgeSeconds: 60,
     replies: SELF_HOSTED_REPLIES,
   },
 ];

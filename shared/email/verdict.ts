@@ -18,6 +18,7 @@ export const WARNINGS = {
   smtpNotChecked: "No SMTP check was performed.",
   providerForbidsProbing: "The mail provider forbids checking addresses without sending mail, so no SMTP check was made.",
   receiverBudgetSpent: "The receiving mail server's budget of checks for this account is spent, so no SMTP check was made; try again later (details.smtp_retry_at says when, if known).",
+  probeRefused: "The receiving mail server refused our checking server (its address, not this mailbox), so no SMTP check was made; try again later (details.smtp_retry_at says when the refusal should end, if known).",
   mailboxFull: "The mailbox is full.",
   quotedLocal: "The local part is a quoted string, which many systems do not accept.",
   nonAsciiLocal: "The local part has non-ASCII characters, which need a mail server with SMTPUTF8.",
@@ -110,6 +111,7 @@ function smtpPoints(smtp: SmtpFact): number {
       return 10;
     // Nothing was sent: "no SMTP check performed" (docs/api.md "Score").
     case "budget_spent":
+    case "probe_refused":
     case "not_checked":
       return 20;
     case "rejected":
@@ -141,6 +143,7 @@ function collectWarnings(f: VerificationFacts): string[] {
   if ((f.smtp.status === "deliverable" || f.smtp.status === "not_probed") && f.smtp.catchAll) w.push(WARNINGS.catchAll);
   if (f.smtp.status === "not_probed" && !f.smtp.catchAll) w.push(WARNINGS.providerForbidsProbing);
   if (f.smtp.status === "budget_spent") w.push(WARNINGS.receiverBudgetSpent);
+  if (f.smtp.status === "probe_refused") w.push(WARNINGS.probeRefused);
   if (f.smtp.status === "assumed") w.push(WARNINGS.smtpAssumed);
   if (f.smtp.status === "mailbox_full") w.push(WARNINGS.mailboxFull);
   if (f.smtp.status === "not_checked" && f.syntax.ok && MX_POINTS[f.mx] > 0) w.push(WARNINGS.smtpNotChecked);

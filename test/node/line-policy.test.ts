@@ -8,13 +8,16 @@ import {
   afterAnswer,
   afterDeferral,
   afterProbeFailure,
+  afterRefusal,
   LINE_POLICY,
   MAX_QUEUE_DELAY_SECONDS,
   overClaimed,
   parkedDelaySeconds,
   probeRank,
+  refusedWaitingOn,
   requeueDelaySeconds,
   waitedTooLong,
+  waitsOnBlock,
   type LineHistory,
 } from "../../edge/jobs/line-policy.ts";
 import type { EmailVerificationResult } from "../../shared/api.ts";
@@ -61,8 +64,35 @@ it("a line claimed more than maxClaims times is answered without an SMTP check",
   expect(overClaimed(line({ claims: LINE_POLICY.maxClaims + 1 }))).toBe(true);
 });
 
-it("lines go back on the queue at once when deferred, after a pause when released, after the recheck delay for a recheck", () => {
-  expect([requeueDelaySeconds("defer", 90), requeueDelaySeconds("release", 90), requeueDelaySeconds("recheck", 90)]).toEqual([0, LINE_POLICY.releaseDelaySeconds, 90]);
+it("lines go back on the queue at once when deferred or moved, after a pause when released, after the recheck delay for a recheck", () => {
+  expect([requeueDelaySeconds("defer", 90), requeueDelaySeconds("move", 90), requeueDelaySeconds("release", 90), requeueDelaySeconds("recheck", 90)]).toEqual([
+    0,
+    0,
+    LINE_POLICY.releaseDelaySeconds,
+    90,
+  ]);
+});
+
+describe("a line the probe handed back because the receiver refuses that probe (a block): never an answer", () => {
+  const NOW = 10_000_000;
+  const DAY = 86_400_000;
+  it.each([
+    ["another probe in the ranking has not had it: moved there at once", line(), 3 * 3_600_000, 3, { kind: "move" }],
+    ["the second of three probes refused too: moved to the third", line({ probeFailures: 1 }), 3 * 3_600_000, 3, { kind: "move" }],
+    ["one probe only: parked until the block ends", line(), 3 * 3_600_000, 1, { kind: "park", until: NOW + 3 * 3_600_000 }],
+    ["every probe had it: parked until the block ends", line({ probeFailures: 1 }), 3 * 3_600_000, 2, { kind: "park", until: NOW + 3 * 3_600_000 }],
+    ["a block with no end said: parked a day, the table's longest", line(), undefined, 1, { kind: "park", until: NOW + DAY }],
+    ["a block that ends exactly at the longest wait still parks", line({ waitingSince: NOW - DAY / 2 }), DAY / 2, 1, { kind: "park", until: NOW + DAY / 2 }],
+    ["a block past the longest wait: answered now, probe_refused", line({ waitingSince: NOW - DAY / 2 }), DAY / 2 + 1, 1, { kind: "give_up" }],
+  ] as const)("%s", (_, history, retryAfterMs, probes, expected) => {
+    expect(afterRefusal(history, retryAfterMs, probes, DAY, NOW)).toEqual(expected);
+  });
+
+  it("is parked on refused:<family>, which the job's queue.waiting_on shows, apart from a budget's family", () => {
+    expect(refusedWaitingOn("forcepoint")).toBe("refused:forcepoint");
+    expect(refusedWaitingOn(null)).toBe("refused:unknown");
+    expect([waitsOnBlock("refused:forcepoint"), waitsOnBlock("forcepoint"), waitsOnBlock(null)]).toEqual([true, false, false]);
+  });
 });
 
 describe("a line the probe handed back unasked", () => {

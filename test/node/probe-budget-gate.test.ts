@@ -63,9 +63,21 @@ describe("holdOf: what holds a check now, and until when", () => {
 });
 
 describe("a check held as it arrives", () => {
-  it("is answered at once when single (a person waits): budget_spent, nothing sent", () => {
-    expect(answeredOnArrival({ reliefAt: T0 + 1 }, check("a"))).toBe(true);
+  it("when single (a person waits), waits only for a relief before its deadline (replies in flight); else it is answered at once: budget_spent, nothing sent", () => {
+    expect(answeredOnArrival({ reliefAt: T0 + 1 }, check("a"))).toBe(false);
+    expect(answeredOnArrival({ reliefAt: T0 + 10_000 }, check("a"))).toBe(true);
+    expect(answeredOnArrival({ reliefAt: null }, check("a"))).toBe(true);
     expect(heldAnswer(check("a"))).toBe("budget_spent");
+  });
+
+  it("while the destination's limits are provisional (its greeting not read yet), a held check's relief is now", () => {
+    const b = capped(4);
+    refused(b, "a", 3, T0);
+    expect(holdOf(b, check("a"), T0 + 10)).toEqual({ reliefAt: T0 + 1 + 60_000 });
+    expect(holdOf(b, check("a"), T0 + 10, true)).toEqual({ reliefAt: T0 + 10 });
+    // A pause the receiver asked for is no provisional limit.
+    b.pause(T0 + 30_000, true, T0);
+    expect(holdOf(b, check("a"), T0 + 10, true)).toEqual({ reliefAt: T0 + 30_000 });
   });
 
   it("waits in the queue when it is a batch's and its relief comes before it could be asked; else it is handed back", () => {
@@ -123,8 +135,8 @@ describe("TransactionBudget: what one transaction may carry", () => {
     const tb = new TransactionBudget(b, T0);
     expect(tb.fit(check("a"), true)).toBe("with-test");
     expect(tb.fit(check("a"), true)).toBe("without-test");
-    // Its share is full: a single check of it is answered now, a batch check's tenant waits.
-    expect(tb.fit(check("a"), false)).toBe("answer-now");
+    // Its share is full of RCPTs in flight: a single check of it waits for their replies, a batch check's tenant is held.
+    expect(tb.fit(check("a"), false)).toBe("wait");
     expect(tb.fit(check("a", true), false)).toBe("hold");
     // Another customer has its own share, within the hour's 4.
     expect(tb.fit(check("b", true), false)).toBe("without-test");
@@ -149,8 +161,11 @@ describe("TransactionBudget: what one transaction may carry", () => {
     expect(b.counts(now).unknown_last_hour).toBe(1);
     const next = new TransactionBudget(b, now);
     expect(next.fit(check("a"), true)).toBe("with-test");
-    expect(next.fit(check("a"), false)).toBe("answer-now");
+    expect(next.fit(check("a"), false)).toBe("wait");
     expect(next.reliefAt()).toBe(now + 60_000);
+    // Its share full of refusals, nothing in flight: a single check is answered at once, nothing sent.
+    refused(b, "a", 2, now);
+    expect(new TransactionBudget(b, now + 10).fit(check("a", false, { deadline: now + 10_000 }), false)).toBe("answer-now");
   });
 
   it("a catch-all test alone (a server that takes one RCPT per transaction) fits while its customer's share has room", () => {

@@ -99,7 +99,30 @@ describe("the unknown-recipient budget of one destination", () => {
     const b = new ReceiverBudget(config);
     for (let i = 0; i < 9; i++) b.sent("t", 0.5, 0).cancel(0);
     expect(b.counts(1)).toEqual({ sent_in_window: 0, unknown_in_window: 0, unknown_last_hour: 0 });
-    expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, windowWorst: 0, hourWorst: 0, byOwner: new Map() });
+    expect(b.plan(1)).toEqual({ sent: 0, unknown: 0, windowWorst: 0, hourWorst: 0, byOwner: new Map(), windowByOwner: new Map() });
+  });
+
+  it("a customer alone fills at most 80% of the window's floor, so one who arrives can still send a few and earn room with good answers", () => {
+    // The self-hosted row's shape: 30% once 10 were sent, 9 unknown users at worst never held.
+    const b = new ReceiverBudget({ unknownRatio: 0.3, unknownWindowMs: 60_000, unknownPerHour: 0, unknownFloor: 9 });
+    let dirty = 0;
+    while (b.admits("dirty", 1_000) && dirty < 20) {
+      b.sent("dirty", b.risk("dirty", 1_000), 1_000).replied(true, 1_001);
+      dirty++;
+    }
+    // Alone: 7 of the floor of 9 (the share rule holds the rest, a window long).
+    expect(dirty).toBe(7);
+    // A clean customer arrives: the two left of the floor are its, then its good answers lower the share.
+    let clean = 0;
+    for (let t = 1_002; clean < 30; t++) {
+      if (!b.admits("clean", t)) break;
+      b.sent("clean", b.risk("clean", t), t).replied(false, t);
+      clean++;
+    }
+    expect(clean).toBe(30);
+    // Never past Forcepoint's trigger: more than half of at least 20 in the window unknown.
+    const counts = b.counts(1_100);
+    expect(counts.unknown_in_window / counts.sent_in_window).toBeLessThanOrEqual(0.5);
   });
 
   it("ratio 1 and no hourly limit: nothing is counted or held", () => {
@@ -174,12 +197,15 @@ const deps = (s: Scheduler) => ({ config: { allowPrivateTargets: true }, schedul
  */
 async function runJob(s: Scheduler, address: string, lists: Record<string, string[]>, queueMs = 800) {
   const answers = new Map<string, ProbeResponse>();
+  /** Addresses handed back because the server blocks the probe (the Worker parks them till the block ends). */
+  const refused = new Set<string>();
   const deferrals: Record<string, number> = Object.fromEntries(Object.keys(lists).map((t) => [t, 0]));
   const one = async (tenant: string, email: string): Promise<void> => {
     for (;;) {
       const started = Date.now();
       const r = await runBatchProbe({ email, mx: mxOf(email, address), deadline_ms: 20_000, catch_all_check: true }, deps(s), started, { deferAt: started + queueMs, tenant });
       if (!("deferred" in r)) return void answers.set(email, r);
+      if (r.refused) return void refused.add(email);
       deferrals[tenant]!++;
       // As the Worker parks a line: until the budget's relief when the probe named one (a line handed
       // back at once, asked again at once, would never let the probe's timers run).
@@ -187,7 +213,7 @@ async function runJob(s: Scheduler, address: string, lists: Record<string, strin
     }
   };
   await Promise.all(Object.entries(lists).flatMap(([tenant, emails]) => emails.map((e) => one(tenant, e))));
-  return { answers, deferrals };
+  return { answers, deferrals, refused };
 }
 
 /** `n` addresses at `domain`, every `unknownEvery`-th one... : `known` ones are mailboxes, the rest unknown users. */
@@ -197,13 +223,16 @@ function list(domain: string, n: number, isKnown: (i: number) => boolean) {
 }
 
 describe("harvest-aware pacing against a Forcepoint-style defence", () => {
-  it("without the budget a list 60% unknown trips the block; with it every verdict is right and there is no block", async () => {
+  it("without the budget a list 60% unknown trips the block (its refusals handed back, never policy_block); with it every verdict is right and there is no block", async () => {
     // The control: the same list, the budget off (ratio 1, no hourly limit), against its own server.
     const { emails, known } = list("dirty.test", 50, (i) => i % 5 < 2);
     const control = await mta(160, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
     const off = await runJob(scheduler({ unknownRatio: 1, unknownPerHour: 0 }), ip(160), { t: emails });
     expect(control.harvest.blocks.length).toBeGreaterThan(0);
-    expect([...off.answers.values()].filter((r) => r.outcome === "policy_block").length).toBeGreaterThan(0);
+    // The block is ours, not an answer: what it refused comes back unasked, to wait for its end.
+    expect([...off.answers.values()].filter((r) => r.outcome === "policy_block")).toEqual([]);
+    expect(off.refused.size).toBeGreaterThan(0);
+    expect(off.answers.size + off.refused.size).toBe(emails.length);
 
     const f = await mta(161, { mailboxPrefix: "user", harvestDefence: FORCEPOINT_SCALED });
     const warn = vi.spyOn(console, "warn");
@@ -281,8 +310,8 @@ describe("harvest-aware pacing against a Forcepoint-style defence", () => {
     await metrics.close();
   }, 30_000);
 
-  it("a self-hosted server's 20 addresses, 12 unknown, at the row's defaults: answered without one hand-back (RCPTs in flight hold the rest until their reply, not for a window)", async () => {
-    const f = await mta(164, { mailboxPrefix: "user" });
+  it("a self-hosted Postfix's 20 addresses, 12 unknown, at the row's defaults: answered without one hand-back (its greeting lifts the 60 s share; RCPTs in flight hold the rest until their reply, not for a window)", async () => {
+    const f = await mta(164, { mailboxPrefix: "user", banner: "ESMTP Postfix (Debian/GNU)" });
     const row = receiverPolicy("self-hosted");
     // The settings' defaults are the row's (one rule in one place).
     const byDefault = (name: "PROBE_DESTINATION_UNKNOWN_RATIO" | "PROBE_DESTINATION_WINDOW_SECONDS" | "PROBE_DESTINATION_UNKNOWN_PER_HOUR") =>

@@ -186,11 +186,14 @@ describe("a gateway that starts accepting everything", () => {
     const line = error.mock.calls.map((c) => String(c[0])).find((l) => l.includes("receiver accepts everything now"));
     expect(JSON.parse(line!)).toMatchObject({ level: "error", family: "cisco", destination: ip(188), alert: true });
     const before = rcptsOf(f).length;
-    expect((await check(s, "user2@second.example", host, ip(188))).outcome).toBe("budget_spent");
+    // Its defence is triggered against our probe: a block, so a check there says the probe was refused, not the mailbox,
+    // and the address keeps the harvest rule for good.
+    expect((await check(s, "user2@second.example", host, ip(188))).outcome).toBe("blocked");
+    expect(s.receivers.learned.get(`cisco ${ip(188)}`)).toMatchObject({ harvest: true });
     expect(rcptsOf(f)).toHaveLength(before);
     // What it accepted since its last refusal is named to the Worker (every batch answer carries it): the
     // domain checked after the random address was refused, not the one whose check the refusal came with.
-    expect(s.untrusted.current()).toEqual([{ domains: ["second.example"], sinceMs: expect.any(Number), untilMs: expect.any(Number) }]);
+    expect(s.untrusted.current()).toEqual([{ kind: "untrusted", domains: ["second.example"], sinceMs: expect.any(Number), untilMs: expect.any(Number) }]);
     const [notice] = s.untrusted.current();
     expect(notice!.untilMs).toBeGreaterThanOrEqual(notice!.sinceMs);
     const untrustedLine = error.mock.calls.map((c) => String(c[0])).find((l) => l.includes("receiver answers untrusted"));
@@ -211,9 +214,12 @@ describe("a gateway that starts accepting everything", () => {
     expect((await check(s, "user1@b.example", host, ip(189), undefined, false)).outcome).toBe("accepted");
     expect((await check(s, "user2@c.example", host, ip(189), undefined, false)).outcome).toBe("accepted");
     await check(s, "nobody2@d.example", host, ip(189), undefined, false);
-    expect(s.untrusted.current()).toEqual([{ domains: ["b.example", "c.example", "d.example"], sinceMs: expect.any(Number), untilMs: expect.any(Number) }]);
-    // Stopped: nothing more is sent there.
-    expect((await check(s, "user3@e.example", host, ip(189), undefined, false)).outcome).toBe("budget_spent");
+    expect(s.untrusted.current().filter((n) => n.kind === "untrusted")).toEqual([
+      { kind: "untrusted", domains: ["b.example", "c.example", "d.example"], sinceMs: expect.any(Number), untilMs: expect.any(Number) },
+    ]);
+    // Stopped (a block of our probe, learned for good): nothing more is sent there, and a check says the probe was refused.
+    expect((await check(s, "user3@e.example", host, ip(189), undefined, false)).outcome).toBe("blocked");
+    expect(s.receivers.learned.get(`cisco ${ip(189)}`)).toMatchObject({ harvest: true, blocks: 1 });
   });
 });
 

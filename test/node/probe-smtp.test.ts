@@ -200,10 +200,11 @@ describe("what the server says about the mailbox", () => {
     expect(result.reply).toMatchObject({ code: 450, enhanced_code: "4.2.0" });
   });
 
-  it("a blocklist rejection (554 5.7.1) is a policy block, never 'does not exist'", async () => {
+  it("a blocklist rejection (554 5.7.1 naming our client host) is a block of the probe, never 'does not exist' nor the mailbox's answer", async () => {
     const { result } = await probe("ana@block.test", [ip(23)]);
-    expect(result.outcome).toBe("policy_block");
+    expect(result.outcome).toBe("blocked");
     expect(result.reply!.text).toContain("spamhaus");
+    expect(result.retry_after_ms).toBeGreaterThan(0);
   });
 
   it("a full mailbox (552 5.2.2) is mailbox_full", async () => {
@@ -222,11 +223,15 @@ describe("what the server says about the mailbox", () => {
     expect(result.catch_all).toBeNull();
   });
 
-  it("a refused MAIL FROM is a policy block on us and ends the walk", async () => {
+  it("a MAIL FROM refused by policy (5.7.1) is a block of the probe at that address: the walk goes on to the next", async () => {
     const { result } = await probe("ana@sender.test", [ip(29), ip(20)]);
-    expect(result.outcome).toBe("policy_block");
-    expect(result.attempts).toHaveLength(1);
-    expect(result.reply).toMatchObject({ code: 553 });
+    // The next host does not take mail for sender.test ("Relay access denied"): its own answer, asked.
+    expect(result.attempts.map((a) => [a.address, a.outcome, a.reply?.code])).toEqual([
+      [ip(29), "blocked", 553],
+      [ip(20), "policy_block", 554],
+    ]);
+    const alone = await probe("ana@sender.test", [ip(29)]);
+    expect(alone.result).toMatchObject({ outcome: "blocked", reply: { code: 553 } });
   });
 });
 
@@ -304,7 +309,7 @@ describe("MX failover", () => {
     const { result } = await probe("ana@known.test", [CLOSED, ip(27), ip(28), ip(20)]);
     expect(result.outcome).toBe("accepted");
     expect(result.mx_address).toBe(ip(20));
-    expect(result.attempts.map((a) => a.outcome)).toEqual(["connection_failed", "policy_block", "temporary_failure", "accepted"]);
+    expect(result.attempts.map((a) => a.outcome)).toEqual(["connection_failed", "blocked", "temporary_failure", "accepted"]);
   });
 
   it("hosts are tried by preference, whatever order they arrive in", async () => {
@@ -317,7 +322,7 @@ describe("MX failover", () => {
 
   it("when every host fails, the most informative failure is the outcome", async () => {
     const { result } = await probe("ana@known.test", [CLOSED, ip(27)]);
-    expect(result.outcome).toBe("policy_block");
+    expect(result.outcome).toBe("blocked");
     expect(result.reply).toMatchObject({ code: 554 });
     const onlyRefused = await probe("ana@known.test", [CLOSED]);
     expect(onlyRefused.result.outcome).toBe("connection_failed");

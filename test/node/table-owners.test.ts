@@ -31,8 +31,9 @@ type Owner = {
 const OWNERS: Owner[] = [
   {
     name: "the job tables",
-    tables: ["verification_jobs", "verification_job_items"],
-    objects: ["verificationJobs", "verificationJobItems"],
+    // receiver_lessons: what probes learned by being blocked or throttled, kept and handed to the fleet with job batches.
+    tables: ["verification_jobs", "verification_job_items", "receiver_lessons"],
+    objects: ["verificationJobs", "verificationJobItems", "receiverLessons"],
     owners: ["edge/jobs/store/"],
     alsoAllowed: {},
   },

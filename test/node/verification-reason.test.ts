@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { describe, expect, it } from "vitest";
 import { VERIFICATION_REASONS, type EmailVerificationResult, type VerificationReason } from "../../shared/api.ts";
-import { buildVerificationResult, verificationReason, type VerificationFacts } from "../../shared/email/verdict.ts";
+import { buildVerificationResult, verificationReason, WARNINGS, type VerificationFacts } from "../../shared/email/verdict.ts";
 import type { SmtpOutcome } from "../../shared/smtp-outcome.ts";
 import { MIGRATIONS_FOLDER } from "../../scripts/lib/database.ts";
 
@@ -50,6 +50,8 @@ const CASES: [VerificationReason, Omit<EmailVerificationResult, "reason">][] = [
   ["disposable", result({ disposable: true, smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["catch_all", result({ smtp: { status: "deliverable", catchAll: true } }, "accepted")],
   ["policy_block", result({ smtp: { status: "assumed", catchAll: null } }, "policy_block")],
+  // The receiver refused our probe (a block), not the mailbox: risky, with the warning that says so.
+  ["probe_refused", result({ smtp: { status: "probe_refused", catchAll: null } }, "blocked")],
   ["temporary_failure", result({ smtp: { status: "assumed", catchAll: null } }, "timeout")],
   ["mailbox_full", result({ smtp: { status: "mailbox_full", catchAll: false } }, "mailbox_full")],
   ["connection_failed", result({ smtp: { status: "assumed", catchAll: null } }, "connection_failed")],
@@ -83,6 +85,14 @@ describe("verificationReason", () => {
     expect(verificationReason(result({ smtp: { status: "assumed", catchAll: null } }, "refused_target"))).toBe("no_smtp_check");
   });
 
+  it("a probe refused by the receiver (a block) is risky with its own warning, never the mailbox's answer", () => {
+    const r = result({ smtp: { status: "probe_refused", catchAll: null } }, "blocked");
+    expect(r).toMatchObject({ classification: "risky", warnings: [WARNINGS.probeRefused] });
+    expect(verificationReason(r)).toBe("probe_refused");
+    expect(r.checks.smtp_deliverable).toBeNull();
+    expect(r.errors).toEqual([]);
+  });
+
   it("a receiver not probed because it accepts every address (yahoo) is catch-all, without an accepted RCPT", () => {
     const r = result({ smtp: { status: "not_probed", catchAll: true } }, "not_probed");
     expect(r.checks.smtp_deliverable).toBeNull();
@@ -95,14 +105,14 @@ describe("verificationReason", () => {
  * the receiver policy of issue 26); every line since stores its reason, so 0009's SQL mirror never
  * sees them and needs no successor.
  */
-const OUTCOMES_AFTER_0009: readonly (SmtpOutcome | null)[] = ["budget_spent", "not_probed"];
+const OUTCOMES_AFTER_0009: readonly (SmtpOutcome | null)[] = ["budget_spent", "not_probed", "blocked"];
 /** Reasons added to the vocabulary since 0009 (typo): the back-fill gives those results the reason of its day. */
 const REASONS_SINCE_0009: readonly VerificationReason[] = ["typo"];
 const CASES_BEFORE_0009 = CASES.filter(([reason, r]) => !OUTCOMES_AFTER_0009.includes(r.details!.smtp_outcome) && !REASONS_SINCE_0009.includes(reason));
 
 describe("cases for the 0009 back-fill", () => {
   it("leave out only the reasons that came after it", () => {
-    expect(CASES.filter((c) => !CASES_BEFORE_0009.includes(c)).map(([reason]) => reason)).toEqual(["typo", "receiver_budget_spent", "provider_forbids_probing"]);
+    expect(CASES.filter((c) => !CASES_BEFORE_0009.includes(c)).map(([reason]) => reason)).toEqual(["typo", "probe_refused", "receiver_budget_spent", "provider_forbids_probing"]);
   });
 });
 

@@ -53,6 +53,8 @@ export default async function setup(project: TestProject) {
       // against a defending server, in test/node/probe-harvest.test.ts.
       PROBE_DESTINATION_UNKNOWN_RATIO: "1",
       PROBE_DESTINATION_UNKNOWN_PER_HOUR: "0",
+      // A block at a self-hosted server lasts 2 s here, so a test sees lines wait for it and complete when it lifts.
+      PROBE_RECEIVER_POLICY: JSON.stringify({ "self-hosted": { blockSeconds: 2 } }),
     }),
   );
   const probeFixture = await startProbeFixture(PROBE_SECRET);

@@ -62,6 +62,7 @@ const REASON_WORDS: Record<VerificationReason, string> = {
   disposable: "A disposable address",
   catch_all: "The domain accepts every address (catch-all)",
   policy_block: "The mail server refused to say (policy)",
+  probe_refused: "Not asked: the mail server refused our checking server",
   temporary_failure: "The mail server answered 'try later'",
   mailbox_full: "The mailbox is full",
   connection_failed: "The mail server could not be reached",

@@ -58,7 +58,7 @@ export type Lease = { token: string; ms: number };
 
 export const newLease = (ms: number): Lease => ({ token: crypto.randomUUID(), ms });
 
-type ClaimedRow = Pick<LineRow, "position" | "email" | "recheck_at" | "claims" | "probe_failures" | "waiting_since">;
+type ClaimedRow = Pick<LineRow, "position" | "email" | "recheck_at" | "claims" | "probe_failures" | "waiting_since" | "waiting_on">;
 
 const claimedLine = (r: ClaimedRow): ClaimedLine => ({
   position: Number(r.position),
@@ -67,6 +67,7 @@ const claimedLine = (r: ClaimedRow): ClaimedLine => ({
   claims: Number(r.claims),
   probeFailures: Number(r.probe_failures),
   waitingSince: r.waiting_since === null ? null : Number(r.waiting_since),
+  waitingOn: r.waiting_on === null || r.waiting_on === undefined ? null : String(r.waiting_on),
 });
 
 /**
@@ -80,7 +81,7 @@ function turnStatements(db: Database, jobId: string, lease: Lease, max: number, 
   const claimable = sql`job_id = ${jobId} and duplicate_of is null
     and (select status from verification_jobs where id = ${jobId}) = 'running'
     and (select a.status from verification_jobs j join accounts a on a.id = j.account_id where j.id = ${jobId}) = 'active'`;
-  const returning = sql.raw("returning position, email, recheck_at, claims, probe_failures, waiting_since");
+  const returning = sql.raw("returning position, email, recheck_at, claims, probe_failures, waiting_since, waiting_on");
   return [
     db.run(sql`update verification_jobs set status = 'running', started_at = coalesce(started_at, ${now}),
         updated_at = case when status = 'queued' then ${now} else updated_at end, last_claim_at = ${now}
@@ -141,7 +142,9 @@ export type LineAnswer =
    * Not asked: the receiver's budget holds it until `until` (docs/jobs.md "Waiting on a receiver"):
    * parked till then, this claim not counted; `waitingOn` is the receiver family, shown on the job.
    */
-  | { position: number; kind: "park"; until: number; waitingOn: string | null };
+  | { position: number; kind: "park"; until: number; waitingOn: string | null }
+  /** Not asked: the receiver refuses its probe (a block): back to pending for the next probe of its ranking, this claim not counted. */
+  | { position: number; kind: "move" };
 
 /**
  * Writes answers (and the duplicates' copies) in one batch, each only while this lease still holds
@@ -165,8 +168,10 @@ export async function writeAnswers(db: Database, jobId: string, lease: Lease, an
       );
       continue;
     }
-    if (a.kind === "release" || a.kind === "defer") {
-      const counted = a.kind === "defer" ? sql`claims = max(0, claims - 1)` : sql`probe_failures = probe_failures + 1`;
+    if (a.kind === "release" || a.kind === "defer" || a.kind === "move") {
+      // A move takes the line one place down its probe ranking (line-policy.ts probeRank), as a release does, at no claim.
+      const counted =
+        a.kind === "defer" ? sql`claims = max(0, claims - 1)` : a.kind === "move" ? sql`claims = max(0, claims - 1), probe_failures = probe_failures + 1` : sql`probe_failures = probe_failures + 1`;
       statements.push(db.run(sql`update verification_job_items set state = 'pending', lease_until = null, lease_token = null, ${counted} where ${held}`));
       continue;
     }
@@ -209,6 +214,33 @@ export async function untrustValids(db: Database, notice: UntrustedNotice, now =
       set state = 'recheck', recheck_at = ${now + UNTRUSTED_RECHECK_DELAY_MS}, classification = null, reason = null, lease_token = null, lease_until = null
       where duplicate_of is null and ${which} returning job_id`),
     db.run(sql`update verification_job_items set state = 'pending', classification = null, reason = null, lease_token = null, lease_until = null
+      where duplicate_of is not null and ${which}`),
+  ]);
+  const byJob = new Map<string, number>();
+  for (const r of originals) byJob.set(String(r.job_id), (byJob.get(String(r.job_id)) ?? 0) + 1);
+  return byJob;
+}
+
+/**
+ * A probe's refused notice applied (edge/jobs/untrusted.ts, docs/jobs.md "While our probe is blocked"): the `policy_block`
+ * answers of unfinished jobs at its domains, written in its span (as far as the window lets it reach), were a receiver's
+ * block of our probe, not answers: back to pending to be asked again (a duplicate too, behind its original). Returns,
+ * per job, how many original lines (for their queue turns).
+ */
+export async function takeBackRefusals(db: Database, notice: UntrustedNotice, now = Date.now()): Promise<Map<string, number>> {
+  const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
+  const { sinceMs, untilMs } = untrustedSpan(notice, now);
+  const which = sql`state = 'done' and reason = 'policy_block' and checked_at >= ${sinceMs} and checked_at <= ${untilMs}
+    and job_id in (select id from verification_jobs where status in ('queued', 'running'))
+    and lower(substr(email, instr(email, '@') + 1)) in (${sql.join(
+      domains.map((d) => sql`${d}`),
+      sql`, `,
+    )})`;
+  const [originals] = await db.batch([
+    db.all<{ job_id: string }>(sql`update verification_job_items
+      set state = 'pending', classification = null, reason = null, result = null, lease_token = null, lease_until = null
+      where duplicate_of is null and ${which} returning job_id`),
+    db.run(sql`update verification_job_items set state = 'pending', classification = null, reason = null, result = null, lease_token = null, lease_until = null
       where duplicate_of is not null and ${which}`),
   ]);
   const byJob = new Map<string, number>();
