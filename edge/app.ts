@@ -23,6 +23,7 @@ import { registerConsole } from "./console/routes.tsx";
 import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
+import { registerPeopleBulkRoute } from "./routes/people-bulk.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerMeRoutes } from "./routes/me.ts";
 import { registerMemberRoutes } from "./routes/members.ts";
@@ -143,6 +144,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // then the key's limits (429), then the scope (403), then the route's own checks (400 and after).
   registerErasuresRoute(app);
   registerPeopleRoute(app);
+  registerPeopleBulkRoute(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
   registerJobRoutes(app);

@@ -155,6 +155,7 @@ describe("failed authentication, per client address", () => {
 const FAMILIES: Record<string, string> = {
   "GET /v1/people": `"lookup";q=100;w=10`,
   "GET /v1/people/erasures": `"lookup";q=100;w=10`,
+  "POST /v1/people/bulk": `"lookup";q=100;w=10`,
   "GET /v1/email_verifications": `"verification";q=100;w=10`,
   "POST /v1/email_verifications": `"verification";q=100;w=10`,
   "POST /v1/email_verification_jobs": `"job_creation";q=60;w=60, "verification";q=100;w=10`,
