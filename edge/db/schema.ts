@@ -658,7 +658,9 @@ export const lookupJobs = sqliteTable(
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     completedAt: integer("completed_at"),
-    lastClaimAt: integer("last_claim_at"),
+    /** When a turn last answered lines of it: whose turn it is among an account's jobs, and among accounts (edge/jobs/fair-share.ts). */
+    lastTurnAt: integer("last_turn_at"),
+    /** Last progress, or the last time the cron or a resume check looked at it: what stalled-work detection reads. */
     updatedAt: integer("updated_at").notNull(),
     /** The charge budget of the turn being answered, for the statements of its transaction (edge/lookup-jobs/store/lines.ts). */
     turnBudget: integer("turn_budget").notNull().default(0),
@@ -691,8 +693,11 @@ export const lookupJobLines = sqliteTable(
     profnetPublicIdentifier: text("profnet_public_identifier"),
     codehostId: integer("codehost_id"),
     codehostLogin: text("codehost_login"),
-    /** pending; claimed (until lease_until); refused (found, not charged: waits for credits); done. */
-    state: text("state", { enum: ["pending", "claimed", "refused", "done"] }).notNull(),
+    /**
+     * pending; refused (found, not charged: waits for credits); done. A turn takes pending lines and answers them in
+     * one transaction, so no line is ever half-way between.
+     */
+    state: text("state", { enum: ["pending", "refused", "done"] }).notNull(),
     /** found, not_found, invalid, refused, erased; null while pending. The triggers count it. */
     outcome: text("outcome"),
     /** An invalid line's 400 message. */
@@ -702,15 +707,16 @@ export const lookupJobLines = sqliteTable(
     charged: integer("charged").notNull().default(0),
     /** The person as answered (edge/people/store.ts personSnapshot). */
     person: text("person"),
-    leaseToken: text("lease_token"),
-    leaseUntil: integer("lease_until"),
-    claims: integer("claims").notNull().default(0),
+    /** The turn that last answered it (a token of the turn's own): how the turn's statements find their lines. */
+    turn: text("turn"),
     answeredAt: integer("answered_at"),
   },
   (t) => [
     primaryKey({ columns: [t.jobId, t.position] }),
-    // Claims take a job's pending lines in input order.
+    // A turn takes a job's pending lines in input order.
     index("lookup_job_lines_state_idx").on(t.jobId, t.state, t.position),
+    // A turn's statements find the lines it took.
+    index("lookup_job_lines_turn_idx").on(t.jobId, t.turn).where(sql`${t.turn} is not null`),
     // A person is charged once per job; and an erasure finds every line that answered them.
     index("lookup_job_lines_job_person_idx").on(t.jobId, t.personId).where(sql`${t.personId} is not null`),
     index("lookup_job_lines_person_idx").on(t.personId).where(sql`${t.personId} is not null`),

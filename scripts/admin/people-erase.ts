@@ -6,11 +6,11 @@
  * stop disclosing them. One write batch does it all.
  */
 import type { Client, InArgs, InStatement } from "@libsql/client";
-import { sql, type SQL } from "drizzle-orm";
+import type { SQL } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { REFRESH_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
 import { removeAddressesFromOpenJobs } from "../../edge/jobs/store/internal-jobs.ts";
-import { eraseFromBatchAnswers } from "../../edge/lookup-jobs/store/batches.ts";
+import { eraseFromBulkLookups } from "../../edge/lookup-jobs/store/erasure.ts";
 import {
   checkSuppressionKey,
   emailHashes,
@@ -90,8 +90,8 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
     // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).
     ...removeAddressesFromOpenJobs(REFRESH_ACCOUNT_ID, addresses, now).map(inBatch),
-    // Answers already given and kept (a batch's first answer for its replays) stop disclosing them.
-    inBatch(eraseFromBatchAnswers(sql`select value from json_each(${peopleIds})`)),
+    // What the bulk lookups keep of them (a batch's first answer, lookup jobs' lines and verdicts) stops disclosing them.
+    ...eraseFromBulkLookups(people.map((p) => p.id), addresses).map(inBatch),
   ];
   await client.batch(statements, "write");
   return { erased: people.length, suppressed: [...hashes.values()].length };

@@ -217,7 +217,7 @@ describe("POST /v1/people/bulk: credits", () => {
 
   it("N concurrent batches with M < N credits serve exactly M people, one ledger row each, and never overdraw", async () => {
     const { token, accountId } = await newAccount(7);
-    const people = [];
+    const people: ReturnType<typeof uniqueIds>[] = [];
     for (let i = 0; i < 12; i++) people.push(await person());
     const answers = await Promise.all(people.map((p, i) => bulk(token, requests({ profnet_id: String(p.profnet_id) }, { codehost_id: people[(i + 1) % people.length]!.codehost_id }))));
     expect(answers.flatMap((a) => a.results).filter((r) => r.status === 200)).toHaveLength(7);
@@ -249,7 +249,7 @@ describe("POST /v1/people/bulk: database round trips, counted at the database", 
 
   it("a batch (half found) costs two with a warm key, with or without an Idempotency-Key; a replay one", async () => {
     const { accountId } = await newAccount(1_000);
-    const people = [];
+    const people: ReturnType<typeof uniqueIds>[] = [];
     for (let i = 0; i < 49; i++) people.push(await person(["x@example.org"]));
     const body = requests(...people.flatMap((p) => [{ profnet_id: String(p.profnet_id) }, { profnet_id: String(uniqueIds().profnet_id) }]));
     // A key per call: each batch of 98 spends 98 of its key's 100 lookups per 10 s; one more warms the key.
@@ -293,7 +293,7 @@ describe("POST /v1/people/bulk: Idempotency-Key", () => {
 
   it("20 concurrent retries with one key charge once: each gets the first answer, or 409 while it is being made", async () => {
     const { token, accountId } = await newAccount(50);
-    const people = [];
+    const people: ReturnType<typeof uniqueIds>[] = [];
     for (let i = 0; i < 5; i++) people.push(await person());
     const body = requests(...people.map((p) => ({ profnet_id: String(p.profnet_id) })));
     const headers = { "idempotency-key": crypto.randomUUID() };

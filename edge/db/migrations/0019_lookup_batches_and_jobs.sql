@@ -46,15 +46,14 @@ CREATE TABLE `lookup_job_lines` (
 	`person_id` integer,
 	`charged` integer DEFAULT 0 NOT NULL,
 	`person` text,
-	`lease_token` text,
-	`lease_until` integer,
-	`claims` integer DEFAULT 0 NOT NULL,
+	`turn` text,
 	`answered_at` integer,
 	PRIMARY KEY(`job_id`, `position`),
 	FOREIGN KEY (`job_id`) REFERENCES `lookup_jobs`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
 CREATE INDEX `lookup_job_lines_state_idx` ON `lookup_job_lines` (`job_id`,`state`,`position`);--> statement-breakpoint
+CREATE INDEX `lookup_job_lines_turn_idx` ON `lookup_job_lines` (`job_id`,`turn`) WHERE "lookup_job_lines"."turn" is not null;--> statement-breakpoint
 CREATE INDEX `lookup_job_lines_job_person_idx` ON `lookup_job_lines` (`job_id`,`person_id`) WHERE "lookup_job_lines"."person_id" is not null;--> statement-breakpoint
 CREATE INDEX `lookup_job_lines_person_idx` ON `lookup_job_lines` (`person_id`) WHERE "lookup_job_lines"."person_id" is not null;--> statement-breakpoint
 CREATE INDEX `lookup_job_lines_outcome_idx` ON `lookup_job_lines` (`job_id`,`outcome`,`position`);--> statement-breakpoint
@@ -103,7 +102,7 @@ CREATE TABLE `lookup_jobs` (
 	`created_at` integer NOT NULL,
 	`started_at` integer,
 	`completed_at` integer,
-	`last_claim_at` integer,
+	`last_turn_at` integer,
 	`updated_at` integer NOT NULL,
 	`turn_budget` integer DEFAULT 0 NOT NULL,
 	`creating` integer DEFAULT 1 NOT NULL,
