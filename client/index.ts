@@ -51,3 +51,19 @@ export function createJobFromCsv(api: ApiClient, csv: string, params: CreateJobP
     headers: { "content-type": "text/csv" },
   });
 }
+
+type CreateLookupJobParams = Pick<paths["/v1/lookup_jobs"]["post"]["parameters"], "query" | "header">;
+
+/**
+ * POST /v1/lookup_jobs with a list: a CSV file (a header row naming the identifier columns) or JSON Lines
+ * (`format: "jsonl"`), sent as it is. With `query: { dry_run: "true" }` the answer is the quote (200) and nothing is
+ * created; otherwise the job (202).
+ */
+export function createLookupJob(api: ApiClient, list: string, params: CreateLookupJobParams = {}, format: "csv" | "jsonl" = "csv") {
+  return api.POST("/v1/lookup_jobs", {
+    params,
+    body: list as never,
+    bodySerializer: (body) => body as unknown as string,
+    headers: { "content-type": format === "csv" ? "text/csv" : "application/jsonl" },
+  });
+}

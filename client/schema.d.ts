@@ -44,6 +44,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/people/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Look up to 100 people in one call
+         * @description A JSON body {"requests": [{"params": {the identifiers, as GET /v1/people takes them}, "reference": "yours, echoed"}, ...], "include": [...]}: 1 to 100 items, each validated and answered as GET /v1/people would (status 200 with data, or 400, 402 or 404 with error), in request order; one bad item never fails the others. Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served and the rest answer 402; the same person asked twice is charged once. Counts one against the key's lookup limit per item. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.
+         */
+        post: operations["lookupPeople"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/email_verifications": {
         parameters: {
             query?: never;
@@ -148,6 +168,74 @@ export interface paths {
          * @description JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).
          */
         get: operations["listVerificationJobResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lookup_jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's lookup jobs, newest first
+         * @description Counts against the job_reads rate limit.
+         */
+        get: operations["listLookupJobs"];
+        put?: never;
+        /**
+         * Look up a list: a lookup job, charged line by line as lines find someone
+         * @description The body is the list: a CSV file (text/csv) whose header names the identifier columns (profnet_id, profnet_public_identifier, codehost_id, codehost_login; any case, spaces for underscores), or JSON Lines (application/jsonl) whose objects carry them; <identifier>_column names another. At most 32 MiB and 100,000 lines. Each line is read and answered as GET /v1/people would answer it; a line that finds someone costs LOOKUP_COST, once per person per job, charged as it is answered. When the balance (or the key's daily cap) runs out the job pauses, and resumes by itself within a minute of credits being added. dry_run=true answers the quote (200) and creates nothing: the most the job can cost, which it never exceeds. An Idempotency-Key makes a retried create return the first job. Counts against the key's job_creation limit.
+         */
+        post: operations["createLookupJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lookup_jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A lookup job: status, why it is paused, counts and credits
+         * @description Another account's job and no job at all are the same 404. Counts against the job_reads rate limit.
+         */
+        get: operations["getLookupJob"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a lookup job: nothing more is looked up or charged; results already in stay readable
+         * @description A job that has not ended (queued, running or paused) becomes cancelled: lines not answered yet never are, refused lines stay refused, and its callback (with a callback_url) is sent. An ended job is answered as it is. With purge=true its lines and results are also deleted now: the job stays, with its counts, and its results answer 410.
+         */
+        delete: operations["cancelLookupJob"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lookup_jobs/{id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A lookup job's results in input order, readable while it runs
+         * @description JSON pages of results, one per line in input order; while the job runs (or is paused) a page ends before the first line not answered for good, and next_cursor continues there. format=csv (or Accept: text/csv) downloads every line as CSV: the customer's own columns, then what was found (lookup_status, lookup_personal_emails, lookup_work_emails, lookup_phones, the identifiers and handles). format=jsonl downloads one result per line. status narrows all three to lines with one of the statuses given (comma-separated).
+         */
+        get: operations["listLookupJobResults"];
         put?: never;
         post?: never;
         delete?: never;
@@ -589,6 +677,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    lookupJobEnded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A lookup job ended: sent to its callback_url once it is completed or cancelled
+         * @description An HTTPS POST of the job as GET /v1/lookup_jobs/{id} answers it, signed as the verification jobs' callbacks are (Standard Webhooks, the account's whsec_ secret). webhook-id is evt_<job id>_<status>, the same on every retry. Any 2xx ends it; anything else, a redirect or no answer within 5 s is retried 7 times.
+         */
+        post: operations["lookupJobEnded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -662,6 +770,104 @@ export interface components {
              * @example 2026-12-23T10:00:04.000Z
              */
             results_delete_at: string | null;
+        };
+        LookupJob: {
+            /** @example lkj_Qx3m9TtGkZ0lJ2rA */
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "paused" | "completed" | "cancelled";
+            /** @description While paused: why, and since when; null otherwise */
+            pause: {
+                /** @enum {string} */
+                reason: "insufficient_credits" | "daily_credit_cap";
+                message: string;
+                /** @description RFC 3339, UTC */
+                since: string;
+            } | null;
+            created_at: string;
+            /** @description When the job completed or was cancelled */
+            completed_at: string | null;
+            /** @description Lines of the list */
+            total: number;
+            /** @description Lines answered for good: found + not_found + invalid + erased */
+            processed: number;
+            /** @description Lines by outcome, kept in the same writes as the answers */
+            counts: {
+                found: number;
+                not_found: number;
+                invalid: number;
+                /** @description Lines that found someone but could not be charged (the balance or the key's cap): the job pauses, and they are looked up again when it resumes; a cancelled job keeps them refused */
+                refused: number;
+                /** @description Lines whose person was erased after they were answered: their data is no longer kept */
+                erased: number;
+            };
+            credits: {
+                /** @description LOOKUP_COST when the job was created: what each charged line costs */
+                cost_per_line: number;
+                /** @description The most the job can cost (its quote) */
+                max: number;
+                /** @description Credits charged so far */
+                charged: number;
+            };
+            input: {
+                /** @enum {string} */
+                format: "csv" | "jsonl";
+                /** @description Each identifier read, and the header or field it is read from */
+                columns: {
+                    [key: string]: string;
+                };
+            };
+            include: "email_details"[];
+            verify_emails: boolean;
+            /** @description With verify_emails: where the verification stands; null without it */
+            verification: {
+                /**
+                 * @description pending until every line is answered; verifying while its verification job runs; done
+                 * @enum {string}
+                 */
+                state: "pending" | "verifying" | "done";
+                /** @description The verification job that checks the addresses no stored verification covers (one of this account's bulk verification jobs); null when none was needed */
+                job_id: string | null;
+                /** @description Addresses answered from a verification of ours newer than max_age_seconds, without probing again */
+                stored_verdicts_used: number;
+                max_age_seconds: number;
+            } | null;
+            results_url: string;
+            retention_seconds: number;
+            results_expired: boolean;
+            /** @description When the lines and results will be deleted (RFC 3339), by the verification jobs' rule; null while the job has not ended */
+            results_delete_at: string | null;
+        };
+        PeopleBulkRequest: {
+            /** @description 1 to 100 lookups, each validated as GET /v1/people validates its query */
+            requests: {
+                params: components["schemas"]["PeopleBulkParams"];
+                /**
+                 * @description Yours, echoed in the item's answer
+                 * @example crm-contact-8812
+                 */
+                reference?: string | null;
+            }[];
+            /**
+             * @description Additions to every item's data, as GET /v1/people's include (no extra credit)
+             * @example [
+             *       "email_details"
+             *     ]
+             */
+            include?: "email_details"[];
+        };
+        PeopleBulkParams: {
+            /**
+             * @description Decimal positive integer up to 2^53-1 (a string or a number)
+             * @example 12345
+             */
+            profnet_id?: string | number;
+            /** @example ada-lovelace */
+            profnet_public_identifier?: string;
+            /** @description Decimal positive integer up to 2^53-1 (a string or a number) */
+            codehost_id?: string | number;
+            /** @example octocat */
+            codehost_login?: string;
         };
         JobCreateRequest: {
             /**
@@ -767,6 +973,30 @@ export interface components {
                  */
                 checked_at: string;
             } | null;
+        };
+        PeopleBulkResponse: {
+            /** @description One per request, in request order */
+            results: components["schemas"]["PeopleBulkResult"][];
+        };
+        PeopleBulkResult: {
+            /**
+             * @description What GET /v1/people would have answered for this item: 200 data; 400, 402 or 404 error. 410: a replay (Idempotency-Key) of an answer whose person was erased since
+             * @example 200
+             */
+            status: 200 | 400 | 402 | 404 | 410;
+            /** @description The item's reference, echoed (null when it gave none) */
+            reference: string | null;
+            data?: components["schemas"]["ContactInfo"] & unknown;
+            /**
+             * @description With any other status: the message GET /v1/people gives
+             * @example No profile found for the given parameters
+             */
+            error?: string;
+            /**
+             * @description daily_credit_cap with a 402 the key's cap refused
+             * @enum {string}
+             */
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "last_owner" | "role_changed";
         };
         EmailVerificationResult: {
             email: string;
@@ -976,6 +1206,64 @@ export interface components {
             jobs: components["schemas"]["VerificationJob"][];
             /** @description Pass as before for older jobs; null when there are none */
             next_before: string | null;
+        };
+        LookupJobQuote: {
+            /** @enum {string} */
+            format: "csv" | "jsonl";
+            /**
+             * @description Each identifier read, and the header (CSV) or field (JSON Lines) it is read from
+             * @example {
+             *       "profnet_public_identifier": "LinkedIn"
+             *     }
+             */
+            columns: {
+                [key: string]: string;
+            };
+            /** @description Every line of the list (a CSV's header row is not one) */
+            lines: number;
+            /** @description Lines whose identifiers pass GET /v1/people's rules */
+            well_formed: number;
+            /** @description Lines that do not: answered invalid, never charged */
+            invalid: number;
+            /** @description Well-formed lines that ask for the same identifiers as an earlier line (a person is charged once per job) */
+            repeated: number;
+            /** @description LOOKUP_COST: credits per line that finds someone not found before in the job */
+            cost_per_line: number;
+            /** @description The most the job can cost: (well_formed - repeated) x cost_per_line. The job never charges more */
+            max_credits: number;
+            credit_balance: number;
+        };
+        LookupJobList: {
+            /** @description Newest first */
+            jobs: components["schemas"]["LookupJob"][];
+            /** @description Pass as before for older jobs; null when there are none */
+            next_before: string | null;
+        };
+        LookupJobResultsPage: {
+            results: components["schemas"]["LookupJobResult"][];
+            next_cursor: string | null;
+            /** @enum {string} */
+            status: "queued" | "running" | "paused" | "completed" | "cancelled";
+            processed: number;
+            total: number;
+        };
+        LookupJobResult: {
+            /** @description The line's number in the list, from 1 (a CSV's header row not counted) */
+            line: number;
+            /** @enum {string} */
+            status: "found" | "not_found" | "invalid" | "refused" | "erased";
+            /** @description The line as given: a CSV row by its header's names (an empty or repeated name as column_<n>), or the JSON Lines object */
+            input: {
+                [key: string]: unknown;
+            };
+            data?: components["schemas"]["ContactInfo"] & unknown;
+            /** @description With any other status: the message GET /v1/people would give (or why the line was erased) */
+            error?: string;
+            /**
+             * @description daily_credit_cap with a refused line the key's cap refused
+             * @enum {string}
+             */
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "last_owner" | "role_changed";
         };
         ApiKeyList: {
             /** @description Live keys first, then the others, newest first */
@@ -1479,6 +1767,112 @@ export interface operations {
                     "X-Credits-Charged"?: number;
                     /** @description Account balance after this request */
                     "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    lookupPeople: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters; remembered 24 hours */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeopleBulkRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per request, in request order */
+            200: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    /** @description true when this is the first answer to an earlier call with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeopleBulkResponse"];
+                };
+            };
+            /** @description The envelope is malformed (not JSON, not an object, requests not an array of 1 to 100 items, an unknown include), or a bad Idempotency-Key; an item's own problems are that item's 400 */
+            400: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used for a different request; or A request with this Idempotency-Key is still being answered; retry in a few seconds (with Retry-After) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large: a batch is at most 1 MiB */
+            413: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2200,6 +2594,469 @@ export interface operations {
                 };
             };
             /** @description Job results have expired: deleted after the job's retention_seconds, or by DELETE with purge=true (the job itself stays readable) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listLookupJobs: {
+        parameters: {
+            query?: {
+                /** @description 1..100, default 20 */
+                limit?: string;
+                before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookupJobList"];
+                };
+            };
+            /** @description Invalid parameter limit: must be an integer between 1 and 100; or Invalid parameter before: not a lookup job id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createLookupJob: {
+        parameters: {
+            query?: {
+                /** @description The header (CSV) or field (JSON Lines) that holds profnet_id; naming any column turns the guess off */
+                profnet_id_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds profnet_public_identifier; naming any column turns the guess off */
+                profnet_public_identifier_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds codehost_id; naming any column turns the guess off */
+                codehost_id_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds codehost_login; naming any column turns the guess off */
+                codehost_login_column?: string;
+                /** @description Comma-separated additions to each line's data, of: email_details (no extra credit) */
+                include?: string;
+                /** @description true: verify each returned address with our engine (a stored verification newer than LOOKUP_VERIFY_MAX_AGE_SECONDS is used instead of probing again); implies include=email_details */
+                verify_emails?: string;
+                /** @description true: answer the quote (200) and create nothing */
+                dry_run?: string;
+                /** @description An https URL that receives the finished job, signed (Standard Webhooks) */
+                callback_url?: string;
+                /** @description Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default thirty days) */
+                retention_seconds?: string;
+            };
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+                "application/jsonl": string;
+            };
+        };
+        responses: {
+            /** @description dry_run=true: what the job would cost; nothing was created */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookupJobQuote"];
+                };
+            };
+            /** @description The job was created (or, with a reused Idempotency-Key, the first one is returned) */
+            202: {
+                headers: {
+                    /** @description The job's URL */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookupJob"];
+                };
+            };
+            /** @description A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, dry_run, callback_url, retention_seconds or Idempotency-Key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used for a different lookup job; or The lookup job with this Idempotency-Key is still being created; retry in a few seconds (with Retry-After) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large: a lookup job is at most 32 MiB; or Too many lines: a lookup job has at most 100,000 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type: send text/csv or application/jsonl (JSON Lines) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; or too many lookup jobs unfinished for the account (JOB_MAX_RUNNING, with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getLookupJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookupJob"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No lookup job found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelLookupJob: {
+        parameters: {
+            query?: {
+                purge?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookupJob"];
+                };
+            };
+            /** @description purge must be true or false */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No lookup job found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listLookupJobResults: {
+        parameters: {
+            query?: {
+                /** @description 1..1000, default 100 */
+                limit?: string;
+                cursor?: string;
+                format?: "json" | "csv" | "jsonl";
+                /** @description Comma-separated, of: found, not_found, invalid, refused, erased */
+                status?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page, or the download */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookupJobResultsPage"];
+                    "text/csv": string;
+                    "application/jsonl": string;
+                };
+            };
+            /** @description limit must be an integer between 1 and 1000; Invalid cursor; or a status outside the vocabulary, named */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No lookup job found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Lookup job results have expired: deleted after the job's retention_seconds, or by DELETE with purge=true */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -4023,6 +4880,32 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["VerificationJob"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx): no more attempts for this event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    lookupJobEnded: {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LookupJob"];
             };
         };
         responses: {

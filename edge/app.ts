@@ -22,6 +22,8 @@ import { registerConsole } from "./console/routes.tsx";
 import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
+import { registerPeopleBulkRoute } from "./routes/people-bulk.ts";
+import { registerLookupJobRoutes } from "./routes/lookup-jobs.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerMeRoutes } from "./routes/me.ts";
 import { registerMemberRoutes } from "./routes/members.ts";
@@ -117,6 +119,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
             { name: "People", description: "A person's contact details from one identifier, metered by credits; and the people you received that were erased since" },
             { name: "Email verification", description: "One address checked end to end: syntax, MX over DoH, SMTP, catch-all, score and verdict" },
             { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
+            { name: "Lookup jobs", description: "Up to 100,000 identifiers per job, charged line by line as lines find someone; paused when the credits run out; the customer's columns kept" },
             { name: "Account", description: "The calling key's account: balance, limits and usage" },
             { name: "Keys", description: "The account's API keys: named, scoped, expiring, capped; created, rolled and revoked by keys holding keys:write" },
             { name: "Members", description: "The people who sign in to the console with passkeys: invites, roles, passkeys and sessions" },
@@ -142,10 +145,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // then the key's limits (429), then the scope (403), then the route's own checks (400 and after).
   registerErasuresRoute(app);
   registerPeopleRoute(app);
+  registerPeopleBulkRoute(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
   registerJobRoutes(app);
   registerJobListRoute(app);
+  registerLookupJobRoutes(app);
   registerKeyRoutes(app);
   registerUsageRoute(app);
   registerAuditRoute(app);

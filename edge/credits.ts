@@ -5,7 +5,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { CreditCap } from "./caller.ts";
-import { capExceeded } from "./identity/store/keys.ts";
+import { capExceeded, capRoom } from "./identity/store/keys.ts";
 import type { Database } from "./db/client.ts";
 import { utcDay } from "./db/rows.ts";
 
@@ -51,7 +51,56 @@ export function countLookupQuery(db: Database, charge: LookupCharge, personId: S
     returning credits_spent`);
 }
 
+/** "The balance is below `cost` now", as an SQL condition: why a lookup that matched was refused, when it was not the cap. */
+export const balanceBelow = (accountId: string, cost: number): SQL => sql`coalesce((select credit_balance from accounts where id = ${accountId}), 0) < ${cost}`;
+
+/** The balance now, as an SQL expression. */
+export const balanceNow = (accountId: string): SQL => sql`(select credit_balance from accounts where id = ${accountId})`;
+
 /** The statement that reads an account's balance, for use in a batch. */
 export function balanceQuery(db: Database, accountId: string) {
   return db.all<{ credit_balance: number }>(sql`select credit_balance from accounts where id = ${accountId}`);
+}
+
+/**
+ * How many lookups at `cost` the balance and every daily cap of the key still cover, as an SQL expression whose every
+ * part is an uncorrelated subquery, so SQLite reads it once per statement, before the statement's first row is written
+ * (a charge's own rows move the balance and the caps as they go in). Unbounded (a large number) at cost 0.
+ */
+export function lookupsCovered(charge: Pick<LookupCharge, "accountId" | "cost" | "now" | "creditCaps">): SQL {
+  if (charge.cost === 0) return sql`${Number.MAX_SAFE_INTEGER}`;
+  const balance = sql`coalesce((select credit_balance / ${charge.cost} from accounts where id = ${charge.accountId}), 0)`;
+  const caps = capRoom(charge);
+  return caps === null ? balance : sql`min(${balance}, coalesce(${caps}, ${balance}))`;
+}
+
+/**
+ * The bulk lookups' guarded charge (docs/api.md "POST /v1/people/bulk", docs/lookup-jobs.md): one ledger row of `cost`
+ * for each row of `ranked` (an SQL select of `rank`, 1, 2, 3, … in the order the people were asked for, and the
+ * row's `request_id`) whose rank is within `budget` (lookupsCovered, or a value the same transaction stored from it).
+ * So when the balance or a cap covers k of them, the first k are charged and the rest are not; the ledger's triggers
+ * apply each row to the balance, the usage roll-up and the cap budgets in this same statement, and the CHECK on the
+ * balance stands behind it. Returns the rows written, in rank order, with the balance after each.
+ */
+export function chargeRankedQuery(db: Database, charge: Omit<LookupCharge, "requestId" | "creditCaps">, ranked: SQL, budget: SQL) {
+  const { accountId, keyId, cost, now } = charge;
+  return db.all<{ request_id: string; balance_after: number }>(sql`
+    insert into credit_ledger (account_id, delta, balance_after, reason, request_id, key_id, created_at)
+    select ${accountId}, ${-cost}, (select credit_balance from accounts where id = ${accountId}) - c.rank * ${cost}, 'lookup', c.request_id, ${keyId}, ${now}
+    from (${ranked}) c where c.rank <= ${budget} order by c.rank
+    returning request_id, balance_after`);
+}
+
+/**
+ * The statement that counts bulk lookups that charged nothing in the usage roll-up (a charge counts itself, by the
+ * ledger trigger): `notFound` and `refused` are SQL expressions of how many (read in the same transaction).
+ */
+export function countBulkLookupsQuery(db: Database, charge: Pick<LookupCharge, "accountId" | "keyId" | "now">, notFound: SQL, refused: SQL) {
+  const { accountId, keyId, now } = charge;
+  return db.run(sql`
+    insert into usage_daily (account_id, key_id, day, lookups_not_found, lookups_refused_credits)
+    select ${accountId}, ${keyId}, ${utcDay(now)}, ${notFound}, ${refused} where true
+    on conflict (account_id, day, key_id) do update set
+      lookups_not_found = lookups_not_found + excluded.lookups_not_found,
+      lookups_refused_credits = lookups_refused_credits + excluded.lookups_refused_credits`);
 }

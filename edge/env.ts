@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { JobMessage } from "../shared/jobs.ts";
+import type { LookupJobMessage } from "../shared/lookup-jobs.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import type { Caller } from "./caller.ts";
 import type { Database } from "./db/client.ts";
@@ -13,6 +14,12 @@ import { emptyToUndefined } from "../shared/config-values.ts";
 export type JobsQueue = {
   send(body: JobMessage, options?: { delaySeconds?: number }): Promise<unknown>;
   sendBatch(messages: { body: JobMessage; delaySeconds?: number }[]): Promise<unknown>;
+};
+
+/** The lookup-jobs queue's producer binding, as edge/lookup-jobs/queue.ts uses it. */
+export type LookupJobsQueue = {
+  send(body: LookupJobMessage, options?: { delaySeconds?: number }): Promise<unknown>;
+  sendBatch(messages: { body: LookupJobMessage; delaySeconds?: number }[]): Promise<unknown>;
 };
 
 /** The part of the Rate Limiting binding we use (workerd's RateLimit). */
@@ -36,6 +43,10 @@ export type Bindings = RateLimitBindings & {
   LOOKUP_COST?: string;
   /** The queue bulk jobs run on: this Worker is its producer and its consumer (wrangler.toml). */
   JOBS_QUEUE?: JobsQueue;
+  /** The queue lookup jobs run on (docs/lookup-jobs.md): database work only, apart from the verification jobs' probe work. */
+  LOOKUP_JOBS_QUEUE?: LookupJobsQueue;
+  LOOKUP_VERIFY_MAX_AGE_SECONDS?: string;
+  LOOKUP_JOB_MAX_PAUSE_SECONDS?: string;
   JOB_MAX_RUNNING?: string;
   JOB_MAX_LINES_PER_DAY?: string;
   JOB_RETRY_DELAY_SECONDS?: string;
@@ -129,6 +140,13 @@ export const EdgeConfigSchema = z.object({
   JOB_STALL_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(86_400).default(120)),
   /** How long a finished job's lines and results are kept; a job may ask for less (retention_seconds). */
   JOB_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(31_536_000).default(2_592_000)),
+  /**
+   * A lookup job with verify_emails uses a verification of ours this recent instead of probing the address again
+   * (docs/lookup-jobs.md "Verified addresses").
+   */
+  LOOKUP_VERIFY_MAX_AGE_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(31_536_000).default(604_800)),
+  /** A lookup job paused for credits this long is cancelled (its data then follows the retention rules). */
+  LOOKUP_JOB_MAX_PAUSE_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(60).max(31_536_000).default(604_800)),
   /** A stored email address is verified again once its last check is this old (docs/operations.md "Personal data"). */
   EMAIL_MAX_AGE_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(60).max(31_536_000).default(2_592_000)),
   /** Two mailbox_not_found answers at least this far apart make a stored address undeliverable; also when an inconclusive check is tried again. */

@@ -1,6 +1,6 @@
 /**
- * The Worker: the HTTP API, and the queue consumer and cron that run bulk verification jobs
- * (docs/jobs.md "Bulk verification jobs").
+ * The Worker: the HTTP API, and the queue consumers and cron that run bulk verification jobs
+ * (docs/jobs.md "Bulk verification jobs") and lookup jobs (docs/lookup-jobs.md).
  */
 import { createApp } from "./app.ts";
 import { openRequestDatabase } from "./db/client.ts";
@@ -12,6 +12,8 @@ import { runPersonalDataCron } from "./personal-data-cron.ts";
 import { recordExpiredKeys } from "./identity/store/keys.ts";
 import { deleteOldAuditEvents } from "./identity/store/audit.ts";
 import { cleanUpSignInData } from "./identity/sessions.ts";
+import { handleLookupJobMessages, runLookupJobsCron, type LookupJobsDeps } from "./lookup-jobs/consumer.ts";
+import { isLookupJobsQueue } from "./lookup-jobs/queue.ts";
 
 const app = createApp();
 
@@ -19,7 +21,7 @@ const app = createApp();
  * The cron's tasks, in the order they run, each named by the log line it writes when it did something (docs/operations.md
  * "Logs") and the one it writes when it failed.
  */
-type CronTask = { event: string; failedEvent: string; run(deps: JobsDeps, config: EdgeConfig): Promise<Record<string, number | string | null>> };
+type CronTask = { event: string; failedEvent: string; run(deps: JobsDeps, config: EdgeConfig, env: Bindings): Promise<Record<string, number | string | null>> };
 const CRON_TASKS: CronTask[] = [
   { event: "stalled_work_requeued", failedEvent: "stalled_work_check_failed", run: (deps) => requeueStalledWork(deps) },
   {
@@ -47,6 +49,7 @@ const CRON_TASKS: CronTask[] = [
   },
   { event: "sign_in_cron", failedEvent: "sign_in_cron_failed", run: (deps, config) => cleanUpSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000) },
   { event: "job_retention", failedEvent: "job_retention_failed", run: (deps, config) => applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS) },
+  { event: "lookup_jobs_cron", failedEvent: "lookup_jobs_cron_failed", run: (deps, config, env) => runLookupJobsCron(lookupJobsDeps(env, deps), config.JOB_RETENTION_SECONDS) },
 ];
 
 function jobsDeps(env: Bindings): JobsDeps {
@@ -66,11 +69,31 @@ function jobsDeps(env: Bindings): JobsDeps {
   };
 }
 
+/** The lookup jobs' consumer and cron (edge/lookup-jobs/consumer.ts): their own queue, and the verification jobs' for verify_emails. */
+function lookupJobsDeps(env: Bindings, jobs: JobsDeps): LookupJobsDeps {
+  const config = loadConfig(env);
+  if (!env.LOOKUP_JOBS_QUEUE) throw new Error("The LOOKUP_JOBS_QUEUE binding is missing: declare the queue in wrangler.toml for this environment");
+  return {
+    db: jobs.db,
+    queue: env.LOOKUP_JOBS_QUEUE,
+    jobsQueue: jobs.queue,
+    dohUrl: config.DOH_URL,
+    allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
+    webhookSecretKey: config.WEBHOOK_SECRET_KEY,
+    verifyMaxAgeMs: config.LOOKUP_VERIFY_MAX_AGE_SECONDS * 1000,
+    verifyMaxAgeSeconds: config.LOOKUP_VERIFY_MAX_AGE_SECONDS,
+    maxPauseMs: config.LOOKUP_JOB_MAX_PAUSE_SECONDS * 1000,
+    stallMs: config.JOB_STALL_SECONDS * 1000,
+    storedEmailRules: { maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS, recheckSeconds: config.EMAIL_RECHECK_SECONDS },
+  };
+}
+
 export default {
   fetch: app.fetch,
   async queue(batch: MessageBatch<unknown>, env: Bindings): Promise<void> {
     const started = Date.now();
-    await handleJobMessages(batch.messages, jobsDeps(env));
+    if (isLookupJobsQueue(batch.queue)) await handleLookupJobMessages(batch.messages, lookupJobsDeps(env, jobsDeps(env)));
+    else await handleJobMessages(batch.messages, jobsDeps(env));
     writeLog("info", { event: "queue_batch", queue: batch.queue, messages: batch.messages.length, duration_ms: Date.now() - started });
   },
   async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {
@@ -79,7 +102,7 @@ export default {
     // Each task on its own: one that fails (logged) does not keep the others from running.
     for (const task of CRON_TASKS) {
       try {
-        const report = await task.run(deps, config);
+        const report = await task.run(deps, config, env);
         if (Object.values(report).some((v) => v !== 0 && v !== null)) writeLog("info", { event: task.event, ...report });
       } catch (error) {
         writeLog("error", { event: task.failedEvent, error: describeError(error) });

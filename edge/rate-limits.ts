@@ -80,3 +80,16 @@ export function enforceRateLimit(family: RateLimitFamily): MiddlewareHandler<App
     await next();
   };
 }
+
+/**
+ * `units` more requests of one family for a request the route's own middleware counted once already: a batch of n
+ * lookups is n lookups (docs/api.md "Rate limits"), so a batch is no way around the limit. The binding counts one per
+ * call and cannot give counts back, so they go in all at once; past the limit the whole request is 429 and what it
+ * counted stays counted until the window ends, as any request refused at the limit does.
+ */
+export async function countMoreAgainstLimit(c: Context<AppEnv>, family: RateLimitFamily, units: number): Promise<void> {
+  if (units <= 0) return;
+  const policy = RATE_LIMITS[family];
+  const answers = await Promise.all(Array.from({ length: units }, () => withinLimit(c, policy, c.get("auth").actor)));
+  if (answers.includes(false)) throw rateLimited(family, policy);
+}

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-export const CONSOLE_ENTRIES = ["console", "lists", "list-worker", "passkeys"] as const;
+export const CONSOLE_ENTRIES = ["console", "lists", "list-worker", "passkeys", "enrich", "enrich-worker"] as const;
 export const ASSETS_DIR = join(root, "public/console/assets");
 
 /** The bundles as they should be: name -> text. */

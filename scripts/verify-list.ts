@@ -54,7 +54,7 @@ export function options(argv: string[], env: NodeJS.ProcessEnv): Options {
 }
 
 /** https anywhere; http only to loopback (npm start's stack), where nothing crosses a network. */
-function isSafeApiUrl(raw: string): boolean {
+export function isSafeApiUrl(raw: string): boolean {
   if (!URL.canParse(raw)) return false;
   const url = new URL(raw);
   if (url.protocol === "https:") return true;

@@ -5,6 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { VERIFICATION_REASONS } from "./email/reasons.ts";
 import { SmtpOutcome } from "./smtp-outcome.ts";
+import { IDENTIFIER_REQUIRED } from "./identifiers.ts";
 
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
 export const API_VERSION = "1.9.0";
@@ -57,7 +58,7 @@ export const ERROR_MESSAGES = {
   unauthorized: "Unauthorized",
   insufficientCredits: "Insufficient credits",
   dailyCreditCap: "Daily credit cap reached for this key",
-  peopleParamRequired: "One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required",
+  peopleParamRequired: IDENTIFIER_REQUIRED,
   profileNotFound: "No profile found for the given parameters",
   emailRequired: "The email_address parameter is required",
   smtpTimeoutRange: "smtp_timeout must be an integer between 1 and 60",

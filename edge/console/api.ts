@@ -13,10 +13,13 @@ export type ApiAnswer<T> = { status: number; ok: boolean; data: T; error: { erro
 /** Request headers the API relies on: the session, the CSRF check, the failed-auth bucket. */
 const FORWARDED = ["cookie", "origin", "sec-fetch-site", "cf-connecting-ip", "user-agent"];
 
-export type CallApi = <T>(method: string, path: string, body?: { json: unknown } | { csv: string }) => Promise<ApiAnswer<T>>;
+/** A body for the API: JSON, a CSV file, or any other file with its content type (a lookup job's JSON Lines). */
+type ApiBody = { json: unknown } | { csv: string } | { file: string; type: string };
+
+export type CallApi = <T>(method: string, path: string, body?: ApiBody) => Promise<ApiAnswer<T>>;
 
 export function apiCaller(app: Hono<AppEnv>, c: Context<AppEnv>): CallApi {
-  return async <T>(method: string, path: string, body?: { json: unknown } | { csv: string }) => {
+  return async <T>(method: string, path: string, body?: ApiBody) => {
     const headers = new Headers();
     for (const name of FORWARDED) {
       const value = c.req.header(name);
@@ -26,9 +29,12 @@ export function apiCaller(app: Hono<AppEnv>, c: Context<AppEnv>): CallApi {
     if (body && "json" in body) {
       headers.set("content-type", "application/json");
       payload = JSON.stringify(body.json);
-    } else if (body) {
+    } else if (body && "csv" in body) {
       headers.set("content-type", "text/csv");
       payload = body.csv;
+    } else if (body) {
+      headers.set("content-type", body.type);
+      payload = body.file;
     }
     let executionCtx: Context<AppEnv>["executionCtx"] | undefined;
     try {

@@ -8,6 +8,7 @@ import type { Hono } from "hono";
 import { csrf } from "hono/csrf";
 import { NONCE, secureHeaders } from "hono/secure-headers";
 import { JOB_INPUT_ERRORS, JOB_LIMITS } from "../../shared/jobs.ts";
+import { LOOKUP_JOB_MESSAGES } from "../../shared/lookup-jobs.ts";
 import { limitRequestBody } from "../body-limit.ts";
 import { loadConfig, type AppEnv } from "../env.ts";
 import { page } from "./layout.tsx";
@@ -16,6 +17,7 @@ import { registerCheckPages } from "./pages/check.tsx";
 import { registerMemberPages } from "./pages/members.tsx";
 import { registerKeyPages } from "./pages/keys.tsx";
 import { registerListPages } from "./pages/lists.tsx";
+import { ENRICH_FORM_MAX_BYTES, registerEnrichPages } from "./pages/enrich.tsx";
 import { registerSignInPages } from "./pages/sign-in.tsx";
 
 /** Pages that call no API with the cookie: opened from an email or another site as they are. */
@@ -54,6 +56,7 @@ export function registerConsole(app: Hono<AppEnv>): void {
     async (c, next) => {
       if (c.req.method !== "POST") return next();
       const list = c.req.path === "/console/lists";
+      if (c.req.path === "/console/lists/enrich") return limitRequestBody(ENRICH_FORM_MAX_BYTES, `${LOOKUP_JOB_MESSAGES.bodyTooLarge}: split the list`)(c, next);
       return limitRequestBody(list ? LIST_FORM_MAX_BYTES : FORM_MAX_BYTES, list ? LIST_TOO_LARGE : undefined)(c, next);
     },
     async (c, next) => {
@@ -85,6 +88,7 @@ export function registerConsole(app: Hono<AppEnv>): void {
   });
   registerSignInPages(app);
   registerListPages(app);
+  registerEnrichPages(app);
   registerKeyPages(app);
   registerAccountPages(app);
   registerCheckPages(app);

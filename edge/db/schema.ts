@@ -568,3 +568,194 @@ export const receiverLessons = sqliteTable("receiver_lessons", {
   throttles: integer("throttles").notNull(),
   learnedAt: integer("learned_at").notNull(),
 });
+
+/**
+ * Batch lookups (POST /v1/people/bulk, docs/api.md "POST /v1/people/bulk"): one row per call, written in the call's
+ * own batch with its charge. `served` holds how many people the charge covered, for the statements after it in the
+ * same transaction; with an Idempotency-Key it is also the first answer's record, kept IDEMPOTENCY_KEY_TTL (24 h) and
+ * then deleted with its items by the cron. No personal data here: that is in lookup_batch_items.
+ */
+export const lookupBatches = sqliteTable(
+  "lookup_batches",
+  {
+    /** The call's request id (X-Request-Id): its ledger rows carry it too. */
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    /** Who was charged: the key's id, or the member's for a session (as the ledger's key_id). */
+    actor: text("actor").notNull(),
+    idempotencyKey: text("idempotency_key"),
+    /** SHA-256 of the body, so the same key with another body is told apart. */
+    requestHash: text("request_hash").notNull(),
+    /** pending: a call with this key is under way (its claim_token); done: answered. */
+    state: text("state", { enum: ["pending", "done"] }).notNull(),
+    claimToken: text("claim_token"),
+    /** People charged (the first `served` found, in request order). */
+    served: integer("served").notNull().default(0),
+    /** Why the found items past `served` were refused: insufficient_credits or daily_credit_cap; null when none was. */
+    refusal: text("refusal"),
+    balanceAfter: integer("balance_after"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("lookup_batches_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
+    index("lookup_batches_created_idx").on(t.createdAt),
+  ],
+);
+
+/**
+ * The first answer of a batch call made with an Idempotency-Key, item by item, for its replays: personal data (the
+ * people disclosed), so kept only as long as the key (24 h), and an erasure blanks the erased person's items (status
+ * 410) through the person_id index.
+ */
+export const lookupBatchItems = sqliteTable(
+  "lookup_batch_items",
+  {
+    batchId: text("batch_id")
+      .notNull()
+      .references(() => lookupBatches.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+    status: integer("status").notNull(),
+    personId: integer("person_id"),
+    /** The person as served (edge/people/store.ts personSnapshot), for a 200. */
+    person: text("person"),
+    error: text("error"),
+    reason: text("reason"),
+  },
+  (t) => [primaryKey({ columns: [t.batchId, t.position] }), index("lookup_batch_items_person_idx").on(t.personId).where(sql`${t.personId} is not null`)],
+);
+
+/**
+ * Lookup jobs (docs/lookup-jobs.md): a list of identifiers looked up on the lookup-jobs queue, charged line by line.
+ * The counts are kept by triggers on the lines (see the lookup_jobs migration), so a line counts once, when its outcome
+ * changes, whatever redeliveries happen.
+ */
+export const lookupJobs = sqliteTable(
+  "lookup_jobs",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id")
+      .notNull()
+      .references(() => accounts.id),
+    /** Who is charged and counted in the usage: the creating key's id, or the member's for a session. */
+    actor: text("actor").notNull(),
+    /** The daily caps the charges count against (api_keys.credit_caps of the creating key, as it was). */
+    creditCaps: text("credit_caps").notNull().default("[]"),
+    /** LOOKUP_COST when the job was created: what each line is charged, so its quote binds. */
+    cost: integer("cost").notNull(),
+    /** The most the job can cost: its distinct well-formed lines times `cost` (the quote). */
+    maxCredits: integer("max_credits").notNull(),
+    status: text("status", { enum: ["queued", "running", "paused", "completed", "cancelled"] }).notNull().default("queued"),
+    /** While paused: insufficient_credits or daily_credit_cap. */
+    pauseReason: text("pause_reason"),
+    pausedAt: integer("paused_at"),
+    total: integer("total").notNull(),
+    found: integer("found").notNull().default(0),
+    notFound: integer("not_found").notNull().default(0),
+    invalid: integer("invalid").notNull().default(0),
+    refused: integer("refused").notNull().default(0),
+    erased: integer("erased").notNull().default(0),
+    creditsCharged: integer("credits_charged").notNull().default(0),
+    /** The input: csv or jsonl, its header (CSV) and the identifier columns used, as JSON. */
+    format: text("format", { enum: ["csv", "jsonl"] }).notNull(),
+    columns: text("columns").notNull(),
+    /** include=email_details (implied by verify_emails). */
+    emailDetails: integer("email_details").notNull().default(0),
+    verifyEmails: integer("verify_emails").notNull().default(0),
+    /** verify_emails: null until the lookups are done; verifying (verification_job_id runs); done. */
+    verifyState: text("verify_state"),
+    verificationJobId: text("verification_job_id"),
+    callbackUrl: text("callback_url"),
+    callbackState: text("callback_state", { enum: ["none", "pending", "delivered", "failed"] }).notNull().default("none"),
+    callbackAttempts: integer("callback_attempts").notNull().default(0),
+    callbackNextAt: integer("callback_next_at"),
+    callbackLastError: text("callback_last_error"),
+    idempotencyKey: text("idempotency_key"),
+    requestHash: text("request_hash").notNull(),
+    createdAt: integer("created_at").notNull(),
+    startedAt: integer("started_at"),
+    completedAt: integer("completed_at"),
+    /** When a turn last answered lines of it: whose turn it is among an account's jobs, and among accounts (edge/jobs/fair-share.ts). */
+    lastTurnAt: integer("last_turn_at"),
+    /** Last progress, or the last time the cron or a resume check looked at it: what stalled-work detection reads. */
+    updatedAt: integer("updated_at").notNull(),
+    /** The charge budget of the turn being answered, for the statements of its transaction (edge/lookup-jobs/store/lines.ts). */
+    turnBudget: integer("turn_budget").notNull().default(0),
+    /** 1 while its lines are being written: nothing reads, claims or lists the job until then. */
+    creating: integer("creating").notNull().default(1),
+    retentionSeconds: integer("retention_seconds"),
+    /** 0 results held; 1 expired, lines being deleted; 2 deleted. */
+    resultsState: integer("results_state").notNull().default(0),
+  },
+  (t) => [
+    uniqueIndex("lookup_jobs_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
+    index("lookup_jobs_account_created_idx").on(t.accountId, t.createdAt),
+    index("lookup_jobs_status_updated_idx").on(t.status, t.updatedAt),
+    index("lookup_jobs_retention_idx").on(t.resultsState, t.completedAt),
+    check("lookup_jobs_status_known", sql`${t.status} in ('queued', 'running', 'paused', 'completed', 'cancelled')`),
+  ],
+);
+
+/** One row per line of a lookup job, in input order (`position`, from 0). */
+export const lookupJobLines = sqliteTable(
+  "lookup_job_lines",
+  {
+    jobId: text("job_id")
+      .notNull()
+      .references(() => lookupJobs.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+    /** The line as the customer gave it: a CSV row's cells as a JSON array, or a JSON Lines line's object. */
+    input: text("input").notNull(),
+    profnetId: integer("profnet_id"),
+    profnetPublicIdentifier: text("profnet_public_identifier"),
+    codehostId: integer("codehost_id"),
+    codehostLogin: text("codehost_login"),
+    /**
+     * pending; refused (found, not charged: waits for credits); done. A turn takes pending lines and answers them in
+     * one transaction, so no line is ever half-way between.
+     */
+    state: text("state", { enum: ["pending", "refused", "done"] }).notNull(),
+    /** found, not_found, invalid, refused, erased; null while pending. The triggers count it. */
+    outcome: text("outcome"),
+    /** An invalid line's 400 message. */
+    error: text("error"),
+    personId: integer("person_id"),
+    /** 1 once this line's charge is in the ledger (a line is charged at most once; a repeat of a person charged in this job is not). */
+    charged: integer("charged").notNull().default(0),
+    /** The person as answered (edge/people/store.ts personSnapshot). */
+    person: text("person"),
+    /** The turn that last answered it (a token of the turn's own): how the turn's statements find their lines. */
+    turn: text("turn"),
+    answeredAt: integer("answered_at"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.jobId, t.position] }),
+    // A turn takes a job's pending lines in input order.
+    index("lookup_job_lines_state_idx").on(t.jobId, t.state, t.position),
+    // A turn's statements find the lines it took.
+    index("lookup_job_lines_turn_idx").on(t.jobId, t.turn).where(sql`${t.turn} is not null`),
+    // A person is charged once per job; and an erasure finds every line that answered them.
+    index("lookup_job_lines_job_person_idx").on(t.jobId, t.personId).where(sql`${t.personId} is not null`),
+    index("lookup_job_lines_person_idx").on(t.personId).where(sql`${t.personId} is not null`),
+    // Downloads filtered by outcome, in input order.
+    index("lookup_job_lines_outcome_idx").on(t.jobId, t.outcome, t.position),
+  ],
+);
+
+/** verify_emails: each address of a lookup job's answers with its verdict (a stored one fresh enough, or the job's own verification). */
+export const lookupJobVerdicts = sqliteTable(
+  "lookup_job_verdicts",
+  {
+    jobId: text("job_id")
+      .notNull()
+      .references(() => lookupJobs.id, { onDelete: "cascade" }),
+    /** The address, lower-cased. */
+    email: text("email").notNull(),
+    classification: text("classification", { enum: ["valid", "risky", "invalid"] }).notNull(),
+    reason: text("reason"),
+    smtpOutcome: text("smtp_outcome"),
+    checkedAt: integer("checked_at").notNull(),
+    /** stored: a verification of ours newer than LOOKUP_VERIFY_MAX_AGE_SECONDS; verified: this job's own. */
+    source: text("source", { enum: ["stored", "verified"] }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.email] })],
+);

@@ -48,6 +48,6 @@ export function looksLikeSecret(kind: SecretKind, value: string): boolean {
   return value.length === 47 && value.startsWith(kind) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(4));
 }
 
-export function newId(kind: "acc" | "key" | "job" | "mem" | "pk" | "inv" | "ses" | "note"): string {
+export function newId(kind: "acc" | "key" | "job" | "lkj" | "mem" | "pk" | "inv" | "ses" | "note"): string {
   return `${kind}_${base64url(crypto.getRandomValues(new Uint8Array(12)))}`;
 }

@@ -3,7 +3,8 @@
  * emails/phones aggregation happen in SQL (store.ts), so that the match, the charge and the read go to the database
  * together (see routes/people.ts).
  */
-import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
+import { PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
+import { checkIdentifiers } from "../../shared/identifiers.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { domainOf } from "../../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../../shared/email/lists.ts";
@@ -11,47 +12,14 @@ import { iso } from "../db/rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { PeopleIdentifiers, PersonRow } from "./store.ts";
 
-const MAX_IDENTIFIER_LENGTH = 256;
-
-/** A decimal positive integer up to 2^53-1, with nothing else around it but trimmed whitespace. */
-function parsePositiveId(name: string, raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined;
-  const value = raw.trim();
-  if (value === "") return undefined;
-  if (!/^[0-9]{1,16}$/.test(value)) {
-    throw new ApiError(400, `${name} must be a positive integer`);
-  }
-  const n = Number(value);
-  if (n < 1 || !Number.isSafeInteger(n)) throw new ApiError(400, `${name} must be a positive integer`);
-  return n;
-}
-
-function parseText(name: string, raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  const value = raw.trim();
-  if (value === "") return undefined;
-  if (value.length > MAX_IDENTIFIER_LENGTH) {
-    throw new ApiError(400, `${name} must be at most ${MAX_IDENTIFIER_LENGTH} characters`);
-  }
-  return value;
-}
-
-export function parsePeopleQuery(query: Record<string, string | undefined>): PeopleIdentifiers {
-  const ids: PeopleIdentifiers = {
-    profnetId: parsePositiveId("profnet_id", query.profnet_id),
-    profnetPublicIdentifier: parseText("profnet_public_identifier", query.profnet_public_identifier),
-    codehostId: parsePositiveId("codehost_id", query.codehost_id),
-    codehostLogin: parseText("codehost_login", query.codehost_login),
-  };
-  if (
-    ids.profnetId === undefined &&
-    ids.profnetPublicIdentifier === undefined &&
-    ids.codehostId === undefined &&
-    ids.codehostLogin === undefined
-  ) {
-    throw new ApiError(400, ERROR_MESSAGES.peopleParamRequired);
-  }
-  return ids;
+/**
+ * The identifiers of one lookup, by the one set of rules and messages (shared/identifiers.ts): throws the 400 that
+ * names what is wrong. The batch and the lookup jobs read each item and line with checkIdentifiers itself.
+ */
+export function parsePeopleQuery(query: Readonly<Record<string, unknown>>): PeopleIdentifiers {
+  const checked = checkIdentifiers(query);
+  if (!checked.ok) throw new ApiError(400, checked.error);
+  return checked.ids;
 }
 
 export type PeopleInclude = (typeof PEOPLE_INCLUDES)[number];
@@ -92,6 +60,16 @@ function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcom
 }
 
 export function toContactInfo(row: PersonRow, include: ReadonlySet<PeopleInclude> = new Set()): ContactInfo {
+  return contactInfo(row, JSON.parse(row.emails) as StoredEmail[], JSON.parse(row.phones) as string[], include);
+}
+
+/** A person as a bulk lookup stored them when answering (edge/people/store.ts personSnapshot): the same ContactInfo a lookup of them then gave. */
+export function contactInfoFromSnapshot(snapshot: string, include: ReadonlySet<PeopleInclude> = new Set()): ContactInfo {
+  const row = JSON.parse(snapshot) as Omit<PersonRow, "emails" | "phones"> & { emails: StoredEmail[]; phones: string[] };
+  return contactInfo(row, row.emails, row.phones, include);
+}
+
+function contactInfo(row: Omit<PersonRow, "emails" | "phones">, storedEmails: StoredEmail[], phones: string[], include: ReadonlySet<PeopleInclude>): ContactInfo {
   const info: ContactInfo = {
     profnet_id: row.profnet_id === null ? null : Number(row.profnet_id),
     profnet_public_identifier: row.profnet_public_identifier,
@@ -103,7 +81,7 @@ export function toContactInfo(row: PersonRow, include: ReadonlySet<PeopleInclude
   };
   const seen = new Set<string>();
   // One mailbox once, in its first spelling (shared/email/canonical-address.ts, as the import de-duplicates).
-  const stored = (JSON.parse(row.emails) as StoredEmail[]).filter(([e]) => {
+  const stored = storedEmails.filter(([e]) => {
     const key = canonicalAddress(e);
     if (seen.has(key)) return false;
     seen.add(key);
@@ -115,7 +93,7 @@ export function toContactInfo(row: PersonRow, include: ReadonlySet<PeopleInclude
     info.email_addresses = emails;
     info.personal_email_addresses = emails.filter(isPersonalEmail);
     info.work_email_addresses = emails.filter((e) => !isPersonalEmail(e));
-    info.phone_numbers = JSON.parse(row.phones) as string[];
+    info.phone_numbers = phones;
   }
   if (include.has("email_details")) info.email_details = stored.map(emailDetail);
   return info;

@@ -8,16 +8,13 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import { reasonsProving } from "../../shared/email/reasons.ts";
+import type { Identifiers } from "../../shared/identifiers.ts";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected, type RawRow } from "../db/rows.ts";
 import type { erasureNotices, people } from "../db/schema.ts";
 
-export type PeopleIdentifiers = {
-  profnetId?: number;
-  profnetPublicIdentifier?: string;
-  codehostId?: number;
-  codehostLogin?: string;
-};
+/** A lookup's identifiers, as shared/identifiers.ts reads them. */
+export type PeopleIdentifiers = Identifiers;
 
 /** The matching person as findPersonQuery reads them, for toContactInfo (lookup.ts). */
 export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created_at" | "updated_at"> & {
@@ -40,6 +37,65 @@ export function matchingPersonId(ids: PeopleIdentifiers): SQL {
   if (ids.codehostLogin !== undefined)
     candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
   return sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
+}
+
+/**
+ * The identifiers of one lookup as SQL expressions (a batch item's JSON field, a job line's column; an expression that
+ * is null matches nothing): what personIdMatching compares.
+ */
+export type IdentifierExpressions = { profnetId: SQL; profnetPublicIdentifier: SQL; codehostId: SQL; codehostLogin: SQL };
+
+/**
+ * The id of the first person the identifiers match, in precedence order (the same rule as matchingPersonId), as an
+ * SQL expression correlated with wherever the identifiers come from: one unique-index probe per identifier given, for
+ * the bulk lookups (hundreds in one statement).
+ */
+export function personIdMatching(ids: IdentifierExpressions): SQL {
+  return sql`coalesce(
+    (select id from people where profnet_id = ${ids.profnetId}),
+    (select id from people where lower(profnet_public_identifier) = lower(${ids.profnetPublicIdentifier})),
+    (select id from people where codehost_id = ${ids.codehostId}),
+    (select id from people where lower(codehost_login) = lower(${ids.codehostLogin})))`;
+}
+
+/** "Someone with this id exists", for statements that charge for people matched a moment before (an erasure may come between). */
+export const personExists = (personId: SQL): SQL => sql`exists (select 1 from people where id = ${personId})`;
+
+/** The person's row as findPersonQuery reads it, with emails and phones as JSON arrays (not text): what lookup.ts's contactInfoFromSnapshot reads. */
+const PERSON_SNAPSHOT = (personId: SQL) => sql`(select json_object(
+    'profnet_id', p.profnet_id, 'profnet_public_identifier', p.profnet_public_identifier, 'codehost_id', p.codehost_id, 'codehost_login', p.codehost_login,
+    'codehost_username', p.codehost_username, 'socialnet_username', p.socialnet_username, 'microblog_username', p.microblog_username,
+    'emails', json((select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at)) from
+      (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id))),
+    'phones', json((select json_group_array(phone) from (select phone from person_phones where person_id = p.id order by first_seen_at, id))))
+  from people p where p.id = ${personId})`;
+
+/**
+ * The person `personId` (an SQL expression) as an answer discloses them, as JSON text, read in the statement that
+ * stores the answer (a lookup job's line, a batch's first answer kept for its replays): what was charged is what is kept.
+ */
+export const personSnapshot = (personId: SQL): SQL => PERSON_SNAPSHOT(personId);
+
+/**
+ * The statement that records disclosures of many people at once (the bulk lookups), for the batch that charged them:
+ * one access-log row per person of `disclosed`, an SQL select of (person_id) rows, with the four identifiers the
+ * answer carried (read in the same transaction as the answer), as recordAccessQuery records one.
+ */
+export function recordAccessesQuery(db: Database, disclosed: SQL, accountId: string, keyId: string, now: number) {
+  return db.run(sql`
+    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login)
+    select p.id, ${accountId}, ${keyId}, ${now}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login
+    from people p where p.id in (${disclosed})`);
+}
+
+/**
+ * The addresses of these people (an SQL select of person_id rows) that a lookup returns (not undeliverable) and that
+ * our engine checked at or after `since`: (email, classification, reason, smtp_outcome, checked_at), for a lookup job
+ * with verify_emails, which uses a verification this fresh instead of probing again (docs/lookup-jobs.md).
+ */
+export function freshVerificationsOf(personIds: SQL, since: number): SQL {
+  return sql`select email, classification, reason, smtp_outcome, checked_at from person_emails
+    where person_id in (${personIds}) and undeliverable_at is null and classification is not null and checked_at >= ${since}`;
 }
 
 /** The statement that reads the matching person with emails and phones, for use in a batch. */

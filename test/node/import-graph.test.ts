@@ -136,7 +136,7 @@ describe("the import graph", () => {
   });
 
   it("the job tables' store (edge/jobs/store/) is reached only by the jobs room, the job routes and /v1/account, the crons and the admin CLI's erasure", () => {
-    const allowed = ["edge/jobs/", "edge/routes/jobs.ts", "edge/routes/job-common.ts", "edge/routes/job-list.ts", "edge/routes/job-results.ts", "edge/routes/account.ts", "edge/index.ts", "edge/personal-data-cron.ts", "scripts/admin/people-erase.ts"];
+    const allowed = ["edge/jobs/", "edge/routes/jobs.ts", "edge/routes/job-common.ts", "edge/routes/job-list.ts", "edge/routes/job-results.ts", "edge/routes/account.ts", "edge/index.ts", "edge/personal-data-cron.ts", "scripts/admin/people-erase.ts", "edge/lookup-jobs/"];
     const out = Object.entries(graph)
       .filter(([file]) => !allowed.some((a) => (a.endsWith("/") ? file.startsWith(a) : file === a)))
       .flatMap(([file, deps]) => deps.filter((d) => d.startsWith("edge/jobs/store/")).map((d) => `${file} -> ${d}`));
@@ -149,6 +149,29 @@ describe("the import graph", () => {
       deps.filter((d) => d.startsWith("edge/jobs/") && !d.startsWith("edge/jobs/store/") && !rules.includes(d)).map((d) => `${file} -> ${d}`),
     );
     expect(out).toEqual([]);
+  });
+
+  it("the bulk lookups' store (edge/lookup-jobs/store/) is reached only by its room, the batch and lookup-job routes and the admin CLI's erasure", () => {
+    const allowed = ["edge/lookup-jobs/", "edge/routes/people-bulk.ts", "edge/routes/lookup-jobs.ts", "edge/routes/lookup-job-results.ts", "scripts/admin/people-erase.ts"];
+    const out = Object.entries(graph)
+      .filter(([file]) => !allowed.some((a) => (a.endsWith("/") ? file.startsWith(a) : file === a)))
+      .flatMap(([file, deps]) => deps.filter((d) => d.startsWith("edge/lookup-jobs/store/")).map((d) => `${file} -> ${d}`));
+    expect(out).toEqual([]);
+  });
+
+  it("the bulk lookups' store imports nothing of its room above it but the rules it applies, and of the verification jobs only their store's rules (retention, the fair share's type)", () => {
+    const out = importsOf("edge/lookup-jobs/store/").flatMap(([file, deps]) =>
+      deps
+        .filter((d) => (d.startsWith("edge/lookup-jobs/") && !d.startsWith("edge/lookup-jobs/store/") && d !== "edge/lookup-jobs/input.ts") || (d.startsWith("edge/jobs/") && !d.startsWith("edge/jobs/store/")))
+        .map((d) => `${file} -> ${d}`),
+    );
+    expect(importsOf("edge/lookup-jobs/store/").length).toBeGreaterThan(5);
+    expect(out).toEqual([]);
+  });
+
+  it("edge/routes/lookup-jobs.ts starts lookup jobs without loading the consumer that runs them", () => {
+    expect(runtime["edge/routes/lookup-jobs.ts"]).toContain("edge/lookup-jobs/queue.ts");
+    expect(loads("edge/routes/lookup-jobs.ts").has("edge/lookup-jobs/consumer.ts")).toBe(false);
   });
 
   it("the lookup's room (edge/people/) imports, of the Worker, only itself, edge/db/ and edge/lib/", () => {

@@ -51,6 +51,13 @@ const OWNERS: Owner[] = [
     },
   },
   {
+    name: "the bulk lookups' tables",
+    tables: ["lookup_batches", "lookup_batch_items", "lookup_jobs", "lookup_job_lines", "lookup_job_verdicts"],
+    objects: ["lookupBatches", "lookupBatchItems", "lookupJobs", "lookupJobLines", "lookupJobVerdicts"],
+    owners: ["edge/lookup-jobs/store/"],
+    alsoAllowed: {},
+  },
+  {
     name: "identity's tables",
     tables: ["api_keys", "members", "passkeys", "invites", "sessions", "session_notes", "webauthn_challenges", "audit_events", "key_cap_spend"],
     objects: ["apiKeys", "members", "passkeys", "invites", "sessions", "sessionNotes", "webauthnChallenges", "auditEvents", "keyCapSpend"],

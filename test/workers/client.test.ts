@@ -6,12 +6,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import createClient from "openapi-fetch";
 import committed from "../../client/openapi.json";
-import { createJobFromCsv, type paths } from "../../client/index.ts";
+import { createJobFromCsv, createLookupJob, type paths } from "../../client/index.ts";
 import { Invite, InviteList, Me, Member, MemberList, MemberRemoval, Passkey, PendingInvite } from "../../shared/members.ts";
 import { SoftwareAuthenticator } from "../fixtures/software-authenticator.ts";
 import { CONSOLE_ORIGIN, inviteToken, join, sessionCookieOf } from "./console-session.ts";
 import { AccountInfo, ContactInfo, EmailVerificationResult } from "../../shared/api.ts";
 import { JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
+import { PeopleBulkResponse } from "../../shared/bulk-lookups.ts";
+import { LookupJob, LookupJobQuote, LookupJobResultsPage } from "../../shared/lookup-jobs.ts";
 import { ApiKeyWithToken, AuditPage, UsageReport } from "../../shared/keys.ts";
 import { apiClient, call, cancelUnfinishedJobs, insertPerson, newAccount, send, uniqueIds } from "./helpers.ts";
 
@@ -60,6 +62,33 @@ describe("the typed client", () => {
     const missing = await api.GET("/v1/people", { params: { query: { profnet_id: String(ids.profnet_id + 1) } } });
     expect([missing.response.status, missing.error]).toEqual([404, { error: "No profile found for the given parameters" }]);
 
+    const batch = await api.POST("/v1/people/bulk", { body: { requests: [{ params: { profnet_id: ids.profnet_id }, reference: "r1" }, { params: {} }] } });
+    expect(PeopleBulkResponse.strict().parse(batch.data).results.map((r) => [r.status, r.reference])).toEqual([
+      [200, "r1"],
+      [400, null],
+    ]);
+    called.add("lookupPeople");
+    const list = `name,profnet_id\nAna,${ids.profnet_id}\nNobody,${ids.profnet_id + 1}\n`;
+    const quote = await createLookupJob(api, list, { query: { dry_run: "true" } });
+    expect(LookupJobQuote.strict().parse(quote.data).max_credits).toBe(2);
+    const lookupJob = LookupJob.strict().parse((await createLookupJob(api, list, { header: { "idempotency-key": "client-lookup" } })).data);
+    called.add("createLookupJob");
+    let lookedUp = lookupJob;
+    for (let i = 0; i < 100 && lookedUp.status !== "completed"; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      lookedUp = LookupJob.strict().parse((await api.GET("/v1/lookup_jobs/{id}", { params: { path: { id: lookupJob.id } } })).data);
+    }
+    expect(lookedUp.counts).toMatchObject({ found: 1, not_found: 1 });
+    called.add("getLookupJob");
+    const lookupPage = await api.GET("/v1/lookup_jobs/{id}/results", { params: { path: { id: lookupJob.id }, query: { status: "found" } } });
+    expect(LookupJobResultsPage.strict().parse(lookupPage.data).results.map((r) => r.input)).toEqual([{ name: "Ana", profnet_id: String(ids.profnet_id) }]);
+    called.add("listLookupJobResults");
+    expect((await api.GET("/v1/lookup_jobs", { params: { query: { limit: "5" } } })).data?.jobs.map((j) => j.id)).toContain(lookupJob.id);
+    called.add("listLookupJobs");
+    const purgedLookups = await api.DELETE("/v1/lookup_jobs/{id}", { params: { path: { id: lookupJob.id }, query: { purge: "true" } } });
+    expect(LookupJob.strict().parse(purgedLookups.data).results_expired).toBe(true);
+    called.add("cancelLookupJob");
+
     const verified = await api.GET("/v1/email_verifications", { params: { query: { email_address: "ana@ok.test" } } });
     expect(EmailVerificationResult.parse(verified.data)).toMatchObject({ classification: "valid", reason: "deliverable" });
     called.add("verifyEmail");
@@ -68,7 +97,7 @@ describe("the typed client", () => {
     called.add("verifyEmailPost");
 
     const account = await api.GET("/v1/account");
-    expect(AccountInfo.strict().parse(account.data).credit_balance).toBe(8);
+    expect(AccountInfo.strict().parse(account.data).credit_balance).toBe(6);
     called.add("getAccount");
 
     const created = await api.POST("/v1/email_verification_jobs", { body: { email_addresses: ["ana@ok.test", "not-an-address"] }, params: { header: { "idempotency-key": "client-test" } } });
@@ -118,7 +147,7 @@ describe("the typed client", () => {
     expect(revoked.data?.status).toBe("revoked");
     called.add("revokeKey");
     const usage = await api.GET("/v1/usage", { params: { query: { group_by: "key" } } });
-    expect(UsageReport.strict().parse(usage.data).totals.lookups_charged).toBe(2);
+    expect(UsageReport.strict().parse(usage.data).totals.lookups_charged).toBe(4);
     called.add("getUsage");
     const audit = await api.GET("/v1/audit-events", { params: { query: { limit: "10" } } });
     expect(AuditPage.strict().parse(audit.data).events.map((e) => e.action)).toEqual(["key.revoked", "key.rolled", "key.created", "key.created"]);

@@ -20,6 +20,12 @@ const jsonBody = (body: string): RequestInit => ({ headers: { "content-type": "a
 const OPERATIONS: Operation[] = [
   { method: "GET", path: "/v1/people", scope: "people:read" },
   { method: "GET", path: "/v1/people/erasures", scope: "people:read", init: {} },
+  { method: "POST", path: "/v1/people/bulk", scope: "people:read", init: jsonBody("{") },
+  { method: "POST", path: "/v1/lookup_jobs", scope: "people:read", init: jsonBody("{") },
+  { method: "GET", path: "/v1/lookup_jobs", scope: "people:read" },
+  { method: "GET", path: "/v1/lookup_jobs/{id}", scope: "people:read" },
+  { method: "GET", path: "/v1/lookup_jobs/{id}/results", scope: "people:read" },
+  { method: "DELETE", path: "/v1/lookup_jobs/{id}", scope: "people:read" },
   { method: "GET", path: "/v1/email_verifications", scope: "verifications:write" },
   { method: "POST", path: "/v1/email_verifications", scope: "verifications:write", init: jsonBody("{") },
   { method: "POST", path: "/v1/email_verification_jobs", scope: "jobs:write", init: jsonBody("{") },

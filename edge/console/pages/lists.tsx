@@ -14,6 +14,7 @@ import { apiCaller } from "../api.ts";
 import { DataTable, ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, toSignIn } from "../session.tsx";
 import { BarChart, reasonLabel } from "./charts.tsx";
+import { EnrichSection, enrichReads } from "./enrich.tsx";
 
 const RETENTION_CHOICES = [
   { days: 1, label: "1 day" },
@@ -44,11 +45,11 @@ function Progress(props: { job: VerificationJob }) {
 
 export function registerListPages(app: Hono<AppEnv>): void {
   app.get("/console/lists", asMember(app, async (c, api, me) => {
-    const [jobs, account, note] = await Promise.all([api<{ jobs: VerificationJob[] }>("GET", "/v1/email_verification_jobs?limit=50"), api<AccountInfo>("GET", "/v1/account"), takeNote(c)]);
+    const [jobs, account, note, lookups] = await Promise.all([api<{ jobs: VerificationJob[] }>("GET", "/v1/email_verification_jobs?limit=50"), api<AccountInfo>("GET", "/v1/account"), takeNote(c), enrichReads(me.can, api)]);
     const limits = account.ok ? account.data.jobs : null;
     return page(
       c,
-      { title: "Lists", current: "/console/lists", member: me.member, scripts: me.can("jobs:write") ? ["lists.js"] : [] },
+      { title: "Lists", current: "/console/lists", member: me.member, scripts: [...(me.can("jobs:write") ? ["lists.js"] : []), ...(me.can("people:read") ? ["enrich.js"] : [])] },
       <>
         <NoteShown note={note} />
         {me.can("jobs:write") ? (
@@ -129,6 +130,7 @@ export function registerListPages(app: Hono<AppEnv>): void {
             </DataTable>
           ) : null}
         </section>
+        {lookups ? <EnrichSection jobs={lookups} account={account.ok ? account.data : null} cost={c.get("config").LOOKUP_COST} /> : null}
       </>,
     );
   }));

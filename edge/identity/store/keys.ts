@@ -278,6 +278,17 @@ export function capExceeded({ cost, now, creditCaps }: { cost: number; now: numb
     where coalesce((select credits_spent from key_cap_spend where budget_id = j.value ->> '$.budget' and day = ${utcDay(now)}), 0) + ${cost} > j.value ->> '$.cap')`;
 }
 
+/**
+ * How many charges of `cost` the cap budgets still allow today, as an SQL expression (null for a key nothing caps), for
+ * the bulk lookups' guarded charge (edge/credits.ts chargeRankedQuery): the least room of any budget, read from
+ * key_cap_spend before the charge's own rows move it. `cost` must be above 0.
+ */
+export function capRoom({ cost, now, creditCaps }: { cost: number; now: number; creditCaps: readonly CreditCap[] }): SQL | null {
+  if (creditCaps.length === 0) return null;
+  return sql`(select min(max(0, (j.value ->> '$.cap') - coalesce((select credits_spent from key_cap_spend where budget_id = j.value ->> '$.budget' and day = ${utcDay(now)}), 0)) / ${cost})
+    from json_each(${JSON.stringify(creditCaps)}) j)`;
+}
+
 /** The statement that moves a key's last_used_at forward to `usedAt` (never back, whichever isolate writes last). */
 export function lastUsedStatement(keyId: string, usedAt: number): SQL {
   return sql`update api_keys set last_used_at = ${usedAt} where id = ${keyId} and (last_used_at is null or last_used_at < ${usedAt})`;

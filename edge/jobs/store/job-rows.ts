@@ -100,7 +100,7 @@ function queueState(row: JobRow): VerificationJob["queue"] {
  * callback was delivered or given up (so not known while it is pending). Null while the job runs, and once they are
  * deleted or being deleted. A time in the past: the cron's next run deletes them.
  */
-export function resultsDeleteAt(row: JobRow): number | null {
+export function resultsDeleteAt(row: Pick<JobRow, "completed_at" | "results_state" | "retention_seconds" | "callback_state"> & { status: string }): number | null {
   if ((row.status !== "completed" && row.status !== "cancelled") || row.completed_at === null || Number(row.results_state) !== RESULTS_STATE.held) return null;
   const ended = Number(row.completed_at);
   const retention = row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds);

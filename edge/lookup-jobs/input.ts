@@ -1,0 +1,231 @@
+/**
+ * The body of POST /v1/lookup_jobs (docs/lookup-jobs.md "Creating a job"): a CSV file whose header names the identifier
+ * columns (guessed from the names, or named by <identifier>_column parameters), or JSON Lines whose objects carry them.
+ * The body is bounded before it is read (LOOKUP_JOB_LIMITS.maxBodyBytes). It is read twice, never held as rows: a scan
+ * decides every problem of the whole file (a 4xx that names it) and the quote before anything is written; then the
+ * lines are handed out a chunk at a time to be written. Each line is checked by the single lookup's rules
+ * (shared/identifiers.ts): one that fails them is answered invalid, with the message GET /v1/people would give.
+ */
+import { parse as csvParser, type CsvError } from "csv-parse";
+import { checkIdentifiers, guessIdentifierColumns, columnName, identifiersKey, IDENTIFIER_NAMES, MAX_IDENTIFIER_LENGTH, type IdentifierName, type Identifiers } from "../../shared/identifiers.ts";
+import { LOOKUP_JOB_CONTENT_TYPES, LOOKUP_JOB_LIMITS, LOOKUP_JOB_MESSAGES } from "../../shared/lookup-jobs.ts";
+import { ApiError } from "../lib/errors.ts";
+
+export type ListFormat = "csv" | "jsonl";
+
+/** Where each identifier is read: a CSV column's index (and its header), or a JSON Lines field. */
+export type ListPlan = { format: ListFormat; header: string[] | null; columns: Partial<Record<IdentifierName, { index: number; name: string }>> };
+
+/** The identifiers a request names columns for (<identifier>_column), or none: guess. */
+export type NamedColumns = Partial<Record<IdentifierName, string>>;
+
+/** A line as stored: the customer's own (JSON text), and its identifiers or the 400 it fails with. */
+export type PreparedLine = { input: string; ids: Identifiers | null; error: string | null };
+
+export type ScannedList = { plan: ListPlan; lines: number; wellFormed: number; invalid: number; repeated: number };
+
+/** The bytes handed to the CSV parser at a time. */
+const CSV_SLICE_BYTES = 64 * 1024;
+
+export function listFormat(contentType: string): ListFormat {
+  const type = contentType.split(";")[0]!.trim().toLowerCase();
+  if ((LOOKUP_JOB_CONTENT_TYPES.csv as readonly string[]).includes(type)) return "csv";
+  if ((LOOKUP_JOB_CONTENT_TYPES.jsonl as readonly string[]).includes(type)) return "jsonl";
+  throw new ApiError(415, LOOKUP_JOB_MESSAGES.unsupported);
+}
+
+/** The <identifier>_column parameters: each 1..256 characters when given; none given means guess. */
+export function namedColumns(query: Readonly<Record<string, string | undefined>>): NamedColumns {
+  const named: NamedColumns = {};
+  for (const name of IDENTIFIER_NAMES) {
+    const raw = query[`${name}_column`];
+    if (raw === undefined) continue;
+    const value = raw.trim();
+    if (value === "" || value.length > MAX_IDENTIFIER_LENGTH) throw new ApiError(400, LOOKUP_JOB_MESSAGES.badColumnParam(`${name}_column`));
+    named[name] = value;
+  }
+  return named;
+}
+
+/** A CSV header's columns for the identifiers: the named ones (each must exist), else the guessed ones; at least one. */
+function csvPlan(header: string[], named: NamedColumns): ListPlan {
+  const columns: ListPlan["columns"] = {};
+  const names = header.map(columnName);
+  if (Object.keys(named).length > 0) {
+    for (const [identifier, wanted] of Object.entries(named) as [IdentifierName, string][]) {
+      const index = names.indexOf(columnName(wanted));
+      if (index < 0) throw new ApiError(400, LOOKUP_JOB_MESSAGES.noSuchColumn(`${identifier}_column`, wanted, header));
+      columns[identifier] = { index, name: header[index]!.trim() };
+    }
+  } else {
+    for (const [identifier, index] of Object.entries(guessIdentifierColumns(header)) as [IdentifierName, number][]) columns[identifier] = { index, name: header[index]!.trim() };
+  }
+  if (Object.keys(columns).length === 0) throw new ApiError(400, LOOKUP_JOB_MESSAGES.noIdentifierColumn);
+  return { format: "csv", header, columns };
+}
+
+/** JSON Lines' fields for the identifiers: the named ones, else each identifier's own name. */
+function jsonlPlan(named: NamedColumns): ListPlan {
+  const fields: NamedColumns = Object.keys(named).length > 0 ? named : Object.fromEntries(IDENTIFIER_NAMES.map((n) => [n, n]));
+  const columns: ListPlan["columns"] = {};
+  for (const [identifier, name] of Object.entries(fields) as [IdentifierName, string][]) columns[identifier] = { index: -1, name };
+  return { format: "jsonl", header: null, columns };
+}
+
+/** The identifiers' values of one line by the plan. */
+function valuesOf(plan: ListPlan, line: string[] | Record<string, unknown>): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (const [identifier, column] of Object.entries(plan.columns) as [IdentifierName, { index: number; name: string }][]) {
+    values[identifier] = Array.isArray(line) ? line[column.index] : line[column.name];
+  }
+  return values;
+}
+
+function prepare(plan: ListPlan, line: string[] | Record<string, unknown>, input: string): PreparedLine {
+  const checked = checkIdentifiers(valuesOf(plan, line));
+  return checked.ok ? { input, ids: checked.ids, error: null } : { input, ids: null, error: checked.error };
+}
+
+/**
+ * The CSV's records, a chunk at a time, each with the file's line number where it ends: parsed from the bytes in
+ * slices (csv-parse calls on_record as it goes), never the whole file as one string.
+ */
+async function* csvRecords(bytes: Uint8Array, chunk: number): AsyncGenerator<{ record: string[]; line: number }[]> {
+  let out: { record: string[]; line: number }[] = [];
+  let failure: Error | null = null;
+  const parser = csvParser({
+    bom: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    max_record_size: LOOKUP_JOB_LIMITS.maxLineBytes,
+    on_record: (record: string[], context: { lines: number }) => {
+      out.push({ record, line: context.lines });
+      return null;
+    },
+  });
+  parser.on("error", (error: Error) => (failure = error));
+  parser.resume();
+  const failed = async () => {
+    // The parser reports a failure as an event on the next tick.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const error = failure as (CsvError & { lines?: number }) | Error | null;
+    if (error && "code" in error && error.code === "CSV_MAX_RECORD_SIZE") throw new ApiError(400, LOOKUP_JOB_MESSAGES.lineTooLong(Number((error as { lines?: number }).lines ?? 0)));
+    throw new ApiError(400, `Malformed CSV: ${(error?.message ?? "unreadable").slice(0, 200)}`);
+  };
+  for (let at = 0; at < bytes.byteLength; at += CSV_SLICE_BYTES) {
+    parser.write(bytes.subarray(at, at + CSV_SLICE_BYTES));
+    if (parser.destroyed) await failed();
+    if (out.length >= chunk) {
+      yield out;
+      out = [];
+    }
+  }
+  parser.end();
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  if (failure) await failed();
+  if (out.length > 0) yield out;
+}
+
+/** The JSON Lines' lines, a chunk at a time: each non-blank line parsed, with its number in the file. */
+function* jsonlLines(bytes: Uint8Array, chunk: number): Generator<{ value: Record<string, unknown>; text: string; line: number }[]> {
+  const decoder = new TextDecoder();
+  let out: { value: Record<string, unknown>; text: string; line: number }[] = [];
+  let start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  for (let line = 1; start < bytes.byteLength; line++) {
+    let end = bytes.indexOf(0x0a, start);
+    if (end < 0) end = bytes.byteLength;
+    if (end - start > LOOKUP_JOB_LIMITS.maxLineBytes) throw new ApiError(400, LOOKUP_JOB_MESSAGES.lineTooLong(line));
+    const text = decoder.decode(bytes.subarray(start, end)).trim();
+    start = end + 1;
+    if (text === "") continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new ApiError(400, LOOKUP_JOB_MESSAGES.notAnObject(line));
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError(400, LOOKUP_JOB_MESSAGES.notAnObject(line));
+    out.push({ value: value as Record<string, unknown>, text, line });
+    if (out.length >= chunk) {
+      yield out;
+      out = [];
+    }
+  }
+  if (out.length > 0) yield out;
+}
+
+/** The lines of a list by its plan, a chunk at a time, as they are stored. */
+export async function* listLines(bytes: Uint8Array, plan: ListPlan, chunk: number): AsyncGenerator<PreparedLine[]> {
+  if (plan.format === "jsonl") {
+    for (const lines of jsonlLines(bytes, chunk)) yield lines.map((l) => prepare(plan, l.value, l.text));
+    return;
+  }
+  let headerSeen = false;
+  for await (const records of csvRecords(bytes, chunk)) {
+    const rows = headerSeen ? records : records.slice(1);
+    headerSeen = true;
+    if (rows.length > 0) yield rows.map((r) => prepare(plan, r.record, JSON.stringify(r.record)));
+  }
+}
+
+/** Lines scanned between two yields to the event loop: other requests of the isolate go on meanwhile. */
+const SCAN_CHUNK = 2_000;
+
+/**
+ * The scan: the list's plan and counts, or the 4xx that refuses the whole file (no identifier column or field, a named
+ * column that is not there, too many lines, a line too long, malformed CSV or JSON Lines, no lines). Nothing is kept
+ * but the counts and the keys of the well-formed lines (for the repeats).
+ */
+export async function scanList(bytes: Uint8Array, format: ListFormat, named: NamedColumns): Promise<ScannedList> {
+  let plan: ListPlan | null = format === "jsonl" ? jsonlPlan(named) : null;
+  const keys = new Set<string>();
+  let lines = 0;
+  let wellFormed = 0;
+  let identifierSeen = false;
+  const count = (prepared: PreparedLine, values: Record<string, unknown>) => {
+    lines += 1;
+    if (lines > LOOKUP_JOB_LIMITS.maxLines) throw new ApiError(413, LOOKUP_JOB_MESSAGES.tooManyLines);
+    if (Object.values(values).some((v) => v !== undefined && v !== null)) identifierSeen = true;
+    if (!prepared.ids) return;
+    wellFormed += 1;
+    keys.add(identifiersKey(prepared.ids));
+  };
+  if (format === "jsonl") {
+    for (const chunk of jsonlLines(bytes, SCAN_CHUNK)) {
+      for (const l of chunk) count(prepare(plan!, l.value, ""), valuesOf(plan!, l.value));
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    if (lines > 0 && !identifierSeen) throw new ApiError(400, LOOKUP_JOB_MESSAGES.noIdentifierField);
+  } else {
+    for await (const records of csvRecords(bytes, SCAN_CHUNK)) {
+      for (const { record } of records) {
+        if (plan === null) {
+          plan = csvPlan(record, named);
+          continue;
+        }
+        count(prepare(plan, record, ""), valuesOf(plan, record));
+      }
+    }
+    if (plan === null) throw new ApiError(400, LOOKUP_JOB_MESSAGES.empty);
+  }
+  if (lines === 0) throw new ApiError(400, LOOKUP_JOB_MESSAGES.empty);
+  return { plan: plan!, lines, wellFormed, invalid: lines - wellFormed, repeated: wellFormed - keys.size };
+}
+
+/** A stored line's input as the results show it: a CSV row by its header's names (an empty or repeated name as column_<n>), a JSON Lines object as it is. */
+export function inputObject(format: ListFormat, header: readonly string[] | null, stored: string): Record<string, unknown> {
+  const value = JSON.parse(stored) as unknown;
+  if (format === "jsonl" || !Array.isArray(value)) return value as Record<string, unknown>;
+  return Object.fromEntries(value.map((cell, i) => [headerNames(header ?? [])[i] ?? `column_${i + 1}`, cell]));
+}
+
+/** A CSV header's names for the results' input objects: trimmed; an empty or repeated one as column_<n>. */
+export function headerNames(header: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return header.map((cell, i) => {
+    const name = cell.trim();
+    if (name === "" || seen.has(name)) return `column_${i + 1}`;
+    seen.add(name);
+    return name;
+  });
+}

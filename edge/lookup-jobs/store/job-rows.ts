@@ -1,0 +1,123 @@
+/**
+ * Lookup job rows (lookup_jobs) as the lookup jobs' statements read them: the row, the JSON a client sees, finding,
+ * listing and cancelling a job, and completing it once. The tables are the source of truth: a queue message only says
+ * where to look, and every write that matters is guarded by the state it expects.
+ */
+import { sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { PEOPLE_INCLUDES } from "../../../shared/api.ts";
+import { LOOKUP_JOB_MESSAGES, LOOKUP_JOBS_PATH, type LookupJob } from "../../../shared/lookup-jobs.ts";
+import type { Database } from "../../db/client.ts";
+import { iso, rowsAffected, type RawRow } from "../../db/rows.ts";
+import type { lookupJobs } from "../../db/schema.ts";
+import { DEFAULT_JOB_RETENTION_SECONDS, resultsDeleteAt } from "../../jobs/store/job-rows.ts";
+
+export type Statement = BatchItem<"sqlite">;
+export const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
+
+export type LookupJobRow = RawRow<Omit<typeof lookupJobs.$inferSelect, "idempotencyKey" | "callbackNextAt" | "callbackLastError" | "turnBudget" | "creating">> & {
+  /** verify_emails: the addresses answered from a stored verification, when the read asked for it. */
+  stored_verdicts?: number;
+};
+
+export const LOOKUP_JOB_COLUMNS = sql.raw(
+  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, verify_emails, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
+);
+
+const WITH_VERDICTS = sql`${LOOKUP_JOB_COLUMNS}, (select count(*) from lookup_job_verdicts v where v.job_id = lookup_jobs.id and v.source = 'stored') as stored_verdicts`;
+
+/** Lines answered for good. */
+export const processedOf = (row: Pick<LookupJobRow, "found" | "not_found" | "invalid" | "erased">) => Number(row.found) + Number(row.not_found) + Number(row.invalid) + Number(row.erased);
+
+/** The identifier columns as the job stored them ({identifier: header or field}). */
+export const columnsOf = (row: Pick<LookupJobRow, "columns">) => (JSON.parse(row.columns) as { header: string[] | null; columns: Record<string, string> });
+
+export const isEnded = (row: Pick<LookupJobRow, "status">) => row.status === "completed" || row.status === "cancelled";
+
+export function lookupJobJson(row: LookupJobRow, verifyMaxAgeSeconds: number): LookupJob {
+  const verifying = Number(row.verify_emails) === 1;
+  const paused = row.status === "paused" && row.pause_reason !== null;
+  return {
+    id: row.id,
+    status: row.status,
+    pause: paused
+      ? {
+          reason: row.pause_reason as "insufficient_credits" | "daily_credit_cap",
+          message: row.pause_reason === "daily_credit_cap" ? LOOKUP_JOB_MESSAGES.pausedForCap : LOOKUP_JOB_MESSAGES.pausedForCredits,
+          since: iso(Number(row.paused_at ?? row.updated_at)),
+        }
+      : null,
+    created_at: iso(Number(row.created_at)),
+    completed_at: iso(row.completed_at === null ? null : Number(row.completed_at)),
+    total: Number(row.total),
+    processed: processedOf(row),
+    counts: { found: Number(row.found), not_found: Number(row.not_found), invalid: Number(row.invalid), refused: Number(row.refused), erased: Number(row.erased) },
+    credits: { cost_per_line: Number(row.cost), max: Number(row.max_credits), charged: Number(row.credits_charged) },
+    input: { format: row.format, columns: columnsOf(row).columns },
+    include: Number(row.email_details) === 1 ? [...PEOPLE_INCLUDES] : [],
+    verify_emails: verifying,
+    verification: verifying
+      ? {
+          state: row.verify_state === "done" ? "done" : row.verify_state === "verifying" ? "verifying" : "pending",
+          job_id: row.verification_job_id || null,
+          stored_verdicts_used: Number(row.stored_verdicts ?? 0),
+          max_age_seconds: verifyMaxAgeSeconds,
+        }
+      : null,
+    results_url: `${LOOKUP_JOBS_PATH}/${row.id}/results`,
+    retention_seconds: row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds),
+    results_expired: Number(row.results_state) > 0,
+    // The verification jobs' rule, applied to this row (paused counts as not ended).
+    results_delete_at: iso(resultsDeleteAt(row)),
+  };
+}
+
+export function findLookupJobQuery(db: Database, accountId: string, id: string) {
+  return db.all<LookupJobRow>(sql`select ${WITH_VERDICTS} from lookup_jobs where id = ${id} and account_id = ${accountId} and creating = 0`);
+}
+
+export async function findLookupJob(db: Database, accountId: string, id: string): Promise<LookupJobRow | null> {
+  return (await findLookupJobQuery(db, accountId, id))[0] ?? null;
+}
+
+export async function lookupJobById(db: Database, id: string): Promise<LookupJobRow | null> {
+  return (await db.all<LookupJobRow>(sql`select ${WITH_VERDICTS} from lookup_jobs where id = ${id} and creating = 0`))[0] ?? null;
+}
+
+/** A page of the account's lookup jobs, newest first, after the job `before`; and whether older ones follow. */
+export async function listLookupJobs(db: Database, accountId: string, before: string | undefined, limit: number): Promise<{ jobs: LookupJobRow[]; more: boolean }> {
+  const cursor = before === undefined ? sql`` : sql`and (created_at, id) < (select created_at, id from lookup_jobs where id = ${before} and account_id = ${accountId})`;
+  const rows = await db.all<LookupJobRow>(sql`select ${LOOKUP_JOB_COLUMNS} from lookup_jobs
+    where account_id = ${accountId} and creating = 0 ${cursor} order by created_at desc, id desc limit ${limit + 1}`);
+  return { jobs: rows.slice(0, limit), more: rows.length > limit };
+}
+
+/** "The job's account is active": a disabled account's jobs take no turn and send no callback until it is enabled again. */
+export const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts where status = 'active')");
+
+/** What a job's end sets: its time, and its callback due when it has a URL. */
+const ENDED = (now: number) => sql`completed_at = ${now}, updated_at = ${now}, callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}`;
+
+/**
+ * Completes the job once every line is answered for good (and, with verify_emails, its verification is done), whoever
+ * gets there first; returns it when this statement did.
+ */
+export function completeIfDone(db: Database, jobId: string, now: number) {
+  return db.all<{ id: string; callback_state: string }>(sql`update lookup_jobs set status = 'completed', ${ENDED(now)}
+    where id = ${jobId} and status in ('queued', 'running') and creating = 0 and found + not_found + invalid + erased >= total
+      and (verify_emails = 0 or verify_state = 'done')
+    returning id, callback_state`);
+}
+
+/** The statement that cancels an unfinished job (its callback then due); for cancelLookupJob and the cron's pause limit. */
+export function cancelStatement(db: Database, where: ReturnType<typeof sql>, now: number) {
+  return db.run(sql`update lookup_jobs set status = 'cancelled', pause_reason = null, ${ENDED(now)} where ${where} and status in ('queued', 'running', 'paused') and creating = 0`);
+}
+
+/** Cancels a job that has not ended; returns it as it is now (null: no such job) and whether this call cancelled it. */
+export async function cancelLookupJob(db: Database, accountId: string, id: string): Promise<{ job: LookupJobRow; cancelled: boolean } | null> {
+  const now = Date.now();
+  const [update, rows] = await db.batch([cancelStatement(db, sql`id = ${id} and account_id = ${accountId}`, now), findLookupJobQuery(db, accountId, id)]);
+  const job = rows[0];
+  return job ? { job, cancelled: rowsAffected(update) === 1 } : null;
+}

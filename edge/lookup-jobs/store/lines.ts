@@ -1,0 +1,158 @@
+/**
+ * A lookup job's lines (lookup_job_lines): a turn that takes, matches, charges and answers them, a resume after credits
+ * came back, and the reads of results. A turn is one transaction (one round trip): it takes up to LOOKUP_LINES_PER_TURN
+ * pending lines in input order, matches each to a person, charges the first people in line order that the balance and
+ * the key's caps cover (one ledger row each, a person once per job), answers found, not found or refused, records the
+ * disclosures and counts the rest, and pauses the job when something was refused. Nothing is ever half done: a consumer
+ * that dies, a message delivered twice or a failed write leaves each line as it was or answered, charged at most once.
+ */
+import { sql } from "drizzle-orm";
+import { ERROR_MESSAGES } from "../../../shared/api.ts";
+import { chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, balanceBelow, type LookupCharge } from "../../credits.ts";
+import type { Database } from "../../db/client.ts";
+import type { CreditCap } from "../../caller.ts";
+import { decodeCreditCaps } from "../../identity/store/keys.ts";
+import type { RawRow } from "../../db/rows.ts";
+import type { lookupJobLines, lookupJobVerdicts } from "../../db/schema.ts";
+import { freshVerificationsOf, personIdMatching, personSnapshot, recordAccessesQuery } from "../../people/store.ts";
+import { ACCOUNT_ACTIVE, batch, cancelStatement, completeIfDone, LOOKUP_JOB_COLUMNS, type LookupJobRow, type Statement } from "./job-rows.ts";
+
+/** Lines a turn takes (one queue message): hundreds per statement, so a 100,000-line job is a few hundred transactions. */
+export const LOOKUP_LINES_PER_TURN = 500;
+
+/** What a turn needs of its job: who is charged, at what cost, against which caps, and whether it verifies addresses. */
+export type TurnJob = Pick<LookupJobRow, "id" | "account_id" | "actor" | "credit_caps" | "cost" | "verify_emails">;
+
+const chargeOf = (job: TurnJob, now: number): Omit<LookupCharge, "requestId"> & { creditCaps: readonly CreditCap[] } => ({
+  accountId: job.account_id,
+  keyId: job.actor,
+  cost: Number(job.cost),
+  now,
+  creditCaps: decodeCreditCaps(job.credit_caps),
+});
+
+/**
+ * One turn of a job, as the statements of one transaction, and where their answers are: the job after it, and how many
+ * lines it took. `verifiedSince`: with verify_emails, a stored verification at or after it is used as the address's verdict.
+ */
+export function turnStatements(db: Database, job: TurnJob, turn: string, max: number, now: number, verifiedSince: number) {
+  const J = job.id;
+  const charge = chargeOf(job, now);
+  const mine = sql`job_id = ${J} and turn = ${turn}`;
+  const line = (column: string) => sql.raw(`lookup_job_lines.${column}`);
+  // This turn's pending lines that found someone no earlier line of the job was charged for, each person once (their
+  // first line here), ranked in line order: what the charge covers the first of.
+  const ranked = sql`select l.position as position, row_number() over (order by l.position) as rank from lookup_job_lines l
+    where l.job_id = ${J} and l.turn = ${turn} and l.state = 'pending' and l.person_id is not null
+      and not exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = l.person_id and d.charged = 1)
+      and not exists (select 1 from lookup_job_lines e where e.job_id = ${J} and e.person_id = l.person_id and e.turn = ${turn} and e.state = 'pending' and e.position < l.position)`;
+  const budget = sql`(select turn_budget from lookup_jobs where id = ${J})`;
+  const statements: Statement[] = [
+    db.run(sql`update lookup_jobs set status = 'running', started_at = coalesce(started_at, ${now}), last_turn_at = ${now},
+        updated_at = case when status = 'queued' then ${now} else updated_at end
+      where id = ${J} and status in ('queued', 'running') and creating = 0 and ${ACCOUNT_ACTIVE}`),
+    // Take the next pending lines (only of a running job of an active account), matched to people as they are taken.
+    db.run(sql`update lookup_job_lines set turn = ${turn}, person_id = ${personIdMatching({
+      profnetId: line("profnet_id"),
+      profnetPublicIdentifier: line("profnet_public_identifier"),
+      codehostId: line("codehost_id"),
+      codehostLogin: line("codehost_login"),
+    })}
+      where rowid in (select rowid from lookup_job_lines where job_id = ${J} and state = 'pending' order by position limit ${max})
+        and (select status from lookup_jobs where id = ${J} and ${ACCOUNT_ACTIVE}) = 'running'`),
+    // Read once, before the charge moves the balance and the caps.
+    db.run(sql`update lookup_jobs set turn_budget = ${lookupsCovered(charge)} where id = ${J}`),
+    chargeRankedQuery(db, charge, sql`select rank, ${J} || ':' || (position + 1) as request_id from (${ranked})`, budget),
+    db.run(sql`update lookup_job_lines set charged = 1 where ${mine} and position in (select position from (${ranked}) where rank <= ${budget})`),
+    db.run(sql`update lookup_job_lines set state = 'done', outcome = 'found', answered_at = ${now}, person = ${personSnapshot(line("person_id"))}
+      where ${mine} and state = 'pending' and person_id is not null
+        and exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = lookup_job_lines.person_id and d.charged = 1)`),
+    db.run(sql`update lookup_job_lines set state = 'refused', outcome = 'refused', answered_at = ${now},
+        error = case when ${balanceBelow(charge.accountId, charge.cost)} then ${ERROR_MESSAGES.insufficientCredits} else ${ERROR_MESSAGES.dailyCreditCap} end
+      where ${mine} and state = 'pending' and person_id is not null`),
+    // changes(): the lines the statement just before answered, on this connection in this transaction.
+    countBulkLookupsQuery(db, charge, sql`0`, sql`changes()`),
+    db.run(sql`update lookup_job_lines set state = 'done', outcome = 'not_found', answered_at = ${now} where ${mine} and state = 'pending' and person_id is null`),
+    countBulkLookupsQuery(db, charge, sql`changes()`, sql`0`),
+    recordAccessesQuery(db, sql`select person_id from lookup_job_lines where ${mine} and charged = 1`, charge.accountId, charge.keyId, now),
+    ...(Number(job.verify_emails) === 1
+      ? [
+          db.run(sql`insert into lookup_job_verdicts (job_id, email, classification, reason, smtp_outcome, checked_at, source)
+            select ${J}, lower(v.email), v.classification, v.reason, v.smtp_outcome, v.checked_at, 'stored'
+            from (${freshVerificationsOf(sql`select person_id from lookup_job_lines where ${mine} and outcome = 'found'`, verifiedSince)}) v where true
+            on conflict do nothing`),
+        ]
+      : []),
+    db.run(sql`update lookup_jobs set status = 'paused', pause_reason = case when ${balanceBelow(charge.accountId, charge.cost)} then 'insufficient_credits' else 'daily_credit_cap' end,
+        paused_at = ${now}, updated_at = ${now}
+      where id = ${J} and status = 'running' and exists (select 1 from lookup_job_lines where job_id = ${J} and state = 'refused')`),
+    completeIfDone(db, J, now),
+  ];
+  const reads = [
+    db.all<LookupJobRow & { taken: number }>(sql`select ${LOOKUP_JOB_COLUMNS}, (select count(*) from lookup_job_lines where ${mine}) as taken from lookup_jobs where id = ${J}`),
+  ];
+  return { statements, reads };
+}
+
+/** Runs one turn; returns the job as it is after it, the lines it took and whether it completed the job. */
+export async function runTurn(db: Database, job: TurnJob, turn: string, max: number, now: number, verifiedSince: number): Promise<{ job: LookupJobRow | null; taken: number; completed: boolean }> {
+  const { statements, reads } = turnStatements(db, job, turn, max, now, verifiedSince);
+  const results = await batch(db, [...statements, ...reads]);
+  const completed = (results[statements.length - 1] as unknown[]).length === 1;
+  const row = (results.at(-1) as (LookupJobRow & { taken: number })[])[0] ?? null;
+  return { job: row, taken: Number(row?.taken ?? 0), completed };
+}
+
+/**
+ * A paused job, looked at: cancelled once it has been paused for `maxPauseMs` (its refused lines stay refused), else
+ * running again when the balance and the caps cover a lookup, its refused lines pending again; else left paused and
+ * marked as looked at. Returns the job after, and how many lines now wait for a turn.
+ */
+export async function resumeIfCovered(db: Database, job: TurnJob, now: number, maxPauseMs: number): Promise<{ job: LookupJobRow | null; pending: number; cancelled: boolean }> {
+  const J = job.id;
+  const [cancelled, , , , rows, pending] = await db.batch([
+    cancelStatement(db, sql`id = ${J} and status = 'paused' and paused_at <= ${now - maxPauseMs}`, now),
+    db.run(sql`update lookup_jobs set status = 'running', pause_reason = null, paused_at = null, updated_at = ${now}
+      where id = ${J} and status = 'paused' and ${ACCOUNT_ACTIVE} and ${lookupsCovered(chargeOf(job, now))} >= 1`),
+    // changes(): the statement before resumed the job.
+    db.run(sql`update lookup_job_lines set state = 'pending', outcome = null, error = null, answered_at = null where job_id = ${J} and state = 'refused' and changes() = 1`),
+    db.run(sql`update lookup_jobs set updated_at = ${now} where id = ${J} and status = 'paused'`),
+    db.all<LookupJobRow>(sql`select ${LOOKUP_JOB_COLUMNS} from lookup_jobs where id = ${J}`),
+    db.all<{ n: number }>(sql`select count(*) as n from lookup_job_lines where job_id = ${J} and state = 'pending'`),
+  ]);
+  return { job: rows[0] ?? null, pending: Number(pending[0]?.n ?? 0), cancelled: Number((cancelled as { rowsAffected?: number }).rowsAffected ?? 0) === 1 };
+}
+
+type LineRow = RawRow<typeof lookupJobLines.$inferSelect>;
+export type ResultRow = Pick<LineRow, "position" | "input" | "state" | "outcome" | "error" | "person">;
+export type VerdictRow = Pick<RawRow<typeof lookupJobVerdicts.$inferSelect>, "email" | "classification" | "reason" | "smtp_outcome" | "checked_at">;
+
+const RESULT_COLUMNS = sql.raw("position, input, state, outcome, error, person");
+
+/** Lines from `from` on, in input order. */
+export function resultRowsQuery(db: Database, jobId: string, from: number, limit: number) {
+  return db.all<ResultRow>(sql`select ${RESULT_COLUMNS} from lookup_job_lines where job_id = ${jobId} and position >= ${from} order by position limit ${limit}`);
+}
+
+/** Lines with one of these outcomes from `from` on, in input order (the outcome index). */
+export function rowsWithOutcomesQuery(db: Database, jobId: string, outcomes: readonly string[], from: number, limit: number) {
+  return db.all<ResultRow>(sql`select ${RESULT_COLUMNS} from lookup_job_lines
+    where job_id = ${jobId} and outcome in (select value from json_each(${JSON.stringify(outcomes)})) and position >= ${from} order by position limit ${limit}`);
+}
+
+/** The first line from `from` on not answered for good (pending, or refused while the job may still charge it). */
+export function firstUnansweredQuery(db: Database, jobId: string, from: number) {
+  return db.all<{ position: number }>(sql`select position from lookup_job_lines where job_id = ${jobId} and position >= ${from} and state != 'done' order by position limit 1`);
+}
+
+/** The verdicts of these addresses in the job (verify_emails): what a page of results shows for each. */
+export function verdictsOfQuery(db: Database, jobId: string, emails: readonly string[]) {
+  return db.all<VerdictRow>(sql`select email, classification, reason, smtp_outcome, checked_at from lookup_job_verdicts
+    where job_id = ${jobId} and email in (select lower(value) from json_each(${JSON.stringify(emails)}))`);
+}
+
+/** The widest row of a CSV job's input (cells): the download's header is padded to it. */
+export async function widestInput(db: Database, jobId: string): Promise<number> {
+  const [row] = await db.all<{ n: number | null }>(sql`select max(json_array_length(input)) as n from lookup_job_lines where job_id = ${jobId}`);
+  return Number(row?.n ?? 0);
+}

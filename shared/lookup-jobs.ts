@@ -1,0 +1,162 @@
+/**
+ * The lookup jobs' shapes (docs/lookup-jobs.md): the job, a quote, a page of results, and the messages the Worker sends
+ * itself over the lookup-jobs queue. The handlers, the OpenAPI document and the tests use these; field names are the
+ * contract.
+ */
+import { z } from "@hono/zod-openapi";
+import { ContactInfo, ERROR_REASONS, PEOPLE_INCLUDES } from "./api.ts";
+import { IDENTIFIER_NAMES } from "./identifiers.ts";
+import { LOOKUP_JOB_LIMITS, LOOKUP_LINE_STATUSES } from "./lookup-job-limits.ts";
+
+export { LOOKUP_JOB_CONTENT_TYPES, LOOKUP_JOB_LIMITS, LOOKUP_LINE_STATUSES, type LookupLineStatus } from "./lookup-job-limits.ts";
+
+export const LOOKUP_JOBS_PATH = "/v1/lookup_jobs";
+
+const en = (n: number) => n.toLocaleString("en");
+
+export const LOOKUP_JOB_MESSAGES = {
+  notFound: "No lookup job found",
+  bodyTooLarge: `Request body too large: a lookup job is at most ${LOOKUP_JOB_LIMITS.maxBodyBytes / 1024 / 1024} MiB`,
+  tooManyLines: `Too many lines: a lookup job has at most ${en(LOOKUP_JOB_LIMITS.maxLines)}`,
+  unsupported: "Unsupported content type: send text/csv or application/jsonl (JSON Lines)",
+  empty: "The list has no lines",
+  noIdentifierColumn: `The CSV has no identifier column: name one of ${IDENTIFIER_NAMES.join(", ")} in its header row, or say which column holds one with <identifier>_column=<header>`,
+  noIdentifierField: `No line of the JSON Lines has an identifier: give each line one of ${IDENTIFIER_NAMES.join(", ")}, or say which field holds one with <identifier>_column=<field>`,
+  noSuchColumn: (param: string, name: string, header: readonly string[]) =>
+    `${param} "${name.slice(0, 80)}": the header has no such column (it has: ${header.slice(0, 30).map((h) => h.slice(0, 40)).join(", ") || "nothing"})`,
+  badColumnParam: (param: string) => `${param} must name a column of 1 to 256 characters`,
+  lineTooLong: (line: number) => `Line ${line}: a line is at most ${LOOKUP_JOB_LIMITS.maxLineBytes / 1024} KiB`,
+  notAnObject: (line: number) => `Line ${line}: each line of JSON Lines must be a JSON object`,
+  badInclude: `include must be a comma-separated list of: ${PEOPLE_INCLUDES.join(", ")}`,
+  badBoolean: (name: string) => `${name} must be true or false`,
+  idempotencyConflict: "This Idempotency-Key was already used for a different lookup job",
+  stillCreating: "The lookup job with this Idempotency-Key is still being created; retry in a few seconds",
+  tooManyRunning: (max: number) => `Too many lookup jobs unfinished: an account may have ${max} queued, running or paused at once; wait for one to finish or cancel one`,
+  badStatusFilter: (value: string) => `Unknown status "${value.slice(0, 40)}": expected one or more of ${LOOKUP_LINE_STATUSES.join(", ")}, comma-separated`,
+  pausedForCredits: "The account's credit balance ran out: add credits and the job resumes by itself within a minute",
+  pausedForCap: "The key's daily credit cap is spent for today (UTC): the job resumes by itself within a minute of the next UTC day, or of a grant that raises the cap's room",
+  erased: "This person was erased after the line was answered; what was found is no longer kept (see GET /v1/people/erasures)",
+} as const;
+
+export const LOOKUP_JOB_STATUSES = ["queued", "running", "paused", "completed", "cancelled"] as const;
+
+const columnParams = Object.fromEntries(
+  IDENTIFIER_NAMES.map((name) => [
+    `${name}_column`,
+    z.string().optional().openapi({ description: `The header (CSV) or field (JSON Lines) that holds ${name}; naming any column turns the guess off` }),
+  ]),
+) as Record<`${(typeof IDENTIFIER_NAMES)[number]}_column`, z.ZodOptional<z.ZodString>>;
+
+/** The query of POST /v1/lookup_jobs: the body is the list itself (CSV or JSON Lines). */
+export const LookupJobCreateQuery = z.object({
+  ...columnParams,
+  include: z.string().optional().openapi({ description: `Comma-separated additions to each line's data, of: ${PEOPLE_INCLUDES.join(", ")} (no extra credit)`, example: "email_details" }),
+  verify_emails: z.string().optional().openapi({ description: "true: verify each returned address with our engine (a stored verification newer than LOOKUP_VERIFY_MAX_AGE_SECONDS is used instead of probing again); implies include=email_details" }),
+  dry_run: z.string().optional().openapi({ description: "true: answer the quote (200) and create nothing" }),
+  callback_url: z.string().optional().openapi({ description: "An https URL that receives the finished job, signed (Standard Webhooks)" }),
+  retention_seconds: z.string().optional().openapi({ description: "Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default thirty days)", example: "86400" }),
+});
+
+export const LookupJobQuote = z
+  .object({
+    format: z.enum(["csv", "jsonl"]),
+    columns: z.record(z.string(), z.string()).openapi({ description: "Each identifier read, and the header (CSV) or field (JSON Lines) it is read from", example: { profnet_public_identifier: "LinkedIn" } }),
+    lines: z.number().int().openapi({ description: "Every line of the list (a CSV's header row is not one)" }),
+    well_formed: z.number().int().openapi({ description: "Lines whose identifiers pass GET /v1/people's rules" }),
+    invalid: z.number().int().openapi({ description: "Lines that do not: answered invalid, never charged" }),
+    repeated: z.number().int().openapi({ description: "Well-formed lines that ask for the same identifiers as an earlier line (a person is charged once per job)" }),
+    cost_per_line: z.number().int().openapi({ description: "LOOKUP_COST: credits per line that finds someone not found before in the job" }),
+    max_credits: z.number().int().openapi({ description: "The most the job can cost: (well_formed - repeated) x cost_per_line. The job never charges more" }),
+    credit_balance: z.number().int(),
+  })
+  .openapi("LookupJobQuote");
+export type LookupJobQuote = z.infer<typeof LookupJobQuote>;
+
+export const LookupJob = z
+  .object({
+    id: z.string().openapi({ example: "lkj_Qx3m9TtGkZ0lJ2rA" }),
+    status: z.enum(LOOKUP_JOB_STATUSES),
+    pause: z
+      .object({
+        reason: z.enum(["insufficient_credits", "daily_credit_cap"]),
+        message: z.string(),
+        since: z.string().openapi({ description: "RFC 3339, UTC" }),
+      })
+      .nullable()
+      .openapi({ description: "While paused: why, and since when; null otherwise" }),
+    created_at: z.string(),
+    completed_at: z.string().nullable().openapi({ description: "When the job completed or was cancelled" }),
+    total: z.number().int().openapi({ description: "Lines of the list" }),
+    processed: z.number().int().openapi({ description: "Lines answered for good: found + not_found + invalid + erased" }),
+    counts: z
+      .object({
+        found: z.number().int(),
+        not_found: z.number().int(),
+        invalid: z.number().int(),
+        refused: z.number().int().openapi({ description: "Lines that found someone but could not be charged (the balance or the key's cap): the job pauses, and they are looked up again when it resumes; a cancelled job keeps them refused" }),
+        erased: z.number().int().openapi({ description: "Lines whose person was erased after they were answered: their data is no longer kept" }),
+      })
+      .openapi({ description: "Lines by outcome, kept in the same writes as the answers" }),
+    credits: z.object({
+      cost_per_line: z.number().int().openapi({ description: "LOOKUP_COST when the job was created: what each charged line costs" }),
+      max: z.number().int().openapi({ description: "The most the job can cost (its quote)" }),
+      charged: z.number().int().openapi({ description: "Credits charged so far" }),
+    }),
+    input: z.object({
+      format: z.enum(["csv", "jsonl"]),
+      columns: z.record(z.string(), z.string()).openapi({ description: "Each identifier read, and the header or field it is read from" }),
+    }),
+    include: z.array(z.enum(PEOPLE_INCLUDES)),
+    verify_emails: z.boolean(),
+    verification: z
+      .object({
+        state: z.enum(["pending", "verifying", "done"]).openapi({ description: "pending until every line is answered; verifying while its verification job runs; done" }),
+        job_id: z.string().nullable().openapi({ description: "The verification job that checks the addresses no stored verification covers (one of this account's bulk verification jobs); null when none was needed" }),
+        stored_verdicts_used: z.number().int().openapi({ description: "Addresses answered from a verification of ours newer than max_age_seconds, without probing again" }),
+        max_age_seconds: z.number().int(),
+      })
+      .nullable()
+      .openapi({ description: "With verify_emails: where the verification stands; null without it" }),
+    results_url: z.string(),
+    retention_seconds: z.number().int(),
+    results_expired: z.boolean(),
+    results_delete_at: z.string().nullable().openapi({ description: "When the lines and results will be deleted (RFC 3339), by the verification jobs' rule; null while the job has not ended" }),
+  })
+  .openapi("LookupJob");
+export type LookupJob = z.infer<typeof LookupJob>;
+
+export const LookupJobResult = z
+  .object({
+    line: z.number().int().openapi({ description: "The line's number in the list, from 1 (a CSV's header row not counted)" }),
+    status: z.enum(LOOKUP_LINE_STATUSES),
+    input: z.record(z.string(), z.unknown()).openapi({ description: "The line as given: a CSV row by its header's names (an empty or repeated name as column_<n>), or the JSON Lines object" }),
+    data: ContactInfo.optional().openapi({ description: "With found" }),
+    error: z.string().optional().openapi({ description: "With any other status: the message GET /v1/people would give (or why the line was erased)" }),
+    reason: z.enum(ERROR_REASONS).optional().openapi({ description: "daily_credit_cap with a refused line the key's cap refused" }),
+  })
+  .openapi("LookupJobResult");
+export type LookupJobResult = z.infer<typeof LookupJobResult>;
+
+export const LookupJobResultsPage = z
+  .object({
+    results: z.array(LookupJobResult),
+    next_cursor: z.string().nullable(),
+    status: z.enum(LOOKUP_JOB_STATUSES),
+    processed: z.number().int(),
+    total: z.number().int(),
+  })
+  .openapi("LookupJobResultsPage");
+export type LookupJobResultsPage = z.infer<typeof LookupJobResultsPage>;
+
+/** What the Worker puts on its lookup-jobs queue: the database holds the work, a message only says where to look. */
+export const LookupJobMessage = z.discriminatedUnion("kind", [
+  /** One turn: the lines of whichever account's job it is (edge/jobs/fair-share.ts); `job` is the one it was sent for. */
+  z.object({ kind: z.literal("lookup_turn"), job: z.string() }),
+  /** A paused job: resume it if the credits are there, else look again later. */
+  z.object({ kind: z.literal("lookup_resume"), job: z.string() }),
+  /** verify_emails: look at the job's verification job, and apply its verdicts once it has ended. */
+  z.object({ kind: z.literal("lookup_verify"), job: z.string() }),
+  /** Deliver the job's callback; `attempt` counts deliveries tried before this one. */
+  z.object({ kind: z.literal("lookup_callback"), job: z.string(), attempt: z.number().int().min(0) }),
+]);
+export type LookupJobMessage = z.infer<typeof LookupJobMessage>;
