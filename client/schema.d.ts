@@ -96,14 +96,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The account's bulk verification jobs, newest first
-         * @description Each job as its own read answers it, without the queue figures that count its lines. Counts against the job_reads rate limit.
+         * The account's bulk verification jobs, newest first; searched by name
+         * @description Each job as its own read answers it, without the queue figures that count its lines; with name, only the jobs whose name holds it. Counts against the job_reads rate limit.
          */
         get: operations["listVerificationJobs"];
         put?: never;
         /**
          * Create a bulk verification job
-         * @description A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. At most 10 MB and 100,000 addresses, each at most 320 bytes of UTF-8. An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). Counts against the key's job-creation and verification rate limits. Verification costs no credits.
+         * @description A JSON body {email_addresses, name, smtp_timeout, callback_url}, or a CSV file (text/csv) with its parameters in the query. A CSV file keeps every column of each line: results give them back (columns) before ours. Its addresses are in email_column when given, else in the first column named like an address, else in the column whose cells look like addresses; a file with none is 400 naming its columns, and a file that is not text (a spreadsheet, an image) is 400 saying what it looks like. At most 10 MB and 100,000 addresses, each at most 320 bytes of UTF-8; a CSV line at most 65,536 characters and 1,000 columns (a longer one is 400 naming it: nothing is cut). An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). Counts against the key's job-creation and verification rate limits. Verification costs no credits.
          */
         post: operations["createVerificationJob"];
         delete?: never;
@@ -145,7 +145,7 @@ export interface paths {
         };
         /**
          * A job's results in input order, readable while it runs
-         * @description JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).
+         * @description JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; next_cursor continues from there. A job made from a CSV file gives each line's cells in its kept columns (columns); a page also ends early once those come to 1 MiB. format=csv (or Accept: text/csv) streams every input line as CSV instead: the file's kept columns in their order, then ours, named <job name>-<filter>.csv by Content-Disposition. classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).
          */
         get: operations["listVerificationJobResults"];
         put?: never;
@@ -595,6 +595,25 @@ export interface components {
         VerificationJob: {
             /** @example job_Qx3m9TtGkZ0lJ2rA */
             id: string;
+            /**
+             * @description What the job is called: the name given at creation (the console gives the file's name), else its id
+             * @example crm-export-2026-11.csv
+             */
+            name: string;
+            /**
+             * @description The columns of the CSV file the job keeps with every line, in the file's order, as results name them (a column without a name is column_<n>, a repeated name gets " (2)"); empty for a JSON list or a file of one column
+             * @example [
+             *       "Name",
+             *       "E-mail address",
+             *       "Company"
+             *     ]
+             */
+            columns: string[];
+            /**
+             * @description Which of columns held the addresses; null for a JSON list or a file of one column
+             * @example E-mail address
+             */
+            email_column: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "completed" | "cancelled";
             /** @description ISO 8601, UTC */
@@ -677,6 +696,11 @@ export interface components {
              * @example 10
              */
             smtp_timeout?: number | string;
+            /**
+             * @description What the job is called: 1 to 200 characters; lists are listed and searched by it, and downloads are named after it
+             * @example crm-export-2026-11.csv
+             */
+            name?: string;
             /**
              * @description Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default 2,592,000, thirty days); 0: until the callback was delivered, or one hour
              * @example 86400
@@ -970,6 +994,17 @@ export interface components {
              * @example 2026-11-25T04:12:09.512Z
              */
             checked_at: string;
+            /**
+             * @description The line's cells in the job's kept columns (the job's columns, in that order; a cell the line lacks is ""); {} for a JSON list or a file of one column
+             * @example {
+             *       "Name": "Ada Lovelace",
+             *       "E-mail address": "ada@example.com",
+             *       "Company": "Analytical Engines"
+             *     }
+             */
+            columns: {
+                [key: string]: string;
+            };
         };
         VerificationJobList: {
             /** @description Newest first; queue.lines_in_progress, accounts_sharing and waiting_on read 0 in a list (read the job for them) */
@@ -1796,6 +1831,8 @@ export interface operations {
                 limit?: string;
                 /** @description next_before of the previous page */
                 before?: string;
+                /** @description Only the jobs whose name holds this text (ASCII letters compared without case; a job without a name is searched by its id) */
+                name?: string;
             };
             header?: never;
             path?: never;
@@ -1812,7 +1849,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationJobList"];
                 };
             };
-            /** @description Invalid parameter limit: must be an integer between 1 and 100; or Invalid parameter before: not a job id */
+            /** @description Invalid parameter limit: must be an integer between 1 and 100; Invalid parameter before: not a job id; or Invalid parameter name: at most 200 characters */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1870,6 +1907,10 @@ export interface operations {
             query?: {
                 /** @description Integer seconds 1..60, default 10 */
                 smtp_timeout?: string;
+                /** @description For a CSV file: the column that holds the addresses, by its name in the first row or its 1-based number. Without it: the first column named like an address (email, e-mail address, work email…), else the column whose cells look like addresses; a file with neither is 400 naming its columns */
+                email_column?: string;
+                /** @description The job's name, 1 to 200 characters (default: the job's id) */
+                name?: string;
                 /** @description As in the JSON body */
                 callback_url?: string;
                 /** @description As in the JSON body */
@@ -1899,7 +1940,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationJob"];
                 };
             };
-            /** @description Malformed body, no addresses, an address over 320 bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key */
+            /** @description Malformed body, no addresses, an address over 320 bytes, a CSV line over its bounds, a CSV file with no address column (its columns named) or that is not text, an email_column that is not a column, a bad name, smtp_timeout, retention_seconds, callback_url or Idempotency-Key */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1,10 +1,14 @@
 /**
  * The rule both the jobs API and the console's preview use to find a file's address column (shared/address-column.ts),
- * and whether an upload is text at all (shared/file-kind.ts): tables of cases.
+ * whether an upload is text at all (shared/file-kind.ts), and how a line's kept cells are stored and read back
+ * (edge/jobs/kept-columns.ts): tables of cases, and properties.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { chooseAddressColumn, isAddressHeader, noAddressColumn, UnknownColumnError } from "../../shared/address-column.ts";
 import { notTextMessage, sniffFileKind } from "../../shared/file-kind.ts";
+import { decodeRecord, keptColumnNames } from "../../edge/jobs/kept-columns.ts";
+import { csvHeader, ownColumnNames } from "../../edge/jobs/csv-export.ts";
 
 const rows = (text: string) => text.split("\n").map((line) => line.split(","));
 
@@ -108,5 +112,38 @@ describe("whether an upload is text", () => {
 
   it("says what a file looks like, never its bytes", () => {
     expect(notTextMessage("a PNG image")).toBe("The file is not a CSV file: it looks like a PNG image. Save the list as CSV (comma-separated values) and send that");
+  });
+});
+
+describe("a line's kept cells", () => {
+  it.each([
+    ["Ada,ada@x.io,Acme", ["Ada", "ada@x.io", "Acme"]],
+    ['"Lovelace, Ada","said ""hi""","two\r\nlines"', ["Lovelace, Ada", 'said "hi"', "two\r\nlines"]],
+    ['"Ada",ada@x.io', ["Ada", "ada@x.io"]],
+    ['""', [""]],
+    [",", ["", ""]],
+    ["a,", ["a", ""]],
+    [' spaced ,=1+1,""', [" spaced ", "=1+1", ""]],
+  ])("%j reads as %j", (stored, cells) => expect(decodeRecord(stored)).toEqual(cells));
+
+  it("reads back any cells a CSV writer put in a line, quoted or not", () => {
+    const cell = fc.string({ unit: fc.constantFrom("a", ",", '"', "\n", "\r", " ", "é") });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(cell, fc.boolean()), { minLength: 2, maxLength: 6 }), (cells) => {
+        // Quoted where RFC 4180 must, and wherever the writer chose to.
+        const line = cells.map(([c, quote]) => (quote || /[",\r\n]/.test(c) ? `"${c.replace(/"/g, '""')}"` : c)).join(",");
+        expect(decodeRecord(line)).toEqual(cells.map(([c]) => c));
+      }),
+    );
+  });
+
+  it("names columns by the header, trimmed; a blank or missing name is column_<n>, a repeat gets (2)", () => {
+    expect(keptColumnNames([" Name ", "", "Email", "Email"], 5)).toEqual(["Name", "column_2", "Email", "Email (2)", "column_5"]);
+    expect(keptColumnNames(null, 2)).toEqual(["column_1", "column_2"]);
+  });
+
+  it("puts our columns after the customer's, renaming ours where a name is taken", () => {
+    expect(ownColumnNames(["Name", "Email", "Score"]).slice(0, 4)).toEqual(["verification_email", "classification", "valid", "verification_score"]);
+    expect(csvHeader(["Name", "=cmd"])).toMatch(/^Name,'=cmd,email,classification,/);
   });
 });
