@@ -229,7 +229,7 @@ export interface paths {
         };
         /**
          * Usage by day or by key: lookups, verifications, job lines, credits
-         * @description From a daily roll-up kept as the work happens (UTC days). Default period: the last 30 days; at most 366. group_by=day lists the days with any use; group_by=key the keys with any use in the period. format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.
+         * @description From a daily roll-up kept as the work happens (UTC days). Default period: the last 30 days; at most 366. group_by=day lists the days with any use; group_by=key the keys with any use in the period, each with its name (key_name; a member's name for their console use). key_id narrows either to one key's (or member's) use. format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.
          */
         get: operations["getUsage"];
         put?: never;
@@ -249,7 +249,7 @@ export interface paths {
         };
         /**
          * The audit trail: keys created, rolled, revoked and expired; members invited, joined, changed and removed; passkeys; sign-ins and sign-outs; by whom
-         * @description Newest first; next_cursor pages to older events. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.
+         * @description Newest first; next_cursor pages to older events. actor and target narrow it to what a key or member did, or what was done to something; each event names its actor and target (actor_name, target_name) when they are a key, member or passkey. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -1089,8 +1089,13 @@ export interface components {
             rows: {
                 /** @description With group_by=day */
                 day?: string;
-                /** @description With group_by=key */
+                /** @description With group_by=key: the key's id, or a member's id for their use of the console */
                 key_id?: string;
+                /**
+                 * @description With group_by=key: the key's name, or the member's; null for a key without a name
+                 * @example CRM sync
+                 */
+                key_name?: string | null;
                 lookups_charged: number;
                 lookups_not_found: number;
                 /** @description Lookups answered 402: the balance or the key's daily cap */
@@ -1126,8 +1131,18 @@ export interface components {
             action: "key.created" | "key.rolled" | "key.revoked" | "key.expired" | "member.invited" | "member.joined" | "member.role_changed" | "member.removed" | "member.invite_revoked" | "passkey.added" | "passkey.removed" | "session.signed_in" | "session.signed_out" | "session.sign_in_failed" | "account.disabled" | "account.enabled" | "account.webhook_secret_rotated";
             /** @description "operator" (the admin CLI), "system" (the cron, for key.expired; an invite voided with its maker's authority), or the id of the key or member that acted */
             actor: string;
+            /**
+             * @description The acting key's or member's name (a member since removed too); null for operator, system or a key without a name
+             * @example Olive Owner
+             */
+            actor_name: string | null;
             /** @description What was acted on: a key, member, invite, passkey, session or account id */
             target: string | null;
+            /**
+             * @description The name of the key, member or passkey acted on (one since removed too); null for anything else
+             * @example CRM sync
+             */
+            target_name: string | null;
             /** @description Names, scopes, prefixes, overlaps: never a secret */
             details: {
                 [key: string]: unknown;
@@ -2598,6 +2613,8 @@ export interface operations {
                 to?: string;
                 /** @description day (default): one row per day with any use, all keys together; key: one row per key over the whole period */
                 group_by?: "day" | "key";
+                /** @description Only this key's use (or a member's console use, by the member's id) */
+                key_id?: string;
                 /** @description json (default), or csv (also chosen by Accept: text/csv) */
                 format?: "json" | "csv";
             };
@@ -2617,8 +2634,13 @@ export interface operations {
                     "text/csv": {
                         /** @description With group_by=day */
                         day?: string;
-                        /** @description With group_by=key */
+                        /** @description With group_by=key: the key's id, or a member's id for their use of the console */
                         key_id?: string;
+                        /**
+                         * @description With group_by=key: the key's name, or the member's; null for a key without a name
+                         * @example CRM sync
+                         */
+                        key_name?: string | null;
                         lookups_charged: number;
                         lookups_not_found: number;
                         /** @description Lookups answered 402: the balance or the key's daily cap */
@@ -2631,7 +2653,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Invalid parameter from: must be a date as YYYY-MM-DD; Invalid parameter to: must be a date as YYYY-MM-DD; Invalid parameter from: must not be after to; Invalid parameter from: the period may cover at most 366 days; or group_by / format not one of the values */
+            /** @description Invalid parameter from: must be a date as YYYY-MM-DD; Invalid parameter to: must be a date as YYYY-MM-DD; Invalid parameter from: must not be after to; Invalid parameter from: the period may cover at most 366 days; Invalid parameter key_id: not a key or member id; or group_by / format not one of the values */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2691,6 +2713,10 @@ export interface operations {
                 cursor?: string;
                 /** @description 1..500, default 100 */
                 limit?: string;
+                /** @description Only what this key or member did (its id), or operator, or system */
+                actor?: string;
+                /** @description Only what was done to this key, member, invite, passkey, session or account (its id) */
+                target?: string;
             };
             header?: never;
             path?: never;
@@ -2707,7 +2733,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditPage"];
                 };
             };
-            /** @description Invalid parameter cursor: not one this endpoint returned; or Invalid parameter limit: must be an integer between 1 and 500 */
+            /** @description Invalid parameter cursor: not one this endpoint returned; Invalid parameter limit: must be an integer between 1 and 500; Invalid parameter actor: not a key or member id, operator or system; or Invalid parameter target: not an id */
             400: {
                 headers: {
                     [name: string]: unknown;
