@@ -38,8 +38,8 @@ export function createApiClient({ baseUrl, apiKey, fetch, headers = {} }: ApiCli
 type CreateJobParams = Pick<paths["/v1/email_verification_jobs"]["post"]["parameters"], "query" | "header">;
 
 /**
- * POST /v1/email_verification_jobs with a CSV file (a header row with an `email` or `email_address`
- * column, else the first column). openapi-fetch types a request body by its JSON schema and
+ * POST /v1/email_verification_jobs with a CSV file, every column of which the job keeps (the addresses in
+ * `email_column` when the query gives it, else the column the API finds: docs/jobs.md "CSV files"). openapi-fetch types a request body by its JSON schema and
  * serializes it as JSON, so a CSV goes through here: sent as it is, as text/csv.
  */
 export function createJobFromCsv(api: ApiClient, csv: string, params: CreateJobParams = {}) {

@@ -116,14 +116,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The account's bulk verification jobs, newest first
-         * @description Each job as its own read answers it, without the queue figures that count its lines. Counts against the job_reads rate limit.
+         * The account's bulk verification jobs, newest first; searched by name
+         * @description Each job as its own read answers it, without the queue figures that count its lines; with name, only the jobs whose name holds it. Counts against the job_reads rate limit.
          */
         get: operations["listVerificationJobs"];
         put?: never;
         /**
          * Create a bulk verification job
-         * @description A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. At most 10 MB and 100,000 addresses, each at most 320 bytes of UTF-8. An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). Counts against the key's job-creation and verification rate limits. Verification costs no credits.
+         * @description A JSON body {email_addresses, name, smtp_timeout, callback_url}, or a CSV file (text/csv) with its parameters in the query. A CSV file keeps every column of each line: results give them back (columns) before ours. Its addresses are in email_column when given, else in the first column named like an address, else in the column whose cells look like addresses; a file with none is 400 naming its columns, and a file that is not text (a spreadsheet, an image) is 400 saying what it looks like. At most 10 MB and 100,000 addresses, each at most 320 bytes of UTF-8; a CSV line at most 65,536 characters and 1,000 columns (a longer one is 400 naming it: nothing is cut). An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). Counts against the key's job-creation and verification rate limits. Verification costs no credits.
          */
         post: operations["createVerificationJob"];
         delete?: never;
@@ -165,7 +165,7 @@ export interface paths {
         };
         /**
          * A job's results in input order, readable while it runs
-         * @description JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).
+         * @description JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; next_cursor continues from there. A job made from a CSV file gives each line's cells in its kept columns (columns); a page also ends early once those come to 1 MiB. format=csv (or Accept: text/csv) streams every input line as CSV instead: the file's kept columns in their order, then ours, named <job name>-<filter>.csv by Content-Disposition. classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).
          */
         get: operations["listVerificationJobResults"];
         put?: never;
@@ -317,7 +317,7 @@ export interface paths {
         };
         /**
          * Usage by day or by key: lookups, verifications, job lines, credits
-         * @description From a daily roll-up kept as the work happens (UTC days). Default period: the last 30 days; at most 366. group_by=day lists the days with any use; group_by=key the keys with any use in the period. format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.
+         * @description From a daily roll-up kept as the work happens (UTC days). Default period: the last 30 days; at most 366. group_by=day lists the days with any use; group_by=key the keys with any use in the period, each with its name (key_name; a member's name for their console use). key_id narrows either to one key's (or member's) use. format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.
          */
         get: operations["getUsage"];
         put?: never;
@@ -337,7 +337,7 @@ export interface paths {
         };
         /**
          * The audit trail: keys created, rolled, revoked and expired; members invited, joined, changed and removed; passkeys; sign-ins and sign-outs; by whom
-         * @description Newest first; next_cursor pages to older events. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.
+         * @description Newest first; next_cursor pages to older events. actor and target narrow it to what a key or member did, or what was done to something; each event names its actor and target (actor_name, target_name) when they are a key, member or passkey. Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -703,6 +703,25 @@ export interface components {
         VerificationJob: {
             /** @example job_Qx3m9TtGkZ0lJ2rA */
             id: string;
+            /**
+             * @description What the job is called: the name given at creation (the console gives the file's name), else its id
+             * @example crm-export-2026-11.csv
+             */
+            name: string;
+            /**
+             * @description The columns of the CSV file the job keeps with every line, in the file's order, as results name them (a column without a name is column_<n>, a repeated name gets " (2)"); empty for a JSON list or a file of one column
+             * @example [
+             *       "Name",
+             *       "E-mail address",
+             *       "Company"
+             *     ]
+             */
+            columns: string[];
+            /**
+             * @description Which of columns held the addresses; null for a JSON list or a file of one column
+             * @example E-mail address
+             */
+            email_column: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "completed" | "cancelled";
             /** @description ISO 8601, UTC */
@@ -883,6 +902,11 @@ export interface components {
              * @example 10
              */
             smtp_timeout?: number | string;
+            /**
+             * @description What the job is called: 1 to 200 characters; lists are listed and searched by it, and downloads are named after it
+             * @example crm-export-2026-11.csv
+             */
+            name?: string;
             /**
              * @description Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default 2,592,000, thirty days); 0: until the callback was delivered, or one hour
              * @example 86400
@@ -1200,6 +1224,17 @@ export interface components {
              * @example 2026-11-25T04:12:09.512Z
              */
             checked_at: string;
+            /**
+             * @description The line's cells in the job's kept columns (the job's columns, in that order; a cell the line lacks is ""); {} for a JSON list or a file of one column
+             * @example {
+             *       "Name": "Ada Lovelace",
+             *       "E-mail address": "ada@example.com",
+             *       "Company": "Analytical Engines"
+             *     }
+             */
+            columns: {
+                [key: string]: string;
+            };
         };
         VerificationJobList: {
             /** @description Newest first; queue.lines_in_progress, accounts_sharing and waiting_on read 0 in a list (read the job for them) */
@@ -1342,8 +1377,13 @@ export interface components {
             rows: {
                 /** @description With group_by=day */
                 day?: string;
-                /** @description With group_by=key */
+                /** @description With group_by=key: the key's id, or a member's id for their use of the console */
                 key_id?: string;
+                /**
+                 * @description With group_by=key: the key's name, or the member's; null for a key without a name
+                 * @example CRM sync
+                 */
+                key_name?: string | null;
                 lookups_charged: number;
                 lookups_not_found: number;
                 /** @description Lookups answered 402: the balance or the key's daily cap */
@@ -1379,8 +1419,18 @@ export interface components {
             action: "key.created" | "key.rolled" | "key.revoked" | "key.expired" | "member.invited" | "member.joined" | "member.role_changed" | "member.removed" | "member.invite_revoked" | "passkey.added" | "passkey.removed" | "session.signed_in" | "session.signed_out" | "session.sign_in_failed" | "account.disabled" | "account.enabled" | "account.webhook_secret_rotated";
             /** @description "operator" (the admin CLI), "system" (the cron, for key.expired; an invite voided with its maker's authority), or the id of the key or member that acted */
             actor: string;
+            /**
+             * @description The acting key's or member's name (a member since removed too); null for operator, system or a key without a name
+             * @example Olive Owner
+             */
+            actor_name: string | null;
             /** @description What was acted on: a key, member, invite, passkey, session or account id */
             target: string | null;
+            /**
+             * @description The name of the key, member or passkey acted on (one since removed too); null for anything else
+             * @example CRM sync
+             */
+            target_name: string | null;
             /** @description Names, scopes, prefixes, overlaps: never a secret */
             details: {
                 [key: string]: unknown;
@@ -2190,6 +2240,8 @@ export interface operations {
                 limit?: string;
                 /** @description next_before of the previous page */
                 before?: string;
+                /** @description Only the jobs whose name holds this text (ASCII letters compared without case; a job without a name is searched by its id) */
+                name?: string;
             };
             header?: never;
             path?: never;
@@ -2206,7 +2258,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationJobList"];
                 };
             };
-            /** @description Invalid parameter limit: must be an integer between 1 and 100; or Invalid parameter before: not a job id */
+            /** @description Invalid parameter limit: must be an integer between 1 and 100; Invalid parameter before: not a job id; or Invalid parameter name: at most 200 characters */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2264,6 +2316,10 @@ export interface operations {
             query?: {
                 /** @description Integer seconds 1..60, default 10 */
                 smtp_timeout?: string;
+                /** @description For a CSV file: the column that holds the addresses, by its name in the first row or its 1-based number. Without it: the first column named like an address (email, e-mail address, work email…), else the column whose cells look like addresses; a file with neither is 400 naming its columns */
+                email_column?: string;
+                /** @description The job's name, 1 to 200 characters (default: the job's id) */
+                name?: string;
                 /** @description As in the JSON body */
                 callback_url?: string;
                 /** @description As in the JSON body */
@@ -2293,7 +2349,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationJob"];
                 };
             };
-            /** @description Malformed body, no addresses, an address over 320 bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key */
+            /** @description Malformed body, no addresses, an address over 320 bytes, a CSV line over its bounds, a CSV file with no address column (its columns named) or that is not text, an email_column that is not a column, a bad name, smtp_timeout, retention_seconds, callback_url or Idempotency-Key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3414,6 +3470,8 @@ export interface operations {
                 to?: string;
                 /** @description day (default): one row per day with any use, all keys together; key: one row per key over the whole period */
                 group_by?: "day" | "key";
+                /** @description Only this key's use (or a member's console use, by the member's id) */
+                key_id?: string;
                 /** @description json (default), or csv (also chosen by Accept: text/csv) */
                 format?: "json" | "csv";
             };
@@ -3433,8 +3491,13 @@ export interface operations {
                     "text/csv": {
                         /** @description With group_by=day */
                         day?: string;
-                        /** @description With group_by=key */
+                        /** @description With group_by=key: the key's id, or a member's id for their use of the console */
                         key_id?: string;
+                        /**
+                         * @description With group_by=key: the key's name, or the member's; null for a key without a name
+                         * @example CRM sync
+                         */
+                        key_name?: string | null;
                         lookups_charged: number;
                         lookups_not_found: number;
                         /** @description Lookups answered 402: the balance or the key's daily cap */
@@ -3447,7 +3510,7 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Invalid parameter from: must be a date as YYYY-MM-DD; Invalid parameter to: must be a date as YYYY-MM-DD; Invalid parameter from: must not be after to; Invalid parameter from: the period may cover at most 366 days; or group_by / format not one of the values */
+            /** @description Invalid parameter from: must be a date as YYYY-MM-DD; Invalid parameter to: must be a date as YYYY-MM-DD; Invalid parameter from: must not be after to; Invalid parameter from: the period may cover at most 366 days; Invalid parameter key_id: not a key or member id; or group_by / format not one of the values */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3507,6 +3570,10 @@ export interface operations {
                 cursor?: string;
                 /** @description 1..500, default 100 */
                 limit?: string;
+                /** @description Only what this key or member did (its id), or operator, or system */
+                actor?: string;
+                /** @description Only what was done to this key, member, invite, passkey, session or account (its id) */
+                target?: string;
             };
             header?: never;
             path?: never;
@@ -3523,7 +3590,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditPage"];
                 };
             };
-            /** @description Invalid parameter cursor: not one this endpoint returned; or Invalid parameter limit: must be an integer between 1 and 500 */
+            /** @description Invalid parameter cursor: not one this endpoint returned; Invalid parameter limit: must be an integer between 1 and 500; Invalid parameter actor: not a key or member id, operator or system; or Invalid parameter target: not an id */
             400: {
                 headers: {
                     [name: string]: unknown;

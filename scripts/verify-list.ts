@@ -4,10 +4,10 @@
  *   API_URL=http://127.0.0.1:8787 API_KEY=cv_… npm run verify-list -- list.csv [--column email]
  *     [--out results.csv] [--only valid,risky] [--callback https://…]
  *
- * Uploads the file as one job through the typed client (client/), with an Idempotency-Key derived from
- * what is sent, so running it again after Ctrl-C picks up the same job instead of starting (and
+ * Uploads the file as it is as one job through the typed client (client/), named after the file, with --column as the
+ * API's email_column (else the API finds the address column itself), and an Idempotency-Key derived from what is sent, so running it again after Ctrl-C picks up the same job instead of starting (and
  * counting) a second one; shows the job's progress with its counts by classification and an ETA;
- * then writes the results CSV (only the classifications asked for, with --only) readable by its owner alone
+ * then writes the results CSV (the file's own columns, then the verdict's; only the classifications asked for, with --only) readable by its owner alone
  * (0600: it is a list of people's addresses). A 4xx is an exit status of 1 with the API's message; a bad command
  * line is 2. The API key and the list never cross a network in the clear: API_URL must be https, except to a
  * loopback address. Read the key without echo: `read -rs API_KEY && export API_KEY`.
@@ -16,7 +16,6 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { basename, dirname, extname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { parse as parseCsv } from "csv-parse/sync";
 import { Presets, SingleBar } from "cli-progress";
 import { createApiClient, createJobFromCsv, type ApiClient, type Schemas } from "../client/index.ts";
 import { JOB_RESULT_FILTERS } from "../shared/jobs.ts";
@@ -68,15 +67,9 @@ export function writeResultsFile(path: string, csv: string): void {
   writePrivateFile(path, csv);
 }
 
-/** The file as the API should read it: as it is, or (with --column) that column alone under an `email` header. */
-export function uploadBody(text: string, column: string | undefined): string {
-  if (column === undefined) return text;
-  const rows = parseCsv(text, { bom: true, relax_column_count: true, skip_empty_lines: true }) as string[][];
-  const header = rows[0]?.map((h) => h.trim().toLowerCase()) ?? [];
-  const index = header.indexOf(column.trim().toLowerCase());
-  if (index < 0) throw new UsageError(`--column "${column}": the file's first row has no such column (it has: ${rows[0]?.join(", ") ?? "nothing"})`);
-  const quote = (cell: string) => (/[",\r\n]/.test(cell) ? `"${cell.replace(/"/g, '""')}"` : cell);
-  return ["email", ...rows.slice(1).map((row) => quote(row[index] ?? ""))].join("\r\n") + "\r\n";
+/** The query a file's job is created with: named after the file, its address column when --column names one, a callback. */
+export function uploadQuery(opts: Pick<Options, "file" | "column" | "callback">): { name: string; email_column?: string; callback_url?: string } {
+  return { name: basename(opts.file), ...(opts.column !== undefined ? { email_column: opts.column } : {}), ...(opts.callback ? { callback_url: opts.callback } : {}) };
 }
 
 /** What an error answer says, for the person at the terminal. */
@@ -113,18 +106,17 @@ function progress(total: number, answered: number): { update(job: Schemas["Verif
 
 async function run(opts: Options, api: ApiClient): Promise<void> {
   const started = Date.now();
-  const body = uploadBody(await readFile(opts.file, "utf8"), opts.column);
-  // The same file (and callback) is the same key: a rerun gets the job the first run created.
-  const key = `verify-list-${createHash("sha256").update(body).update("\0").update(opts.callback ?? "").digest("hex").slice(0, 40)}`;
-  const created = await createJobFromCsv(api, body, {
-    header: { "idempotency-key": key },
-    ...(opts.callback ? { query: { callback_url: opts.callback } } : {}),
-  });
+  const body = await readFile(opts.file, "utf8");
+  const query = uploadQuery(opts);
+  // The same file (and column, and callback) is the same key: a rerun gets the job the first run created.
+  const key = `verify-list-${createHash("sha256").update(body).update("\0").update(JSON.stringify(query)).digest("hex").slice(0, 40)}`;
+  const created = await createJobFromCsv(api, body, { header: { "idempotency-key": key }, query });
   if (!created.data) throw failure("the job could not be created", created.response, created.error);
   let job = created.data;
   // A job created before this run started is the one an earlier run of the same file created.
   const resumed = Date.parse(job.created_at) < started - 1_000;
-  process.stderr.write(`Job ${job.id}${resumed ? " (resumed: this file's job from an earlier run)" : ""}: ${job.total.toLocaleString("en")} lines\n`);
+  const addresses = job.email_column === null ? "" : `, addresses in column “${job.email_column}”`;
+  process.stderr.write(`Job ${job.id}${resumed ? " (resumed: this file's job from an earlier run)" : ""}: ${job.total.toLocaleString("en")} lines${addresses}\n`);
   const bar = progress(job.total, job.processed);
   try {
     bar.update(job);

@@ -7,6 +7,11 @@ import { z } from "@hono/zod-openapi";
 
 const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
 
+/** A name with no control and no bidirectional control character (a list's name in shared/jobs.ts follows the same rule). */
+export function isShowable(name: string): boolean {
+  return !/\p{Cc}/u.test(name) && !BIDI_CONTROLS.test(name);
+}
+
 /** A name: trimmed, 1 to 100 characters, printable, without bidirectional controls. */
 export const DisplayName = z
   .string()

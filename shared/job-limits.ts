@@ -12,4 +12,14 @@ export const JOB_LIMITS = {
    * and would be stored twice (the line and its result).
    */
   maxLineBytes: 320,
+  /**
+   * One line of a CSV file, every column together, in characters: a CRM's export row is a few hundred; a longer one is
+   * refused naming its line, never cut (docs/jobs.md "CSV files"). What a job keeps of its lines is bounded by its
+   * upload: a line is stored in no more characters than it took in the file.
+   */
+  maxCsvLineChars: 65_536,
+  /** Columns in one line of a CSV file. */
+  maxColumns: 1_000,
+  /** A job's name (the file's name by default in the console). */
+  maxNameChars: 200,
 } as const;

@@ -5,6 +5,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { CLASSIFICATIONS, EmailVerificationResult, ERROR_MESSAGES, VERIFICATION_REASONS } from "./api.ts";
+import { isShowable } from "./display-name.ts";
 import { JOB_LIMITS } from "./job-limits.ts";
 
 export { JOB_LIMITS } from "./job-limits.ts";
@@ -22,7 +23,24 @@ export const JOB_INPUT_ERRORS = {
   retentionRange: (max: number) => `retention_seconds must be an integer between 0 and ${max}`,
   csvLineTooLong: (line: number) => `Line ${line}: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
   jsonLineTooLong: (index: number) => `email_addresses[${index}]: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
+  csvRecordTooLong: (line: number) => `Line ${line}: a line is at most ${JOB_LIMITS.maxCsvLineChars.toLocaleString("en")} characters, all its columns together`,
+  csvTooManyColumns: (line: number) => `Line ${line}: a line has at most ${JOB_LIMITS.maxColumns.toLocaleString("en")} columns`,
+  malformedCsv: (line: number, reason: string) => `Malformed CSV at line ${line}: ${reason}`,
+  emptyFile: "The file is empty",
+  /** `detail` is shared/address-column.ts noAddressColumn's sentence, which names the columns. */
+  noAddressColumn: (detail: string) => `${detail}. Name the column that holds the addresses with email_column`,
+  emailColumnNotCsv: "email_column is for a CSV file: the addresses of a JSON body are its email_addresses",
+  badName: `name must be 1 to ${JOB_LIMITS.maxNameChars} characters, without control characters`,
 } as const;
+
+/** A job's name: trimmed, 1 to JOB_LIMITS.maxNameChars characters, showable (as a member's or a key's name). */
+export const JobName = z
+  .string({ error: JOB_INPUT_ERRORS.badName })
+  .trim()
+  .min(1, JOB_INPUT_ERRORS.badName)
+  .max(JOB_LIMITS.maxNameChars, JOB_INPUT_ERRORS.badName)
+  .refine(isShowable, JOB_INPUT_ERRORS.badName)
+  .openapi({ description: `What the job is called: 1 to ${JOB_LIMITS.maxNameChars} characters; lists are listed and searched by it, and downloads are named after it`, example: "crm-export-2026-11.csv" });
 
 const utf8 = new TextEncoder();
 /** Whether `text` takes more than JOB_LIMITS.maxLineBytes in UTF-8, without encoding a short one. */
@@ -61,6 +79,7 @@ export const JobCreateRequest = z
           example: ["ana@example.com", "ben@example.org"],
         }),
       smtp_timeout: SmtpTimeoutParam.optional(),
+      name: JobName.optional(),
       retention_seconds: z
         .union([z.number(), z.string()], { error: JOB_INPUT_ERRORS.retentionNotAnInteger })
         .optional()
@@ -79,6 +98,12 @@ export type JobCreateRequest = z.infer<typeof JobCreateRequest>;
 /** The query of POST /v1/email_verification_jobs: the parameters of a CSV upload, or overrides of the JSON body's. */
 export const JobCreateQuery = z.object({
   smtp_timeout: z.string().optional().openapi({ description: "Integer seconds 1..60, default 10", example: "10" }),
+  email_column: z.string().optional().openapi({
+    description:
+      "For a CSV file: the column that holds the addresses, by its name in the first row or its 1-based number. Without it: the first column named like an address (email, e-mail address, work email…), else the column whose cells look like addresses; a file with neither is 400 naming its columns",
+    example: "E-mail address",
+  }),
+  name: z.string().optional().openapi({ description: `The job's name, 1 to ${JOB_LIMITS.maxNameChars} characters (default: the job's id)`, example: "crm-export-2026-11.csv" }),
   callback_url: z.string().optional().openapi({ description: "As in the JSON body" }),
   retention_seconds: z.string().optional().openapi({ description: "As in the JSON body", example: "86400" }),
 });
@@ -88,6 +113,13 @@ export const JOB_STATUSES = ["queued", "running", "completed", "cancelled"] as c
 export const VerificationJob = z
   .object({
     id: z.string().openapi({ example: "job_Qx3m9TtGkZ0lJ2rA" }),
+    name: z.string().openapi({ description: "What the job is called: the name given at creation (the console gives the file's name), else its id", example: "crm-export-2026-11.csv" }),
+    columns: z.array(z.string()).openapi({
+      description:
+        "The columns of the CSV file the job keeps with every line, in the file's order, as results name them (a column without a name is column_<n>, a repeated name gets \" (2)\"); empty for a JSON list or a file of one column",
+      example: ["Name", "E-mail address", "Company"],
+    }),
+    email_column: z.string().nullable().openapi({ description: "Which of columns held the addresses; null for a JSON list or a file of one column", example: "E-mail address" }),
     status: z.enum(JOB_STATUSES),
     created_at: z.string().openapi({ description: "ISO 8601, UTC" }),
     completed_at: z.string().nullable().openapi({ description: "When the last address was answered, or the job cancelled" }),
@@ -136,6 +168,10 @@ export type VerificationJob = z.infer<typeof VerificationJob>;
 /** One line's result in a job: the verification result, and when it was answered. */
 export const JobResult = EmailVerificationResult.extend({
   checked_at: z.string().openapi({ description: "When the line was answered (RFC 3339, UTC)", example: "2026-11-25T04:12:09.512Z" }),
+  columns: z.record(z.string(), z.string()).openapi({
+    description: "The line's cells in the job's kept columns (the job's columns, in that order; a cell the line lacks is \"\"); {} for a JSON list or a file of one column",
+    example: { Name: "Ada Lovelace", "E-mail address": "ada@example.com", Company: "Analytical Engines" },
+  }),
 }).openapi("JobResult");
 export type JobResult = z.infer<typeof JobResult>;
 

@@ -85,6 +85,7 @@ export const UsageQuery = z.object({
   from: z.string().optional().openapi({ description: "First day, YYYY-MM-DD (UTC); default 29 days before to", example: "2026-11-01" }),
   to: z.string().optional().openapi({ description: `Last day, YYYY-MM-DD (UTC), inclusive; default today. At most ${MAX_USAGE_DAYS} days from from`, example: "2026-11-30" }),
   group_by: z.enum(["day", "key"]).optional().openapi({ description: "day (default): one row per day with any use, all keys together; key: one row per key over the whole period" }),
+  key_id: z.string().optional().openapi({ description: "Only this key's use (or a member's console use, by the member's id)", example: "key_3kT9vQ2mXwPz8LbN" }),
   format: z.enum(["json", "csv"]).optional().openapi({ description: "json (default), or csv (also chosen by Accept: text/csv)" }),
 });
 
@@ -105,7 +106,8 @@ export const UsageReport = z
     rows: z.array(
       z.object({
         day: z.string().optional().openapi({ description: "With group_by=day" }),
-        key_id: z.string().optional().openapi({ description: "With group_by=key" }),
+        key_id: z.string().optional().openapi({ description: "With group_by=key: the key's id, or a member's id for their use of the console" }),
+        key_name: z.string().nullable().optional().openapi({ description: "With group_by=key: the key's name, or the member's; null for a key without a name", example: "CRM sync" }),
         ...counts,
       }),
     ),
@@ -141,7 +143,9 @@ export const AuditEvent = z
     actor: z.string().openapi({
       description: '"operator" (the admin CLI), "system" (the cron, for key.expired; an invite voided with its maker\'s authority), or the id of the key or member that acted',
     }),
+    actor_name: z.string().nullable().openapi({ description: "The acting key's or member's name (a member since removed too); null for operator, system or a key without a name", example: "Olive Owner" }),
     target: z.string().nullable().openapi({ description: "What was acted on: a key, member, invite, passkey, session or account id" }),
+    target_name: z.string().nullable().openapi({ description: "The name of the key, member or passkey acted on (one since removed too); null for anything else", example: "CRM sync" }),
     details: z.record(z.string(), z.unknown()).openapi({ description: "Names, scopes, prefixes, overlaps: never a secret" }),
     request_id: z.string().nullable(),
     created_at: rfc3339,
@@ -151,6 +155,8 @@ export const AuditEvent = z
 export const AuditQuery = z.object({
   cursor: z.string().optional().openapi({ description: "next_cursor of the previous page" }),
   limit: z.string().optional().openapi({ description: "1..500, default 100" }),
+  actor: z.string().optional().openapi({ description: "Only what this key or member did (its id), or operator, or system", example: "mem_Qx3m9TtGkZ0lJ2rA" }),
+  target: z.string().optional().openapi({ description: "Only what was done to this key, member, invite, passkey, session or account (its id)", example: "key_3kT9vQ2mXwPz8LbN" }),
 });
 
 export const AuditPage = z

@@ -219,6 +219,12 @@ export const verificationJobs = sqliteTable(
     retentionSeconds: integer("retention_seconds"),
     /** 0 results held; 1 expired, lines being deleted by the cron; 2 every line deleted (retention ran out, or DELETE ?purge=true). The API says results_expired: state > 0, and its results endpoints answer 410. */
     resultsState: integer("results_state").notNull().default(0),
+    /** What the job is called (the name given at creation; the console gives the file's name); null: none given, the API says its id. */
+    name: text("name"),
+    /** The kept columns' names of a job made from a CSV file, a JSON array in the file's order (edge/jobs/kept-columns.ts); null: none kept. */
+    columns: text("columns"),
+    /** Which of `columns` held the addresses (0-based); null when none are kept. */
+    emailColumn: integer("email_column"),
   },
   (t) => [
     uniqueIndex("verification_jobs_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
@@ -276,6 +282,8 @@ export const verificationJobItems = sqliteTable(
     checkedAt: integer("checked_at"),
     /** The EmailVerificationResult as JSON, once done (or the first answer, while a recheck waits). */
     result: text("result"),
+    /** The line's cells in the job's kept columns, as one canonical CSV record (edge/jobs/kept-columns.ts); null when the job keeps none. */
+    fields: text("fields"),
   },
   (t) => [
     primaryKey({ columns: [t.jobId, t.position] }),
@@ -404,7 +412,13 @@ export const auditEvents = sqliteTable(
     requestId: text("request_id"),
     createdAt: integer("created_at").notNull().default(now),
   },
-  (t) => [index("audit_events_account_idx").on(t.accountId, t.id), index("audit_events_created_idx").on(t.createdAt)],
+  (t) => [
+    index("audit_events_account_idx").on(t.accountId, t.id),
+    index("audit_events_created_idx").on(t.createdAt),
+    // The trail filtered by who acted, and a removed member's or passkey's name found by its own events (GET /v1/audit-events).
+    index("audit_events_actor_idx").on(t.accountId, t.actor, t.id),
+    index("audit_events_target_idx").on(t.accountId, t.target, t.id),
+  ],
 );
 
 /**

@@ -1,5 +1,6 @@
 /**
- * A job's results as CSV (RFC 4180: comma, CRLF, quotes doubled), one row per input line. A cell that
+ * A job's results as CSV (RFC 4180: comma, CRLF, quotes doubled), one row per input line: the customer's kept columns
+ * first, in their file's order (kept-columns.ts), then ours (CSV_COLUMNS). A cell that
  * a spreadsheet would run as a formula (starting with =, +, -, @, or a tab or carriage return, per
  * OWASP's CSV injection advice) gets a leading apostrophe: the list came from someone else, and an
  * address such as "=HYPERLINK(...)"@example.com must stay text when our user opens the file.
@@ -32,10 +33,26 @@ export function csvCell(value: string | number | boolean | null | undefined): st
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export const csvHeader = (): string => `${CSV_COLUMNS.join(",")}\r\n`;
+/** The prefix of one of our columns whose name a kept column already has (ASCII case aside): "email" becomes "verification_email". */
+export const OWN_COLUMN_PREFIX = "verification_";
 
-/** A row for an input line; `state` stands in for the classification of a line not checked (yet). */
-export function csvRow(line: string, result: JobResult | null, state: "pending" | "cancelled" = "pending"): string {
+/** Our columns' names beside `kept`: each as CSV_COLUMNS names it, unless a kept column has that name. */
+export function ownColumnNames(kept: readonly string[]): string[] {
+  const taken = new Set(kept.map((name) => name.toLowerCase()));
+  return CSV_COLUMNS.map((name) => {
+    let own: string = name;
+    while (taken.has(own.toLowerCase())) own = `${OWN_COLUMN_PREFIX}${own}`;
+    return own;
+  });
+}
+
+export const csvHeader = (kept: readonly string[] = []): string => `${[...kept, ...ownColumnNames(kept)].map(csvCell).join(",")}\r\n`;
+
+/**
+ * A row for an input line: its kept cells (`keptCells`, as many as the job keeps columns, "" for any the line lacks),
+ * then ours; `state` stands in for the classification of a line not checked (yet).
+ */
+export function csvRow(line: string, result: JobResult | null, state: "pending" | "cancelled" = "pending", keptCells: readonly string[] = []): string {
   const r = result;
   // The address as results show it: the input line without the whitespace around it.
   const email = trimAsciiWhitespace(line);
@@ -56,5 +73,5 @@ export function csvRow(line: string, result: JobResult | null, state: "pending" 
         r.details?.mx_provider,
       ]
     : [email, state, null, null, null, null, null, null, null, null, null, null, null];
-  return `${cells.map(csvCell).join(",")}\r\n`;
+  return `${[...keptCells, ...cells].map(csvCell).join(",")}\r\n`;
 }

@@ -1,30 +1,86 @@
 /**
- * The body of POST /v1/email_verification_jobs (docs/jobs.md "Bulk verification jobs"): a JSON object
- * with `email_addresses`, or a CSV file whose address column is named `email_address` or `email`
- * (any case), else the first one. Bounded before it is parsed; every problem is a 4xx that says what
- * is wrong. Rows are kept as given (a row that fails the syntax check comes back invalid, in place).
+ * The body of POST /v1/email_verification_jobs (docs/jobs.md "Bulk verification jobs"): a JSON object with
+ * `email_addresses`, or a CSV file whose every column is kept with each line, the addresses in the column
+ * shared/address-column.ts picks (email_column, else a header named like an address, else the column of
+ * address-looking cells; none is 400 naming the columns). Bounded before it is parsed; every problem is a 4xx that says
+ * what is wrong and quotes no byte of a file that is not text. Rows are kept as given (a row that fails the syntax
+ * check comes back invalid, in place).
  *
- * Memory is what an isolate runs out of first (Cloudflare stops one past 128 MB, failing every
- * request in it), so a CSV file is parsed from its bytes as a stream, record by record, keeping only
- * the address cell of each row and stopping at the first row past the limits; nothing holds every
- * row, or the whole file as a string.
+ * Memory is what an isolate runs out of first (Cloudflare stops one past 128 MB, failing every request in it), so a
+ * CSV file is parsed from its bytes as a stream, record by record: each record is reduced at once to its address cell
+ * and where its bytes are in the upload (two numbers: the line is read out of the upload again when it is written,
+ * never held twice), and parsing stops at the first row past a limit. Only the first ADDRESS_SAMPLE_ROWS records are
+ * held as cells, until the address column is decided.
  */
 import { parse as csvParser, type CsvError } from "csv-parse";
+import { ADDRESS_SAMPLE_ROWS, chooseAddressColumn, noAddressColumn, UnknownColumnError, type AddressColumn } from "../../shared/address-column.ts";
 import { ERROR_MESSAGES } from "../../shared/api.ts";
-import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateRequest, overLineLimit } from "../../shared/jobs.ts";
+import { notTextMessage, sniffFileKind, SNIFF_BYTES } from "../../shared/file-kind.ts";
+import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateRequest, JobName, overLineLimit } from "../../shared/jobs.ts";
 import { ApiError } from "../lib/errors.ts";
+import { keptColumnNames } from "./kept-columns.ts";
 
-/** A whole CSV row, address and every other column together (an export from a CRM has many). */
-const MAX_CSV_RECORD_CHARS = 64 * 1024;
 /** The bytes handed to the CSV parser at a time. */
 const CSV_SLICE_BYTES = 64 * 1024;
 
-export type JobRequest = { addresses: string[]; smtpTimeout: unknown; callbackUrl: unknown; retentionSeconds: unknown };
+/**
+ * What a CSV file keeps besides its addresses: each line as it was in the file (a CSV record, read back by
+ * kept-columns.ts decodeRecord), the columns' names, and which of them held the addresses. A file of one column keeps
+ * nothing besides: its addresses are the results.
+ */
+export type KeptColumns = { record(position: number): string; names: string[]; emailColumn: number };
+
+const CR = 0x0d;
+const LF = 0x0a;
+const UTF8_BOM = [0xef, 0xbb, 0xbf];
+
+/**
+ * Where each line's bytes are in an upload: from the end of the line before (csv-parse's `bytes`, counted from the
+ * upload's start) to this line's end, less the empty lines the parser skipped, a byte-order mark and the line break.
+ * What is left is the record as the parser read it: valid RFC 4180, quoted cells and line breaks inside them included.
+ */
+class LineSpans {
+  /** Start and end of line i at [2i] and [2i + 1]: typed, so 100,000 lines take 800 KB and no object each. */
+  private spans = new Uint32Array(2048);
+  private count = 0;
+  private last = 0;
+  constructor(private readonly bytes: Uint8Array) {}
+  add(end: number): void {
+    let start = this.last;
+    this.last = end;
+    if (start === 0 && UTF8_BOM.every((b, i) => this.bytes[i] === b)) start = UTF8_BOM.length;
+    while (start < end && (this.bytes[start] === CR || this.bytes[start] === LF)) start++;
+    while (end > start && (this.bytes[end - 1] === CR || this.bytes[end - 1] === LF)) end--;
+    if (2 * this.count + 2 > this.spans.length) {
+      const grown = new Uint32Array(this.spans.length * 2);
+      grown.set(this.spans);
+      this.spans = grown;
+    }
+    this.spans[2 * this.count] = start;
+    this.spans[2 * this.count + 1] = end;
+    this.count++;
+  }
+  /** The line `i` (0-based, counting the header when there is one). */
+  text(i: number): string {
+    return new TextDecoder().decode(this.bytes.subarray(this.spans[2 * i], this.spans[2 * i + 1]));
+  }
+}
+
+export type JobRequest = {
+  addresses: string[];
+  kept: KeptColumns | null;
+  name: string | null;
+  /** The email_column asked for (part of what a reused Idempotency-Key must repeat). */
+  emailColumn: string | null;
+  smtpTimeout: unknown;
+  callbackUrl: unknown;
+  retentionSeconds: unknown;
+};
 
 const tooMany = () => new ApiError(413, JOB_INPUT_ERRORS.tooManyAddresses);
 
 /** A JSON body, through the shared schema: too many addresses is 413, anything else 400 with the schema's message. */
-function fromJson(bytes: Uint8Array): JobRequest {
+function fromJson(bytes: Uint8Array): Omit<JobRequest, "emailColumn"> {
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder().decode(bytes));
@@ -34,58 +90,109 @@ function fromJson(bytes: Uint8Array): JobRequest {
   const parsed = JobCreateRequest.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    if (issue.code === "too_big" && issue.path.length === 1) throw tooMany();
+    if (issue.code === "too_big" && issue.path.length === 1 && issue.path[0] === "email_addresses") throw tooMany();
     throw new ApiError(400, issue.message);
   }
-  return { addresses: parsed.data.email_addresses, smtpTimeout: parsed.data.smtp_timeout, callbackUrl: parsed.data.callback_url, retentionSeconds: parsed.data.retention_seconds };
+  const d = parsed.data;
+  return { addresses: d.email_addresses, kept: null, name: d.name ?? null, smtpTimeout: d.smtp_timeout, callbackUrl: d.callback_url, retentionSeconds: d.retention_seconds };
 }
 
-const ADDRESS_HEADERS = new Set(["email_address", "email"]);
+/** The parser's refusals in words of ours: its own messages quote the file's bytes. */
+function csvRefusal(err: CsvError | Error): ApiError {
+  const code = "code" in err ? String(err.code) : "";
+  const line = "lines" in err && typeof err.lines === "number" ? err.lines : 0;
+  if (code === "CSV_MAX_RECORD_SIZE") return new ApiError(400, JOB_INPUT_ERRORS.csvRecordTooLong(line));
+  const reason =
+    code === "CSV_QUOTE_NOT_CLOSED"
+      ? "a quoted cell is never closed"
+      : code === "INVALID_OPENING_QUOTE"
+        ? "a quote in the middle of a cell (quote the whole cell, and double a quote inside it)"
+        : code === "CSV_INVALID_CLOSING_QUOTE" || code === "CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE"
+          ? "text right after a closing quote (double a quote inside a quoted cell)"
+          : "the line cannot be read as CSV";
+  return new ApiError(400, JOB_INPUT_ERRORS.malformedCsv(line, reason));
+}
 
 /**
- * The address column of a CSV file. The first row is a header: the column named email_address or
- * email (any case, surrounding spaces ignored) holds the addresses, else the first column does. A
- * first row whose first cell holds an "@" and names no such column is a plain list without a
- * header, and counts as data: a file of bare addresses must not lose its first one.
- *
- * Each record is reduced to its address cell as it is parsed (on_record), so the parser never keeps
- * a row; the file's bytes go in by slices, and parsing stops at the first row past a limit.
+ * The lines of a CSV file: every record's address cell, and (when the file has more than one column) its cells as
+ * stored. The first ADDRESS_SAMPLE_ROWS + 1 records wait as cells until the address column is decided from them
+ * (shared/address-column.ts); every later record is reduced as it is parsed (on_record), so the parser never keeps a
+ * row; the file's bytes go in by slices, and parsing stops at the first row past a limit.
  */
-export function addressesFromCsv(bytes: Uint8Array): Promise<string[]> {
+export function linesFromCsv(bytes: Uint8Array, emailColumn?: string): Promise<{ addresses: string[]; kept: KeptColumns | null }> {
+  const kind = sniffFileKind(bytes.subarray(0, SNIFF_BYTES));
+  if (!kind.text) return Promise.reject(new ApiError(400, notTextMessage(kind.what)));
   const addresses: string[] = [];
-  let column = -1;
+  const spans = new LineSpans(bytes);
+  let width = 0;
+  let choice: AddressColumn | null = null;
+  let header: string[] | null = null;
+  const waiting: { cells: string[]; line: number }[] = [];
   // The refusal an on_record check decided; the parser then reports it as its error.
   let refusal: ApiError | null = null;
-  const refuse = (error: ApiError) => {
+  const refuse = (error: ApiError): never => {
     refusal = error;
     throw error;
   };
-  return new Promise<string[]>((resolve, reject) => {
+  const take = (cells: string[], line: number) => {
+    if (cells.length > JOB_LIMITS.maxColumns) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvTooManyColumns(line)));
+    const cell = cells[choice!.column!] ?? "";
+    if (overLineLimit(cell)) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvLineTooLong(line)));
+    if (addresses.length === JOB_LIMITS.maxAddresses) refuse(tooMany());
+    addresses.push(cell);
+    if (cells.length > width) width = cells.length;
+  };
+  const decide = () => {
+    const [first, ...sample] = waiting;
+    try {
+      choice = chooseAddressColumn(first!.cells, sample.map((r) => r.cells), emailColumn);
+    } catch (error) {
+      if (error instanceof UnknownColumnError) refuse(new ApiError(400, error.message));
+      throw error;
+    }
+    if (choice.column === null) refuse(new ApiError(400, JOB_INPUT_ERRORS.noAddressColumn(noAddressColumn(first!.cells, choice.hasHeader))));
+    if (choice.hasHeader) {
+      header = first!.cells;
+      if (header.length > JOB_LIMITS.maxColumns) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvTooManyColumns(first!.line)));
+      width = header.length;
+    }
+    for (const row of choice.hasHeader ? sample : waiting) take(row.cells, row.line);
+    waiting.length = 0;
+  };
+  return new Promise((resolve, reject) => {
     const parser = csvParser({
       bom: true,
       relax_column_count: true,
       skip_empty_lines: true,
-      max_record_size: MAX_CSV_RECORD_CHARS,
-      on_record: (record: string[], context: { lines: number }) => {
-        if (column < 0) {
-          const header = record.map((cell) => cell.trim().toLowerCase());
-          const named = header.findIndex((cell) => ADDRESS_HEADERS.has(cell));
-          column = named >= 0 ? named : 0;
-          if (named >= 0 || !(record[0] ?? "").includes("@")) return null;
+      max_record_size: JOB_LIMITS.maxCsvLineChars,
+      on_record: (record: string[], context: { lines: number; bytes: number }) => {
+        spans.add(context.bytes);
+        if (choice !== null) take(record, context.lines);
+        else {
+          waiting.push({ cells: record, line: context.lines });
+          if (waiting.length > ADDRESS_SAMPLE_ROWS) decide();
         }
-        const cell = record[column] ?? "";
-        if (overLineLimit(cell)) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvLineTooLong(context.lines)));
-        if (addresses.length === JOB_LIMITS.maxAddresses) refuse(tooMany());
-        addresses.push(cell);
         // Nothing is passed on: the parser's output side stays empty.
         return null;
       },
     });
-    parser.on("error", (err: CsvError | Error) => {
-      if (refusal) return reject(refusal);
-      reject(new ApiError(400, `Malformed CSV: ${err.message.slice(0, 200)}`));
+    parser.on("error", (err: CsvError | Error) => reject(refusal ?? csvRefusal(err)));
+    parser.on("end", () => {
+      try {
+        if (choice === null) {
+          if (waiting.length === 0) throw new ApiError(400, JOB_INPUT_ERRORS.emptyFile);
+          decide();
+        }
+      } catch (error) {
+        return reject(refusal ?? error);
+      }
+      const emailIndex = (choice as AddressColumn | null)!.column!;
+      // One column is the address alone: the results' own email holds it.
+      // The header, when there is one, is the first span: the job's line i is span i + 1.
+      const skip = (choice as AddressColumn | null)!.hasHeader ? 1 : 0;
+      const kept = width > 1 ? { record: (position: number) => spans.text(position + skip), names: keptColumnNames(header, width), emailColumn: emailIndex } : null;
+      resolve({ addresses, kept });
     });
-    parser.on("end", () => resolve(addresses));
     parser.resume();
     // write() parses synchronously; after an error the parser is destroyed and takes no more.
     for (let at = 0; at < bytes.byteLength && !parser.destroyed; at += CSV_SLICE_BYTES) {
@@ -105,19 +212,38 @@ export function parseRetentionSeconds(raw: unknown, max: number): number {
   return value;
 }
 
-/** The parameters of a job from its body; query parameters carry smtp_timeout, callback_url and retention_seconds for CSV. */
-export async function parseJobBody(contentType: string, bytes: Uint8Array, query: { smtp_timeout?: string; callback_url?: string; retention_seconds?: string }): Promise<JobRequest> {
+type JobQuery = { smtp_timeout?: string; callback_url?: string; retention_seconds?: string; email_column?: string; name?: string };
+
+const given = (value: string | undefined): value is string => value !== undefined && value.trim() !== "";
+
+/** A name from the query: the same rule as the JSON body's. */
+function queryName(raw: string): string {
+  const parsed = JobName.safeParse(raw);
+  if (!parsed.success) throw new ApiError(400, JOB_INPUT_ERRORS.badName);
+  return parsed.data;
+}
+
+/** The parameters of a job from its body; the query carries a CSV file's parameters (and may override a JSON body's). */
+export async function parseJobBody(contentType: string, bytes: Uint8Array, query: JobQuery): Promise<JobRequest> {
   const type = contentType.split(";")[0]!.trim().toLowerCase();
-  let request: JobRequest;
-  if (type === "application/json" || type.endsWith("+json")) request = fromJson(bytes);
-  else if (type === "text/csv" || type === "application/csv") request = { addresses: await addressesFromCsv(bytes), smtpTimeout: undefined, callbackUrl: undefined, retentionSeconds: undefined };
-  else throw new ApiError(415, JOB_INPUT_ERRORS.unsupported);
+  let request: Omit<JobRequest, "emailColumn">;
+  const emailColumn = given(query.email_column) ? query.email_column : null;
+  if (type === "application/json" || type.endsWith("+json")) {
+    if (emailColumn !== null) throw new ApiError(400, JOB_INPUT_ERRORS.emailColumnNotCsv);
+    request = fromJson(bytes);
+  } else if (type === "text/csv" || type === "application/csv") {
+    const lines = await linesFromCsv(bytes, emailColumn ?? undefined);
+    request = { ...lines, name: null, smtpTimeout: undefined, callbackUrl: undefined, retentionSeconds: undefined };
+  } else throw new ApiError(415, JOB_INPUT_ERRORS.unsupported);
   if (request.addresses.length === 0) throw new ApiError(400, JOB_INPUT_ERRORS.empty);
   // As for single verifications, the query string wins over the body.
   return {
     addresses: request.addresses,
-    smtpTimeout: query.smtp_timeout !== undefined && query.smtp_timeout.trim() !== "" ? query.smtp_timeout : request.smtpTimeout,
-    callbackUrl: query.callback_url !== undefined && query.callback_url.trim() !== "" ? query.callback_url : request.callbackUrl,
-    retentionSeconds: query.retention_seconds !== undefined && query.retention_seconds.trim() !== "" ? query.retention_seconds : request.retentionSeconds,
+    kept: request.kept,
+    name: given(query.name) ? queryName(query.name) : request.name,
+    emailColumn,
+    smtpTimeout: given(query.smtp_timeout) ? query.smtp_timeout : request.smtpTimeout,
+    callbackUrl: given(query.callback_url) ? query.callback_url : request.callbackUrl,
+    retentionSeconds: given(query.retention_seconds) ? query.retention_seconds : request.retentionSeconds,
   };
 }

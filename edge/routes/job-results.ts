@@ -13,7 +13,9 @@ import { requestDatabase } from "../db/client.ts";
 import { iso } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";
 import { csvHeader, csvRow } from "../jobs/csv-export.ts";
-import type { JobRow } from "../jobs/store/job-rows.ts";
+import { decodeRecord, keptCells } from "../jobs/kept-columns.ts";
+import { jobName, keptColumnsOf, type JobRow } from "../jobs/store/job-rows.ts";
+import { attachment, safeBaseName } from "../lib/attachment.ts";
 import { doneRowsQuery, firstUnansweredQuery, resultRowsQuery, type ResultFilter, type ResultRow } from "../jobs/store/lines.ts";
 import { ApiError } from "../lib/errors.ts";
 import { cursorPaging } from "../lib/paging.ts";
@@ -24,6 +26,12 @@ import { access } from "./access.ts";
 /** Lines per database read of a CSV stream. */
 const CSV_PAGE = 1_000;
 
+/**
+ * A JSON page's kept columns, in characters (each result's stored cells and the columns' names): past it the page ends
+ * early and next_cursor resumes, so a page of 1,000 lines of a wide file stays a few MB, not the whole upload.
+ */
+export const KEPT_PAGE_CHARS = 1024 * 1024;
+
 export const jobResultsRoute = createRoute({
   method: "get",
   path: `${JOBS_PATH}/{id}/results`,
@@ -32,7 +40,8 @@ export const jobResultsRoute = createRoute({
   summary: "A job's results in input order, readable while it runs",
   description:
     "JSON pages of results (EmailVerificationResult with checked_at), one per input line in input order. While the job runs a page ends before the first line not answered yet; " +
-    "next_cursor continues from there. format=csv (or Accept: text/csv) streams every input line as CSV instead. " +
+    "next_cursor continues from there. A job made from a CSV file gives each line's cells in its kept columns (columns); a page also ends early once those come to 1 MiB. " +
+    "format=csv (or Accept: text/csv) streams every input line as CSV instead: the file's kept columns in their order, then ours, named <job name>-<filter>.csv by Content-Disposition. " +
     "classification and reason narrow both to the answered lines with one of the values given (comma-separated; both: each must match).",
   ...access({ who: { scope: "jobs:read" }, limits: ["job_reads"] }),
   request: {
@@ -57,8 +66,8 @@ export const jobResultsRoute = createRoute({
 /** A results cursor is the position the next page starts from. */
 const paging = cursorPaging({ tag: "p", fields: 1, defaultLimit: DEFAULT_PAGE, maxLimit: MAX_PAGE, badCursor: JOB_MESSAGES.badCursor, badLimit: JOB_MESSAGES.badLimit });
 
-/** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked. */
-function lineResult(row: ResultRow): JobResult {
+/** A stored answer as the line's own result: `email` is that line, trimmed, whichever duplicate was checked; `columns` its kept cells by name. */
+function lineResult(row: ResultRow, kept: readonly string[] = []): JobResult {
   const stored = JSON.parse(row.result!) as EmailVerificationResult;
   return {
     ...stored,
@@ -68,7 +77,25 @@ function lineResult(row: ResultRow): JobResult {
     // Results stored before `reason` existed get it from the same rules.
     reason: stored.reason ?? verificationReason(stored),
     checked_at: iso(row.checked_at ?? 0),
+    columns: kept.length === 0 ? {} : keptCells(kept, row.fields),
   };
+}
+
+/** What a line's kept columns weigh in a JSON page: its stored cells and the names that key them. */
+const keptWeight = (row: ResultRow, namesChars: number) => (row.fields === null ? 0 : row.fields.length + namesChars);
+
+/** The page's results from `rows`, at most `limit` and, past the first, no more than KEPT_PAGE_CHARS of kept columns. */
+function withinBudget(rows: ResultRow[], limit: number, kept: readonly string[]): ResultRow[] {
+  const namesChars = kept.reduce((n, name) => n + name.length, 0);
+  let weight = 0;
+  let taken = 0;
+  for (const row of rows) {
+    if (taken === limit) break;
+    weight += keptWeight(row, namesChars);
+    if (taken > 0 && weight > KEPT_PAGE_CHARS) break;
+    taken++;
+  }
+  return rows.slice(0, taken);
 }
 
 /** A filter parameter: comma-separated values of its vocabulary; anything else is 400 naming it. */
@@ -111,19 +138,13 @@ async function page(c: Context<AppEnv>, job: JobRow, from: number, limit: number
   const db = requestDatabase(c);
   // One row past the page says whether another page follows.
   const rows = finished ? await doneRowsQuery(db, job.id, from, limit + 1) : await resultRowsQuery(db, job.id, from, limit);
-  const out: JobResult[] = [];
-  let next: number | null = from;
-  for (const row of rows) {
-    if (out.length === limit || row.state !== "done" || row.result === null) {
-      next = Number(row.position);
-      break;
-    }
-    out.push(lineResult(row));
-    next = Number(row.position) + 1;
-  }
-  // A finished job with no row past the page has no next page.
-  if (finished && rows.length <= limit) next = null;
-  return pageBody(job, out, next);
+  const kept = keptColumnsOf(job);
+  const answered = rows.findIndex((row) => row.state !== "done" || row.result === null);
+  const taken = withinBudget(answered < 0 ? rows : rows.slice(0, answered), limit, kept);
+  const after = rows[taken.length];
+  // The next page starts at the first row not on this one; a finished job with none left has no next page.
+  const next = after !== undefined ? Number(after.position) : finished ? null : taken.length > 0 ? Number(taken.at(-1)!.position) + 1 : from;
+  return pageBody(job, taken.map((row) => lineResult(row, kept)), next);
 }
 
 /**
@@ -137,17 +158,34 @@ async function filteredPage(c: Context<AppEnv>, job: JobRow, from: number, limit
   const [unanswered, rows] = await db.batch([firstUnansweredQuery(db, job.id, from), doneRowsQuery(db, job.id, from, limit + 1, filter)]);
   const stop = finished ? null : (unanswered[0]?.position ?? null);
   const inRange = rows.filter((r) => stop === null || Number(r.position) < Number(stop));
-  const out = inRange.slice(0, limit).map(lineResult);
+  const kept = keptColumnsOf(job);
+  const taken = withinBudget(inRange, limit, kept);
   let next: number | null;
-  if (inRange.length > limit) next = Number(inRange[limit]!.position);
+  if (inRange.length > taken.length) next = Number(inRange[taken.length]!.position);
   else if (finished) next = null;
-  else next = stop !== null ? Number(stop) : Math.max(from, ...out.map((r, i) => Number(inRange[i]!.position) + 1));
-  return pageBody(job, out, next);
+  else next = stop !== null ? Number(stop) : Math.max(from, ...taken.map((r) => Number(r.position) + 1));
+  return pageBody(job, taken.map((row) => lineResult(row, kept)), next);
 }
 
-/** Every input line as CSV, in input order; with a filter, only the answered lines that pass it. */
+/** What a download of `job` with `filter` is called: `<name>-<filter>.csv` ("all" unfiltered), the name without a .csv, .tsv or .txt ending. */
+export function downloadName(job: Pick<JobRow, "id" | "name">, filter: ResultFilter | null): string {
+  const base = safeBaseName(jobName(job).replace(/\.(csv|tsv|txt)$/i, ""), job.id);
+  const which = filter === null ? "all" : [...filter.classifications, ...filter.reasons].join("-");
+  return `${base}-${which}.csv`;
+}
+
+/**
+ * Every input line as CSV, in input order, the job's kept columns first (each line's cells, "" for one it lacks) and
+ * ours after; with a filter, only the answered lines that pass it.
+ */
 function csvStream(c: Context<AppEnv>, job: JobRow, filter: ResultFilter | null) {
   const db = requestDatabase(c);
+  const kept = keptColumnsOf(job);
+  const cellsOf = (row: ResultRow) => {
+    if (kept.length === 0) return [];
+    const cells = row.fields === null ? [] : decodeRecord(row.fields);
+    return kept.map((_, i) => cells[i] ?? "");
+  };
   const encoder = new TextEncoder();
   const notDone = job.status === "cancelled" ? "cancelled" : "pending";
   let position = 0;
@@ -156,16 +194,16 @@ function csvStream(c: Context<AppEnv>, job: JobRow, filter: ResultFilter | null)
     async pull(controller) {
       if (!headerSent) {
         headerSent = true;
-        controller.enqueue(encoder.encode(csvHeader()));
+        controller.enqueue(encoder.encode(csvHeader(kept)));
         return;
       }
       const rows = filter ? await doneRowsQuery(db, job.id, position, CSV_PAGE, filter) : await resultRowsQuery(db, job.id, position, CSV_PAGE);
       if (rows.length === 0) return controller.close();
-      controller.enqueue(encoder.encode(rows.map((r) => csvRow(r.email, r.state === "done" && r.result ? lineResult(r) : null, notDone)).join("")));
+      controller.enqueue(encoder.encode(rows.map((r) => csvRow(r.email, r.state === "done" && r.result ? lineResult(r) : null, notDone, cellsOf(r))).join("")));
       position = Number(rows.at(-1)!.position) + 1;
     },
   });
-  return c.body(stream, 200, { "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": `attachment; filename="${job.id}.csv"` });
+  return c.body(stream, 200, { "Content-Type": "text/csv; charset=utf-8", "Content-Disposition": attachment(downloadName(job, filter)) });
 }
 
 export function registerJobResultsRoute(app: OpenAPIHono<AppEnv>): void {

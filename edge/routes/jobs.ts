@@ -39,8 +39,11 @@ export const createJobRoute = createRoute({
   tags: [JOBS_TAG],
   summary: "Create a bulk verification job",
   description:
-    "A JSON body {email_addresses, smtp_timeout, callback_url}, or a CSV file (text/csv) with smtp_timeout and callback_url in the query. " +
-    `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8. ` +
+    "A JSON body {email_addresses, name, smtp_timeout, callback_url}, or a CSV file (text/csv) with its parameters in the query. " +
+    "A CSV file keeps every column of each line: results give them back (columns) before ours. Its addresses are in email_column when given, else in the first column named like an address, " +
+    "else in the column whose cells look like addresses; a file with none is 400 naming its columns, and a file that is not text (a spreadsheet, an image) is 400 saying what it looks like. " +
+    `At most ${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB and ${JOB_LIMITS.maxAddresses.toLocaleString("en")} addresses, each at most ${JOB_LIMITS.maxLineBytes} bytes of UTF-8; ` +
+    `a CSV line at most ${JOB_LIMITS.maxCsvLineChars.toLocaleString("en")} characters and ${JOB_LIMITS.maxColumns.toLocaleString("en")} columns (a longer one is 400 naming it: nothing is cut). ` +
     "An Idempotency-Key header makes a retried create return the first job (keys are remembered 24 hours). " +
     "Lines and results are deleted retention_seconds after the job ends (default JOB_RETENTION_SECONDS, thirty days). " +
     "Counts against the key's job-creation and verification rate limits. Verification costs no credits.",
@@ -55,13 +58,19 @@ export const createJobRoute = createRoute({
         // By reference, not as a schema to validate with: the body (JSON or CSV, up to the limits above) is read by
         // parseJobBody, bounded and with the messages docs/jobs.md gives, not by the framework's JSON validator.
         "application/json": { schema: { $ref: "#/components/schemas/JobCreateRequest" } },
-        "text/csv": { schema: z.string().openapi({ description: "A header row with a column named email_address or email (any case), else the first column is used" }) },
+        "text/csv": {
+          schema: z.string().openapi({
+            description: "A CSV file (RFC 4180), usually with a header row; every column is kept. The addresses: email_column, else a column named like an address, else the column of address-looking cells",
+          }),
+        },
       },
     },
   },
   responses: {
     202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-    400: errorResponse(`Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a bad smtp_timeout, retention_seconds, callback_url or Idempotency-Key`),
+    400: errorResponse(
+      `Malformed body, no addresses, an address over ${JOB_LIMITS.maxLineBytes} bytes, a CSV line over its bounds, a CSV file with no address column (its columns named) or that is not text, an email_column that is not a column, a bad name, smtp_timeout, retention_seconds, callback_url or Idempotency-Key`,
+    ),
     409: errorResponse(`${JOB_MESSAGES.idempotencyConflict}; or ${JOB_MESSAGES.stillCreating} (with Retry-After)`),
     413: errorResponse(`${JOB_INPUT_ERRORS.bodyTooLarge}; or ${JOB_INPUT_ERRORS.tooManyAddresses}`),
     415: errorResponse(JOB_INPUT_ERRORS.unsupported),
@@ -137,8 +146,8 @@ function registerCallbackDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.register("JobCreateRequest", JobCreateRequest);
 }
 
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+async function sha256Hex(data: string | Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", typeof data === "string" ? new TextEncoder().encode(data) : data);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
@@ -156,7 +165,8 @@ function accepted(c: Context<AppEnv>, job: JobRow) {
 async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>, rawKey: string | undefined) {
   const config = c.get("config");
   const { accountId } = c.get("auth");
-  const request = await parseJobBody(c.req.header("content-type") ?? "", new Uint8Array(await c.req.arrayBuffer()), query);
+  const body = new Uint8Array(await c.req.arrayBuffer());
+  const request = await parseJobBody(c.req.header("content-type") ?? "", body, query);
   const smtpTimeout = parseSmtpTimeout(request.smtpTimeout);
   const retentionSeconds = parseRetentionSeconds(request.retentionSeconds, config.JOB_RETENTION_SECONDS);
   let callbackUrl: string | null = null;
@@ -166,13 +176,30 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>,
     callbackUrl = checked.url;
   }
   const key = idempotencyKey(rawKey);
-  // A retention asked for is part of the request (a retry with another is a different request); the default is not.
-  const requestHash = await sha256Hex(JSON.stringify([request.addresses, smtpTimeout, callbackUrl, ...(request.retentionSeconds === undefined ? [] : [retentionSeconds])]));
+  // A retention, a name or an email_column asked for is part of the request (a retry with another is a different
+  // request); a default is not, so a retry from before these existed still finds its job. A file's kept columns count
+  // by the file's bytes.
+  const requestHash = await sha256Hex(
+    JSON.stringify([
+      request.addresses,
+      smtpTimeout,
+      callbackUrl,
+      ...(request.retentionSeconds === undefined ? [] : [retentionSeconds]),
+      ...(request.name === null ? [] : [{ name: request.name }]),
+      ...(request.emailColumn === null ? [] : [{ email_column: request.emailColumn }]),
+      ...(request.kept === null ? [] : [{ file: await sha256Hex(body) }]),
+    ]),
+  );
   const db = requestDatabase(c);
 
   const id = newId("job");
   const limits = { maxRunning: config.JOB_MAX_RUNNING, maxLinesPerDay: config.JOB_MAX_LINES_PER_DAY };
-  const started = await startJob(db, { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: request.addresses.length, retentionSeconds }, limits);
+  const columns = request.kept === null ? null : { names: request.kept.names, emailColumn: request.kept.emailColumn };
+  const started = await startJob(
+    db,
+    { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: request.addresses.length, retentionSeconds, name: request.name, columns },
+    limits,
+  );
   switch (started.kind) {
     case "existing":
       if (started.requestHash !== requestHash) throw new ApiError(409, JOB_MESSAGES.idempotencyConflict);
@@ -191,7 +218,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>,
     // Each transaction of lines may queue behind other uploads' at the database's write lock: it
     // gets a longer wait than an interactive read (a lookup's own timeout is unchanged).
     const linesDb = openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS * JOB_WRITE_TIMEOUT_FACTOR);
-    job = await writeJobLines(linesDb, id, lines, c.get("auth").actor);
+    job = await writeJobLines(linesDb, id, lines, c.get("auth").actor, request.kept?.record ?? null);
   } catch (error) {
     // Nothing of a failed create may count: its job stops counting against both limits at once,
     // and the cron deletes what was written. Should this fail too, the cron finds the job later.

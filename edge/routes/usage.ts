@@ -12,6 +12,8 @@ import { utcDay } from "../db/rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { access } from "./access.ts";
+import { csvCell } from "../jobs/csv-export.ts";
+import { nameOf } from "../identity/store/names.ts";
 
 const DEFAULT_DAYS = 30;
 const DAY_MS = 86_400_000;
@@ -21,6 +23,7 @@ export const USAGE_MESSAGES = {
   badTo: "Invalid parameter to: must be a date as YYYY-MM-DD",
   fromAfterTo: "Invalid parameter from: must not be after to",
   tooLong: `Invalid parameter from: the period may cover at most ${MAX_USAGE_DAYS} days`,
+  badKey: "Invalid parameter key_id: not a key or member id",
 } as const;
 
 const usageRoute = createRoute({
@@ -31,13 +34,14 @@ const usageRoute = createRoute({
   summary: "Usage by day or by key: lookups, verifications, job lines, credits",
   description:
     `From a daily roll-up kept as the work happens (UTC days). Default period: the last ${DEFAULT_DAYS} days; at most ${MAX_USAGE_DAYS}. ` +
-    "group_by=day lists the days with any use; group_by=key the keys with any use in the period. " +
+    "group_by=day lists the days with any use; group_by=key the keys with any use in the period, each with its name (key_name; a member's name for their console use). " +
+    "key_id narrows either to one key's (or member's) use. " +
     "format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.",
   ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
   request: { query: UsageQuery },
   responses: {
     200: { description: "The usage", content: { "application/json": { schema: UsageReport }, "text/csv": { schema: UsageReport.shape.rows } } },
-    400: errorResponse(`${USAGE_MESSAGES.badFrom}; ${USAGE_MESSAGES.badTo}; ${USAGE_MESSAGES.fromAfterTo}; ${USAGE_MESSAGES.tooLong}; or group_by / format not one of the values`),
+    400: errorResponse(`${USAGE_MESSAGES.badFrom}; ${USAGE_MESSAGES.badTo}; ${USAGE_MESSAGES.fromAfterTo}; ${USAGE_MESSAGES.tooLong}; ${USAGE_MESSAGES.badKey}; or group_by / format not one of the values`),
     ...authenticatedErrorResponses,
   },
 });
@@ -52,17 +56,17 @@ function parseDay(raw: string | undefined, message: string): number | null {
 }
 
 type Counts = Record<(typeof USAGE_FIELDS)[number], number>;
-type Row = Counts & { day?: string; key_id?: string };
+type Row = Counts & { day?: string; key_id?: string; key_name?: string | null };
 
 function counts(raw: Record<string, unknown>): Counts {
   return Object.fromEntries(USAGE_FIELDS.map((f) => [f, Number(raw[f] ?? 0)])) as Counts;
 }
 
 function toCsv(groupBy: "day" | "key", rows: Row[]): string {
-  const first = groupBy === "day" ? "day" : "key_id";
-  const lines = [[first, ...USAGE_FIELDS].join(",")];
-  // Days and key ids are [0-9A-Za-z_-]: nothing to quote.
-  for (const r of rows) lines.push([groupBy === "day" ? r.day : r.key_id, ...USAGE_FIELDS.map((f) => r[f])].join(","));
+  const first = groupBy === "day" ? ["day"] : ["key_id", "key_name"];
+  const lines = [[...first, ...USAGE_FIELDS].join(",")];
+  // Days and key ids are [0-9A-Za-z_-]: nothing to quote. A name is a person's words: quoted, and never a formula.
+  for (const r of rows) lines.push([...(groupBy === "day" ? [r.day] : [r.key_id, csvCell(r.key_name)]), ...USAGE_FIELDS.map((f) => r[f])].join(","));
   return `${lines.join("\r\n")}\r\n`;
 }
 
@@ -75,14 +79,22 @@ export function registerUsageRoute(app: OpenAPIHono<AppEnv>): void {
     if (from > to) throw new ApiError(400, USAGE_MESSAGES.fromAfterTo);
     if ((to - from) / DAY_MS + 1 > MAX_USAGE_DAYS) throw new ApiError(400, USAGE_MESSAGES.tooLong);
     const groupBy = query.group_by ?? "day";
+    const keyId = query.key_id?.trim() || undefined;
+    if (keyId !== undefined && !/^[A-Za-z0-9_-]{1,80}$/.test(keyId)) throw new ApiError(400, USAGE_MESSAGES.badKey);
+    const accountId = c.get("auth").accountId;
     const csv = query.format === "csv" || (query.format === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
     const group = groupBy === "day" ? sql.raw("day") : sql.raw("key_id");
     const sums = sql.raw(USAGE_FIELDS.map((f) => `sum(${f}) as ${f}`).join(", "));
+    // By key, each row names its key (or member) in the same statement.
+    const named = groupBy === "key" ? sql`, ${nameOf(accountId, sql`usage_daily.key_id`)} as name` : sql``;
     const found = await requestDatabase(c).all<Record<string, unknown>>(sql`
-      select ${group} as grp, ${sums} from usage_daily
-      where account_id = ${c.get("auth").accountId} and day between ${utcDay(from)} and ${utcDay(to)}
+      select ${group} as grp, ${sums} ${named} from usage_daily
+      where account_id = ${accountId} and day between ${utcDay(from)} and ${utcDay(to)} ${keyId === undefined ? sql`` : sql`and key_id = ${keyId}`}
       group by ${group} order by ${group}`);
-    const rows: Row[] = found.map((r) => ({ ...(groupBy === "day" ? { day: String(r.grp) } : { key_id: String(r.grp) }), ...counts(r) }));
+    const rows: Row[] = found.map((r) => ({
+      ...(groupBy === "day" ? { day: String(r.grp) } : { key_id: String(r.grp), key_name: r.name === null || r.name === undefined ? null : String(r.name) }),
+      ...counts(r),
+    }));
     Object.assign(c.get("accessLog"), { usage_rows: rows.length });
     if (csv) return c.body(toCsv(groupBy, rows), 200, { "Content-Type": "text/csv; charset=utf-8" });
     const totals = counts(Object.fromEntries(USAGE_FIELDS.map((f) => [f, rows.reduce((n, r) => n + r[f], 0)])));

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { options, uploadBody, UsageError, writeResultsFile } from "../../scripts/verify-list.ts";
+import { options, uploadQuery, UsageError, writeResultsFile } from "../../scripts/verify-list.ts";
 
 const env = { API_KEY: "cv_test" };
 
@@ -32,11 +32,9 @@ describe("npm run verify-list", () => {
     expect(() => options(["a.csv"], env)).not.toThrow(UsageError);
   });
 
-  it("sends the file as it is, or with --column that column alone under an email header, quoted where it must be", () => {
-    const csv = "name,Work Email,notes\nAda,ada@example.com,\"first, best\"\nBob,\"b,ob@example.org\",x\n";
-    expect(uploadBody(csv, undefined)).toBe(csv);
-    expect(uploadBody(csv, "work email")).toBe('email\r\nada@example.com\r\n"b,ob@example.org"\r\n');
-    expect(() => uploadBody(csv, "mail")).toThrow(/--column "mail": the file's first row has no such column \(it has: name, Work Email, notes\)/);
+  it("sends the file as it is, named after it, with --column as the API's email_column (the API finds the column otherwise)", () => {
+    expect(uploadQuery({ file: "lists/may export.csv", column: undefined, callback: undefined })).toEqual({ name: "may export.csv" });
+    expect(uploadQuery({ file: "a.csv", column: "Work Email", callback: "https://h.example/cb" })).toEqual({ name: "a.csv", email_column: "Work Email", callback_url: "https://h.example/cb" });
   });
 
   it("refuses plain http to anything but loopback: the key and the list would cross the network in the clear", () => {

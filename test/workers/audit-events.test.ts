@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { AuditPage } from "../../shared/keys.ts";
 import worker from "../../edge/index.ts";
 import { call, db, newAccount } from "./helpers.ts";
+import { consoleCall, join } from "./console-session.ts";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -65,6 +66,42 @@ describe("GET /v1/audit-events", () => {
       const res = await call(`/v1/audit-events${query}`, { token: owner.token });
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: string }).error).toContain(`parameter ${name}`);
+    }
+  });
+});
+
+describe("people by name", () => {
+  it("names each event's actor and target (a key, a member, a member since removed), and narrows the trail to an actor or a target", async () => {
+    const owner = await newAccount(1);
+    const admin = await join(owner.accountId, "admin", "Ada Admin");
+    const dev = await join(owner.accountId, "developer", "Dmitri Dev");
+    // The admin, by console session, makes a key; then removes the developer.
+    const made = await consoleCall("/v1/keys", { cookie: admin.cookie, json: { name: "CRM sync", scopes: ["jobs:read"] } });
+    expect(made.status).toBe(201);
+    const key = (await made.json()) as { id: string };
+    expect((await consoleCall(`/v1/members/${dev.memberId}`, { cookie: admin.cookie, method: "DELETE" })).status).toBe(200);
+
+    const { events } = await page(owner.token);
+    const byAction = (action: string) => events.find((e) => e.action === action)!;
+    expect(byAction("key.created")).toMatchObject({ actor: admin.memberId, actor_name: "Ada Admin", target: key.id, target_name: "CRM sync" });
+    // Removed, yet named: by their own events, which the trail keeps.
+    expect(byAction("member.removed")).toMatchObject({ actor: admin.memberId, actor_name: "Ada Admin", target: dev.memberId, target_name: "Dmitri Dev" });
+    expect(events.find((e) => e.action === "session.signed_in" && e.actor === dev.memberId)).toMatchObject({ actor_name: "Dmitri Dev", target_name: null });
+    // The operator's key has no name; operator is nobody's.
+    expect(events.find((e) => e.actor === "operator" && e.action === "key.created")).toMatchObject({ actor_name: null, target: owner.keyId, target_name: null });
+
+    const byAdmin = await page(owner.token, `?actor=${admin.memberId}`);
+    expect(byAdmin.events.length).toBeGreaterThan(0);
+    expect(new Set(byAdmin.events.map((e) => e.actor))).toEqual(new Set([admin.memberId]));
+    expect(byAdmin.events.map((e) => e.action)).toContain("member.removed");
+    const onKey = await page(owner.token, `?target=${key.id}`);
+    expect(onKey.events.map((e) => [e.action, e.actor_name])).toEqual([["key.created", "Ada Admin"]]);
+    for (const [query, error] of [
+      ["?actor=a%20b", "Invalid parameter actor: not a key or member id, operator or system"],
+      ["?target=x;y", "Invalid parameter target: not an id"],
+    ] as const) {
+      const res = await call(`/v1/audit-events${query}`, { token: owner.token });
+      expect([res.status, await res.json()]).toEqual([400, { error }]);
     }
   });
 });

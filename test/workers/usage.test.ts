@@ -71,10 +71,16 @@ describe("GET /v1/usage", () => {
     const byKey = await usage(owner.token, "from=2032-01-09&to=2032-01-12&group_by=key");
     expect(byKey.rows).toEqual(
       [
-        { key_id: owner.keyId, ...zero, lookups_charged: 1, lookups_not_found: 1, job_lines: 3, credits_spent: 1 },
-        { key_id: second.id, ...zero, lookups_charged: 1, lookups_refused_credits: 1, verifications: 2, credits_spent: 1 },
+        { key_id: owner.keyId, key_name: null, ...zero, lookups_charged: 1, lookups_not_found: 1, job_lines: 3, credits_spent: 1 },
+        { key_id: second.id, key_name: "second", ...zero, lookups_charged: 1, lookups_refused_credits: 1, verifications: 2, credits_spent: 1 },
       ].sort((a, b) => (a.key_id < b.key_id ? -1 : 1)), // SQLite orders by bytes
     );
+    // One key's use alone, by day or as its one row.
+    const secondByDay = await usage(owner.token, `from=2032-01-09&to=2032-01-12&key_id=${second.id}`);
+    expect(secondByDay.rows).toEqual([{ day: "2032-01-11", ...zero, lookups_charged: 1, lookups_refused_credits: 1, verifications: 2, credits_spent: 1 }]);
+    expect((await usage(owner.token, `from=2032-01-09&to=2032-01-12&group_by=key&key_id=${second.id}`)).rows.map((r) => r.key_name)).toEqual(["second"]);
+    const csvByKey = await (await call(`/v1/usage?from=2032-01-09&to=2032-01-12&group_by=key&key_id=${second.id}&format=csv`, { token: owner.token })).text();
+    expect(csvByKey).toBe(`key_id,key_name,lookups_charged,lookups_not_found,lookups_refused_credits,verifications,job_lines,credits_spent\r\n${second.id},second,1,0,1,2,0,1\r\n`);
     const csv = await call("/v1/usage?from=2032-01-09&to=2032-01-12", { token: owner.token, headers: { accept: "text/csv" } });
     expect(csv.headers.get("content-type")).toBe("text/csv; charset=utf-8");
     expect(await csv.text()).toBe(
@@ -98,6 +104,7 @@ describe("GET /v1/usage", () => {
     ["from=2030-01-01&to=2032-01-01", "Invalid parameter from: the period may cover at most 366 days"],
     ["group_by=month", "Invalid parameter group_by"],
     ["format=xml", "Invalid parameter format"],
+    ["key_id=key%20x", "Invalid parameter key_id: not a key or member id"],
   ])("answers 400 naming the parameter for %s", async (query, message) => {
     const { token } = await newAccount(0);
     const res = await call(`/v1/usage?${query}`, { token });

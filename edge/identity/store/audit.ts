@@ -4,6 +4,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import { deleteInBatches } from "../../db/rows.ts";
+import { nameOf } from "./names.ts";
 
 /** An audit event, written only if `onlyIf` holds when the batch reaches it. */
 export function auditEvent(
@@ -16,13 +17,34 @@ export function auditEvent(
 }
 
 
-export type AuditRow = { id: number; action: string; actor: string; target: string | null; details: string; request_id: string | null; created_at: number };
+export type AuditRow = {
+  id: number;
+  action: string;
+  actor: string;
+  target: string | null;
+  details: string;
+  request_id: string | null;
+  created_at: number;
+  actor_name: string | null;
+  target_name: string | null;
+};
 
-/** A page of the account's events, newest first, older than `before` (an event id) when given; one more than `limit`, to know whether another page follows. */
-export function auditPage(db: { all<T>(q: SQL): Promise<T[]> }, accountId: string, before: number | null, limit: number): Promise<AuditRow[]> {
+/** Which events a page holds: by who acted and what was acted on (ids), each when given. */
+export type AuditFilter = { actor?: string; target?: string };
+
+/**
+ * A page of the account's events, newest first, older than `before` (an event id) when given, narrowed by `filter`; one
+ * more than `limit`, to know whether another page follows. Each with its actor's and target's names (names.ts).
+ */
+export function auditPage(db: { all<T>(q: SQL): Promise<T[]> }, accountId: string, before: number | null, limit: number, filter: AuditFilter = {}): Promise<AuditRow[]> {
   return db.all<AuditRow>(sql`
-    select id, action, actor, target, details, request_id, created_at from audit_events
+    select id, action, actor, target, details, request_id, created_at,
+      ${nameOf(accountId, sql`audit_events.actor`)} as actor_name,
+      ${nameOf(accountId, sql`audit_events.target`)} as target_name
+    from audit_events
     where account_id = ${accountId} ${before === null ? sql`` : sql`and id < ${before}`}
+      ${filter.actor === undefined ? sql`` : sql`and actor = ${filter.actor}`}
+      ${filter.target === undefined ? sql`` : sql`and target = ${filter.target}`}
     order by id desc limit ${limit + 1}`);
 }
 

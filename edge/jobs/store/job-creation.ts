@@ -54,7 +54,20 @@ export function workOrder(lines: readonly NewLine[]): number[] {
   return seq;
 }
 
-export type NewJob = { id: string; accountId: string; smtpTimeout: number; callbackUrl: string | null; idempotencyKey: string | null; requestHash: string; total: number; retentionSeconds: number };
+export type NewJob = {
+  id: string;
+  accountId: string;
+  smtpTimeout: number;
+  callbackUrl: string | null;
+  idempotencyKey: string | null;
+  requestHash: string;
+  total: number;
+  retentionSeconds: number;
+  /** What the job is called; null: its id. */
+  name?: string | null;
+  /** A CSV file's kept columns (edge/jobs/kept-columns.ts) and which held the addresses; none for a JSON list. */
+  columns?: { names: readonly string[]; emailColumn: number } | null;
+};
 export type JobLimits = { maxRunning: number; maxLinesPerDay: number };
 
 export type StartedJob =
@@ -76,8 +89,9 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
   const now = Date.now();
   const since = now - LINE_QUOTA_WINDOW_MS;
   const [inserted, existing, usage] = await db.batch([
-    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds)
-      select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
+    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds, name, columns, email_column)
+      select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds},
+        ${job.name ?? null}, ${job.columns ? JSON.stringify(job.columns.names) : null}, ${job.columns?.emailColumn ?? null}
       where ${runningJobCount(job.accountId)} < ${limits.maxRunning}
         and ${linesSubmittedSince(job.accountId, since)} + ${job.total} <= ${limits.maxLinesPerDay}
       on conflict do nothing`),
@@ -99,11 +113,11 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
 }
 
 /**
- * Writes a started job's lines, LINES_PER_TRANSACTION per transaction, then makes the job visible
+ * Writes a started job's lines (with `fieldsOf(position)`, each line's kept cells: kept-columns.ts), LINES_PER_TRANSACTION per transaction, then makes the job visible
  * (and completes it at once when every line failed the syntax check); returns it. Each insert only
  * runs while the job is still being written, so nothing is added to a job the cron has given up on.
  */
-export async function writeJobLines(db: Database, jobId: string, lines: NewLine[], keyId: string | null = null): Promise<JobRow> {
+export async function writeJobLines(db: Database, jobId: string, lines: NewLine[], keyId: string | null = null, fieldsOf: ((position: number) => string) | null = null): Promise<JobRow> {
   const seq = workOrder(lines);
   const checkedAt = Date.now();
   for (let from = 0; from < lines.length; from += LINES_PER_TRANSACTION) {
@@ -120,10 +134,12 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
         line.done ? JSON.stringify(line.done) : null,
         line.done?.reason ?? null,
         line.done ? checkedAt : null,
+        // A CSV file's kept line, read out of the upload as this batch is written (edge/jobs/input.ts).
+        fieldsOf ? fieldsOf(start + i) : null,
       ]);
       statements.push(
-        db.run(sql`insert into verification_job_items (job_id, position, seq, email, duplicate_of, state, classification, result, reason, checked_at)
-          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8 from json_each(${JSON.stringify(rows)})
+        db.run(sql`insert into verification_job_items (job_id, position, seq, email, duplicate_of, state, classification, result, reason, checked_at, fields)
+          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8, value ->> 9 from json_each(${JSON.stringify(rows)})
           where (select creating from verification_jobs where id = ${jobId}) = 1`),
       );
     }

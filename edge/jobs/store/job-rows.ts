@@ -109,10 +109,24 @@ export function resultsDeleteAt(row: Pick<JobRow, "completed_at" | "results_stat
   return row.callback_state === "pending" ? null : ended;
 }
 
+/** The names of a job's kept columns (edge/jobs/kept-columns.ts), from the stored JSON array; none for a JSON list. */
+export function keptColumnsOf(row: Pick<JobRow, "columns">): string[] {
+  if (row.columns === null || row.columns === undefined) return [];
+  const names = JSON.parse(row.columns) as unknown;
+  return Array.isArray(names) ? names.map(String) : [];
+}
+
+/** What the job is called: its name, or its id when it was given none (and for jobs made before names). */
+export const jobName = (row: Pick<JobRow, "id" | "name">): string => row.name ?? row.id;
+
 export function jobJson(row: JobRow): VerificationJob {
   const counts = { valid: Number(row.valid_count), risky: Number(row.risky_count), invalid: Number(row.invalid_count) };
+  const columns = keptColumnsOf(row);
   return {
     id: row.id,
+    name: jobName(row),
+    columns,
+    email_column: row.email_column === null ? null : (columns[Number(row.email_column)] ?? null),
     status: row.status,
     created_at: iso(row.created_at),
     completed_at: iso(row.completed_at),
@@ -130,7 +144,7 @@ export function jobJson(row: JobRow): VerificationJob {
 }
 
 export const JOB_COLUMNS = sql.raw(
-  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_state",
+  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_state, name, columns, email_column",
 );
 
 /** A job as its account sees it: one still being written does not exist yet. */
@@ -158,13 +172,16 @@ export async function jobById(db: Database, id: string): Promise<JobRow | null> 
 
 /**
  * A page of an account's jobs (GET /v1/email_verification_jobs), newest first by (created_at, id): `limit` of them,
- * after the job `before` (one of this account's, found in the same statement), and whether older ones follow. One read
- * by the (account_id, created_at) index: no figure that counts a job's lines (those are findJob's).
+ * after the job `before` (one of this account's, found in the same statement), and whether older ones follow; with
+ * `nameContains`, only jobs whose name holds it (SQLite's like: ASCII letters compared without case). One read by the
+ * (account_id, created_at) index: no figure that counts a job's lines (those are findJob's).
  */
-export async function listJobs(db: Database, accountId: string, before: string | undefined, limit: number): Promise<{ jobs: JobRow[]; more: boolean }> {
+export async function listJobs(db: Database, accountId: string, before: string | undefined, limit: number, nameContains?: string): Promise<{ jobs: JobRow[]; more: boolean }> {
   const cursor = before === undefined ? sql`` : sql`and (created_at, id) < (select created_at, id from verification_jobs where id = ${before} and account_id = ${accountId})`;
+  // A job without a name is called by its id (jobName): searched the same way. like's own wildcards are escaped.
+  const named = nameContains === undefined ? sql`` : sql`and coalesce(name, id) like ${`%${nameContains.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`} escape '\\'`;
   const rows = await db.all<JobRow>(sql`select ${JOB_COLUMNS}, started_at from verification_jobs
-    where account_id = ${accountId} and creating = 0 ${cursor} order by created_at desc, id desc limit ${limit + 1}`);
+    where account_id = ${accountId} and creating = 0 ${cursor} ${named} order by created_at desc, id desc limit ${limit + 1}`);
   return { jobs: rows.slice(0, limit), more: rows.length > limit };
 }
 

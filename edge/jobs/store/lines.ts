@@ -13,12 +13,12 @@ import { ACCOUNT_ACTIVE, batch, completeIfDone, JOB_COLUMNS, type JobRow, type S
 
 type LineRow = RawRow<typeof verificationJobItems.$inferSelect>;
 
-export type ResultRow = Pick<LineRow, "position" | "email" | "state" | "result" | "checked_at">;
+export type ResultRow = Pick<LineRow, "position" | "email" | "state" | "result" | "checked_at" | "fields">;
 
 /** Lines from `from` on, in input order (a duplicate carries its own copy of the answer). */
 export function resultRowsQuery(db: Database, jobId: string, from: number, limit: number) {
   return db.all<ResultRow>(sql`
-    select position, email, state, result, checked_at from verification_job_items
+    select position, email, state, result, checked_at, fields from verification_job_items
     where job_id = ${jobId} and position >= ${from} order by position limit ${limit}`);
 }
 
@@ -40,7 +40,7 @@ const filterSql = (f: ResultFilter) =>
  */
 export function doneRowsQuery(db: Database, jobId: string, from: number, limit: number, filter: ResultFilter = { classifications: [], reasons: [] }) {
   return db.all<ResultRow>(sql`
-    select position, email, state, result, checked_at from verification_job_items indexed by verification_job_items_done_idx
+    select position, email, state, result, checked_at, fields from verification_job_items indexed by verification_job_items_done_idx
     where job_id = ${jobId} and state = 'done' and position >= ${from} ${filterSql(filter)} order by position limit ${limit}`);
 }
 
