@@ -77,8 +77,9 @@ export const EmailDetail = z
   .object({
     email: z.string(),
     type: z.enum(["personal", "work"]).openapi({ description: "As personal_email_addresses and work_email_addresses split them" }),
-    first_seen_at: z.string().openapi({ description: "When an import first brought the address (RFC 3339, UTC)", example: "2026-03-02T09:15:00.000Z" }),
-    last_seen_at: z.string().openapi({ description: "When an import last carried it (RFC 3339, UTC)", example: "2026-11-20T09:15:00.000Z" }),
+    first_seen_at: z.string().openapi({ description: "When any source first reported the address (RFC 3339, UTC)", example: "2026-03-02T09:15:00.000Z" }),
+    last_seen_at: z.string().openapi({ description: "When any source last reported it (RFC 3339, UTC)", example: "2026-11-20T09:15:00.000Z" }),
+    sources: z.number().int().min(0).openapi({ description: "How many independent sources (suppliers) reported the address; which ones stays private", example: 2 }),
     verification: z
       .object({
         classification: z.enum(["valid", "risky", "invalid"]),

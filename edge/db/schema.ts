@@ -130,7 +130,7 @@ export const personEmails = sqliteTable(
       .notNull()
       .references(() => people.id, { onDelete: "cascade" }),
     email: text("email").notNull(),
-    source: text("source").notNull(),
+    /** When any source first and last reported the address (the earliest and latest of person_email_sources): the lookup reads these. */
     firstSeenAt: integer("first_seen_at").notNull().default(now),
     lastSeenAt: integer("last_seen_at").notNull().default(now),
     /**
@@ -166,11 +166,62 @@ export const personPhones = sqliteTable(
       .references(() => people.id, { onDelete: "cascade" }),
     /** E.164, normalised at import. */
     phone: text("phone").notNull(),
-    source: text("source").notNull(),
+    /** When any source first and last reported the number (the earliest and latest of person_phone_sources). */
     firstSeenAt: integer("first_seen_at").notNull().default(now),
     lastSeenAt: integer("last_seen_at").notNull().default(now),
   },
   (t) => [uniqueIndex("person_phones_person_phone_unique").on(t.personId, t.phone)],
+);
+
+/**
+ * Every source that reported an address, with when that source first and last did (docs/operations.md "Import
+ * format"): a source is the supplier the import names (`--source`, or a line's `source`). Re-importing a source moves
+ * its last_seen_at. Lookups say how many sources back an address, never which (suppliers are ours).
+ */
+export const personEmailSources = sqliteTable(
+  "person_email_sources",
+  {
+    emailId: integer("email_id")
+      .notNull()
+      .references(() => personEmails.id, { onDelete: "cascade" }),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.emailId, t.source] })],
+);
+
+/** Every source that reported a phone number, as person_email_sources does for addresses. */
+export const personPhoneSources = sqliteTable(
+  "person_phone_sources",
+  {
+    phoneId: integer("phone_id")
+      .notNull()
+      .references(() => personPhones.id, { onDelete: "cascade" }),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.phoneId, t.source] })],
+);
+
+/**
+ * Every source that reported a handle (codehost_username, socialnet_username, microblog_username) with each value it
+ * gave: the person's row holds the latest value; this keeps who said what, and when.
+ */
+export const personHandleSources = sqliteTable(
+  "person_handle_sources",
+  {
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    field: text("field", { enum: ["codehost_username", "socialnet_username", "microblog_username"] }).notNull(),
+    value: text("value").notNull(),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.personId, t.field, t.value, t.source] })],
 );
 
 /**

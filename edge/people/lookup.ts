@@ -76,14 +76,15 @@ export function isPersonalEmail(email: string): boolean {
   return isFreeProviderDomain(domain) || isDisposableDomain(domain);
 }
 
-type StoredEmail = [email: string, firstSeenAt: number, lastSeenAt: number, classification: "valid" | "risky" | "invalid" | null, smtpOutcome: string | null, checkedAt: number | null];
+type StoredEmail = [email: string, firstSeenAt: number, lastSeenAt: number, classification: "valid" | "risky" | "invalid" | null, smtpOutcome: string | null, checkedAt: number | null, sources: number];
 
-function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt]: StoredEmail): EmailDetail {
+function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt, sources]: StoredEmail): EmailDetail {
   return {
     email,
     type: isPersonalEmail(email) ? "personal" : "work",
     first_seen_at: iso(firstSeenAt),
     last_seen_at: iso(lastSeenAt),
+    sources,
     verification:
       classification === null || checkedAt === null
         ? null

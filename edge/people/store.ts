@@ -21,7 +21,7 @@ export type PeopleIdentifiers = {
 
 /** The matching person as findPersonQuery reads them, for toContactInfo (lookup.ts). */
 export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created_at" | "updated_at"> & {
-  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at] per deliverable address. */
+  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at, sources] per deliverable address. */
   emails: string;
   /** JSON: the phones, oldest first. */
   phones: string;
@@ -47,8 +47,9 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
   return db.all<PersonRow>(sql`
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
-           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at)) from
-              (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id)) as emails,
+           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at,
+                (select count(*) from person_email_sources s where s.email_id = e.id))) from
+              (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id) e) as emails,
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
     from people p

@@ -80,11 +80,19 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
       args: [now, peopleIds],
     },
     { sql: "delete from person_access_log where person_id in (select value from json_each(?))", args: [peopleIds] },
+    // Every source of what goes, then what goes: the sources' rows are not left to a foreign key the connection may not enforce.
+    {
+      sql: `delete from person_email_sources where email_id in
+        (select id from person_emails where person_id in (select value from json_each(?1)) or id in (select value from json_each(?2)))`,
+      args: [peopleIds, JSON.stringify(rows.map((r) => r.id))],
+    },
     {
       sql: "delete from person_emails where person_id in (select value from json_each(?1)) or id in (select value from json_each(?2))",
       args: [peopleIds, JSON.stringify(rows.map((r) => r.id))],
     },
+    { sql: "delete from person_phone_sources where phone_id in (select id from person_phones where person_id in (select value from json_each(?)))", args: [peopleIds] },
     { sql: "delete from person_phones where person_id in (select value from json_each(?))", args: [peopleIds] },
+    { sql: "delete from person_handle_sources where person_id in (select value from json_each(?))", args: [peopleIds] },
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
     // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).
     ...removeAddressesFromOpenJobs(REFRESH_ACCOUNT_ID, addresses, now).map(inBatch),

@@ -136,22 +136,35 @@ export async function peopleMatching(client: Client, selector: PersonSelector): 
   return found.rows.map((r) => Number(r.id));
 }
 
-/** A person as loadPerson reads them: the row, their addresses and their phones (oldest first). */
+/** One source's report of an address, phone or handle: the supplier's name and when it first and last gave it. */
+export type HeldSource = { source: string; first_seen_at: number; last_seen_at: number };
+
+/** A person as loadPerson reads them: the row, their addresses and their phones (oldest first), each with every source. */
 export type HeldPerson = RawRow<typeof people.$inferSelect> & {
-  emails: Omit<RawRow<typeof personEmails.$inferSelect>, "id" | "person_id" | "not_found_at" | "next_check_at">[];
-  phones: Omit<RawRow<typeof personPhones.$inferSelect>, "id" | "person_id">[];
+  emails: (Omit<RawRow<typeof personEmails.$inferSelect>, "person_id" | "not_found_at" | "next_check_at"> & { sources: HeldSource[] })[];
+  phones: (Omit<RawRow<typeof personPhones.$inferSelect>, "person_id"> & { sources: HeldSource[] })[];
+  handles: ({ field: string; value: string } & HeldSource)[];
 };
+
+/** The sources of a row as a JSON array, for loadPerson's one statement. */
+const SOURCES_OF = (table: string, column: string, id: string) =>
+  `json((select json_group_array(json_object('source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at))
+    from (select * from ${table} where ${column} = ${id} order by first_seen_at, source)))`;
 
 export async function loadPerson(client: Client, id: number): Promise<HeldPerson | null> {
   const found = await client.execute({
     sql: `select json_object('id', id, 'profnet_id', profnet_id, 'profnet_public_identifier', profnet_public_identifier,
         'codehost_id', codehost_id, 'codehost_login', codehost_login, 'codehost_username', codehost_username,
         'socialnet_username', socialnet_username, 'microblog_username', microblog_username, 'created_at', created_at, 'updated_at', updated_at,
-        'emails', (select json_group_array(json_object('email', email, 'source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at,
-            'classification', classification, 'smtp_outcome', smtp_outcome, 'reason', reason, 'checked_at', checked_at, 'undeliverable_at', undeliverable_at))
-          from (select * from person_emails where person_id = people.id order by first_seen_at, id)),
-        'phones', (select json_group_array(json_object('phone', phone, 'source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at))
-          from (select * from person_phones where person_id = people.id order by first_seen_at, id))) as person
+        'emails', (select json_group_array(json_object('id', id, 'email', email, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at,
+            'classification', classification, 'smtp_outcome', smtp_outcome, 'reason', reason, 'checked_at', checked_at, 'undeliverable_at', undeliverable_at,
+            'sources', ${SOURCES_OF("person_email_sources", "email_id", "e.id")}))
+          from (select * from person_emails where person_id = people.id order by first_seen_at, id) e),
+        'phones', (select json_group_array(json_object('id', id, 'phone', phone, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at,
+            'sources', ${SOURCES_OF("person_phone_sources", "phone_id", "p.id")}))
+          from (select * from person_phones where person_id = people.id order by first_seen_at, id) p),
+        'handles', (select json_group_array(json_object('field', field, 'value', value, 'source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at))
+          from (select * from person_handle_sources where person_id = people.id order by field, first_seen_at, source))) as person
       from people where id = ?`,
     args: [id],
   });
@@ -174,7 +187,8 @@ export async function accessReport(client: Client, selector: PersonSelector): Pr
       from person_access_log l left join accounts a on a.id = l.account_id where l.person_id = ? group by l.account_id order by first_at`,
     args: [person.id],
   });
-  const { id: _id, emails, created_at, updated_at, ...fields } = person;
+  const { id: _id, emails, handles, created_at, updated_at, ...fields } = person;
+  const sources = (list: HeldSource[]) => list.map((s) => ({ source: s.source, first_seen_at: iso(s.first_seen_at), last_seen_at: iso(s.last_seen_at) }));
   return {
     matches: ids.length,
     person: {
@@ -183,13 +197,14 @@ export async function accessReport(client: Client, selector: PersonSelector): Pr
       updated_at: iso(updated_at),
       email_details: emails.map((e) => ({
         email: e.email,
-        source: e.source,
         first_seen_at: iso(e.first_seen_at),
         last_seen_at: iso(e.last_seen_at),
+        sources: sources(e.sources),
         undeliverable_since: iso(e.undeliverable_at),
         verification: e.classification === null ? null : { classification: e.classification, smtp_outcome: e.smtp_outcome, reason: e.reason, checked_at: iso(e.checked_at) },
       })),
-      phones: person.phones.map((p) => ({ phone: p.phone, source: p.source, first_seen_at: iso(p.first_seen_at), last_seen_at: iso(p.last_seen_at) })),
+      phones: person.phones.map((p) => ({ phone: p.phone, first_seen_at: iso(p.first_seen_at), last_seen_at: iso(p.last_seen_at), sources: sources(p.sources) })),
+      handle_sources: handles.map((h) => ({ field: h.field, value: h.value, source: h.source, first_seen_at: iso(h.first_seen_at), last_seen_at: iso(h.last_seen_at) })),
     },
     recipients: recipients.rows.map((r) => ({
       account_id: String(r.account_id),

@@ -57,12 +57,13 @@ describe("GET /v1/people?include=email_details", () => {
     const body = ContactInfo.strict().parse(detailed.body);
     expect(body.email_addresses).toEqual(["ada@gmail.com", "ada@engines.example"]);
     expect(body.email_details).toEqual([
-      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), verification: null },
+      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), sources: 1, verification: null },
       {
         email: "ada@engines.example",
         type: "work",
         first_seen_at: "1970-01-01T00:00:01.001Z",
         last_seen_at: expect.any(String),
+        sources: 1,
         verification: { classification: "valid", smtp_outcome: "accepted", checked_at: "2026-11-20T10:00:00.000Z" },
       },
     ]);
