@@ -4,6 +4,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { VERIFICATION_REASONS } from "./email/reasons.ts";
+import { CONFIDENCE_LABELS } from "./people/confidence.ts";
 import { SmtpOutcome } from "./smtp-outcome.ts";
 
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
@@ -59,6 +60,7 @@ export const ERROR_MESSAGES = {
   dailyCreditCap: "Daily credit cap reached for this key",
   peopleParamRequired: "One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required",
   profileNotFound: "No profile found for the given parameters",
+  minConfidenceRange: "min_confidence must be an integer between 0 and 100",
   emailRequired: "The email_address parameter is required",
   smtpTimeoutRange: "smtp_timeout must be an integer between 1 and 60",
   notFound: "Not found",
@@ -80,6 +82,11 @@ export const EmailDetail = z
     first_seen_at: z.string().openapi({ description: "When any source first reported the address (RFC 3339, UTC)", example: "2026-03-02T09:15:00.000Z" }),
     last_seen_at: z.string().openapi({ description: "When any source last reported it (RFC 3339, UTC)", example: "2026-11-20T09:15:00.000Z" }),
     sources: z.number().int().min(0).openapi({ description: "How many independent sources (suppliers) reported the address; which ones stays private", example: 2 }),
+    confidence: z.number().int().min(0).max(100).openapi({
+      description: "How far to trust the address, 0-100: the chance in percent that mail to it is delivered, by the rules of docs/api.md \"Confidence\"",
+      example: 95,
+    }),
+    confidence_label: z.enum(CONFIDENCE_LABELS).openapi({ description: "high (80-100), medium (50-79) or low (0-49)", example: "high" }),
     verification: z
       .object({
         classification: z.enum(["valid", "risky", "invalid"]),
@@ -121,6 +128,10 @@ export const PeopleQuery = z.object({
   codehost_id: z.string().optional().openapi({ description: "Decimal positive integer up to 2^53-1" }),
   codehost_login: z.string().optional().openapi({ example: "octocat" }),
   include: z.string().optional().openapi({ description: `Comma-separated additions to the answer, of: ${PEOPLE_INCLUDES.join(", ")} (no extra credit)`, example: "email_details" }),
+  min_confidence: z.string().optional().openapi({
+    description: "0-100: addresses with a lower confidence are left out; a person left with none is a 404, not charged",
+    example: "80",
+  }),
 });
 
 /** GET /v1/people/erasures: people the calling account received and that were erased since then. */

@@ -4,6 +4,7 @@
  * together (see routes/people.ts).
  */
 import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
+import { confidenceLabel } from "../../shared/people/confidence.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { domainOf } from "../../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../../shared/email/lists.ts";
@@ -54,6 +55,14 @@ export function parsePeopleQuery(query: Record<string, string | undefined>): Peo
   return ids;
 }
 
+/** `min_confidence`: an integer 0..100, or absent (no floor). */
+export function parseMinConfidence(raw: string | undefined): number | null {
+  if (raw === undefined || raw.trim() === "") return null;
+  const value = raw.trim();
+  if (!/^[0-9]{1,3}$/.test(value) || Number(value) > 100) throw new ApiError(400, ERROR_MESSAGES.minConfidenceRange);
+  return Number(value);
+}
+
 export type PeopleInclude = (typeof PEOPLE_INCLUDES)[number];
 
 /** `include`: comma-separated names of PEOPLE_INCLUDES; anything else is 400 naming it. */
@@ -76,15 +85,26 @@ export function isPersonalEmail(email: string): boolean {
   return isFreeProviderDomain(domain) || isDisposableDomain(domain);
 }
 
-type StoredEmail = [email: string, firstSeenAt: number, lastSeenAt: number, classification: "valid" | "risky" | "invalid" | null, smtpOutcome: string | null, checkedAt: number | null, sources: number];
+type StoredEmail = [
+  email: string,
+  firstSeenAt: number,
+  lastSeenAt: number,
+  classification: "valid" | "risky" | "invalid" | null,
+  smtpOutcome: string | null,
+  checkedAt: number | null,
+  sources: number,
+  confidence: number,
+];
 
-function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt, sources]: StoredEmail): EmailDetail {
+function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt, sources, confidence]: StoredEmail): EmailDetail {
   return {
     email,
     type: isPersonalEmail(email) ? "personal" : "work",
     first_seen_at: iso(firstSeenAt),
     last_seen_at: iso(lastSeenAt),
     sources,
+    confidence,
+    confidence_label: confidenceLabel(confidence),
     verification:
       classification === null || checkedAt === null
         ? null

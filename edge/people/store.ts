@@ -8,6 +8,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import { reasonsProving } from "../../shared/email/reasons.ts";
+import { storedAddressConfidenceSql } from "./confidence-sql.ts";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected, type RawRow } from "../db/rows.ts";
 import type { erasureNotices, people } from "../db/schema.ts";
@@ -21,14 +22,30 @@ export type PeopleIdentifiers = {
 
 /** The matching person as findPersonQuery reads them, for toContactInfo (lookup.ts). */
 export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created_at" | "updated_at"> & {
-  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at, sources] per deliverable address. */
+  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at, sources, confidence] per address served. */
   emails: string;
   /** JSON: the phones, oldest first. */
   phones: string;
 };
 
-/** The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL expression. */
-export function matchingPersonId(ids: PeopleIdentifiers): SQL {
+/** What a lookup serves: the time its confidences are computed at, and the caller's floor (null: none). */
+export type LookupFilter = { now: number; minConfidence: number | null };
+
+/** The confidence of the person_emails row `e` (shared/people/confidence.ts): feedback does not count yet. */
+const confidenceOf = (e: string, now: number) => storedAddressConfidenceSql(e, now, sql`'none'`);
+
+/** Whether the person_emails row `e` is served: not undeliverable, and at or above the caller's floor. */
+function served(e: string, filter: LookupFilter): SQL {
+  const deliverable = sql.raw(`${e}.undeliverable_at is null`);
+  return filter.minConfidence === null ? deliverable : sql`${deliverable} and ${confidenceOf(e, filter.now)} >= ${filter.minConfidence}`;
+}
+
+/**
+ * The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL
+ * expression. With a confidence floor, the person matched is null when no address of theirs reaches it (a 404, not
+ * charged): the next identifier's person is not tried instead.
+ */
+export function matchingPersonId(ids: PeopleIdentifiers, filter: LookupFilter): SQL {
   // The lowest rank that matches wins.
   const candidates: SQL[] = [];
   if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
@@ -39,21 +56,23 @@ export function matchingPersonId(ids: PeopleIdentifiers): SQL {
   if (ids.codehostId !== undefined) candidates.push(sql`select id, 3 as rank from people where codehost_id = ${ids.codehostId}`);
   if (ids.codehostLogin !== undefined)
     candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
-  return sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
+  const matched = sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
+  if (filter.minConfidence === null) return matched;
+  return sql`(select m.id from (select ${matched} as id) m where exists (select 1 from person_emails e where e.person_id = m.id and ${served("e", filter)}))`;
 }
 
-/** The statement that reads the matching person with emails and phones, for use in a batch. */
-export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
+/** The statement that reads the matching person with the addresses served (each with its confidence) and phones, for use in a batch. */
+export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: LookupFilter) {
   return db.all<PersonRow>(sql`
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
            (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at,
-                (select count(*) from person_email_sources s where s.email_id = e.id))) from
-              (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id) e) as emails,
+                (select count(*) from person_email_sources s where s.email_id = e.id), ${confidenceOf("e", filter.now)})) from
+              (select * from person_emails e where person_id = p.id and ${served("e", filter)} order by first_seen_at, id) e) as emails,
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
     from people p
-    where p.id = ${matchingPersonId(ids)}`);
+    where p.id = ${matchingPersonId(ids, filter)}`);
 }
 
 /**

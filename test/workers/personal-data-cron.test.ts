@@ -9,6 +9,7 @@ import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
 import { REASON_MEANING, VERIFICATION_REASONS } from "../../shared/email/reasons.ts";
+import { confidence, confidenceLabel } from "../../shared/people/confidence.ts";
 import { REFRESH_ACCOUNT_ID, runPersonalDataCron, type PersonalDataConfig } from "../../edge/personal-data-cron.ts";
 import { writeStoredEmailAnswers } from "../../edge/people/store.ts";
 import type { JobsQueue } from "../../edge/env.ts";
@@ -52,18 +53,22 @@ describe("GET /v1/people?include=email_details", () => {
     );
 
     const detailed = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details`);
+    const checkedConfidence = confidence({ check: "valid", checkAgeDays: (Date.now() - Date.parse("2026-11-20T10:00:00Z")) / 86_400_000, sources: 1, seenAgeDays: 0, feedback: "none" });
     expect(detailed.res.status).toBe(200);
     expect(detailed.res.headers.get("x-credits-charged")).toBe("1");
     const body = ContactInfo.strict().parse(detailed.body);
     expect(body.email_addresses).toEqual(["ada@gmail.com", "ada@engines.example"]);
     expect(body.email_details).toEqual([
-      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), sources: 1, verification: null },
+      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), sources: 1, confidence: 75, confidence_label: "medium", verification: null },
       {
         email: "ada@engines.example",
         type: "work",
         first_seen_at: "1970-01-01T00:00:01.001Z",
         last_seen_at: expect.any(String),
         sources: 1,
+        // Our check found the mailbox: its confidence is that check's, aged (docs/api.md "Confidence").
+        confidence: checkedConfidence,
+        confidence_label: confidenceLabel(checkedConfidence),
         verification: { classification: "valid", smtp_outcome: "accepted", checked_at: "2026-11-20T10:00:00.000Z" },
       },
     ]);
