@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Look up a person's contact details
-         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
+         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when our sources first and last reported it, how many did, our own engine's last verification of it, and its confidence; never a source) at no extra cost. min_confidence leaves out addresses below it; a person left with none is a 404, not charged. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
          */
         get: operations["lookupPerson"];
         put?: never;
@@ -743,15 +743,31 @@ export interface components {
              */
             type: "personal" | "work";
             /**
-             * @description When an import first brought the address (RFC 3339, UTC)
+             * @description When any source first reported the address (RFC 3339, UTC)
              * @example 2026-03-02T09:15:00.000Z
              */
             first_seen_at: string;
             /**
-             * @description When an import last carried it (RFC 3339, UTC)
+             * @description When any source last reported it (RFC 3339, UTC)
              * @example 2026-11-20T09:15:00.000Z
              */
             last_seen_at: string;
+            /**
+             * @description How many independent sources (suppliers) reported the address; which ones stays private
+             * @example 2
+             */
+            sources: number;
+            /**
+             * @description How far to trust the address, 0-100: the chance in percent that mail to it is delivered, by the rules of docs/api.md "Confidence"
+             * @example 95
+             */
+            confidence: number;
+            /**
+             * @description high (80-100), medium (50-79) or low (0-49)
+             * @example high
+             * @enum {string}
+             */
+            confidence_label: "high" | "medium" | "low";
             /** @description The last re-verification of the stored address by this service's own engine; null until the first */
             verification: {
                 /** @enum {string} */
@@ -1408,6 +1424,8 @@ export interface operations {
                 codehost_login?: string;
                 /** @description Comma-separated additions to the answer, of: email_details (no extra credit) */
                 include?: string;
+                /** @description 0-100: addresses with a lower confidence are left out; a person left with none is a 404, not charged */
+                min_confidence?: string;
             };
             header?: never;
             path?: never;
@@ -1428,7 +1446,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactInfo"];
                 };
             };
-            /** @description One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required, an identifier is malformed, or an unknown include value (named) */
+            /** @description One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required, an identifier is malformed, an unknown include value (named), or min_confidence must be an integer between 0 and 100 */
             400: {
                 headers: {
                     /** @description Credits this request cost */
@@ -1472,7 +1490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No profile found for the given parameters */
+            /** @description No profile found for the given parameters: nobody matches, or with min_confidence, no address of the person matched reaches it */
             404: {
                 headers: {
                     /** @description Credits this request cost */
