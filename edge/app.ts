@@ -22,6 +22,7 @@ import { registerConsole } from "./console/routes.tsx";
 import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
+import { registerEmailFeedbackRoute } from "./routes/email-feedback.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerMeRoutes } from "./routes/me.ts";
 import { registerMemberRoutes } from "./routes/members.ts";
@@ -114,7 +115,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
           },
           servers: [{ url: "/" }],
           tags: [
-            { name: "People", description: "A person's contact details from one identifier, metered by credits; and the people you received that were erased since" },
+            { name: "People", description: "A person's contact details from one identifier, metered by credits; the people you received that were erased since; and what your mail to addresses did" },
             { name: "Email verification", description: "One address checked end to end: syntax, MX over DoH, SMTP, catch-all, score and verdict" },
             { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
             { name: "Account", description: "The calling key's account: balance, limits and usage" },
@@ -142,6 +143,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // then the key's limits (429), then the scope (403), then the route's own checks (400 and after).
   registerErasuresRoute(app);
   registerPeopleRoute(app);
+  registerEmailFeedbackRoute(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
   registerJobRoutes(app);

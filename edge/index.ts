@@ -32,6 +32,8 @@ const CRON_TASKS: CronTask[] = [
         refreshBatch: config.EMAIL_REFRESH_BATCH,
         accessLogRetentionSeconds: config.ACCESS_LOG_RETENTION_SECONDS,
         jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
+        feedbackHashKey: config.FEEDBACK_HASH_KEY,
+        feedbackRetentionSeconds: config.FEEDBACK_RETENTION_SECONDS,
       }),
   },
   {

@@ -71,6 +71,13 @@ export const ERROR_MESSAGES = {
   malformedJson: "Malformed JSON body",
 } as const;
 
+/**
+ * The reason of our verdict on a stored address (email_details.verification.reason): the vocabulary of verification
+ * results, and `catch_all_delivered`, a catch-all address that independent accounts recently delivered to.
+ */
+export const STORED_VERIFICATION_REASONS = [...VERIFICATION_REASONS, "catch_all_delivered"] as const;
+export type StoredVerificationReason = (typeof STORED_VERIFICATION_REASONS)[number];
+
 /** The values of GET /v1/people's `include`: additions a client asks for by name. */
 export const PEOPLE_INCLUDES = ["email_details"] as const;
 
@@ -92,6 +99,11 @@ export const EmailDetail = z
         classification: z.enum(["valid", "risky", "invalid"]),
         smtp_outcome: SmtpOutcome.nullable().openapi({ description: "As details.smtp_outcome in a verification result" }),
         checked_at: z.string().openapi({ description: "RFC 3339, UTC", example: "2026-11-24T03:02:11.000Z" }),
+        reason: z.enum(STORED_VERIFICATION_REASONS).optional().openapi({
+          description:
+            "Why the verdict is what it is (docs/api.md \"Reasons\"); catch_all_delivered: the server accepts any address, and independent accounts reported delivering to this one recently",
+          example: "deliverable",
+        }),
       })
       .nullable()
       .openapi({ description: "The last re-verification of the stored address by this service's own engine; null until the first" }),
@@ -133,6 +145,28 @@ export const PeopleQuery = z.object({
     example: "80",
   }),
 });
+
+/** What a customer's mail to an address did (docs/api.md "POST /v1/email_feedback"). */
+export const FEEDBACK_OUTCOMES = ["hard_bounce", "soft_bounce", "delivered", "replied", "complaint"] as const;
+/** Reports per call, and the longest smtp_reply kept. */
+export const FEEDBACK_LIMITS = { maxReports: 1_000, maxSmtpReply: 1_000 } as const;
+
+export const EmailFeedbackReport = z
+  .object({
+    email_address: z.string().openapi({ example: "ana@example.com" }),
+    outcome: z.enum(FEEDBACK_OUTCOMES).openapi({ description: "hard_bounce: a permanent failure (5xx) naming the mailbox; soft_bounce: a temporary one; delivered; replied; complaint: marked as spam" }),
+    occurred_at: z.string().openapi({ description: "When it happened, RFC 3339; not in the future, not older than the feedback is kept", example: "2026-11-26T14:03:00Z" }),
+    smtp_reply: z.string().optional().openapi({ description: "The receiving server's reply, when there was one (at most 1,000 characters; addresses in it are not kept)", example: "550 5.1.1 User unknown" }),
+  })
+  .openapi("EmailFeedbackReport");
+
+export const EmailFeedbackBody = z
+  .union([EmailFeedbackReport, z.object({ feedback: z.array(EmailFeedbackReport).min(1).max(FEEDBACK_LIMITS.maxReports) })])
+  .openapi("EmailFeedbackBody", { description: "One report, or {\"feedback\": [...]} with 1 to 1,000" });
+
+export const EmailFeedbackReceipt = z
+  .object({ received: z.number().int().openapi({ description: "Reports stored", example: 1 }) })
+  .openapi("EmailFeedbackReceipt");
 
 /** GET /v1/people/erasures: people the calling account received and that were erased since then. */
 export const ErasuresQuery = z.object({
@@ -282,6 +316,7 @@ export const AccountInfo = z
       lookup: RateLimitInfo,
       job_creation: RateLimitInfo,
       job_reads: RateLimitInfo,
+      feedback: RateLimitInfo,
       failed_authentication: RateLimitInfo,
     }),
     usage: z.object({ today: UsagePeriod, this_month: UsagePeriod }),

@@ -6,7 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import { ROLES } from "../../shared/roles.ts";
-import { ALL_SCOPES_STORED } from "../../shared/scopes.ts";
+import { SCOPES_BEFORE_1_10_STORED } from "../../shared/scopes.ts";
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const now = sql`(unixepoch('subsec') * 1000)`;
@@ -44,8 +44,8 @@ export const apiKeys = sqliteTable(
     prefix: text("prefix").notNull(),
     /** What a person calls the key; keys made before names existed have "". */
     name: text("name").notNull().default(""),
-    /** A JSON array of scope names (shared/scopes.ts); keys made before scopes existed hold every scope. */
-    scopes: text("scopes").notNull().default(ALL_SCOPES_STORED),
+    /** A JSON array of scope names (shared/scopes.ts); keys made before scopes existed hold every scope of 1.7.0. */
+    scopes: text("scopes").notNull().default(SCOPES_BEFORE_1_10_STORED),
     /** Who made it: "operator" (the admin CLI) or the id of the key that made it. */
     createdBy: text("created_by").notNull().default("operator"),
     createdAt: integer("created_at").notNull().default(now),
@@ -145,8 +145,10 @@ export const personEmails = sqliteTable(
     notFoundAt: integer("not_found_at"),
     /** Set when a second mailbox_not_found at least EMAIL_RECHECK_SECONDS after the first made the address undeliverable: no lookup returns it from then on; cleared only by a check that finds the mailbox. */
     undeliverableAt: integer("undeliverable_at"),
-    /** When the address is next due for a check (ms): 0 for a new one (soon after import); the cron takes the oldest first. */
+    /** When the address is next due for a check (ms): 0 for a new one (soon after import), below 0 for a reported hard bounce; the cron takes the lowest first. */
     nextCheckAt: integer("next_check_at").notNull().default(0),
+    /** The address's name in bounce feedback (shared/people/address-hash.ts), under which its reports are found; null until the cron or a report names it. */
+    addressHash: text("address_hash"),
   },
   (t) => [
     uniqueIndex("person_emails_person_email_unique").on(t.personId, sql`lower(${t.email})`),
@@ -154,6 +156,8 @@ export const personEmails = sqliteTable(
     index("person_emails_next_check_idx").on(t.nextCheckAt),
     // An address's checks are written to every person that has it, and an erasure by address finds them all.
     index("person_emails_email_idx").on(sql`lower(${t.email})`),
+    // The cron names the rows without a name; a report finds the rows it is about.
+    index("person_emails_address_hash_idx").on(t.addressHash),
   ],
 );
 
@@ -337,6 +341,34 @@ export const verificationJobItems = sqliteTable(
     index("verification_job_items_duplicate_idx").on(t.jobId, t.duplicateOf).where(sql`${t.duplicateOf} is not null`),
     // A finished job's results page reads its answered lines by position, whatever lies between them.
     index("verification_job_items_done_idx").on(t.jobId, t.position).where(sql`${t.state} = 'done'`),
+  ],
+);
+
+/**
+ * Bounce feedback (docs/api.md "POST /v1/email_feedback"): what customers' mail to an address did. Personal data: the
+ * address is kept only as its keyed hash, an SMTP reply without any address in it; deleted FEEDBACK_RETENTION_SECONDS
+ * after it happened, and with the person at erasure. A report changes what other accounts see only when independent
+ * accounts agree or our own check does (shared/people/confidence.ts).
+ */
+export const emailFeedback = sqliteTable(
+  "email_feedback",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: text("account_id").notNull(),
+    addressHash: text("address_hash").notNull(),
+    outcome: text("outcome", { enum: ["hard_bounce", "soft_bounce", "delivered", "replied", "complaint"] }).notNull(),
+    occurredAt: integer("occurred_at").notNull(),
+    receivedAt: integer("received_at").notNull(),
+    /** The receiving server's reply as reported, with anything shaped like an address replaced by [address]. */
+    smtpReply: text("smtp_reply"),
+    /** 1 when this hard bounce moved its address to the front of re-verification: the account's hourly bound counts these. */
+    reverify: integer("reverify").notNull().default(0),
+  },
+  (t) => [
+    index("email_feedback_address_idx").on(t.addressHash, t.occurredAt),
+    index("email_feedback_reverify_idx").on(t.accountId, t.receivedAt).where(sql`${t.reverify} = 1`),
+    index("email_feedback_occurred_idx").on(t.occurredAt),
+    check("email_feedback_outcome_known", sql`${t.outcome} in ('hard_bounce', 'soft_bounce', 'delivered', 'replied', 'complaint')`),
   ],
 );
 

@@ -10,8 +10,11 @@ import {
   CHECK_AGE_DAYS,
   CHECK_OF_PROOF,
   CONFIDENCE_TABLE,
+  DELIVERIES_WINDOW_DAYS,
+  INDEPENDENT_ACCOUNTS,
   MAX_SOURCES_COUNTED,
   OUR_CHECKS,
+  REACHED_MAILBOX,
   SEEN_AGE_DAYS,
   type OurCheck,
 } from "../../shared/people/confidence.ts";
@@ -58,11 +61,39 @@ function ourCheckSql(reason: SQL, checkedAt: SQL): SQL {
   return sql`(case when ${checkedAt} is null or ${reason} is null then 'never' ${sql.join(branches, sql` `)} else 'unknown' end)`;
 }
 
+/** A tally of reports (shared/people/confidence.ts FeedbackTally) as SQL expressions. */
+export type FeedbackTallySql = { bounceAccounts: SQL; lastBounceAt: SQL; deliveredAccounts: SQL; lastDeliveredAt: SQL };
+
+/** `feedbackVerdict()` of a tally: 'bounced', 'delivered' or 'none'. */
+export function feedbackVerdictOfTallySql(t: FeedbackTallySql): SQL {
+  return sql`(case
+    when ${t.bounceAccounts} >= ${INDEPENDENT_ACCOUNTS} and ${t.lastBounceAt} > coalesce(${t.lastDeliveredAt}, 0) then 'bounced'
+    when ${t.deliveredAccounts} >= ${INDEPENDENT_ACCOUNTS} and ${t.lastDeliveredAt} > coalesce(${t.lastBounceAt}, 0) then 'delivered'
+    else 'none' end)`;
+}
+
+/**
+ * The verdict of the reports about the person_emails row `e` at `now` (docs/api.md "POST /v1/email_feedback"): its
+ * reports are found by its address_hash (none while the cron has not named the row yet); hard bounces count from our
+ * last check that found the mailbox, deliveries from DELIVERIES_WINDOW_DAYS ago.
+ */
+export function storedAddressFeedbackSql(e: string, now: number): SQL {
+  const col = (name: string) => sql.raw(`${e}.${name}`);
+  const since = sql`(case when ${col("reason")} in ${inList(reasonsProving("mailbox_exists"))} then ${col("checked_at")} else 0 end)`;
+  const bounce = sql`(f.outcome = 'hard_bounce' and f.occurred_at > ${since})`;
+  const reached = sql`(f.outcome in ${inList(REACHED_MAILBOX)} and f.occurred_at > ${now - DELIVERIES_WINDOW_DAYS * DAY_MS})`;
+  const verdict = feedbackVerdictOfTallySql({ bounceAccounts: sql`ba`, lastBounceAt: sql`lb`, deliveredAccounts: sql`da`, lastDeliveredAt: sql`ld` });
+  return sql`(select ${verdict} from (select
+      count(distinct case when ${bounce} then f.account_id end) as ba, max(case when ${bounce} then f.occurred_at end) as lb,
+      count(distinct case when ${reached} then f.account_id end) as da, max(case when ${reached} then f.occurred_at end) as ld
+    from email_feedback f where f.address_hash = ${col("address_hash")}))`;
+}
+
 /**
  * The confidence of the person_emails row `e` (an alias in the surrounding statement) at `now`, with `feedback` the
  * verdict of the reports about it (an SQL expression naming a FEEDBACK_VERDICTS value).
  */
-export function storedAddressConfidenceSql(e: string, now: number, feedback: SQL): SQL {
+export function storedAddressConfidenceSql(e: string, now: number, feedback: SQL = storedAddressFeedbackSql(e, now)): SQL {
   const col = (name: string) => sql.raw(`${e}.${name}`);
   const sources = sql`(select count(*) from person_email_sources s where s.email_id = ${col("id")})`;
   return confidenceOfInputsSql({

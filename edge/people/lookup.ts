@@ -3,8 +3,9 @@
  * emails/phones aggregation happen in SQL (store.ts), so that the match, the charge and the read go to the database
  * together (see routes/people.ts).
  */
-import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
-import { confidenceLabel } from "../../shared/people/confidence.ts";
+import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail, type StoredVerificationReason } from "../../shared/api.ts";
+import type { VerificationReason } from "../../shared/email/reasons.ts";
+import { confidenceLabel, type FeedbackVerdict } from "../../shared/people/confidence.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { domainOf } from "../../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../../shared/email/lists.ts";
@@ -94,9 +95,19 @@ type StoredEmail = [
   checkedAt: number | null,
   sources: number,
   confidence: number,
+  reason: VerificationReason | null,
+  feedback: FeedbackVerdict,
 ];
 
-function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt, sources, confidence]: StoredEmail): EmailDetail {
+/**
+ * The reason our check's verdict gives (docs/api.md "Reasons"): the stored check's, except that a catch-all address
+ * independent accounts recently delivered to says so (the one evidence that settles a catch-all without probing).
+ */
+function storedReason(reason: VerificationReason | null, feedback: FeedbackVerdict): StoredVerificationReason | null {
+  return reason === "catch_all" && feedback === "delivered" ? "catch_all_delivered" : reason;
+}
+
+function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt, sources, confidence, reason, feedback]: StoredEmail): EmailDetail {
   return {
     email,
     type: isPersonalEmail(email) ? "personal" : "work",
@@ -108,7 +119,12 @@ function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcom
     verification:
       classification === null || checkedAt === null
         ? null
-        : { classification, smtp_outcome: smtpOutcome as NonNullable<EmailDetail["verification"]>["smtp_outcome"], checked_at: iso(checkedAt) },
+        : {
+            classification,
+            smtp_outcome: smtpOutcome as NonNullable<EmailDetail["verification"]>["smtp_outcome"],
+            checked_at: iso(checkedAt),
+            ...(reason === null ? {} : { reason: storedReason(reason, feedback)! }),
+          },
   };
 }
 

@@ -8,7 +8,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import { reasonsProving } from "../../shared/email/reasons.ts";
-import { storedAddressConfidenceSql } from "./confidence-sql.ts";
+import { storedAddressConfidenceSql, storedAddressFeedbackSql } from "./confidence-sql.ts";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected, type RawRow } from "../db/rows.ts";
 import type { erasureNotices, people } from "../db/schema.ts";
@@ -22,7 +22,7 @@ export type PeopleIdentifiers = {
 
 /** The matching person as findPersonQuery reads them, for toContactInfo (lookup.ts). */
 export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created_at" | "updated_at"> & {
-  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at, sources, confidence] per address served. */
+  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at, sources, confidence, reason, feedback verdict] per address served. */
   emails: string;
   /** JSON: the phones, oldest first. */
   phones: string;
@@ -31,8 +31,8 @@ export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created
 /** What a lookup serves: the time its confidences are computed at, and the caller's floor (null: none). */
 export type LookupFilter = { now: number; minConfidence: number | null };
 
-/** The confidence of the person_emails row `e` (shared/people/confidence.ts): feedback does not count yet. */
-const confidenceOf = (e: string, now: number) => storedAddressConfidenceSql(e, now, sql`'none'`);
+/** The confidence of the person_emails row `e` (shared/people/confidence.ts), its reports' verdict included. */
+const confidenceOf = (e: string, now: number) => storedAddressConfidenceSql(e, now);
 
 /** Whether the person_emails row `e` is served: not undeliverable, and at or above the caller's floor. */
 function served(e: string, filter: LookupFilter): SQL {
@@ -67,7 +67,8 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: Lo
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
            (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at,
-                (select count(*) from person_email_sources s where s.email_id = e.id), ${confidenceOf("e", filter.now)})) from
+                (select count(*) from person_email_sources s where s.email_id = e.id), ${confidenceOf("e", filter.now)},
+                reason, ${storedAddressFeedbackSql("e", filter.now)})) from
               (select * from person_emails e where person_id = p.id and ${served("e", filter)} order by first_seen_at, id) e) as emails,
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
@@ -113,7 +114,9 @@ export type StoredEmailAnswer = { email: string; classification: string; smtp_ou
 
 /**
  * Writes answers to every stored row of each address (any person), by the rules above (a stored address's life: edge/personal-data-cron.ts). An answer no newer than
- * what a row holds changes nothing, so writing the same answers twice is harmless.
+ * what a row holds changes nothing, so writing the same answers twice is harmless. A mailbox_not_found makes the address
+ * undeliverable when it is the second at least EMAIL_RECHECK_SECONDS after the first, or when a customer reported a hard
+ * bounce of it since our previous check: our own check agrees with the report (docs/api.md "POST /v1/email_feedback").
  */
 export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: StoredEmailRules): Promise<number> {
   const recheckMs = config.recheckSeconds * 1000;
@@ -124,7 +127,11 @@ export async function writeStoredEmailAnswers(db: Database, answers: StoredEmail
     const reason = sql.raw("(u.value ->> 'reason')");
     const at = sql.raw("(u.value ->> 'checked_at')");
     // Right-hand sides read the row as it was before this update (SQLite's UPDATE semantics).
-    const secondNotFound = sql`${reason} = 'mailbox_not_found' and person_emails.not_found_at is not null and ${at} - person_emails.not_found_at >= ${recheckMs}`;
+    const secondNotFound = sql`person_emails.not_found_at is not null and ${at} - person_emails.not_found_at >= ${recheckMs}`;
+    // A customer's hard bounce since our previous check, and now our check agrees: confirmed without waiting a day.
+    const bounceReported = sql`exists (select 1 from email_feedback f where f.address_hash = person_emails.address_hash and f.outcome = 'hard_bounce'
+      and f.occurred_at > coalesce(person_emails.checked_at, 0))`;
+    const confirmedNotFound = sql`${reason} = 'mailbox_not_found' and (${secondNotFound} or ${bounceReported})`;
     const result = await db.run(sql`update person_emails set
         classification = u.value ->> 'classification',
         smtp_outcome = u.value ->> 'smtp_outcome',
@@ -136,10 +143,10 @@ export async function writeStoredEmailAnswers(db: Database, answers: StoredEmail
           else person_emails.not_found_at end,
         undeliverable_at = case
           when ${reason} in (${inList(MAILBOX_EXISTS)}) then null
-          when ${secondNotFound} then coalesce(person_emails.undeliverable_at, ${at})
+          when ${confirmedNotFound} then coalesce(person_emails.undeliverable_at, ${at})
           else person_emails.undeliverable_at end,
         next_check_at = case
-          when ${reason} = 'mailbox_not_found' and person_emails.undeliverable_at is null and not (${secondNotFound})
+          when ${reason} = 'mailbox_not_found' and person_emails.undeliverable_at is null and not (${confirmedNotFound})
             then coalesce(person_emails.not_found_at, ${at}) + ${recheckMs}
           when ${reason} in (${inList(INCONCLUSIVE)}) then ${at} + ${recheckMs}
           else ${at} + ${maxAgeMs} end

@@ -2,7 +2,8 @@
  * `people erase` (docs/operations.md "Personal data"): the people a selector names are deleted with every
  * identifier, handle, address and phone, and suppressed by keyed hash (scripts/admin/people-privacy.ts) so that no
  * import, in any equivalent spelling, brings them back; each account that received them gets an erasure notice
- * naming what its lookups returned; their addresses leave the running refresh jobs. One write batch does it all.
+ * naming what its lookups returned; their addresses leave the running refresh jobs, and what customers reported of
+ * them (bounce feedback) is deleted. One write batch does it all.
  */
 import type { Client, InArgs, InStatement } from "@libsql/client";
 import type { SQL } from "drizzle-orm";
@@ -12,6 +13,7 @@ import { removeAddressesFromOpenJobs } from "../../edge/jobs/store/internal-jobs
 import {
   checkSuppressionKey,
   emailHashes,
+  feedbackNames,
   KEY_CHECK_ROW,
   keyCheckValue,
   loadPerson,
@@ -42,7 +44,7 @@ const inBatch = (query: SQL): InStatement => {
  * suppressed for everyone) and removes those addresses from running refresh jobs. `--email` alone also suppresses
  * an address no person has. Refuses a SUPPRESSION_KEY other than the one earlier erasures were made with.
  */
-export async function erasePeople(client: Client, key: string, selector: PersonSelector, reason: string | null): Promise<EraseResult> {
+export async function erasePeople(client: Client, key: string, selector: PersonSelector, reason: string | null, feedbackKey?: string): Promise<EraseResult> {
   await checkSuppressionKey(client, key);
   const ids = await peopleMatching(client, selector);
   const people = (await Promise.all(ids.map((id) => loadPerson(client, id)))).filter((p): p is HeldPerson => p !== null);
@@ -62,6 +64,8 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
   const rows = await storedAddressesEquivalentTo(client, [...emails]);
   for (const email of [...emails, ...rows.map((r) => r.email)]) for (const hash of emailHashes(key, email)) hashes.set(hash, "email");
   const addresses = [...new Set([...emails, ...rows.map((r) => r.email)])];
+  // Their bounce feedback goes too, whoever reported it: found by the addresses' names (FEEDBACK_HASH_KEY).
+  const feedback = await feedbackNames(client, feedbackKey, addresses, rows.map((r) => r.address_hash));
 
   const now = Date.now();
   const note = reason === null ? null : reason.slice(0, MAX_REASON_LENGTH);
@@ -93,6 +97,7 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     { sql: "delete from person_phone_sources where phone_id in (select id from person_phones where person_id in (select value from json_each(?)))", args: [peopleIds] },
     { sql: "delete from person_phones where person_id in (select value from json_each(?))", args: [peopleIds] },
     { sql: "delete from person_handle_sources where person_id in (select value from json_each(?))", args: [peopleIds] },
+    { sql: "delete from email_feedback where address_hash in (select value from json_each(?))", args: [JSON.stringify(feedback)] },
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
     // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).
     ...removeAddressesFromOpenJobs(REFRESH_ACCOUNT_ID, addresses, now).map(inBatch),

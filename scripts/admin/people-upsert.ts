@@ -1,4 +1,7 @@
 /**
+ * Longer than 400 lines on purpose: the batch's plan (matching, conflicts, sources) and the few statements that write
+ * it are read together, each statement beside the part of the plan it carries out.
+ *
  * Upserting one batch of validated import rows in a fixed number of statements whatever the batch
  * size: load every person any row's identifiers point at, replay the rows in file order against
  * that in-memory state (matching, conflicts, what changed), then write the final state with a

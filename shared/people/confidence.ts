@@ -50,6 +50,22 @@ export const INDEPENDENT_ACCOUNTS = 3;
 /** Deliveries and replies older than this do not settle a catch-all address. */
 export const DELIVERIES_WINDOW_DAYS = 90;
 
+/** Report outcomes that prove mail reached the mailbox: a delivery, a reply, and a spam complaint (someone read it). */
+export const REACHED_MAILBOX = ["delivered", "replied", "complaint"] as const;
+
+/**
+ * What the reports about one address add up to: hard bounces counted since our last check that found the mailbox,
+ * deliveries within DELIVERIES_WINDOW_DAYS; each only when INDEPENDENT_ACCOUNTS accounts agree and the other kind did not
+ * come later. Soft bounces say nothing either way. Counts are of distinct accounts; times in ms (null: none).
+ */
+export type FeedbackTally = { bounceAccounts: number; lastBounceAt: number | null; deliveredAccounts: number; lastDeliveredAt: number | null };
+
+export function feedbackVerdict(t: FeedbackTally): FeedbackVerdict {
+  if (t.bounceAccounts >= INDEPENDENT_ACCOUNTS && t.lastBounceAt! > (t.lastDeliveredAt ?? 0)) return "bounced";
+  if (t.deliveredAccounts >= INDEPENDENT_ACCOUNTS && t.lastDeliveredAt! > (t.lastBounceAt ?? 0)) return "delivered";
+  return "none";
+}
+
 /** The age buckets, in days: an age up to the first bound is bucket 0, up to the second bucket 1, and so on. */
 export const CHECK_AGE_DAYS = [30, 90] as const;
 export const SEEN_AGE_DAYS = [90, 365, 730] as const;
