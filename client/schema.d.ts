@@ -44,6 +44,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/email_feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Tell us what your mail to addresses did: bounces, deliveries, replies, complaints
+         * @description One report, or {"feedback": [...]} with up to 1000. Free. A hard bounce moves the address to the front of our re-verification (at most FEEDBACK_REVERIFY_PER_HOUR of an account's per hour); our own check then decides. A report changes what other accounts see only when our check agrees or 3 independent accounts do (docs/api.md "Confidence"). Addresses are kept only as keyed hashes. Every report is checked before any is stored: the first thing wrong is a 400 that names it, and nothing is written.
+         */
+        post: operations["reportEmailFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/email_verifications": {
         parameters: {
             query?: never;
@@ -782,7 +802,43 @@ export interface components {
                  * @example 2026-11-24T03:02:11.000Z
                  */
                 checked_at: string;
+                /**
+                 * @description Why the verdict is what it is (docs/api.md "Reasons"); catch_all_delivered: the server accepts any address, and independent accounts reported delivering to this one recently
+                 * @example deliverable
+                 * @enum {string}
+                 */
+                reason?: "syntax" | "no_mail_domain" | "mailbox_not_found" | "typo" | "disposable" | "catch_all" | "policy_block" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable" | "catch_all_delivered";
             } | null;
+        };
+        EmailFeedbackReceipt: {
+            /**
+             * @description Reports stored
+             * @example 1
+             */
+            received: number;
+        };
+        /** @description One report, or {"feedback": [...]} with 1 to 1,000 */
+        EmailFeedbackBody: components["schemas"]["EmailFeedbackReport"] | {
+            feedback: components["schemas"]["EmailFeedbackReport"][];
+        };
+        EmailFeedbackReport: {
+            /** @example ana@example.com */
+            email_address: string;
+            /**
+             * @description hard_bounce: a permanent failure (5xx) naming the mailbox; soft_bounce: a temporary one; delivered; replied; complaint: marked as spam
+             * @enum {string}
+             */
+            outcome: "hard_bounce" | "soft_bounce" | "delivered" | "replied" | "complaint";
+            /**
+             * @description When it happened, RFC 3339; not in the future, not older than the feedback is kept
+             * @example 2026-11-26T14:03:00Z
+             */
+            occurred_at: string;
+            /**
+             * @description The receiving server's reply, when there was one (at most 1,000 characters; addresses in it are not kept)
+             * @example 550 5.1.1 User unknown
+             */
+            smtp_reply?: string;
         };
         EmailVerificationResult: {
             email: string;
@@ -922,6 +978,20 @@ export interface components {
                      */
                     per: "key" | "client_address";
                 };
+                feedback: {
+                    /**
+                     * @description Requests allowed per period
+                     * @example 100
+                     */
+                    limit: number;
+                    /** @example 10 */
+                    period_seconds: number;
+                    /**
+                     * @description What is counted: each API key, or each client IP address
+                     * @enum {string}
+                     */
+                    per: "key" | "client_address";
+                };
                 failed_authentication: {
                     /**
                      * @description Requests allowed per period
@@ -1010,7 +1080,7 @@ export interface components {
              * @example cv_Xy3kP9q
              */
             prefix: string;
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write")[];
             /**
              * @description RFC 3339, UTC
              * @example 2026-11-25T21:40:00.000Z
@@ -1055,7 +1125,7 @@ export interface components {
         };
         ApiKeyCreateRequest: {
             name: string;
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write")[];
             /** Format: date-time */
             expires_at?: string;
             daily_credit_cap?: number;
@@ -1302,7 +1372,7 @@ export interface components {
             member: components["schemas"]["Member"];
             account_id: string;
             /** @description What this session may do: its role's scopes (shared/roles.ts) */
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write")[];
             passkeys: components["schemas"]["Passkey"][];
         };
         Passkey: {
@@ -1497,6 +1567,90 @@ export interface operations {
                     "X-Credits-Charged"?: number;
                     /** @description Account balance after this request */
                     "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportEmailFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailFeedbackBody"];
+            };
+        };
+        responses: {
+            /** @description Every report stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailFeedbackReceipt"];
+                };
+            };
+            /** @description Malformed JSON body; or what is wrong, named: feedback[3].outcome must be one of ..., feedback[0].occurred_at is in the future, feedback holds 1001 reports ... */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 2097152 bytes */
+            413: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
