@@ -64,6 +64,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/people/events/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where this account's people events go */
+        get: operations["getPeopleEventsSubscription"];
+        /**
+         * Send this account's people events to a URL
+         * @description Signed events (Standard Webhooks, the account's whsec_ secret, retried as job callbacks are) about people this account looked up within PEOPLE_EVENTS_WINDOW_SECONDS: an address it received became undeliverable, a new address appeared, the person was erased (with what to delete).
+         */
+        put: operations["setPeopleEventsSubscription"];
+        post?: never;
+        /** Stop sending this account's people events; those not yet delivered are dropped */
+        delete: operations["deletePeopleEventsSubscription"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/email_verifications": {
         parameters: {
             query?: never;
@@ -840,6 +862,22 @@ export interface components {
              */
             smtp_reply?: string;
         };
+        PeopleEventsSubscription: {
+            /**
+             * @description Where the events are POSTed, signed the Standard Webhooks way with the account's whsec_ secret; null: not subscribed
+             * @example https://crm.example.com/hooks/people
+             */
+            url: string | null;
+            /**
+             * @description Events are about people this account looked up this recently (PEOPLE_EVENTS_WINDOW_SECONDS)
+             * @example 7776000
+             */
+            window_seconds: number;
+        };
+        PeopleEventsSubscriptionBody: {
+            /** @description An https URL on the default port, on a public host */
+            url: string;
+        };
         EmailVerificationResult: {
             email: string;
             valid: boolean;
@@ -1080,7 +1118,7 @@ export interface components {
              * @example cv_Xy3kP9q
              */
             prefix: string;
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write" | "events:write")[];
             /**
              * @description RFC 3339, UTC
              * @example 2026-11-25T21:40:00.000Z
@@ -1125,7 +1163,7 @@ export interface components {
         };
         ApiKeyCreateRequest: {
             name: string;
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write" | "events:write")[];
             /** Format: date-time */
             expires_at?: string;
             daily_credit_cap?: number;
@@ -1372,7 +1410,7 @@ export interface components {
             member: components["schemas"]["Member"];
             account_id: string;
             /** @description What this session may do: its role's scopes (shared/roles.ts) */
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write" | "events:write")[];
             passkeys: components["schemas"]["Passkey"][];
         };
         Passkey: {
@@ -1650,6 +1688,205 @@ export interface operations {
             };
             /** @description Body over 2097152 bytes */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPeopleEventsSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeopleEventsSubscription"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setPeopleEventsSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeopleEventsSubscriptionBody"];
+            };
+        };
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeopleEventsSubscription"];
+                };
+            };
+            /** @description url must be an https URL (and the rest of the callback rules: docs/jobs.md "Callbacks") */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePeopleEventsSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeopleEventsSubscription"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

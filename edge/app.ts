@@ -23,6 +23,7 @@ import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 import { registerEmailFeedbackRoute } from "./routes/email-feedback.ts";
+import { registerPeopleEventsRoutes } from "./routes/people-events.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerMeRoutes } from "./routes/me.ts";
 import { registerMemberRoutes } from "./routes/members.ts";
@@ -144,6 +145,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerErasuresRoute(app);
   registerPeopleRoute(app);
   registerEmailFeedbackRoute(app);
+  registerPeopleEventsRoutes(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
   registerJobRoutes(app);

@@ -58,6 +58,7 @@ export type Bindings = RateLimitBindings & {
   FEEDBACK_HASH_KEY?: string;
   FEEDBACK_RETENTION_SECONDS?: string;
   FEEDBACK_REVERIFY_PER_HOUR?: string;
+  PEOPLE_EVENTS_WINDOW_SECONDS?: string;
 };
 
 /** What a route adds to its request's access line (docs/operations.md "Logs"): never a query value, address or number. */
@@ -164,6 +165,8 @@ export const EdgeConfigSchema = z.object({
   FEEDBACK_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(7_776_000).max(31_536_000).default(15_552_000)),
   /** Hard bounces per account per hour that move an address to the front of re-verification. */
   FEEDBACK_REVERIFY_PER_HOUR: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(100_000).default(100)),
+  /** People events go to the subscribed accounts whose last lookup of the person is at most this old (docs/api.md "People events"). */
+  PEOPLE_EVENTS_WINDOW_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(86_400).max(31_536_000).default(7_776_000)),
   /** A console session ends once unused for this long (docs/api.md "Sessions"). */
   SESSION_IDLE_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(60).max(604_800).default(43_200)),
   /** A console session ends this long after sign-in, however much it is used. */

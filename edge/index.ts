@@ -9,6 +9,7 @@ import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/con
 import { applyJobRetention } from "./jobs/store/retention.ts";
 import { describeError, writeLog } from "./log.ts";
 import { runPersonalDataCron } from "./personal-data-cron.ts";
+import { handlePeopleEventMessages, runPeopleEventsCron, type PeopleEventsDeps } from "./people-events.ts";
 import { recordExpiredKeys } from "./identity/store/keys.ts";
 import { deleteOldAuditEvents } from "./identity/store/audit.ts";
 import { cleanUpSignInData } from "./identity/sessions.ts";
@@ -49,7 +50,13 @@ const CRON_TASKS: CronTask[] = [
   },
   { event: "sign_in_cron", failedEvent: "sign_in_cron_failed", run: (deps, config) => cleanUpSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000) },
   { event: "job_retention", failedEvent: "job_retention_failed", run: (deps, config) => applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS) },
+  // After the personal-data part, whose answers may have made addresses undeliverable: their events go out in this run.
+  { event: "people_events_cron", failedEvent: "people_events_cron_failed", run: (deps, config) => runPeopleEventsCron(peopleEventsDeps(deps), config.PEOPLE_EVENTS_WINDOW_SECONDS) },
 ];
+
+function peopleEventsDeps(deps: JobsDeps): PeopleEventsDeps {
+  return { db: deps.db, queue: deps.queue, dohUrl: deps.dohUrl, allowPrivateCallbacks: deps.allowPrivateCallbacks, webhookSecretKey: deps.webhookSecretKey };
+}
 
 function jobsDeps(env: Bindings): JobsDeps {
   const config = loadConfig(env);
@@ -72,7 +79,9 @@ export default {
   fetch: app.fetch,
   async queue(batch: MessageBatch<unknown>, env: Bindings): Promise<void> {
     const started = Date.now();
-    await handleJobMessages(batch.messages, jobsDeps(env));
+    const deps = jobsDeps(env);
+    const isPeopleEvent = (m: { body: unknown }) => (m.body as { kind?: unknown } | null)?.kind === "people_event";
+    await Promise.all([handleJobMessages(batch.messages.filter((m) => !isPeopleEvent(m)), deps), handlePeopleEventMessages(batch.messages.filter(isPeopleEvent), peopleEventsDeps(deps))]);
     writeLog("info", { event: "queue_batch", queue: batch.queue, messages: batch.messages.length, duration_ms: Date.now() - started });
   },
   async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {

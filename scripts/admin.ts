@@ -349,7 +349,7 @@ const COMMANDS: Record<string, Command> = {
       const text = [
         JSON.stringify(report.person, null, 2),
         report.recipients.length ? "Received by:" : "Received by: nobody",
-        ...report.recipients.map((r) => `  ${r.account_id}  ${JSON.stringify(r.account_name)}  ${r.lookups} lookups, ${r.first_received_at} .. ${r.last_received_at}`),
+        ...report.recipients.map((r) => `  ${r.account_id}  ${JSON.stringify(r.account_name)}  ${r.lookups} lookups, ${r.events} events, ${r.first_received_at} .. ${r.last_received_at}`),
       ];
       return { json, text: text.join("\n") };
     },

@@ -168,6 +168,16 @@ export const EmailFeedbackReceipt = z
   .object({ received: z.number().int().openapi({ description: "Reports stored", example: 1 }) })
   .openapi("EmailFeedbackReceipt");
 
+/** The account's subscription to people events (docs/api.md "People events"). */
+export const PeopleEventsSubscription = z
+  .object({
+    url: z.string().nullable().openapi({ description: "Where the events are POSTed, signed the Standard Webhooks way with the account's whsec_ secret; null: not subscribed", example: "https://crm.example.com/hooks/people" }),
+    window_seconds: z.number().int().openapi({ description: "Events are about people this account looked up this recently (PEOPLE_EVENTS_WINDOW_SECONDS)", example: 7_776_000 }),
+  })
+  .openapi("PeopleEventsSubscription");
+export type PeopleEventsSubscription = z.infer<typeof PeopleEventsSubscription>;
+export const PeopleEventsSubscriptionBody = z.object({ url: z.string().openapi({ description: "An https URL on the default port, on a public host" }) }).openapi("PeopleEventsSubscriptionBody");
+
 /** GET /v1/people/erasures: people the calling account received and that were erased since then. */
 export const ErasuresQuery = z.object({
   since: z.string().optional().openapi({ description: "RFC 3339; erasures at or after it (default: all kept)", example: "2026-11-01T00:00:00Z" }),

@@ -15,6 +15,7 @@ export const SCOPES = [
   "members:write",
   "audit:read",
   "feedback:write",
+  "events:write",
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -21,8 +21,10 @@ export const accounts = sqliteTable(
     /** Maintained by the credit_ledger trigger; never written directly (see 0001 migration). */
     creditBalance: integer("credit_balance").notNull().default(0),
     status: text("status", { enum: ["active", "disabled"] }).notNull().default("active"),
-    /** "whsec_" + base64: signs job callbacks (Standard Webhooks). Made on first use; shown by the admin CLI. */
+    /** "whsec_" + base64: signs job callbacks and people events (Standard Webhooks). Made on first use; shown by the admin CLI. */
     webhookSecret: text("webhook_secret"),
+    /** Where people events go (docs/api.md "People events"); null: not subscribed. */
+    peopleEventsUrl: text("people_events_url"),
     createdAt: integer("created_at").notNull().default(now),
   },
   (t) => [
@@ -342,6 +344,44 @@ export const verificationJobItems = sqliteTable(
     // A finished job's results page reads its answered lines by position, whatever lies between them.
     index("verification_job_items_done_idx").on(t.jobId, t.position).where(sql`${t.state} = 'done'`),
   ],
+);
+
+/**
+ * Changes to people that someone received (docs/api.md "People events"): written in the same transaction as the change,
+ * by triggers (the 0021 migration) on person_emails: an address became undeliverable, or one was added, to a person in the
+ * access log. The cron turns each into events for the subscribed accounts that received the person lately, then deletes it.
+ */
+export const personChanges = sqliteTable("person_changes", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  personId: integer("person_id").notNull(),
+  emailId: integer("email_id").notNull(),
+  kind: text("kind", { enum: ["address_undeliverable", "address_added"] }).notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+/**
+ * People events waiting to be delivered, signed, to an account's people_events_url, and retried as job callbacks are: the
+ * body as it will be sent (identifiers as the account received them, an address), so personal data: deleted once
+ * delivered, a week after it was given up, and at once when its person is erased.
+ */
+export const peopleEvents = sqliteTable(
+  "people_events",
+  {
+    /** "evt_" + random: the webhook-id receivers de-duplicate by. */
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    /** The person it is about; null for an erasure (the person is gone). */
+    personId: integer("person_id"),
+    type: text("type", { enum: ["person.address_undeliverable", "person.address_added", "person.erased"] }).notNull(),
+    body: text("body").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** pending: to be delivered (next attempt at next_at); failed: given up. Delivered events are deleted. */
+    state: text("state", { enum: ["pending", "failed"] }).notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    nextAt: integer("next_at").notNull().default(0),
+    lastError: text("last_error"),
+  },
+  (t) => [index("people_events_due_idx").on(t.state, t.nextAt), index("people_events_person_idx").on(t.personId)],
 );
 
 /**

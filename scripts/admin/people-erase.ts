@@ -29,6 +29,8 @@ import { HANDLE_FIELDS, IDENTIFIER_FIELDS } from "./people-record.ts";
 export type EraseResult = { erased: number; suppressed: number };
 
 const MAX_REASON_LENGTH = 500;
+/** What an erasure event tells its recipient to delete: everything of the person, named as ContactInfo names it. */
+const ERASED_FIELDS = ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "codehost_username", "socialnet_username", "microblog_username", "email_addresses", "phone_numbers"];
 
 /** The job store's statements (drizzle SQL) as statements of this batch. */
 const dialect = new SQLiteAsyncDialect();
@@ -82,6 +84,23 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
         select distinct account_id, profnet_id, profnet_public_identifier, codehost_id, codehost_login, ? from person_access_log
         where person_id in (select value from json_each(?))`,
       args: [now, peopleIds],
+    },
+    // Events not yet sent about them are not sent; each subscribed account that received them gets the same notice as a
+    // signed event, which the cron puts on the queue (docs/api.md "People events").
+    { sql: "delete from people_events where person_id in (select value from json_each(?))", args: [peopleIds] },
+    { sql: "delete from person_changes where person_id in (select value from json_each(?))", args: [peopleIds] },
+    {
+      sql: `insert into people_events (id, account_id, person_id, type, body, created_at, next_at)
+        select 'evt_' || lower(hex(randomblob(12))), n.account_id, null, 'person.erased',
+          json_object('type', 'person.erased', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', ?1 / 1000.0, 'unixepoch'),
+            'data', json_object('person', json_object('profnet_id', n.profnet_id, 'profnet_public_identifier', n.profnet_public_identifier,
+                'codehost_id', n.codehost_id, 'codehost_login', n.codehost_login),
+              'erased_at', strftime('%Y-%m-%dT%H:%M:%fZ', ?1 / 1000.0, 'unixepoch'), 'delete', json(?2))),
+          ?1, 0
+        from (select distinct account_id, profnet_id, profnet_public_identifier, codehost_id, codehost_login from person_access_log
+          where person_id in (select value from json_each(?3)) and key_id <> 'people_event') n
+        join accounts a on a.id = n.account_id and a.people_events_url is not null`,
+      args: [now, JSON.stringify(ERASED_FIELDS), peopleIds],
     },
     { sql: "delete from person_access_log where person_id in (select value from json_each(?))", args: [peopleIds] },
     // Every source of what goes, then what goes: the sources' rows are not left to a foreign key the connection may not enforce.

@@ -195,7 +195,8 @@ export async function loadPerson(client: Client, id: number): Promise<HeldPerson
 
 export type AccessReport = {
   person: Record<string, unknown> | null;
-  recipients: { account_id: string; account_name: string; first_received_at: string; last_received_at: string; lookups: number }[];
+  /** `lookups`: 200 lookups; `events`: people events that sent an address (docs/api.md "People events"). */
+  recipients: { account_id: string; account_name: string; first_received_at: string; last_received_at: string; lookups: number; events: number }[];
 };
 
 /** What customers reported of these addresses (bounce feedback, by its names for them): how many reports, of what, from how many accounts. */
@@ -214,7 +215,8 @@ export async function accessReport(client: Client, selector: PersonSelector, fee
   if (!person) return { person: null, recipients: [], matches: 0 };
   const names = await feedbackNames(client, feedbackKey, person.emails.map((e) => e.email), person.emails.map((e) => e.address_hash));
   const recipients = await client.execute({
-    sql: `select l.account_id, a.name as account_name, min(l.created_at) as first_at, max(l.created_at) as last_at, count(*) as lookups
+    sql: `select l.account_id, a.name as account_name, min(l.created_at) as first_at, max(l.created_at) as last_at,
+        sum(l.key_id <> 'people_event') as lookups, sum(l.key_id = 'people_event') as events
       from person_access_log l left join accounts a on a.id = l.account_id where l.person_id = ? group by l.account_id order by first_at`,
     args: [person.id],
   });
@@ -244,6 +246,7 @@ export async function accessReport(client: Client, selector: PersonSelector, fee
       first_received_at: iso(Number(r.first_at)),
       last_received_at: iso(Number(r.last_at)),
       lookups: Number(r.lookups),
+      events: Number(r.events),
     })),
   };
 }

@@ -25,6 +25,7 @@ const SCOPE_WORDS: Record<Scope, string> = {
   "members:write": "Invite and manage members",
   "audit:read": "Read the audit trail",
   "feedback:write": "Report bounces and deliveries (free)",
+  "events:write": "Set where people events are sent",
 };
 
 const EXPIRY_CHOICES = [
