@@ -21,10 +21,11 @@ try {
   const client = db.$client;
   const series = `with recursive s(i) as (select 1 union all select i + 1 from s where i < ${addresses})`;
   await client.execute(`${series} insert into people (id, profnet_id) select i, i from s`);
-  await client.execute(`${series} insert into person_emails (person_id, email, source) select i, case
+  await client.execute(`${series} insert into person_emails (id, person_id, email) select i, i, case
       when i % 1000 = 7 then 'Üser' || i || '@bücher.de'
       when i % 3 = 0 then 'user' || i || '@gmail.com'
-      else 'user' || i || '@example' || (i % 1000) || '.com' end, 'bench' from s`);
+      else 'user' || i || '@example' || (i % 1000) || '.com' end from s`);
+  await client.execute(`${series} insert into person_email_sources (email_id, source, first_seen_at, last_seen_at) select i, 'bench', 0, 0 from s`);
   for (const email of ["User.9+news@googlemail.com", "USER10@example10.com", "nobody@example.org"]) {
     const started = performance.now();
     const result = await erasePeople(client, KEY, { kind: "email", value: email }, null);

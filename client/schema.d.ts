@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Look up a person's contact details
-         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
+         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when our sources first and last reported it, how many did, our own engine's last verification of it, and its confidence; never a source) at no extra cost. min_confidence leaves out addresses below it; a person left with none is a 404, not charged. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
          */
         get: operations["lookupPerson"];
         put?: never;
@@ -59,6 +59,48 @@ export interface paths {
          */
         post: operations["lookupPeople"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/email_feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Tell us what your mail to addresses did: bounces, deliveries, replies, complaints
+         * @description One report, or {"feedback": [...]} with up to 1000. Free. A hard bounce moves the address to the front of our re-verification (at most FEEDBACK_REVERIFY_PER_HOUR of an account's per hour); our own check then decides. A report changes what other accounts see only when our check agrees or 3 independent accounts do (docs/api.md "Confidence"). Addresses are kept only as keyed hashes. Every report is checked before any is stored: the first thing wrong is a 400 that names it, and nothing is written.
+         */
+        post: operations["reportEmailFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/people/events/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where this account's people events go */
+        get: operations["getPeopleEventsSubscription"];
+        /**
+         * Send this account's people events to a URL
+         * @description Signed events (Standard Webhooks, the account's whsec_ secret, retried as job callbacks are) about people this account looked up within PEOPLE_EVENTS_WINDOW_SECONDS: an address it received became undeliverable, a new address appeared, the person was erased (with what to delete).
+         */
+        put: operations["setPeopleEventsSubscription"];
+        post?: never;
+        /** Stop sending this account's people events; those not yet delivered are dropped */
+        delete: operations["deletePeopleEventsSubscription"];
         options?: never;
         head?: never;
         patch?: never;
@@ -973,15 +1015,31 @@ export interface components {
              */
             type: "personal" | "work";
             /**
-             * @description When an import first brought the address (RFC 3339, UTC)
+             * @description When any source first reported the address (RFC 3339, UTC)
              * @example 2026-03-02T09:15:00.000Z
              */
             first_seen_at: string;
             /**
-             * @description When an import last carried it (RFC 3339, UTC)
+             * @description When any source last reported it (RFC 3339, UTC)
              * @example 2026-11-20T09:15:00.000Z
              */
             last_seen_at: string;
+            /**
+             * @description How many independent sources (suppliers) reported the address; which ones stays private
+             * @example 2
+             */
+            sources: number;
+            /**
+             * @description How far to trust the address, 0-100: the chance in percent that mail to it is delivered, by the rules of docs/api.md "Confidence"
+             * @example 95
+             */
+            confidence: number;
+            /**
+             * @description high (80-100), medium (50-79) or low (0-49)
+             * @example high
+             * @enum {string}
+             */
+            confidence_label: "high" | "medium" | "low";
             /** @description The last re-verification of the stored address by this service's own engine; null until the first */
             verification: {
                 /** @enum {string} */
@@ -996,6 +1054,12 @@ export interface components {
                  * @example 2026-11-24T03:02:11.000Z
                  */
                 checked_at: string;
+                /**
+                 * @description Why the verdict is what it is (docs/api.md "Reasons"); catch_all_delivered: the server accepts any address, and independent accounts reported delivering to this one recently
+                 * @example deliverable
+                 * @enum {string}
+                 */
+                reason?: "syntax" | "no_mail_domain" | "mailbox_not_found" | "typo" | "disposable" | "catch_all" | "policy_block" | "probe_refused" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable" | "catch_all_delivered";
             } | null;
         };
         PeopleBulkResponse: {
@@ -1021,6 +1085,52 @@ export interface components {
              * @enum {string}
              */
             reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "last_owner" | "role_changed";
+        };
+        EmailFeedbackReceipt: {
+            /**
+             * @description Reports stored
+             * @example 1
+             */
+            received: number;
+        };
+        /** @description One report, or {"feedback": [...]} with 1 to 1,000 */
+        EmailFeedbackBody: components["schemas"]["EmailFeedbackReport"] | {
+            feedback: components["schemas"]["EmailFeedbackReport"][];
+        };
+        EmailFeedbackReport: {
+            /** @example ana@example.com */
+            email_address: string;
+            /**
+             * @description hard_bounce: a permanent failure (5xx) naming the mailbox; soft_bounce: a temporary one; delivered; replied; complaint: marked as spam
+             * @enum {string}
+             */
+            outcome: "hard_bounce" | "soft_bounce" | "delivered" | "replied" | "complaint";
+            /**
+             * @description When it happened, RFC 3339; not in the future, not older than the feedback is kept
+             * @example 2026-11-26T14:03:00Z
+             */
+            occurred_at: string;
+            /**
+             * @description The receiving server's reply, when there was one (at most 1,000 characters; addresses in it are not kept)
+             * @example 550 5.1.1 User unknown
+             */
+            smtp_reply?: string;
+        };
+        PeopleEventsSubscription: {
+            /**
+             * @description Where the events are POSTed, signed the Standard Webhooks way with the account's whsec_ secret; null: not subscribed
+             * @example https://crm.example.com/hooks/people
+             */
+            url: string | null;
+            /**
+             * @description Events are about people this account looked up this recently (PEOPLE_EVENTS_WINDOW_SECONDS)
+             * @example 7776000
+             */
+            window_seconds: number;
+        };
+        PeopleEventsSubscriptionBody: {
+            /** @description An https URL on the default port, on a public host */
+            url: string;
         };
         EmailVerificationResult: {
             email: string;
@@ -1147,6 +1257,20 @@ export interface components {
                     per: "key" | "client_address";
                 };
                 job_reads: {
+                    /**
+                     * @description Requests allowed per period
+                     * @example 100
+                     */
+                    limit: number;
+                    /** @example 10 */
+                    period_seconds: number;
+                    /**
+                     * @description What is counted: each API key, or each client IP address
+                     * @enum {string}
+                     */
+                    per: "key" | "client_address";
+                };
+                feedback: {
                     /**
                      * @description Requests allowed per period
                      * @example 100
@@ -1317,7 +1441,7 @@ export interface components {
              * @example cv_Xy3kP9q
              */
             prefix: string;
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write" | "events:write")[];
             /**
              * @description RFC 3339, UTC
              * @example 2026-11-25T21:40:00.000Z
@@ -1362,7 +1486,7 @@ export interface components {
         };
         ApiKeyCreateRequest: {
             name: string;
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write" | "events:write")[];
             /** Format: date-time */
             expires_at?: string;
             daily_credit_cap?: number;
@@ -1624,7 +1748,7 @@ export interface components {
             member: components["schemas"]["Member"];
             account_id: string;
             /** @description What this session may do: its role's scopes (shared/roles.ts) */
-            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read")[];
+            scopes: ("people:read" | "verifications:write" | "jobs:write" | "jobs:read" | "account:read" | "keys:write" | "members:write" | "audit:read" | "feedback:write" | "events:write")[];
             passkeys: components["schemas"]["Passkey"][];
         };
         Passkey: {
@@ -1746,6 +1870,8 @@ export interface operations {
                 codehost_login?: string;
                 /** @description Comma-separated additions to the answer, of: email_details (no extra credit) */
                 include?: string;
+                /** @description 0-100: addresses with a lower confidence are left out; a person left with none is a 404, not charged */
+                min_confidence?: string;
             };
             header?: never;
             path?: never;
@@ -1766,7 +1892,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactInfo"];
                 };
             };
-            /** @description One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required, an identifier is malformed, or an unknown include value (named) */
+            /** @description One of profnet_id, profnet_public_identifier, codehost_id or codehost_login is required, an identifier is malformed, an unknown include value (named), or min_confidence must be an integer between 0 and 100 */
             400: {
                 headers: {
                     /** @description Credits this request cost */
@@ -1810,7 +1936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No profile found for the given parameters */
+            /** @description No profile found for the given parameters: nobody matches, or with min_confidence, no address of the person matched reaches it */
             404: {
                 headers: {
                     /** @description Credits this request cost */
@@ -1922,6 +2048,289 @@ export interface operations {
             };
             /** @description Request body too large: a batch is at most 1 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportEmailFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailFeedbackBody"];
+            };
+        };
+        responses: {
+            /** @description Every report stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailFeedbackReceipt"];
+                };
+            };
+            /** @description Malformed JSON body; or what is wrong, named: feedback[3].outcome must be one of ..., feedback[0].occurred_at is in the future, feedback holds 1001 reports ... */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 2097152 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPeopleEventsSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeopleEventsSubscription"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setPeopleEventsSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeopleEventsSubscriptionBody"];
+            };
+        };
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeopleEventsSubscription"];
+                };
+            };
+            /** @description url must be an https URL (and the rest of the callback rules: docs/jobs.md "Callbacks") */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePeopleEventsSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeopleEventsSubscription"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -24,6 +24,8 @@ import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 import { registerPeopleBulkRoute } from "./routes/people-bulk.ts";
 import { registerLookupJobRoutes } from "./routes/lookup-jobs.ts";
+import { registerEmailFeedbackRoute } from "./routes/email-feedback.ts";
+import { registerPeopleEventsRoutes } from "./routes/people-events.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerMeRoutes } from "./routes/me.ts";
 import { registerMemberRoutes } from "./routes/members.ts";
@@ -116,7 +118,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
           },
           servers: [{ url: "/" }],
           tags: [
-            { name: "People", description: "A person's contact details from one identifier, metered by credits; and the people you received that were erased since" },
+            { name: "People", description: "A person's contact details from one identifier, metered by credits; the people you received that were erased since; and what your mail to addresses did" },
             { name: "Email verification", description: "One address checked end to end: syntax, MX over DoH, SMTP, catch-all, score and verdict" },
             { name: "Bulk verification jobs", description: "Up to 100,000 addresses per job on a queue, results while it runs, a signed callback when it ends" },
             { name: "Lookup jobs", description: "Up to 100,000 identifiers per job, charged line by line as lines find someone; paused when the credits run out; the customer's columns kept" },
@@ -146,6 +148,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerErasuresRoute(app);
   registerPeopleRoute(app);
   registerPeopleBulkRoute(app);
+  registerEmailFeedbackRoute(app);
+  registerPeopleEventsRoutes(app);
   registerEmailVerificationRoutes(app);
   registerAccountRoute(app);
   registerJobRoutes(app);

@@ -30,6 +30,7 @@ export type RateLimitBindings = {
   LOOKUP_RATE_LIMITER?: RateLimiter;
   JOB_CREATION_RATE_LIMITER?: RateLimiter;
   JOB_READ_RATE_LIMITER?: RateLimiter;
+  FEEDBACK_RATE_LIMITER?: RateLimiter;
   FAILED_AUTH_RATE_LIMITER?: RateLimiter;
 };
 
@@ -64,6 +65,11 @@ export type Bindings = RateLimitBindings & {
   WEBAUTHN_ORIGINS?: string;
   /** Seals the accounts' webhook secrets at rest (docs/jobs.md "Callbacks"): base64 of 32 random bytes. */
   WEBHOOK_SECRET_KEY?: string;
+  /** Keys the hashes by which bounce feedback names addresses (docs/api.md "POST /v1/email_feedback"): base64 of 32 random bytes. */
+  FEEDBACK_HASH_KEY?: string;
+  FEEDBACK_RETENTION_SECONDS?: string;
+  FEEDBACK_REVERIFY_PER_HOUR?: string;
+  PEOPLE_EVENTS_WINDOW_SECONDS?: string;
 };
 
 /** What a route adds to its request's access line (docs/operations.md "Logs"): never a query value, address or number. */
@@ -165,6 +171,20 @@ export const EdgeConfigSchema = z.object({
       .regex(/^[A-Za-z0-9+/]{43}=$/, "WEBHOOK_SECRET_KEY must be 32 bytes in base64 (make one with `openssl rand -base64 32`)")
       .optional(),
   ),
+  /** Keys the hashes by which bounce feedback names addresses; without it POST /v1/email_feedback answers 500 (logged). */
+  FEEDBACK_HASH_KEY: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{43}=$/, "FEEDBACK_HASH_KEY must be 32 bytes in base64 (make one with `openssl rand -base64 32`)")
+      .optional(),
+  ),
+  /** How long bounce feedback is kept after it happened; at least the 90 days deliveries count for (shared/people/confidence.ts). */
+  FEEDBACK_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(7_776_000).max(31_536_000).default(15_552_000)),
+  /** Hard bounces per account per hour that move an address to the front of re-verification. */
+  FEEDBACK_REVERIFY_PER_HOUR: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(100_000).default(100)),
+  /** People events go to the subscribed accounts whose last lookup of the person is at most this old (docs/api.md "People events"). */
+  PEOPLE_EVENTS_WINDOW_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(86_400).max(31_536_000).default(7_776_000)),
   /** A console session ends once unused for this long (docs/api.md "Sessions"). */
   SESSION_IDLE_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(60).max(604_800).default(43_200)),
   /** A console session ends this long after sign-in, however much it is used. */

@@ -9,6 +9,7 @@ import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/con
 import { applyJobRetention } from "./jobs/store/retention.ts";
 import { describeError, writeLog } from "./log.ts";
 import { runPersonalDataCron } from "./personal-data-cron.ts";
+import { handlePeopleEventMessages, runPeopleEventsCron, type PeopleEventsDeps } from "./people-events.ts";
 import { recordExpiredKeys } from "./identity/store/keys.ts";
 import { deleteOldAuditEvents } from "./identity/store/audit.ts";
 import { cleanUpSignInData } from "./identity/sessions.ts";
@@ -34,6 +35,8 @@ const CRON_TASKS: CronTask[] = [
         refreshBatch: config.EMAIL_REFRESH_BATCH,
         accessLogRetentionSeconds: config.ACCESS_LOG_RETENTION_SECONDS,
         jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
+        feedbackHashKey: config.FEEDBACK_HASH_KEY,
+        feedbackRetentionSeconds: config.FEEDBACK_RETENTION_SECONDS,
       }),
   },
   {
@@ -50,7 +53,13 @@ const CRON_TASKS: CronTask[] = [
   { event: "sign_in_cron", failedEvent: "sign_in_cron_failed", run: (deps, config) => cleanUpSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000) },
   { event: "job_retention", failedEvent: "job_retention_failed", run: (deps, config) => applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS) },
   { event: "lookup_jobs_cron", failedEvent: "lookup_jobs_cron_failed", run: (deps, config, env) => runLookupJobsCron(lookupJobsDeps(env, deps), config.JOB_RETENTION_SECONDS) },
+  // After the personal-data part, whose answers may have made addresses undeliverable: their events go out in this run.
+  { event: "people_events_cron", failedEvent: "people_events_cron_failed", run: (deps, config) => runPeopleEventsCron(peopleEventsDeps(deps), config.PEOPLE_EVENTS_WINDOW_SECONDS) },
 ];
+
+function peopleEventsDeps(deps: JobsDeps): PeopleEventsDeps {
+  return { db: deps.db, queue: deps.queue, dohUrl: deps.dohUrl, allowPrivateCallbacks: deps.allowPrivateCallbacks, webhookSecretKey: deps.webhookSecretKey };
+}
 
 function jobsDeps(env: Bindings): JobsDeps {
   const config = loadConfig(env);
@@ -93,7 +102,11 @@ export default {
   async queue(batch: MessageBatch<unknown>, env: Bindings): Promise<void> {
     const started = Date.now();
     if (isLookupJobsQueue(batch.queue)) await handleLookupJobMessages(batch.messages, lookupJobsDeps(env, jobsDeps(env)));
-    else await handleJobMessages(batch.messages, jobsDeps(env));
+    else {
+      const deps = jobsDeps(env);
+      const isPeopleEvent = (m: { body: unknown }) => (m.body as { kind?: unknown } | null)?.kind === "people_event";
+      await Promise.all([handleJobMessages(batch.messages.filter((m) => !isPeopleEvent(m)), deps), handlePeopleEventMessages(batch.messages.filter(isPeopleEvent), peopleEventsDeps(deps))]);
+    }
     writeLog("info", { event: "queue_batch", queue: batch.queue, messages: batch.messages.length, duration_ms: Date.now() - started });
   },
   async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {

@@ -11,6 +11,10 @@
  *   until a check finds the mailbox (reason deliverable or mailbox_full). No other answer removes one:
  *   catch-all, greylisting, blocks and every other inconclusive answer are recorded and tried again
  *   (the statement that applies these rules: `writeStoredEmailAnswers`, edge/people/store.ts).
+ * - A customer's hard bounce moves its address to the front (edge/people/feedback-store.ts), and a mailbox_not_found
+ *   that follows it makes the address undeliverable at once: our check agrees with the report.
+ * - Stored addresses get their name in bounce feedback (FEEDBACK_HASH_KEY), a bounded number per run, so that reports
+ *   find them; reports older than FEEDBACK_RETENTION_SECONDS are deleted.
  * - Access-log rows and erasure notices older than ACCESS_LOG_RETENTION_SECONDS are deleted.
  */
 import { sql } from "drizzle-orm";
@@ -27,6 +31,8 @@ import { answeredLines, deleteJobsWithResultsDeleted, endedJobsWithResults, hasU
 import { expireResults } from "./jobs/store/retention.ts";
 import { newId } from "./identity/tokens.ts";
 import { ANSWERS_PER_WRITE, claimAddressesQuery, deleteOldAccessLog, deleteOldErasureNotices, dueAddresses, writeStoredEmailAnswers, type StoredEmailRules } from "./people/store.ts";
+import { deleteOldFeedback, nameStoredAddresses } from "./people/feedback-store.ts";
+import { addressHasher } from "../shared/people/address-hash.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification/params.ts";
 
 export { REFRESH_ACCOUNT_ID };
@@ -40,6 +46,9 @@ export type PersonalDataConfig = StoredEmailRules & {
   refreshBatch: number;
   accessLogRetentionSeconds: number;
   jobRetentionSeconds: number;
+  /** FEEDBACK_HASH_KEY: without it no address is named, and reports find none. */
+  feedbackHashKey: string | undefined;
+  feedbackRetentionSeconds: number;
 };
 
 /** Writes the answers of refresh jobs that have ended, then lets retention delete them (the job row goes once its lines have). */
@@ -102,6 +111,8 @@ export type PersonalDataReport = {
   refresh_addresses_queued: number;
   access_log_deleted: number;
   erasure_notices_deleted: number;
+  addresses_named: number;
+  feedback_deleted: number;
 };
 
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */
@@ -116,5 +127,7 @@ export async function runPersonalDataCron(db: Database, queue: JobsQueue, config
     refresh_addresses_queued: started.addresses,
     access_log_deleted: await deleteOldAccessLog(db, before),
     erasure_notices_deleted: await deleteOldErasureNotices(db, before),
+    addresses_named: config.feedbackHashKey ? await nameStoredAddresses(db, await addressHasher(config.feedbackHashKey)) : 0,
+    feedback_deleted: await deleteOldFeedback(db, now - config.feedbackRetentionSeconds * 1000),
   };
 }

@@ -20,7 +20,7 @@ export type RateLimitPolicy = {
   periodSeconds: 10 | 60;
 };
 
-export type RateLimitFamily = "verification" | "lookup" | "job_creation" | "job_reads";
+export type RateLimitFamily = "verification" | "lookup" | "job_creation" | "job_reads" | "feedback";
 
 export const RATE_LIMITS = {
   verification: { binding: "VERIFICATION_RATE_LIMITER", limit: 100, periodSeconds: 10 },
@@ -28,6 +28,8 @@ export const RATE_LIMITS = {
   job_creation: { binding: "JOB_CREATION_RATE_LIMITER", limit: 60, periodSeconds: 60 },
   /** A job's status and results: polling and paging, database reads only (no SMTP), so apart from verification. */
   job_reads: { binding: "JOB_READ_RATE_LIMITER", limit: 120, periodSeconds: 10 },
+  /** Bounce feedback: a call carries up to 1,000 reports, so a few a second is plenty; apart from lookups, which it must not starve. */
+  feedback: { binding: "FEEDBACK_RATE_LIMITER", limit: 60, periodSeconds: 60 },
 } as const satisfies Record<RateLimitFamily, RateLimitPolicy>;
 
 /** Failed authentications per client address. */

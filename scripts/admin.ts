@@ -17,7 +17,7 @@ import { readFirstLine } from "./admin/stdin-line.ts";
 import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
 import { suppressionKey } from "./admin/suppression-key.ts";
 import { KEY_OPTIONS, parseKeyOptions } from "./admin/key-options.ts";
-import { applyMigrations, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
+import { applyMigrations, feedbackHashKey, webhookSecretKey, type NodeDatabase } from "./lib/database.ts";
 import { createInvite } from "../edge/identity/store/invites.ts";
 import { isRole, ROLES } from "../shared/roles.ts";
 
@@ -77,6 +77,8 @@ Environment:
                                       from .data/libsql-<port>.token)
   SUPPRESSION_KEY                     keys the erasure hashes (base64 of 32 bytes; never change it);
                                       for the local database, made on first use in .data/
+  FEEDBACK_HASH_KEY                   the Worker's key for addresses in bounce feedback: erase and
+                                      access-report find a person's reports with it (local: .data/)
 
 Exit status: 0 success, 1 failure (unknown account or key, rejected lines with --strict, ...),
 2 usage error.`;
@@ -328,7 +330,7 @@ const COMMANDS: Record<string, Command> = {
       const reason = values.reason === undefined ? null : requiredOption(values, "reason");
       const key = suppressionKey();
       if (!key) throw new AdminError(SUPPRESSION_KEY_MESSAGES.missing);
-      const result = await erasePeople(db.$client, key, selector, reason);
+      const result = await erasePeople(db.$client, key, selector, reason, feedbackHashKey());
       if (result.erased === 0 && selector.kind !== "email") return { json: { erased: 0 }, text: "Nobody matches: nothing erased", exitStatus: 1 };
       return {
         json: result,
@@ -340,14 +342,14 @@ const COMMANDS: Record<string, Command> = {
     args: [],
     options: PERSON_SELECTORS,
     async run(db, { values }) {
-      const report = await accessReport(db.$client, await personSelector(values));
+      const report = await accessReport(db.$client, await personSelector(values), feedbackHashKey());
       const { matches, ...json } = report;
       if (!report.person) return { json, text: "Nobody matches: we hold nothing about this person", exitStatus: 1 };
       if (matches > 1) process.stderr.write(`admin: ${matches} people have this address; this report is the first one's (name one by an identifier for another)\n`);
       const text = [
         JSON.stringify(report.person, null, 2),
         report.recipients.length ? "Received by:" : "Received by: nobody",
-        ...report.recipients.map((r) => `  ${r.account_id}  ${JSON.stringify(r.account_name)}  ${r.lookups} lookups, ${r.first_received_at} .. ${r.last_received_at}`),
+        ...report.recipients.map((r) => `  ${r.account_id}  ${JSON.stringify(r.account_name)}  ${r.lookups} lookups, ${r.events} events, ${r.first_received_at} .. ${r.last_received_at}`),
       ];
       return { json, text: text.join("\n") };
     },

@@ -20,7 +20,17 @@ import { accounts } from "../edge/db/schema.ts";
 import { createInvite } from "../edge/identity/store/invites.ts";
 import { ConfigError, loadConfig, type Bindings } from "../edge/env.ts";
 import { startLibsqlServer } from "./libsql-server.ts";
-import { applyMigrations, LOCAL_DATA_DIR, LOCAL_DATABASE_FILE, localServerTokenFile, localWebhookSecretKeyFile, openDatabase, webhookSecretKey } from "./lib/database.ts";
+import {
+  applyMigrations,
+  feedbackHashKey,
+  LOCAL_DATA_DIR,
+  LOCAL_DATABASE_FILE,
+  localFeedbackHashKeyFile,
+  localServerTokenFile,
+  localWebhookSecretKeyFile,
+  openDatabase,
+  webhookSecretKey,
+} from "./lib/database.ts";
 import { ensurePrivateDatabaseFile, ensurePrivateDir, writePrivateFile } from "./lib/private-files.ts";
 import { startLocalProbe } from "./lib/local-probe.ts";
 import { seedSamplePeople } from "./lib/samples.ts";
@@ -154,19 +164,21 @@ async function waitForHealth(url: string, timeoutMs: number): Promise<void> {
 }
 
 /**
- * WEBHOOK_SECRET_KEY: the environment's, else the one kept in .data/ beside the database whose
- * webhook secrets it seals, made on the first run (a new key would leave them unreadable).
+ * A key the local database needs for good: the environment's, else the one kept in .data/ beside it, made on the first
+ * run. WEBHOOK_SECRET_KEY seals the webhook secrets (a new key would leave them unreadable); FEEDBACK_HASH_KEY names
+ * addresses in bounce feedback (a new key would leave every report unfound).
  */
-function ensureWebhookSecretKey(): string {
-  const existing = webhookSecretKey(process.env, dataDir);
+function ensureLocalKey(existing: string | undefined, file: string): string {
   if (existing) return existing;
   const key = randomBytes(32).toString("base64");
-  writePrivateFile(localWebhookSecretKeyFile(dataDir), `${key}\n`);
+  writePrivateFile(file, `${key}\n`);
   return key;
 }
+const ensureWebhookSecretKey = () => ensureLocalKey(webhookSecretKey(process.env, dataDir), localWebhookSecretKeyFile(dataDir));
+const ensureFeedbackHashKey = () => ensureLocalKey(feedbackHashKey(process.env, dataDir), localFeedbackHashKeyFile(dataDir));
 
 /** The Worker's settings: the environment's, and what this run makes (the database's and the probe's URLs and secrets). */
-function workerVars(made: { databaseUrl: string; databaseAuthToken?: string; probeUrl?: string; probeSecret?: string; webhookSecretKey: string }): Record<string, string | undefined> {
+function workerVars(made: { databaseUrl: string; databaseAuthToken?: string; probeUrl?: string; probeSecret?: string; webhookSecretKey: string; feedbackHashKey: string }): Record<string, string | undefined> {
   return {
     DATABASE_URL: made.databaseUrl,
     DATABASE_AUTH_TOKEN: made.databaseAuthToken,
@@ -187,6 +199,9 @@ function workerVars(made: { databaseUrl: string; databaseAuthToken?: string; pro
     AUDIT_RETENTION_SECONDS: process.env.AUDIT_RETENTION_SECONDS,
     CALLBACK_ALLOW_PRIVATE_TARGETS: process.env.CALLBACK_ALLOW_PRIVATE_TARGETS,
     WEBHOOK_SECRET_KEY: made.webhookSecretKey,
+    FEEDBACK_HASH_KEY: made.feedbackHashKey,
+    FEEDBACK_RETENTION_SECONDS: process.env.FEEDBACK_RETENTION_SECONDS,
+    FEEDBACK_REVERIFY_PER_HOUR: process.env.FEEDBACK_REVERIFY_PER_HOUR,
   };
 }
 
@@ -201,6 +216,7 @@ function checkWorkerSettings(probeSecret: string): void {
     probeUrl: `http://${host}:${process.env.PROBE_PORT ?? 8788}`,
     probeSecret: process.env.PROBE_URL === undefined ? probeSecret : undefined,
     webhookSecretKey: webhookSecretKey(process.env, dataDir) ?? `${"A".repeat(43)}=`,
+    feedbackHashKey: feedbackHashKey(process.env, dataDir) ?? `${"A".repeat(43)}=`,
   });
   loadConfig(Object.fromEntries(Object.entries(vars).filter(([, value]) => value !== undefined)) as unknown as Bindings);
 }
@@ -215,7 +231,7 @@ async function main() {
   const token = demo.token;
   const extra = await startExtras(probeSecret);
   startWorker(
-    workerVars({ databaseUrl: database.url, databaseAuthToken: database.authToken, probeUrl: extra.probeUrl, probeSecret: extra.probeSecret, webhookSecretKey: ensureWebhookSecretKey() }),
+    workerVars({ databaseUrl: database.url, databaseAuthToken: database.authToken, probeUrl: extra.probeUrl, probeSecret: extra.probeSecret, webhookSecretKey: ensureWebhookSecretKey(), feedbackHashKey: ensureFeedbackHashKey() }),
   );
   const base = `http://${host}:${edgePort}`;
   await waitForHealth(`${base}/healthz`, 60_000);

@@ -4,6 +4,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { VERIFICATION_REASONS } from "./email/reasons.ts";
+import { CONFIDENCE_LABELS } from "./people/confidence.ts";
 import { SmtpOutcome } from "./smtp-outcome.ts";
 import { IDENTIFIER_REQUIRED } from "./identifiers.ts";
 
@@ -60,6 +61,7 @@ export const ERROR_MESSAGES = {
   dailyCreditCap: "Daily credit cap reached for this key",
   peopleParamRequired: IDENTIFIER_REQUIRED,
   profileNotFound: "No profile found for the given parameters",
+  minConfidenceRange: "min_confidence must be an integer between 0 and 100",
   emailRequired: "The email_address parameter is required",
   smtpTimeoutRange: "smtp_timeout must be an integer between 1 and 60",
   notFound: "Not found",
@@ -70,6 +72,13 @@ export const ERROR_MESSAGES = {
   malformedJson: "Malformed JSON body",
 } as const;
 
+/**
+ * The reason of our verdict on a stored address (email_details.verification.reason): the vocabulary of verification
+ * results, and `catch_all_delivered`, a catch-all address that independent accounts recently delivered to.
+ */
+export const STORED_VERIFICATION_REASONS = [...VERIFICATION_REASONS, "catch_all_delivered"] as const;
+export type StoredVerificationReason = (typeof STORED_VERIFICATION_REASONS)[number];
+
 /** The values of GET /v1/people's `include`: additions a client asks for by name. */
 export const PEOPLE_INCLUDES = ["email_details"] as const;
 
@@ -78,13 +87,24 @@ export const EmailDetail = z
   .object({
     email: z.string(),
     type: z.enum(["personal", "work"]).openapi({ description: "As personal_email_addresses and work_email_addresses split them" }),
-    first_seen_at: z.string().openapi({ description: "When an import first brought the address (RFC 3339, UTC)", example: "2026-03-02T09:15:00.000Z" }),
-    last_seen_at: z.string().openapi({ description: "When an import last carried it (RFC 3339, UTC)", example: "2026-11-20T09:15:00.000Z" }),
+    first_seen_at: z.string().openapi({ description: "When any source first reported the address (RFC 3339, UTC)", example: "2026-03-02T09:15:00.000Z" }),
+    last_seen_at: z.string().openapi({ description: "When any source last reported it (RFC 3339, UTC)", example: "2026-11-20T09:15:00.000Z" }),
+    sources: z.number().int().min(0).openapi({ description: "How many independent sources (suppliers) reported the address; which ones stays private", example: 2 }),
+    confidence: z.number().int().min(0).max(100).openapi({
+      description: "How far to trust the address, 0-100: the chance in percent that mail to it is delivered, by the rules of docs/api.md \"Confidence\"",
+      example: 95,
+    }),
+    confidence_label: z.enum(CONFIDENCE_LABELS).openapi({ description: "high (80-100), medium (50-79) or low (0-49)", example: "high" }),
     verification: z
       .object({
         classification: z.enum(["valid", "risky", "invalid"]),
         smtp_outcome: SmtpOutcome.nullable().openapi({ description: "As details.smtp_outcome in a verification result" }),
         checked_at: z.string().openapi({ description: "RFC 3339, UTC", example: "2026-11-24T03:02:11.000Z" }),
+        reason: z.enum(STORED_VERIFICATION_REASONS).optional().openapi({
+          description:
+            "Why the verdict is what it is (docs/api.md \"Reasons\"); catch_all_delivered: the server accepts any address, and independent accounts reported delivering to this one recently",
+          example: "deliverable",
+        }),
       })
       .nullable()
       .openapi({ description: "The last re-verification of the stored address by this service's own engine; null until the first" }),
@@ -121,7 +141,43 @@ export const PeopleQuery = z.object({
   codehost_id: z.string().optional().openapi({ description: "Decimal positive integer up to 2^53-1" }),
   codehost_login: z.string().optional().openapi({ example: "octocat" }),
   include: z.string().optional().openapi({ description: `Comma-separated additions to the answer, of: ${PEOPLE_INCLUDES.join(", ")} (no extra credit)`, example: "email_details" }),
+  min_confidence: z.string().optional().openapi({
+    description: "0-100: addresses with a lower confidence are left out; a person left with none is a 404, not charged",
+    example: "80",
+  }),
 });
+
+/** What a customer's mail to an address did (docs/api.md "POST /v1/email_feedback"). */
+export const FEEDBACK_OUTCOMES = ["hard_bounce", "soft_bounce", "delivered", "replied", "complaint"] as const;
+/** Reports per call, and the longest smtp_reply kept. */
+export const FEEDBACK_LIMITS = { maxReports: 1_000, maxSmtpReply: 1_000 } as const;
+
+export const EmailFeedbackReport = z
+  .object({
+    email_address: z.string().openapi({ example: "ana@example.com" }),
+    outcome: z.enum(FEEDBACK_OUTCOMES).openapi({ description: "hard_bounce: a permanent failure (5xx) naming the mailbox; soft_bounce: a temporary one; delivered; replied; complaint: marked as spam" }),
+    occurred_at: z.string().openapi({ description: "When it happened, RFC 3339; not in the future, not older than the feedback is kept", example: "2026-11-26T14:03:00Z" }),
+    smtp_reply: z.string().optional().openapi({ description: "The receiving server's reply, when there was one (at most 1,000 characters; addresses in it are not kept)", example: "550 5.1.1 User unknown" }),
+  })
+  .openapi("EmailFeedbackReport");
+
+export const EmailFeedbackBody = z
+  .union([EmailFeedbackReport, z.object({ feedback: z.array(EmailFeedbackReport).min(1).max(FEEDBACK_LIMITS.maxReports) })])
+  .openapi("EmailFeedbackBody", { description: "One report, or {\"feedback\": [...]} with 1 to 1,000" });
+
+export const EmailFeedbackReceipt = z
+  .object({ received: z.number().int().openapi({ description: "Reports stored", example: 1 }) })
+  .openapi("EmailFeedbackReceipt");
+
+/** The account's subscription to people events (docs/api.md "People events"). */
+export const PeopleEventsSubscription = z
+  .object({
+    url: z.string().nullable().openapi({ description: "Where the events are POSTed, signed the Standard Webhooks way with the account's whsec_ secret; null: not subscribed", example: "https://crm.example.com/hooks/people" }),
+    window_seconds: z.number().int().openapi({ description: "Events are about people this account looked up this recently (PEOPLE_EVENTS_WINDOW_SECONDS)", example: 7_776_000 }),
+  })
+  .openapi("PeopleEventsSubscription");
+export type PeopleEventsSubscription = z.infer<typeof PeopleEventsSubscription>;
+export const PeopleEventsSubscriptionBody = z.object({ url: z.string().openapi({ description: "An https URL on the default port, on a public host" }) }).openapi("PeopleEventsSubscriptionBody");
 
 /** GET /v1/people/erasures: people the calling account received and that were erased since then. */
 export const ErasuresQuery = z.object({
@@ -271,6 +327,7 @@ export const AccountInfo = z
       lookup: RateLimitInfo,
       job_creation: RateLimitInfo,
       job_reads: RateLimitInfo,
+      feedback: RateLimitInfo,
       failed_authentication: RateLimitInfo,
     }),
     usage: z.object({ today: UsagePeriod, this_month: UsagePeriod }),

@@ -201,5 +201,7 @@ export const JobMessage = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("chunk"), job: z.string(), from: z.number().int().min(0), to: z.number().int().min(1) }),
   /** Deliver the job's callback; `attempt` counts deliveries tried before this one. */
   z.object({ kind: z.literal("callback"), job: z.string(), attempt: z.number().int().min(0) }),
+  /** Deliver a people event (docs/api.md "People events"), retried as a callback is; the same queue carries it. */
+  z.object({ kind: z.literal("people_event"), event: z.string(), attempt: z.number().int().min(0) }),
 ]);
 export type JobMessage = z.infer<typeof JobMessage>;

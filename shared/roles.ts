@@ -17,7 +17,7 @@ export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   admin: SCOPES,
   // Builds with the API: looks up, verifies, runs jobs and makes keys (never stronger than its own
   // scopes), but neither invites nor reads the audit trail of other people's actions.
-  developer: ["people:read", "verifications:write", "jobs:write", "jobs:read", "account:read", "keys:write"],
+  developer: ["people:read", "verifications:write", "jobs:write", "jobs:read", "account:read", "keys:write", "feedback:write", "events:write"],
   // Reads the account, its usage and keys, and job results; changes nothing and spends no credits.
   viewer: ["account:read", "jobs:read"],
 };

@@ -14,6 +14,8 @@ export const SCOPES = [
   "keys:write",
   "members:write",
   "audit:read",
+  "feedback:write",
+  "events:write",
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -35,5 +37,8 @@ export function decodeScopes(stored: string): Scope[] {
   return Array.isArray(parsed) ? parsed.filter((s): s is Scope => typeof s === "string" && isScope(s)) : [];
 }
 
-/** What keys made before scopes existed hold, and what the admin CLI gives when no --scopes is named. */
-export const ALL_SCOPES_STORED = encodeScopes(SCOPES);
+/**
+ * What keys made before scopes existed hold: every scope there was when scopes came (1.7.0), the stored column's
+ * default since then. A scope added later is not among them: no key gains authority it was never given.
+ */
+export const SCOPES_BEFORE_1_10_STORED = encodeScopes(["people:read", "verifications:write", "jobs:write", "jobs:read", "account:read", "keys:write", "members:write", "audit:read"]);

@@ -6,7 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import { ROLES } from "../../shared/roles.ts";
-import { ALL_SCOPES_STORED } from "../../shared/scopes.ts";
+import { SCOPES_BEFORE_1_10_STORED } from "../../shared/scopes.ts";
 import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const now = sql`(unixepoch('subsec') * 1000)`;
@@ -21,8 +21,10 @@ export const accounts = sqliteTable(
     /** Maintained by the credit_ledger trigger; never written directly (see 0001 migration). */
     creditBalance: integer("credit_balance").notNull().default(0),
     status: text("status", { enum: ["active", "disabled"] }).notNull().default("active"),
-    /** "whsec_" + base64: signs job callbacks (Standard Webhooks). Made on first use; shown by the admin CLI. */
+    /** "whsec_" + base64: signs job callbacks and people events (Standard Webhooks). Made on first use; shown by the admin CLI. */
     webhookSecret: text("webhook_secret"),
+    /** Where people events go (docs/api.md "People events"); null: not subscribed. */
+    peopleEventsUrl: text("people_events_url"),
     createdAt: integer("created_at").notNull().default(now),
   },
   (t) => [
@@ -44,8 +46,8 @@ export const apiKeys = sqliteTable(
     prefix: text("prefix").notNull(),
     /** What a person calls the key; keys made before names existed have "". */
     name: text("name").notNull().default(""),
-    /** A JSON array of scope names (shared/scopes.ts); keys made before scopes existed hold every scope. */
-    scopes: text("scopes").notNull().default(ALL_SCOPES_STORED),
+    /** A JSON array of scope names (shared/scopes.ts); keys made before scopes existed hold every scope of 1.7.0. */
+    scopes: text("scopes").notNull().default(SCOPES_BEFORE_1_10_STORED),
     /** Who made it: "operator" (the admin CLI) or the id of the key that made it. */
     createdBy: text("created_by").notNull().default("operator"),
     createdAt: integer("created_at").notNull().default(now),
@@ -130,7 +132,7 @@ export const personEmails = sqliteTable(
       .notNull()
       .references(() => people.id, { onDelete: "cascade" }),
     email: text("email").notNull(),
-    source: text("source").notNull(),
+    /** When any source first and last reported the address (the earliest and latest of person_email_sources): the lookup reads these. */
     firstSeenAt: integer("first_seen_at").notNull().default(now),
     lastSeenAt: integer("last_seen_at").notNull().default(now),
     /**
@@ -145,8 +147,10 @@ export const personEmails = sqliteTable(
     notFoundAt: integer("not_found_at"),
     /** Set when a second mailbox_not_found at least EMAIL_RECHECK_SECONDS after the first made the address undeliverable: no lookup returns it from then on; cleared only by a check that finds the mailbox. */
     undeliverableAt: integer("undeliverable_at"),
-    /** When the address is next due for a check (ms): 0 for a new one (soon after import); the cron takes the oldest first. */
+    /** When the address is next due for a check (ms): 0 for a new one (soon after import), below 0 for a reported hard bounce; the cron takes the lowest first. */
     nextCheckAt: integer("next_check_at").notNull().default(0),
+    /** The address's name in bounce feedback (shared/people/address-hash.ts), under which its reports are found; null until the cron or a report names it. */
+    addressHash: text("address_hash"),
   },
   (t) => [
     uniqueIndex("person_emails_person_email_unique").on(t.personId, sql`lower(${t.email})`),
@@ -154,6 +158,8 @@ export const personEmails = sqliteTable(
     index("person_emails_next_check_idx").on(t.nextCheckAt),
     // An address's checks are written to every person that has it, and an erasure by address finds them all.
     index("person_emails_email_idx").on(sql`lower(${t.email})`),
+    // The cron names the rows without a name; a report finds the rows it is about.
+    index("person_emails_address_hash_idx").on(t.addressHash),
   ],
 );
 
@@ -166,11 +172,62 @@ export const personPhones = sqliteTable(
       .references(() => people.id, { onDelete: "cascade" }),
     /** E.164, normalised at import. */
     phone: text("phone").notNull(),
-    source: text("source").notNull(),
+    /** When any source first and last reported the number (the earliest and latest of person_phone_sources). */
     firstSeenAt: integer("first_seen_at").notNull().default(now),
     lastSeenAt: integer("last_seen_at").notNull().default(now),
   },
   (t) => [uniqueIndex("person_phones_person_phone_unique").on(t.personId, t.phone)],
+);
+
+/**
+ * Every source that reported an address, with when that source first and last did (docs/operations.md "Import
+ * format"): a source is the supplier the import names (`--source`, or a line's `source`). Re-importing a source moves
+ * its last_seen_at. Lookups say how many sources back an address, never which (suppliers are ours).
+ */
+export const personEmailSources = sqliteTable(
+  "person_email_sources",
+  {
+    emailId: integer("email_id")
+      .notNull()
+      .references(() => personEmails.id, { onDelete: "cascade" }),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.emailId, t.source] })],
+);
+
+/** Every source that reported a phone number, as person_email_sources does for addresses. */
+export const personPhoneSources = sqliteTable(
+  "person_phone_sources",
+  {
+    phoneId: integer("phone_id")
+      .notNull()
+      .references(() => personPhones.id, { onDelete: "cascade" }),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.phoneId, t.source] })],
+);
+
+/**
+ * Every source that reported a handle (codehost_username, socialnet_username, microblog_username) with each value it
+ * gave: the person's row holds the latest value; this keeps who said what, and when.
+ */
+export const personHandleSources = sqliteTable(
+  "person_handle_sources",
+  {
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    field: text("field", { enum: ["codehost_username", "socialnet_username", "microblog_username"] }).notNull(),
+    value: text("value").notNull(),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.personId, t.field, t.value, t.source] })],
 );
 
 /**
@@ -294,6 +351,72 @@ export const verificationJobItems = sqliteTable(
     index("verification_job_items_duplicate_idx").on(t.jobId, t.duplicateOf).where(sql`${t.duplicateOf} is not null`),
     // A finished job's results page reads its answered lines by position, whatever lies between them.
     index("verification_job_items_done_idx").on(t.jobId, t.position).where(sql`${t.state} = 'done'`),
+  ],
+);
+
+/**
+ * Changes to people that someone received (docs/api.md "People events"): written in the same transaction as the change,
+ * by triggers (the 0021 migration) on person_emails: an address became undeliverable, or one was added, to a person in the
+ * access log. The cron turns each into events for the subscribed accounts that received the person lately, then deletes it.
+ */
+export const personChanges = sqliteTable("person_changes", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  personId: integer("person_id").notNull(),
+  emailId: integer("email_id").notNull(),
+  kind: text("kind", { enum: ["address_undeliverable", "address_added"] }).notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+/**
+ * People events waiting to be delivered, signed, to an account's people_events_url, and retried as job callbacks are: the
+ * body as it will be sent (identifiers as the account received them, an address), so personal data: deleted once
+ * delivered, a week after it was given up, and at once when its person is erased.
+ */
+export const peopleEvents = sqliteTable(
+  "people_events",
+  {
+    /** "evt_" + random: the webhook-id receivers de-duplicate by. */
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull(),
+    /** The person it is about; null for an erasure (the person is gone). */
+    personId: integer("person_id"),
+    type: text("type", { enum: ["person.address_undeliverable", "person.address_added", "person.erased"] }).notNull(),
+    body: text("body").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** pending: to be delivered (next attempt at next_at); failed: given up. Delivered events are deleted. */
+    state: text("state", { enum: ["pending", "failed"] }).notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    nextAt: integer("next_at").notNull().default(0),
+    lastError: text("last_error"),
+  },
+  (t) => [index("people_events_due_idx").on(t.state, t.nextAt), index("people_events_person_idx").on(t.personId)],
+);
+
+/**
+ * Bounce feedback (docs/api.md "POST /v1/email_feedback"): what customers' mail to an address did. Personal data: the
+ * address is kept only as its keyed hash, an SMTP reply without any address in it; deleted FEEDBACK_RETENTION_SECONDS
+ * after it happened, and with the person at erasure. A report changes what other accounts see only when independent
+ * accounts agree or our own check does (shared/people/confidence.ts).
+ */
+export const emailFeedback = sqliteTable(
+  "email_feedback",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: text("account_id").notNull(),
+    addressHash: text("address_hash").notNull(),
+    outcome: text("outcome", { enum: ["hard_bounce", "soft_bounce", "delivered", "replied", "complaint"] }).notNull(),
+    occurredAt: integer("occurred_at").notNull(),
+    receivedAt: integer("received_at").notNull(),
+    /** The receiving server's reply as reported, with anything shaped like an address replaced by [address]. */
+    smtpReply: text("smtp_reply"),
+    /** 1 when this hard bounce moved its address to the front of re-verification: the account's hourly bound counts these. */
+    reverify: integer("reverify").notNull().default(0),
+  },
+  (t) => [
+    index("email_feedback_address_idx").on(t.addressHash, t.occurredAt),
+    index("email_feedback_reverify_idx").on(t.accountId, t.receivedAt).where(sql`${t.reverify} = 1`),
+    index("email_feedback_occurred_idx").on(t.occurredAt),
+    check("email_feedback_outcome_known", sql`${t.outcome} in ('hard_bounce', 'soft_bounce', 'delivered', 'replied', 'complaint')`),
   ],
 );
 

@@ -242,7 +242,8 @@ export async function handleJobMessages(messages: readonly DeliveredMessage[], d
     }
     const body = parsed.data;
     if (body.kind === "callback") work.push(settle([message], body.job, () => runCallback(deps, body.job, body.attempt)));
-    else turns.push(message);
+    // edge/index.ts hands people events to edge/people-events.ts, so none comes here.
+    else if (body.kind !== "people_event") turns.push(message);
   }
   if (turns.length > 0) work.push(runTurns(deps, turns));
   await Promise.all(work);

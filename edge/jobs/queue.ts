@@ -1,5 +1,5 @@
 /**
- * The jobs queue as the Worker's parts use it: turns of bulk work and callbacks put on it (the binding's shape, JobsQueue, is
+ * The jobs queue as the Worker's parts use it: turns of bulk work, callbacks and people events put on it (the binding's shape, JobsQueue, is
  * edge/env.ts's, beside the other bindings). A leaf, so the routes and the personal-data cron that start jobs need not
  * import the consumer (edge/jobs/consumer.ts) that runs them.
  */
@@ -21,5 +21,11 @@ export async function enqueueTurns(queue: JobsQueue, job: string, lines: number,
 /** Puts a job's callback on the queue: its first attempt when the job ends (and from the cron), a retry after `delaySeconds`. */
 export async function enqueueCallback(queue: JobsQueue, job: string, attempt: number, delaySeconds?: number): Promise<void> {
   const body = { kind: "callback" as const, job, attempt };
+  await (delaySeconds === undefined ? queue.send(body) : queue.send(body, { delaySeconds }));
+}
+
+/** Puts a people event's delivery on the queue (edge/people-events.ts): at once, or a retry after `delaySeconds`. */
+export async function enqueuePeopleEvent(queue: JobsQueue, event: string, attempt: number, delaySeconds?: number): Promise<void> {
+  const body = { kind: "people_event" as const, event, attempt };
   await (delaySeconds === undefined ? queue.send(body) : queue.send(body, { delaySeconds }));
 }

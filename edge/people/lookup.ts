@@ -3,8 +3,10 @@
  * emails/phones aggregation happen in SQL (store.ts), so that the match, the charge and the read go to the database
  * together (see routes/people.ts).
  */
-import { PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
 import { checkIdentifiers } from "../../shared/identifiers.ts";
+import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail, type StoredVerificationReason } from "../../shared/api.ts";
+import type { VerificationReason } from "../../shared/email/reasons.ts";
+import { confidenceLabel, type FeedbackVerdict } from "../../shared/people/confidence.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { domainOf } from "../../shared/email/syntax.ts";
 import { isDisposableDomain, isFreeProviderDomain } from "../../shared/email/lists.ts";
@@ -20,6 +22,14 @@ export function parsePeopleQuery(query: Readonly<Record<string, unknown>>): Peop
   const checked = checkIdentifiers(query);
   if (!checked.ok) throw new ApiError(400, checked.error);
   return checked.ids;
+}
+
+/** `min_confidence`: an integer 0..100, or absent (no floor). */
+export function parseMinConfidence(raw: string | undefined): number | null {
+  if (raw === undefined || raw.trim() === "") return null;
+  const value = raw.trim();
+  if (!/^[0-9]{1,3}$/.test(value) || Number(value) > 100) throw new ApiError(400, ERROR_MESSAGES.minConfidenceRange);
+  return Number(value);
 }
 
 export type PeopleInclude = (typeof PEOPLE_INCLUDES)[number];
@@ -44,18 +54,45 @@ export function isPersonalEmail(email: string): boolean {
   return isFreeProviderDomain(domain) || isDisposableDomain(domain);
 }
 
-type StoredEmail = [email: string, firstSeenAt: number, lastSeenAt: number, classification: "valid" | "risky" | "invalid" | null, smtpOutcome: string | null, checkedAt: number | null];
+type StoredEmail = [
+  email: string,
+  firstSeenAt: number,
+  lastSeenAt: number,
+  classification: "valid" | "risky" | "invalid" | null,
+  smtpOutcome: string | null,
+  checkedAt: number | null,
+  sources: number,
+  confidence: number,
+  reason: VerificationReason | null,
+  feedback: FeedbackVerdict,
+];
 
-function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt]: StoredEmail): EmailDetail {
+/**
+ * The reason our check's verdict gives (docs/api.md "Reasons"): the stored check's, except that a catch-all address
+ * independent accounts recently delivered to says so (the one evidence that settles a catch-all without probing).
+ */
+function storedReason(reason: VerificationReason | null, feedback: FeedbackVerdict): StoredVerificationReason | null {
+  return reason === "catch_all" && feedback === "delivered" ? "catch_all_delivered" : reason;
+}
+
+function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcome, checkedAt, sources, confidence, reason, feedback]: StoredEmail): EmailDetail {
   return {
     email,
     type: isPersonalEmail(email) ? "personal" : "work",
     first_seen_at: iso(firstSeenAt),
     last_seen_at: iso(lastSeenAt),
+    sources,
+    confidence,
+    confidence_label: confidenceLabel(confidence),
     verification:
       classification === null || checkedAt === null
         ? null
-        : { classification, smtp_outcome: smtpOutcome as NonNullable<EmailDetail["verification"]>["smtp_outcome"], checked_at: iso(checkedAt) },
+        : {
+            classification,
+            smtp_outcome: smtpOutcome as NonNullable<EmailDetail["verification"]>["smtp_outcome"],
+            checked_at: iso(checkedAt),
+            ...(reason === null ? {} : { reason: storedReason(reason, feedback)! }),
+          },
   };
 }
 

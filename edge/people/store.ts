@@ -9,6 +9,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { reasonsProving } from "../../shared/email/reasons.ts";
 import type { Identifiers } from "../../shared/identifiers.ts";
+import { storedAddressConfidenceSql, storedAddressFeedbackSql } from "./confidence-sql.ts";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected, type RawRow } from "../db/rows.ts";
 import type { erasureNotices, people } from "../db/schema.ts";
@@ -18,14 +19,30 @@ export type PeopleIdentifiers = Identifiers;
 
 /** The matching person as findPersonQuery reads them, for toContactInfo (lookup.ts). */
 export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created_at" | "updated_at"> & {
-  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at] per deliverable address. */
+  /** JSON: [email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at, sources, confidence, reason, feedback verdict] per address served. */
   emails: string;
   /** JSON: the phones, oldest first. */
   phones: string;
 };
 
-/** The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL expression. */
-export function matchingPersonId(ids: PeopleIdentifiers): SQL {
+/** What a lookup serves: the time its confidences are computed at, and the caller's floor (null: none). */
+export type LookupFilter = { now: number; minConfidence: number | null };
+
+/** The confidence of the person_emails row `e` (shared/people/confidence.ts), its reports' verdict included. */
+const confidenceOf = (e: string, now: number) => storedAddressConfidenceSql(e, now);
+
+/** Whether the person_emails row `e` is served: not undeliverable, and at or above the caller's floor. */
+function served(e: string, filter: LookupFilter): SQL {
+  const deliverable = sql.raw(`${e}.undeliverable_at is null`);
+  return filter.minConfidence === null ? deliverable : sql`${deliverable} and ${confidenceOf(e, filter.now)} >= ${filter.minConfidence}`;
+}
+
+/**
+ * The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL
+ * expression. With a confidence floor, the person matched is null when no address of theirs reaches it (a 404, not
+ * charged): the next identifier's person is not tried instead.
+ */
+export function matchingPersonId(ids: PeopleIdentifiers, filter: LookupFilter): SQL {
   // The lowest rank that matches wins.
   const candidates: SQL[] = [];
   if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
@@ -36,7 +53,9 @@ export function matchingPersonId(ids: PeopleIdentifiers): SQL {
   if (ids.codehostId !== undefined) candidates.push(sql`select id, 3 as rank from people where codehost_id = ${ids.codehostId}`);
   if (ids.codehostLogin !== undefined)
     candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
-  return sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
+  const matched = sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
+  if (filter.minConfidence === null) return matched;
+  return sql`(select m.id from (select ${matched} as id) m where exists (select 1 from person_emails e where e.person_id = m.id and ${served("e", filter)}))`;
 }
 
 /**
@@ -98,17 +117,19 @@ export function freshVerificationsOf(personIds: SQL, since: number): SQL {
     where person_id in (${personIds}) and undeliverable_at is null and classification is not null and checked_at >= ${since}`;
 }
 
-/** The statement that reads the matching person with emails and phones, for use in a batch. */
-export function findPersonQuery(db: Database, ids: PeopleIdentifiers) {
+/** The statement that reads the matching person with the addresses served (each with its confidence) and phones, for use in a batch. */
+export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: LookupFilter) {
   return db.all<PersonRow>(sql`
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
-           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at)) from
-              (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id)) as emails,
+           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at,
+                (select count(*) from person_email_sources s where s.email_id = e.id), ${confidenceOf("e", filter.now)},
+                reason, ${storedAddressFeedbackSql("e", filter.now)})) from
+              (select * from person_emails e where person_id = p.id and ${served("e", filter)} order by first_seen_at, id) e) as emails,
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
     from people p
-    where p.id = ${matchingPersonId(ids)}`);
+    where p.id = ${matchingPersonId(ids, filter)}`);
 }
 
 /**
@@ -149,7 +170,9 @@ export type StoredEmailAnswer = { email: string; classification: string; smtp_ou
 
 /**
  * Writes answers to every stored row of each address (any person), by the rules above (a stored address's life: edge/personal-data-cron.ts). An answer no newer than
- * what a row holds changes nothing, so writing the same answers twice is harmless.
+ * what a row holds changes nothing, so writing the same answers twice is harmless. A mailbox_not_found makes the address
+ * undeliverable when it is the second at least EMAIL_RECHECK_SECONDS after the first, or when a customer reported a hard
+ * bounce of it since our previous check: our own check agrees with the report (docs/api.md "POST /v1/email_feedback").
  */
 export async function writeStoredEmailAnswers(db: Database, answers: StoredEmailAnswer[], config: StoredEmailRules): Promise<number> {
   const recheckMs = config.recheckSeconds * 1000;
@@ -160,7 +183,11 @@ export async function writeStoredEmailAnswers(db: Database, answers: StoredEmail
     const reason = sql.raw("(u.value ->> 'reason')");
     const at = sql.raw("(u.value ->> 'checked_at')");
     // Right-hand sides read the row as it was before this update (SQLite's UPDATE semantics).
-    const secondNotFound = sql`${reason} = 'mailbox_not_found' and person_emails.not_found_at is not null and ${at} - person_emails.not_found_at >= ${recheckMs}`;
+    const secondNotFound = sql`person_emails.not_found_at is not null and ${at} - person_emails.not_found_at >= ${recheckMs}`;
+    // A customer's hard bounce since our previous check, and now our check agrees: confirmed without waiting a day.
+    const bounceReported = sql`exists (select 1 from email_feedback f where f.address_hash = person_emails.address_hash and f.outcome = 'hard_bounce'
+      and f.occurred_at > coalesce(person_emails.checked_at, 0))`;
+    const confirmedNotFound = sql`${reason} = 'mailbox_not_found' and (${secondNotFound} or ${bounceReported})`;
     const result = await db.run(sql`update person_emails set
         classification = u.value ->> 'classification',
         smtp_outcome = u.value ->> 'smtp_outcome',
@@ -172,10 +199,10 @@ export async function writeStoredEmailAnswers(db: Database, answers: StoredEmail
           else person_emails.not_found_at end,
         undeliverable_at = case
           when ${reason} in (${inList(MAILBOX_EXISTS)}) then null
-          when ${secondNotFound} then coalesce(person_emails.undeliverable_at, ${at})
+          when ${confirmedNotFound} then coalesce(person_emails.undeliverable_at, ${at})
           else person_emails.undeliverable_at end,
         next_check_at = case
-          when ${reason} = 'mailbox_not_found' and person_emails.undeliverable_at is null and not (${secondNotFound})
+          when ${reason} = 'mailbox_not_found' and person_emails.undeliverable_at is null and not (${confirmedNotFound})
             then coalesce(person_emails.not_found_at, ${at}) + ${recheckMs}
           when ${reason} in (${inList(INCONCLUSIVE)}) then ${at} + ${recheckMs}
           else ${at} + ${maxAgeMs} end

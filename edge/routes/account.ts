@@ -88,6 +88,7 @@ export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
         lookup: describeLimit(RATE_LIMITS.lookup, "key"),
         job_creation: describeLimit(RATE_LIMITS.job_creation, "key"),
         job_reads: describeLimit(RATE_LIMITS.job_reads, "key"),
+        feedback: describeLimit(RATE_LIMITS.feedback, "key"),
         failed_authentication: describeLimit(FAILED_AUTHENTICATION_LIMIT, "client_address"),
       },
       usage: {

@@ -6,7 +6,7 @@ import { takeDueActivity } from "../identity/key-activity.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
-import { parseIncludes, parsePeopleQuery, toContactInfo } from "../people/lookup.ts";
+import { parseIncludes, parseMinConfidence, parsePeopleQuery, toContactInfo } from "../people/lookup.ts";
 import { findPersonQuery, matchingPersonId, recordAccessQuery } from "../people/store.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { access } from "./access.ts";
@@ -25,15 +25,16 @@ export const peopleRoute = createRoute({
   description:
     "Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; " +
     "the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. " +
-    "include=email_details adds email_details (per address: when imports first and last carried it, and our own engine's last verification of it; never its source) at no extra cost. " +
+    "include=email_details adds email_details (per address: when our sources first and last reported it, how many did, our own engine's last verification of it, and its confidence; never a source) at no extra cost. " +
+    "min_confidence leaves out addresses below it; a person left with none is a 404, not charged. " +
     "Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).",
   ...access({ who: { scope: "people:read" }, limits: ["lookup"] }),
   request: { query: PeopleQuery },
   responses: {
     200: { description: "A profile was found", content: { "application/json": { schema: ContactInfo } }, headers: creditHeaders },
-    400: errorResponse(ERROR_MESSAGES.peopleParamRequired + ", an identifier is malformed, or an unknown include value (named)", creditHeaders),
+    400: errorResponse(`${ERROR_MESSAGES.peopleParamRequired}, an identifier is malformed, an unknown include value (named), or ${ERROR_MESSAGES.minConfidenceRange}`, creditHeaders),
     402: errorResponse(`${ERROR_MESSAGES.insufficientCredits}; or ${ERROR_MESSAGES.dailyCreditCap} (reason daily_credit_cap): the key's daily_credit_cap is spent for this UTC day`, creditHeaders),
-    404: errorResponse(ERROR_MESSAGES.profileNotFound, creditHeaders),
+    404: errorResponse(`${ERROR_MESSAGES.profileNotFound}: nobody matches, or with min_confidence, no address of the person matched reaches it`, creditHeaders),
     ...authenticatedErrorResponses,
   },
 });
@@ -51,9 +52,11 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
 
     let ids;
     let include;
+    let minConfidence;
     try {
       ids = parsePeopleQuery(c.req.valid("query"));
       include = parseIncludes(c.req.valid("query").include);
+      minConfidence = parseMinConfidence(c.req.valid("query").min_confidence);
     } catch (err) {
       // Still tell the caller where their balance stands; a bad request costs nothing.
       if (err instanceof ApiError) {
@@ -71,14 +74,15 @@ export function registerPeopleRoute(app: OpenAPIHono<AppEnv>): void {
     const now = Date.now();
     const { creditCaps } = c.get("auth");
     const charge = { accountId, keyId, cost, requestId, now, creditCaps };
+    const filter = { now, minConfidence };
     const activity = takeDueActivity(now);
     let results;
     try {
       results = await db.batch([
-        chargeForMatchQuery(db, charge, matchingPersonId(ids)),
-        recordAccessQuery(db, matchingPersonId(ids), accountId, keyId, requestId),
-        countLookupQuery(db, charge, matchingPersonId(ids)),
-        findPersonQuery(db, ids),
+        chargeForMatchQuery(db, charge, matchingPersonId(ids, filter)),
+        recordAccessQuery(db, matchingPersonId(ids, filter), accountId, keyId, requestId),
+        countLookupQuery(db, charge, matchingPersonId(ids, filter)),
+        findPersonQuery(db, ids, filter),
         balanceQuery(db, accountId),
         capRefusalQuery(db, charge),
         ...activity.statements.map((s) => db.run(s)),

@@ -3,7 +3,7 @@
  * identifier, handle, address and phone, and suppressed by keyed hash (scripts/admin/people-privacy.ts) so that no
  * import, in any equivalent spelling, brings them back; each account that received them gets an erasure notice
  * naming what its lookups returned; their addresses leave the running refresh jobs; the answers we keep of bulk lookups
- * stop disclosing them. One write batch does it all.
+ * stop disclosing them, and what customers reported of them (bounce feedback) is deleted. One write batch does it all.
  */
 import type { Client, InArgs, InStatement } from "@libsql/client";
 import type { SQL } from "drizzle-orm";
@@ -14,6 +14,7 @@ import { eraseFromBulkLookups } from "../../edge/lookup-jobs/store/erasure.ts";
 import {
   checkSuppressionKey,
   emailHashes,
+  feedbackNames,
   KEY_CHECK_ROW,
   keyCheckValue,
   loadPerson,
@@ -29,6 +30,8 @@ import { HANDLE_FIELDS, IDENTIFIER_FIELDS } from "./people-record.ts";
 export type EraseResult = { erased: number; suppressed: number };
 
 const MAX_REASON_LENGTH = 500;
+/** What an erasure event tells its recipient to delete: everything of the person, named as ContactInfo names it. */
+const ERASED_FIELDS = ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "codehost_username", "socialnet_username", "microblog_username", "email_addresses", "phone_numbers"];
 
 /** The job store's statements (drizzle SQL) as statements of this batch. */
 const dialect = new SQLiteAsyncDialect();
@@ -44,7 +47,7 @@ const inBatch = (query: SQL): InStatement => {
  * suppressed for everyone) and removes those addresses from running refresh jobs. `--email` alone also suppresses
  * an address no person has. Refuses a SUPPRESSION_KEY other than the one earlier erasures were made with.
  */
-export async function erasePeople(client: Client, key: string, selector: PersonSelector, reason: string | null): Promise<EraseResult> {
+export async function erasePeople(client: Client, key: string, selector: PersonSelector, reason: string | null, feedbackKey?: string): Promise<EraseResult> {
   await checkSuppressionKey(client, key);
   const ids = await peopleMatching(client, selector);
   const people = (await Promise.all(ids.map((id) => loadPerson(client, id)))).filter((p): p is HeldPerson => p !== null);
@@ -64,6 +67,8 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
   const rows = await storedAddressesEquivalentTo(client, [...emails]);
   for (const email of [...emails, ...rows.map((r) => r.email)]) for (const hash of emailHashes(key, email)) hashes.set(hash, "email");
   const addresses = [...new Set([...emails, ...rows.map((r) => r.email)])];
+  // Their bounce feedback goes too, whoever reported it: found by the addresses' names (FEEDBACK_HASH_KEY).
+  const feedback = await feedbackNames(client, feedbackKey, addresses, rows.map((r) => r.address_hash));
 
   const now = Date.now();
   const note = reason === null ? null : reason.slice(0, MAX_REASON_LENGTH);
@@ -81,12 +86,38 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
         where person_id in (select value from json_each(?))`,
       args: [now, peopleIds],
     },
+    // Events not yet sent about them are not sent; each subscribed account that received them gets the same notice as a
+    // signed event, which the cron puts on the queue (docs/api.md "People events").
+    { sql: "delete from people_events where person_id in (select value from json_each(?))", args: [peopleIds] },
+    { sql: "delete from person_changes where person_id in (select value from json_each(?))", args: [peopleIds] },
+    {
+      sql: `insert into people_events (id, account_id, person_id, type, body, created_at, next_at)
+        select 'evt_' || lower(hex(randomblob(12))), n.account_id, null, 'person.erased',
+          json_object('type', 'person.erased', 'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', ?1 / 1000.0, 'unixepoch'),
+            'data', json_object('person', json_object('profnet_id', n.profnet_id, 'profnet_public_identifier', n.profnet_public_identifier,
+                'codehost_id', n.codehost_id, 'codehost_login', n.codehost_login),
+              'erased_at', strftime('%Y-%m-%dT%H:%M:%fZ', ?1 / 1000.0, 'unixepoch'), 'delete', json(?2))),
+          ?1, 0
+        from (select distinct account_id, profnet_id, profnet_public_identifier, codehost_id, codehost_login from person_access_log
+          where person_id in (select value from json_each(?3)) and key_id <> 'people_event') n
+        join accounts a on a.id = n.account_id and a.people_events_url is not null`,
+      args: [now, JSON.stringify(ERASED_FIELDS), peopleIds],
+    },
     { sql: "delete from person_access_log where person_id in (select value from json_each(?))", args: [peopleIds] },
+    // Every source of what goes, then what goes: the sources' rows are not left to a foreign key the connection may not enforce.
+    {
+      sql: `delete from person_email_sources where email_id in
+        (select id from person_emails where person_id in (select value from json_each(?1)) or id in (select value from json_each(?2)))`,
+      args: [peopleIds, JSON.stringify(rows.map((r) => r.id))],
+    },
     {
       sql: "delete from person_emails where person_id in (select value from json_each(?1)) or id in (select value from json_each(?2))",
       args: [peopleIds, JSON.stringify(rows.map((r) => r.id))],
     },
+    { sql: "delete from person_phone_sources where phone_id in (select id from person_phones where person_id in (select value from json_each(?)))", args: [peopleIds] },
     { sql: "delete from person_phones where person_id in (select value from json_each(?))", args: [peopleIds] },
+    { sql: "delete from person_handle_sources where person_id in (select value from json_each(?))", args: [peopleIds] },
+    { sql: "delete from email_feedback where address_hash in (select value from json_each(?))", args: [JSON.stringify(feedback)] },
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
     // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).
     ...removeAddressesFromOpenJobs(REFRESH_ACCOUNT_ID, addresses, now).map(inBatch),

@@ -16,10 +16,31 @@ import { AdminError } from "./accounts.ts";
 import { iso, type RawRow } from "../../edge/db/rows.ts";
 import type { people, personEmails, personPhones } from "../../edge/db/schema.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
+import { addressHasher } from "../../shared/people/address-hash.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { HANDLE_FIELDS, IDENTIFIER_FIELDS, type HandleField, type IdentifierField, type PersonRecord } from "./people-record.ts";
 
 export type SuppressionKind = IdentifierField | HandleField | "phone" | "email";
+
+export const FEEDBACK_KEY_MISSING =
+  "FEEDBACK_HASH_KEY is not set: this database holds bounce feedback, which names addresses by hashes under that key, so a person's reports could not all be found (the Worker's key, always; see docs/operations.md \"Personal data\")";
+
+/**
+ * The names under which bounce feedback knows these addresses (shared/people/address-hash.ts): each address's hash under
+ * FEEDBACK_HASH_KEY, and the names stored rows already carry. Without the key, fails when there is any feedback at all
+ * (whose reports are whose could not be told), and answers the stored names otherwise.
+ */
+export async function feedbackNames(client: Client, feedbackKey: string | undefined, emails: string[], storedNames: (string | null)[]): Promise<string[]> {
+  const names = new Set(storedNames.filter((n): n is string => n !== null));
+  if (!feedbackKey) {
+    const any = await client.execute("select 1 from email_feedback limit 1");
+    if (any.rows.length > 0) throw new AdminError(FEEDBACK_KEY_MISSING);
+    return [...names];
+  }
+  const hash = await addressHasher(feedbackKey);
+  for (const email of emails) names.add(await hash(email));
+  return [...names];
+}
 
 export const SUPPRESSION_KEY_MESSAGES = {
   format: "SUPPRESSION_KEY must be 32 bytes in base64 (make one with `openssl rand -base64 32`)",
@@ -83,9 +104,9 @@ export type PersonSelector =
   | { kind: "profnet_id" | "codehost_id"; value: number }
   | { kind: "profnet_public_identifier" | "codehost_login" | "email"; value: string };
 
-export type StoredAddress = Pick<RawRow<typeof personEmails.$inferSelect>, "id" | "person_id" | "email">;
+export type StoredAddress = Pick<RawRow<typeof personEmails.$inferSelect>, "id" | "person_id" | "email" | "address_hash">;
 
-const STORED_ADDRESS_COLUMNS = "select id, person_id, email from person_emails";
+const STORED_ADDRESS_COLUMNS = "select id, person_id, email, address_hash from person_emails";
 /** A Gmail row's local part as its canonical form has it: lower-cased (ASCII, as valid Gmail addresses are), before any +, without dots. */
 const GMAIL_LOCAL = (() => {
   const local = "lower(substr(email, 1, instr(email, '@') - 1))";
@@ -115,7 +136,7 @@ export async function storedAddressesEquivalentTo(client: Client, emails: string
   const results = await client.batch(queries, "read");
   const rows = new Map<number, StoredAddress>();
   for (const result of results) {
-    for (const r of result.rows) rows.set(Number(r.id), { id: Number(r.id), person_id: Number(r.person_id), email: String(r.email) });
+    for (const r of result.rows) rows.set(Number(r.id), { id: Number(r.id), person_id: Number(r.person_id), email: String(r.email), address_hash: r.address_hash === null ? null : String(r.address_hash) });
   }
   return [...rows.values()].filter((row) => wanted.has(canonicalAddress(row.email))).sort((a, b) => a.id - b.id);
 }
@@ -136,22 +157,35 @@ export async function peopleMatching(client: Client, selector: PersonSelector): 
   return found.rows.map((r) => Number(r.id));
 }
 
-/** A person as loadPerson reads them: the row, their addresses and their phones (oldest first). */
+/** One source's report of an address, phone or handle: the supplier's name and when it first and last gave it. */
+export type HeldSource = { source: string; first_seen_at: number; last_seen_at: number };
+
+/** A person as loadPerson reads them: the row, their addresses and their phones (oldest first), each with every source. */
 export type HeldPerson = RawRow<typeof people.$inferSelect> & {
-  emails: Omit<RawRow<typeof personEmails.$inferSelect>, "id" | "person_id" | "not_found_at" | "next_check_at">[];
-  phones: Omit<RawRow<typeof personPhones.$inferSelect>, "id" | "person_id">[];
+  emails: (Omit<RawRow<typeof personEmails.$inferSelect>, "person_id" | "not_found_at" | "next_check_at"> & { sources: HeldSource[] })[];
+  phones: (Omit<RawRow<typeof personPhones.$inferSelect>, "person_id"> & { sources: HeldSource[] })[];
+  handles: ({ field: string; value: string } & HeldSource)[];
 };
+
+/** The sources of a row as a JSON array, for loadPerson's one statement. */
+const SOURCES_OF = (table: string, column: string, id: string) =>
+  `json((select json_group_array(json_object('source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at))
+    from (select * from ${table} where ${column} = ${id} order by first_seen_at, source)))`;
 
 export async function loadPerson(client: Client, id: number): Promise<HeldPerson | null> {
   const found = await client.execute({
     sql: `select json_object('id', id, 'profnet_id', profnet_id, 'profnet_public_identifier', profnet_public_identifier,
         'codehost_id', codehost_id, 'codehost_login', codehost_login, 'codehost_username', codehost_username,
         'socialnet_username', socialnet_username, 'microblog_username', microblog_username, 'created_at', created_at, 'updated_at', updated_at,
-        'emails', (select json_group_array(json_object('email', email, 'source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at,
-            'classification', classification, 'smtp_outcome', smtp_outcome, 'reason', reason, 'checked_at', checked_at, 'undeliverable_at', undeliverable_at))
-          from (select * from person_emails where person_id = people.id order by first_seen_at, id)),
-        'phones', (select json_group_array(json_object('phone', phone, 'source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at))
-          from (select * from person_phones where person_id = people.id order by first_seen_at, id))) as person
+        'emails', (select json_group_array(json_object('id', id, 'email', email, 'address_hash', address_hash, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at,
+            'classification', classification, 'smtp_outcome', smtp_outcome, 'reason', reason, 'checked_at', checked_at, 'undeliverable_at', undeliverable_at,
+            'sources', ${SOURCES_OF("person_email_sources", "email_id", "e.id")}))
+          from (select * from person_emails where person_id = people.id order by first_seen_at, id) e),
+        'phones', (select json_group_array(json_object('id', id, 'phone', phone, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at,
+            'sources', ${SOURCES_OF("person_phone_sources", "phone_id", "p.id")}))
+          from (select * from person_phones where person_id = people.id order by first_seen_at, id) p),
+        'handles', (select json_group_array(json_object('field', field, 'value', value, 'source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at))
+          from (select * from person_handle_sources where person_id = people.id order by field, first_seen_at, source))) as person
       from people where id = ?`,
     args: [id],
   });
@@ -161,20 +195,33 @@ export async function loadPerson(client: Client, id: number): Promise<HeldPerson
 
 export type AccessReport = {
   person: Record<string, unknown> | null;
-  recipients: { account_id: string; account_name: string; first_received_at: string; last_received_at: string; lookups: number }[];
+  /** `lookups`: 200 lookups; `events`: people events that sent an address (docs/api.md "People events"). */
+  recipients: { account_id: string; account_name: string; first_received_at: string; last_received_at: string; lookups: number; events: number }[];
 };
 
+/** What customers reported of these addresses (bounce feedback, by its names for them): how many reports, of what, from how many accounts. */
+async function feedbackHeld(client: Client, names: string[]) {
+  const found = await client.execute({
+    sql: "select outcome, count(*) as reports, count(distinct account_id) as accounts, min(occurred_at) as first_at, max(occurred_at) as last_at from email_feedback where address_hash in (select value from json_each(?)) group by outcome order by outcome",
+    args: [JSON.stringify(names)],
+  });
+  return found.rows.map((r) => ({ outcome: String(r.outcome), reports: Number(r.reports), accounts: Number(r.accounts), first_at: iso(Number(r.first_at)), last_at: iso(Number(r.last_at)) }));
+}
+
 /** What we hold about the person a selector names, and which accounts received it (from the access log). */
-export async function accessReport(client: Client, selector: PersonSelector): Promise<AccessReport & { matches: number }> {
+export async function accessReport(client: Client, selector: PersonSelector, feedbackKey?: string): Promise<AccessReport & { matches: number }> {
   const ids = await peopleMatching(client, selector);
   const person = ids[0] === undefined ? null : await loadPerson(client, ids[0]);
   if (!person) return { person: null, recipients: [], matches: 0 };
+  const names = await feedbackNames(client, feedbackKey, person.emails.map((e) => e.email), person.emails.map((e) => e.address_hash));
   const recipients = await client.execute({
-    sql: `select l.account_id, a.name as account_name, min(l.created_at) as first_at, max(l.created_at) as last_at, count(*) as lookups
+    sql: `select l.account_id, a.name as account_name, min(l.created_at) as first_at, max(l.created_at) as last_at,
+        sum(l.key_id <> 'people_event') as lookups, sum(l.key_id = 'people_event') as events
       from person_access_log l left join accounts a on a.id = l.account_id where l.person_id = ? group by l.account_id order by first_at`,
     args: [person.id],
   });
-  const { id: _id, emails, created_at, updated_at, ...fields } = person;
+  const { id: _id, emails, handles, created_at, updated_at, ...fields } = person;
+  const sources = (list: HeldSource[]) => list.map((s) => ({ source: s.source, first_seen_at: iso(s.first_seen_at), last_seen_at: iso(s.last_seen_at) }));
   return {
     matches: ids.length,
     person: {
@@ -183,13 +230,15 @@ export async function accessReport(client: Client, selector: PersonSelector): Pr
       updated_at: iso(updated_at),
       email_details: emails.map((e) => ({
         email: e.email,
-        source: e.source,
         first_seen_at: iso(e.first_seen_at),
         last_seen_at: iso(e.last_seen_at),
+        sources: sources(e.sources),
         undeliverable_since: iso(e.undeliverable_at),
         verification: e.classification === null ? null : { classification: e.classification, smtp_outcome: e.smtp_outcome, reason: e.reason, checked_at: iso(e.checked_at) },
       })),
-      phones: person.phones.map((p) => ({ phone: p.phone, source: p.source, first_seen_at: iso(p.first_seen_at), last_seen_at: iso(p.last_seen_at) })),
+      phones: person.phones.map((p) => ({ phone: p.phone, first_seen_at: iso(p.first_seen_at), last_seen_at: iso(p.last_seen_at), sources: sources(p.sources) })),
+      handle_sources: handles.map((h) => ({ field: h.field, value: h.value, source: h.source, first_seen_at: iso(h.first_seen_at), last_seen_at: iso(h.last_seen_at) })),
+      feedback: await feedbackHeld(client, names),
     },
     recipients: recipients.rows.map((r) => ({
       account_id: String(r.account_id),
@@ -197,6 +246,7 @@ export async function accessReport(client: Client, selector: PersonSelector): Pr
       first_received_at: iso(Number(r.first_at)),
       last_received_at: iso(Number(r.last_at)),
       lookups: Number(r.lookups),
+      events: Number(r.events),
     })),
   };
 }

@@ -12,7 +12,8 @@ export const IDENTIFIER_FIELDS = ["profnet_id", "profnet_public_identifier", "co
 export const HANDLE_FIELDS = ["codehost_username", "socialnet_username", "microblog_username"] as const;
 export const PERSON_FIELDS = [...IDENTIFIER_FIELDS, ...HANDLE_FIELDS] as const;
 export const LIST_FIELDS = ["email_addresses", "phone_numbers"] as const;
-export const IMPORT_FIELDS = [...PERSON_FIELDS, ...LIST_FIELDS] as const;
+/** `source`: the supplier this line came from, when it is not the file's (docs/operations.md "Import format"). */
+export const IMPORT_FIELDS = [...PERSON_FIELDS, ...LIST_FIELDS, "source"] as const;
 
 export type IdentifierField = (typeof IDENTIFIER_FIELDS)[number];
 export type HandleField = (typeof HANDLE_FIELDS)[number];
@@ -25,6 +26,8 @@ export type RecordParseResult = { ok: true; record: PersonRecord } | { ok: false
 
 /** The same bound as the lookup's query parameters, so anything imported can be looked up. */
 const MAX_TEXT_LENGTH = 256;
+/** A source names a supplier: a short label, never a path or a sentence. */
+export const MAX_SOURCE_LENGTH = 100;
 const MAX_EMAIL_LENGTH = 254;
 /** libphonenumber-js ignores input past 250 characters; a real number with formatting is far shorter. */
 const MAX_PHONE_INPUT_LENGTH = 64;
@@ -146,6 +149,7 @@ const PersonRecordSchema = z
     microblog_username: OptionalText,
     email_addresses: EmailList,
     phone_numbers: PhoneList,
+    source: OptionalText.refine((source) => source === undefined || source.length <= MAX_SOURCE_LENGTH, { message: `must be at most ${MAX_SOURCE_LENGTH} characters` }),
   })
   .refine((row) => IDENTIFIER_FIELDS.some((field) => row[field] !== undefined), {
     message: REQUIRED_IDENTIFIER_MESSAGE,

@@ -1,4 +1,7 @@
 /**
+ * Longer than 400 lines on purpose: the batch's plan (matching, conflicts, sources) and the few statements that write
+ * it are read together, each statement beside the part of the plan it carries out.
+ *
  * Upserting one batch of validated import rows in a fixed number of statements whatever the batch
  * size: load every person any row's identifiers point at, replay the rows in file order against
  * that in-memory state (matching, conflicts, what changed), then write the final state with a
@@ -16,19 +19,23 @@
  * - No match: a new person. One match: that person is updated with the fields the row gives;
  *   fields the row leaves out are kept. Emails (by canonical form) and phones are added; ones already
  *   known keep first_seen_at and get last_seen_at bumped.
+ * - Every email, phone and handle the row gives is recorded against the row's source (its own `source`, else the
+ *   file's): a source new to it gets a row with its own first and last seen; a source that reported it before gets
+ *   its last seen moved (person_email_sources, person_phone_sources, person_handle_sources).
  * - Identifiers that match different people, or a profnet_id/codehost_id that differs from the
  *   matched person's (those are immutable account ids, so a different one is a different account),
  *   reject the row: it is a conflict, never merged.
  * - A public identifier or login that differs only in letter case is the same value, so the first
  *   spelling stays and re-importing a file is a no-op even when its rows disagree on case.
- * - "updated" means a field, email or phone actually changed; otherwise the row is "unchanged",
- *   though last_seen_at still records that this import saw the data.
+ * - "updated" means a field, email or phone changed, or a source reported one for the first time; otherwise the row
+ *   is "unchanged", though last_seen_at still records that this import saw the data.
  */
 import type { Client, InStatement } from "@libsql/client";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
-import { IDENTIFIER_FIELDS, PERSON_FIELDS, type IdentifierField, type PersonField, type PersonRecord } from "./people-record.ts";
+import { HANDLE_FIELDS, IDENTIFIER_FIELDS, PERSON_FIELDS, type IdentifierField, type PersonField, type PersonRecord } from "./people-record.ts";
 
+/** A line and the source it is recorded against when it names none itself (the file's). */
 export type BatchRow = { line: number; record: PersonRecord };
 
 export type RowOutcome =
@@ -47,10 +54,15 @@ type KnownPerson = {
   /** An identifier column differs from the database; see writePlan for why that matters. */
   identifiersChanged: boolean;
   /** Keyed by the canonical address (shared/email/canonical-address.ts); id null for addresses new in this batch. */
-  emails: Map<string, { id: number | null; email: string }>;
+  emails: Map<string, { id: number | null; email: string; sources: Set<string> }>;
   /** Keyed by the E.164 number. */
-  phones: Map<string, { id: number | null }>;
+  phones: Map<string, { id: number | null; sources: Set<string> }>;
+  /** The handle values each source gave: `field \0 value \0 source`. */
+  handleSources: Set<string>;
 };
+
+/** A (thing, source) pair this batch saw: inserted when the source is new to it, else its last seen moved. */
+type SourceSeen<T> = { person: KnownPerson; item: T; source: string };
 
 const IMMUTABLE_ID_FIELDS = ["profnet_id", "codehost_id"] as const satisfies readonly IdentifierField[];
 const TEXT_IDENTIFIER_FIELDS: ReadonlySet<PersonField> = new Set(["profnet_public_identifier", "codehost_login"]);
@@ -81,9 +93,18 @@ class BatchPlan {
   readonly people: KnownPerson[] = [];
   readonly seenEmailIds = new Set<number>();
   readonly seenPhoneIds = new Set<number>();
+  /** Keyed so that one (thing, source) is written once however many rows carry it. */
+  readonly emailSources = new Map<string, SourceSeen<{ key: string }>>();
+  readonly phoneSources = new Map<string, SourceSeen<{ phone: string }>>();
+  readonly handleSources = new Map<string, SourceSeen<{ field: string; value: string }>>();
   private readonly byIdentity = new Map<string, KnownPerson>();
+  /** Each person's place in the plan, to key what the batch saw of them. */
+  private readonly seq = new Map<KnownPerson, number>();
 
-  constructor(existing: KnownPerson[]) {
+  constructor(
+    existing: KnownPerson[],
+    private readonly fileSource: string,
+  ) {
     for (const person of existing) this.track(person);
   }
 
@@ -107,7 +128,9 @@ class BatchPlan {
 
     const [match] = matches;
     if (!match) {
-      this.track(this.newPerson(line, record));
+      const person = this.newPerson(line, record);
+      this.track(person);
+      this.addSources(person, record);
       return { line, outcome: "inserted" };
     }
 
@@ -123,7 +146,36 @@ class BatchPlan {
         };
       }
     }
-    return { line, outcome: this.update(person, record) ? "updated" : "unchanged" };
+    const changed = this.update(person, record);
+    return { line, outcome: this.addSources(person, record) || changed ? "updated" : "unchanged" };
+  }
+
+  /** Records the row's emails, phones and handles against its source; true when a source reported one for the first time. */
+  private addSources(person: KnownPerson, record: PersonRecord): boolean {
+    const source = record.source ?? this.fileSource;
+    const at = (kind: string, thing: string) => `${this.seq.get(person)}\u0000${kind}\u0000${thing}\u0000${source}`;
+    let added = false;
+    const note = (sources: Set<string>, value: string) => {
+      if (sources.has(value)) return;
+      sources.add(value);
+      added = true;
+    };
+    for (const email of record.email_addresses) {
+      const key = canonicalAddress(email);
+      note(person.emails.get(key)!.sources, source);
+      this.emailSources.set(at("email", key), { person, item: { key }, source });
+    }
+    for (const phone of record.phone_numbers) {
+      note(person.phones.get(phone)!.sources, source);
+      this.phoneSources.set(at("phone", phone), { person, item: { phone }, source });
+    }
+    for (const field of HANDLE_FIELDS) {
+      const value = record[field];
+      if (value === undefined) continue;
+      note(person.handleSources, `${field}\u0000${value}\u0000${source}`);
+      this.handleSources.set(at(field, value), { person, item: { field, value }, source });
+    }
+    return added;
   }
 
   private newPerson(line: number, record: PersonRecord): KnownPerson {
@@ -135,6 +187,7 @@ class BatchPlan {
       identifiersChanged: false,
       emails: new Map(),
       phones: new Map(),
+      handleSources: new Set(),
     };
     for (const field of PERSON_FIELDS) person.fields[field] = record[field] ?? null;
     this.addContacts(person, record);
@@ -168,7 +221,7 @@ class BatchPlan {
       const known = person.emails.get(canonicalAddress(email));
       if (known?.id != null) this.seenEmailIds.add(known.id);
       if (!known) {
-        person.emails.set(canonicalAddress(email), { id: null, email });
+        person.emails.set(canonicalAddress(email), { id: null, email, sources: new Set() });
         added = true;
       }
     }
@@ -176,7 +229,7 @@ class BatchPlan {
       const known = person.phones.get(phone);
       if (known?.id != null) this.seenPhoneIds.add(known.id);
       if (!known) {
-        person.phones.set(phone, { id: null });
+        person.phones.set(phone, { id: null, sources: new Set() });
         added = true;
       }
     }
@@ -184,6 +237,7 @@ class BatchPlan {
   }
 
   private track(person: KnownPerson): void {
+    this.seq.set(person, this.people.length);
     this.people.push(person);
     for (const field of IDENTIFIER_FIELDS) {
       const value = person.fields[field];
@@ -195,12 +249,17 @@ class BatchPlan {
 const PERSON_COLUMNS = PERSON_FIELDS.join(", ");
 
 // Every person that any identifier of the batch points at (each branch uses its unique index),
-// with their emails and phones, as one JSON document: one statement loads the batch's whole state,
-// and decoding one JSON value is much cheaper than the client's per-row result objects.
+// with their emails, phones and the sources of each, as one JSON document: one statement loads the batch's whole
+// state, and decoding one JSON value is much cheaper than the client's per-row result objects.
 const SELECT_MATCHING_PEOPLE = `
   select json_group_array(json_object('id', id, ${PERSON_FIELDS.map((field) => `'${field}', ${field}`).join(", ")},
-    'emails', json((select json_group_array(json_array(id, email)) from person_emails where person_id = people.id)),
-    'phones', json((select json_group_array(json_array(id, phone)) from person_phones where person_id = people.id))
+    'emails', json((select json_group_array(json_array(id, email,
+        json((select json_group_array(source) from person_email_sources where email_id = person_emails.id))))
+      from person_emails where person_id = people.id)),
+    'phones', json((select json_group_array(json_array(id, phone,
+        json((select json_group_array(source) from person_phone_sources where phone_id = person_phones.id))))
+      from person_phones where person_id = people.id)),
+    'handles', json((select json_group_array(json_array(field, value, source)) from person_handle_sources where person_id = people.id))
   )) as people
   from people where id in (
     select id from people where profnet_id in (select value from json_each(?1))
@@ -208,7 +267,7 @@ const SELECT_MATCHING_PEOPLE = `
     union select id from people where codehost_id in (select value from json_each(?3))
     union select id from people where lower(codehost_login) in (select lower(value) from json_each(?4)))`;
 
-type LoadedPerson = PersonFields & { id: number; emails: [number, string][]; phones: [number, string][] };
+type LoadedPerson = PersonFields & { id: number; emails: [number, string, string[]][]; phones: [number, string, string[]][]; handles: [string, string, string][] };
 
 /**
  * The batch's guard: SQLite has no RAISE outside triggers, so it provokes an error on demand with
@@ -238,13 +297,28 @@ const OWNER_ID = `coalesce(value ->> 'person_id', case value ->> 'by'
     when 'codehost_login' then (select id from people where lower(codehost_login) = lower(value ->> 'key'))
   end)`;
 const INSERT_EMAILS = `
-  insert into person_emails (person_id, email, source, first_seen_at, last_seen_at)
-  select ${OWNER_ID}, value ->> 'email', ?1, ?2, ?2 from json_each(?3)`;
+  insert into person_emails (person_id, email, first_seen_at, last_seen_at)
+  select ${OWNER_ID}, value ->> 'email', ?1, ?1 from json_each(?2)`;
 const INSERT_PHONES = `
-  insert into person_phones (person_id, phone, source, first_seen_at, last_seen_at)
-  select ${OWNER_ID}, value ->> 'phone', ?1, ?2, ?2 from json_each(?3)`;
+  insert into person_phones (person_id, phone, first_seen_at, last_seen_at)
+  select ${OWNER_ID}, value ->> 'phone', ?1, ?1 from json_each(?2)`;
 const BUMP_EMAILS = `update person_emails set last_seen_at = ?1 where id in (select value from json_each(?2))`;
 const BUMP_PHONES = `update person_phones set last_seen_at = ?1 where id in (select value from json_each(?2))`;
+/** A source seen now: a new row (first and last seen now) or, for a source seen before, its last seen moved. */
+const UPSERT_EMAIL_SOURCES = `
+  insert into person_email_sources (email_id, source, first_seen_at, last_seen_at)
+  select coalesce(value ->> 'email_id', (select id from person_emails where person_id = ${OWNER_ID} and lower(email) = lower(value ->> 'email'))),
+    value ->> 'source', ?1, ?1 from json_each(?2) where true
+  on conflict (email_id, source) do update set last_seen_at = excluded.last_seen_at`;
+const UPSERT_PHONE_SOURCES = `
+  insert into person_phone_sources (phone_id, source, first_seen_at, last_seen_at)
+  select coalesce(value ->> 'phone_id', (select id from person_phones where person_id = ${OWNER_ID} and phone = value ->> 'phone')),
+    value ->> 'source', ?1, ?1 from json_each(?2) where true
+  on conflict (phone_id, source) do update set last_seen_at = excluded.last_seen_at`;
+const UPSERT_HANDLE_SOURCES = `
+  insert into person_handle_sources (person_id, field, value, source, first_seen_at, last_seen_at)
+  select ${OWNER_ID}, value ->> 'field', value ->> 'value', value ->> 'source', ?1, ?1 from json_each(?2) where true
+  on conflict (person_id, field, value, source) do update set last_seen_at = excluded.last_seen_at`;
 
 /** The people the batch's identifiers point at, as the JSON document the guard compares, and decoded. */
 async function loadMatchingPeople(client: Client, identifierArgs: string[]): Promise<{ snapshot: string; people: KnownPerson[] }> {
@@ -260,8 +334,9 @@ async function loadMatchingPeople(client: Client, identifierArgs: string[]): Pro
       fields,
       fieldsChanged: false,
       identifiersChanged: false,
-      emails: new Map(person.emails.map(([id, email]) => [canonicalAddress(email), { id, email }])),
-      phones: new Map(person.phones.map(([id, phone]) => [phone, { id }])),
+      emails: new Map(person.emails.map(([id, email, sources]) => [canonicalAddress(email), { id, email, sources: new Set(sources) }])),
+      phones: new Map(person.phones.map(([id, phone, sources]) => [phone, { id, sources: new Set(sources) }])),
+      handleSources: new Set(person.handles.map((h) => h.join("\u0000"))),
     };
   });
   return { snapshot, people };
@@ -274,7 +349,7 @@ function ownerOf(person: KnownPerson): { person_id: number | null; by?: Identifi
   return { person_id: null, by, key: person.fields[by]! };
 }
 
-function writeStatements(plan: BatchPlan, source: string, now: number): InStatement[] {
+function writeStatements(plan: BatchPlan, now: number): InStatement[] {
   const statements: InStatement[] = [];
   const add = (sql: string, leadingArgs: (string | number)[], items: unknown[]) => {
     if (items.length > 0) statements.push({ sql, args: [...leadingArgs, JSON.stringify(items)] });
@@ -290,20 +365,38 @@ function writeStatements(plan: BatchPlan, source: string, now: number): InStatem
   add(INSERT_PEOPLE, [now], created.map((person) => person.fields));
   add(
     INSERT_EMAILS,
-    [source, now],
+    [now],
     plan.people.flatMap((person) =>
       [...person.emails.values()].filter((email) => email.id === null).map(({ email }) => ({ ...ownerOf(person), email })),
     ),
   );
   add(
     INSERT_PHONES,
-    [source, now],
+    [now],
     plan.people.flatMap((person) =>
       [...person.phones].filter(([, phone]) => phone.id === null).map(([phone]) => ({ ...ownerOf(person), phone })),
     ),
   );
   add(BUMP_EMAILS, [now], [...plan.seenEmailIds]);
   add(BUMP_PHONES, [now], [...plan.seenPhoneIds]);
+  // After the inserts: a new address's or number's source row finds its id by its owner and its spelling.
+  add(
+    UPSERT_EMAIL_SOURCES,
+    [now],
+    [...plan.emailSources.values()].map(({ person, item, source }) => {
+      const { id, email } = person.emails.get(item.key)!;
+      return id !== null ? { email_id: id, source } : { ...ownerOf(person), email, source };
+    }),
+  );
+  add(
+    UPSERT_PHONE_SOURCES,
+    [now],
+    [...plan.phoneSources.values()].map(({ person, item, source }) => {
+      const { id } = person.phones.get(item.phone)!;
+      return id !== null ? { phone_id: id, source } : { ...ownerOf(person), phone: item.phone, source };
+    }),
+  );
+  add(UPSERT_HANDLE_SOURCES, [now], [...plan.handleSources.values()].map(({ person, item, source }) => ({ ...ownerOf(person), ...item, source })));
   return statements;
 }
 
@@ -322,17 +415,17 @@ const MAX_PLANS = 20;
  * Upserts the rows (in file order) and returns one outcome per row. Throws, with nothing written,
  * when the database refuses the batch.
  */
-export async function upsertPeopleBatch(client: Client, rows: BatchRow[], source: string): Promise<RowOutcome[]> {
+export async function upsertPeopleBatch(client: Client, rows: BatchRow[], fileSource: string): Promise<RowOutcome[]> {
   const identifierArgs = IDENTIFIER_FIELDS.map((field) =>
     JSON.stringify(rows.flatMap(({ record }) => (record[field] === undefined ? [] : [record[field]]))),
   );
   for (let plans = 1; ; plans++) {
     const { snapshot, people } = await loadMatchingPeople(client, identifierArgs);
-    const plan = new BatchPlan(people);
+    const plan = new BatchPlan(people, fileSource);
     const outcomes = rows.map((row) => plan.apply(row));
     const guard = { sql: GUARD_UNCHANGED, args: [...identifierArgs, STALE_PLAN_MARKER, snapshot] };
     try {
-      await client.batch([guard, ...writeStatements(plan, source, Date.now())], "write");
+      await client.batch([guard, ...writeStatements(plan, Date.now())], "write");
       return outcomes;
     } catch (error) {
       if (!isStalePlan(error) || plans >= MAX_PLANS) throw error;

@@ -25,14 +25,29 @@ export function localWebhookSecretKeyFile(dataDir = LOCAL_DATA_DIR): string {
   return join(dataDir, "webhook-secret-key");
 }
 
-/** WEBHOOK_SECRET_KEY from the environment, else the local one, else undefined. */
-export function webhookSecretKey(env: NodeJS.ProcessEnv = process.env, dataDir = LOCAL_DATA_DIR): string | undefined {
-  if (env.WEBHOOK_SECRET_KEY?.trim()) return env.WEBHOOK_SECRET_KEY.trim();
+/** A key from the environment, else the local one kept in `file`, else undefined. */
+function keyFromEnvOrFile(given: string | undefined, file: string): string | undefined {
+  if (given?.trim()) return given.trim();
   try {
-    return readFileSync(localWebhookSecretKeyFile(dataDir), "utf8").trim() || undefined;
+    return readFileSync(file, "utf8").trim() || undefined;
   } catch {
     return undefined;
   }
+}
+
+/** WEBHOOK_SECRET_KEY from the environment, else the local one, else undefined. */
+export function webhookSecretKey(env: NodeJS.ProcessEnv = process.env, dataDir = LOCAL_DATA_DIR): string | undefined {
+  return keyFromEnvOrFile(env.WEBHOOK_SECRET_KEY, localWebhookSecretKeyFile(dataDir));
+}
+
+/** The local FEEDBACK_HASH_KEY (docs/api.md "POST /v1/email_feedback"): made by `npm start` on its first run, as the webhook key is. */
+export function localFeedbackHashKeyFile(dataDir = LOCAL_DATA_DIR): string {
+  return join(dataDir, "feedback-hash-key");
+}
+
+/** FEEDBACK_HASH_KEY from the environment, else the local one, else undefined: the admin CLI finds a person's reports with it. */
+export function feedbackHashKey(env: NodeJS.ProcessEnv = process.env, dataDir = LOCAL_DATA_DIR): string | undefined {
+  return keyFromEnvOrFile(env.FEEDBACK_HASH_KEY, localFeedbackHashKeyFile(dataDir));
 }
 
 export function localServerTokenFile(port: string | number, dataDir = LOCAL_DATA_DIR): string {

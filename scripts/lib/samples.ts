@@ -1,6 +1,6 @@
 /** A few sample profiles for `npm start`, so the printed curl line answers with real data. */
 import type { NodeDatabase } from "./database.ts";
-import { people, personEmails, personPhones } from "../../edge/db/schema.ts";
+import { people, personEmailSources, personEmails, personPhoneSources, personPhones } from "../../edge/db/schema.ts";
 
 const samples = [
   {
@@ -24,7 +24,14 @@ export async function seedSamplePeople(db: NodeDatabase): Promise<void> {
   for (const s of samples) {
     const [row] = await db.insert(people).values(s.person).onConflictDoNothing().returning({ id: people.id });
     if (!row) continue;
-    for (const email of s.emails) await db.insert(personEmails).values({ personId: row.id, email, source: "sample" });
-    for (const phone of s.phones) await db.insert(personPhones).values({ personId: row.id, phone, source: "sample" });
+    const now = Date.now();
+    for (const email of s.emails) {
+      const [added] = await db.insert(personEmails).values({ personId: row.id, email, firstSeenAt: now, lastSeenAt: now }).returning({ id: personEmails.id });
+      await db.insert(personEmailSources).values({ emailId: added!.id, source: "sample", firstSeenAt: now, lastSeenAt: now });
+    }
+    for (const phone of s.phones) {
+      const [added] = await db.insert(personPhones).values({ personId: row.id, phone, firstSeenAt: now, lastSeenAt: now }).returning({ id: personPhones.id });
+      await db.insert(personPhoneSources).values({ phoneId: added!.id, source: "sample", firstSeenAt: now, lastSeenAt: now });
+    }
   }
 }

@@ -19,6 +19,7 @@ import { QUEUE_ALLOWANCE_MS } from "../../edge/jobs/check-lines.ts";
 import { IDLE_ACCOUNT_CHECK_MS } from "../../edge/jobs/consumer.ts";
 import { PROBE_SETTINGS } from "../../probe/config.ts";
 import { JOB_LIMITS } from "../../shared/jobs.ts";
+import { CHECK_AGE_DAYS, CONFIDENCE_TABLE, DELIVERIES_WINDOW_DAYS, INDEPENDENT_ACCOUNTS, LABEL_FLOORS, SEEN_AGE_DAYS } from "../../shared/people/confidence.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -74,6 +75,45 @@ describe("docs/jobs.md states the limits and the engine's numbers the code uses"
     [`${en(DUE_CALLBACKS_PER_RUN)} per run`, "callbacks per cron run"],
   ])("%s (%s)", (text) => {
     expect(jobs).toContain(text);
+  });
+});
+
+describe("docs/api.md's confidence table is the code's (shared/people/confidence.ts)", () => {
+  const api = read("docs/api.md");
+  const section = api.slice(api.indexOf("### Confidence"), api.indexOf("\n### ", api.indexOf("### Confidence") + 1));
+  /** The table's rows as cells, the rows that continue an input under its name. */
+  const rows = section.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| Input") && !l.startsWith("|---")).map((l) => l.split("|").slice(1, -1).map((c) => c.trim()));
+  let input = "";
+  const byInput = new Map<string, string[][]>();
+  for (const cells of rows) {
+    if (cells[0] !== "") input = cells[0]!;
+    byInput.set(input, [...(byInput.get(input) ?? []), cells]);
+  }
+  const signed = (points: readonly number[]) => points.map((p) => (p > 0 ? `+${p}` : String(p))).join(" / ");
+  const ranges = (bounds: readonly number[]) => [`up to ${bounds[0]} days`, ...bounds.slice(1).map((b, i) => `${bounds[i]! + 1}-${b}`), `over ${bounds.at(-1)}`].join(" / ");
+  const t = CONFIDENCE_TABLE;
+
+  it("our check's base points, in the order valid, catch-all, nothing said, never, no mailbox", () => {
+    expect(byInput.get("Our last check")!.map((r) => r[3])).toEqual([t.base.valid, t.base.catch_all, t.base.unknown, t.base.never, t.base.invalid].map(String));
+  });
+
+  it("the buckets and their points", () => {
+    expect(byInput.get("Age of that check")![0]!.slice(2)).toEqual([ranges(CHECK_AGE_DAYS), signed(t.checkAge.valid)]);
+    // One row each in the docs: the three checks they apply to have the same points.
+    for (const row of [t.sources, t.seen]) {
+      expect(row.catch_all).toEqual(row.never);
+      expect(row.unknown).toEqual(row.never);
+    }
+    expect(byInput.get("Independent sources")![0]!.slice(2)).toEqual(["1 / 2 / 3 or more", signed(t.sources.never)]);
+    expect(byInput.get("Last seen by any source")![0]!.slice(2)).toEqual([ranges(SEEN_AGE_DAYS), signed(t.seen.never)]);
+  });
+
+  it("feedback's cap and floor, the accounts that must agree, the window and the labels", () => {
+    const feedback = rows.filter((r) => r[0]!.includes("independent accounts"));
+    expect(feedback.map((r) => r[0]!.includes(`from ${INDEPENDENT_ACCOUNTS} or more independent accounts`))).toEqual([true, true]);
+    expect(feedback.map((r) => r[3])).toEqual([`at most ${t.bouncedCap}`, `at least ${t.deliveredFloor.never}`]);
+    expect(feedback[1]![0]).toContain(`in the last ${DELIVERIES_WINDOW_DAYS} days`);
+    expect(section).toContain(`\`high\` (${LABEL_FLOORS.high}-100), \`medium\` (${LABEL_FLOORS.medium}-${LABEL_FLOORS.high - 1}), \`low\` (0-${LABEL_FLOORS.medium - 1})`);
   });
 });
 

@@ -133,17 +133,20 @@ describe("happy paths", () => {
     expect(summary).toMatchObject({ format: name.endsWith(".csv") ? "csv" : "jsonl", source: name, rows: 4 });
     expect(summary).toMatchObject({ inserted: 4, updated: 0, unchanged: 0, rejected: 0, rejections: [] });
     expect(await storedPeople()).toEqual(fixturePeople);
-    const sources = await client.execute("select distinct source from person_emails union select distinct source from person_phones");
+    const sources = await client.execute(
+      "select distinct source from person_email_sources union select distinct source from person_phone_sources union select distinct source from person_handle_sources",
+    );
     expect(sources.rows.map((row) => row.source)).toEqual([name]);
   });
 
   it("records --source on new emails and phones, and first_seen_at equals last_seen_at at first sight", async () => {
     await importPeople(client, fixture("people.jsonl"), { source: "crm-export-2026" });
-    const { rows } = await client.execute("select source, first_seen_at, last_seen_at from person_emails");
+    const { rows } = await client.execute("select s.source, s.first_seen_at, s.last_seen_at, e.first_seen_at as row_first from person_email_sources s join person_emails e on e.id = s.email_id");
     expect(rows.length).toBe(4);
     for (const row of rows) {
       expect(row.source).toBe("crm-export-2026");
       expect(row.first_seen_at).toBe(row.last_seen_at);
+      expect(row.first_seen_at).toBe(row.row_first);
     }
   });
 
@@ -156,6 +159,77 @@ describe("happy paths", () => {
     expect(await storedPeople()).toEqual([
       expect.objectContaining({ profnet_id: Number.MAX_SAFE_INTEGER, codehost_id: 9007199254740990, socialnet_username: "big" }),
     ]);
+  });
+});
+
+describe("every source kept", () => {
+  type SourceRow = { thing: string; source: string; first_seen_at: number; last_seen_at: number };
+  const sourceRows = async (): Promise<SourceRow[]> =>
+    (
+      await client.execute(`select e.email as thing, s.source, s.first_seen_at, s.last_seen_at from person_email_sources s join person_emails e on e.id = s.email_id
+        union all select p.phone, s.source, s.first_seen_at, s.last_seen_at from person_phone_sources s join person_phones p on p.id = s.phone_id
+        union all select field || '=' || value, source, first_seen_at, last_seen_at from person_handle_sources
+        order by 1, 2`)
+    ).rows.map((r) => ({ thing: String(r.thing), source: String(r.source), first_seen_at: Number(r.first_seen_at), last_seen_at: Number(r.last_seen_at) }));
+
+  it("a second source adds its own row (the line counts as updated); re-importing a source moves only its last seen", async () => {
+    const path = await writeLines("one.jsonl", [{ profnet_id: 1, email_addresses: ["ada@example.com"], phone_numbers: ["+442079460123"], socialnet_username: "ada.l" }]);
+    expect(await importPeople(client, path, { source: "acme" })).toMatchObject({ inserted: 1 });
+    const first = await sourceRows();
+    expect(first.map((r) => [r.thing, r.source])).toEqual([
+      ["+442079460123", "acme"],
+      ["ada@example.com", "acme"],
+      ["socialnet_username=ada.l", "acme"],
+    ]);
+
+    await new Promise((r) => setTimeout(r, 5));
+    // The same line from another supplier is news: each thing gains a second source.
+    expect(await importPeople(client, path, { source: "globex" })).toMatchObject({ updated: 1, unchanged: 0 });
+    await new Promise((r) => setTimeout(r, 5));
+    // acme again: nothing new, but acme's last seen moves and globex's stays.
+    expect(await importPeople(client, path, { source: "acme" })).toMatchObject({ updated: 0, unchanged: 1 });
+    const rows = await sourceRows();
+    expect(rows.map((r) => [r.thing, r.source])).toEqual([
+      ["+442079460123", "acme"],
+      ["+442079460123", "globex"],
+      ["ada@example.com", "acme"],
+      ["ada@example.com", "globex"],
+      ["socialnet_username=ada.l", "acme"],
+      ["socialnet_username=ada.l", "globex"],
+    ]);
+    const of = (thing: string, source: string) => rows.find((r) => r.thing === thing && r.source === source)!;
+    const acme = of("ada@example.com", "acme");
+    const globex = of("ada@example.com", "globex");
+    expect(acme.first_seen_at).toBe(first.find((r) => r.thing === "ada@example.com")!.first_seen_at);
+    expect(acme.last_seen_at).toBeGreaterThan(globex.last_seen_at);
+    expect(globex.first_seen_at).toBe(globex.last_seen_at);
+    // The address's own first and last seen are the earliest and latest of its sources.
+    const [address] = (await client.execute("select first_seen_at, last_seen_at from person_emails")).rows;
+    expect([Number(address!.first_seen_at), Number(address!.last_seen_at)]).toEqual([acme.first_seen_at, acme.last_seen_at]);
+  });
+
+  it("a line's own source wins over the file's, in JSON Lines and CSV; a canonical spelling of a known address joins its sources", async () => {
+    const jsonl = await writeLines("mixed.jsonl", [
+      { profnet_id: 2, email_addresses: ["a.da@gmail.com"], source: "initech" },
+      { profnet_id: 2, email_addresses: ["ADA@googlemail.com"] },
+    ]);
+    expect(await importPeople(client, jsonl, { source: "file-default" })).toMatchObject({ inserted: 1, updated: 1, rejected: 0 });
+    const csv = join(dir, "mixed.csv");
+    await writeFile(csv, "codehost_login,email_addresses,source\nhopper,grace@navy.example.org,umbrella\nhopper,grace@navy.example.org,\n");
+    expect(await importPeople(client, csv)).toMatchObject({ inserted: 1, updated: 1 });
+    expect((await sourceRows()).map((r) => [r.thing, r.source])).toEqual([
+      ["a.da@gmail.com", "file-default"],
+      ["a.da@gmail.com", "initech"],
+      ["grace@navy.example.org", "mixed.csv"],
+      ["grace@navy.example.org", "umbrella"],
+    ]);
+    expect(await rowCounts()).toMatchObject({ emails: 2 });
+  });
+
+  it("rejects a source over 100 characters, naming it", async () => {
+    const path = await writeLines("long.jsonl", [{ profnet_id: 3, source: "x".repeat(101) }]);
+    const summary = await importPeople(client, path);
+    expect(summary.rejections).toEqual([{ line: 1, reason: "source: must be at most 100 characters" }]);
   });
 });
 

@@ -83,7 +83,7 @@ describe("people erase", () => {
       expect(report.status).toBe(0);
       expect(report.json).toMatchObject({
         person: { profnet_id: 501, profnet_public_identifier: "Grace-Hopper", codehost_login: "ghopper", email_details: [{ email: "grace@navy.example", verification: null }, { email: "GH@gmail.com" }], phones: [{ phone: "+14155550123" }] },
-        recipients: [{ account_id: account.id, account_name: "receiver", first_received_at: "1970-01-01T00:00:01.000Z", last_received_at: "1970-01-01T00:00:02.000Z", lookups: 2 }],
+        recipients: [{ account_id: account.id, account_name: "receiver", first_received_at: "1970-01-01T00:00:01.000Z", last_received_at: "1970-01-01T00:00:02.000Z", lookups: 2, events: 0 }],
       });
 
       const erased = await admin(["people", "erase", "--codehost-login", "GHopper", "--reason", "GDPR Art. 17 request #12"]);

@@ -28,6 +28,7 @@ describe("GET /v1/account", () => {
         lookup: { limit: RATE_LIMITS.lookup.limit, period_seconds: RATE_LIMITS.lookup.periodSeconds, per: "key" },
         job_creation: { limit: RATE_LIMITS.job_creation.limit, period_seconds: RATE_LIMITS.job_creation.periodSeconds, per: "key" },
         job_reads: { limit: RATE_LIMITS.job_reads.limit, period_seconds: RATE_LIMITS.job_reads.periodSeconds, per: "key" },
+        feedback: { limit: RATE_LIMITS.feedback.limit, period_seconds: RATE_LIMITS.feedback.periodSeconds, per: "key" },
         failed_authentication: { limit: FAILED_AUTHENTICATION_LIMIT.limit, period_seconds: FAILED_AUTHENTICATION_LIMIT.periodSeconds, per: "client_address" },
       },
       usage: {

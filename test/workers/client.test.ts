@@ -10,7 +10,7 @@ import { createJobFromCsv, createLookupJob, type paths } from "../../client/inde
 import { Invite, InviteList, Me, Member, MemberList, MemberRemoval, Passkey, PendingInvite } from "../../shared/members.ts";
 import { SoftwareAuthenticator } from "../fixtures/software-authenticator.ts";
 import { CONSOLE_ORIGIN, inviteToken, join, sessionCookieOf } from "./console-session.ts";
-import { AccountInfo, ContactInfo, EmailVerificationResult } from "../../shared/api.ts";
+import { AccountInfo, ContactInfo, EmailFeedbackReceipt, EmailVerificationResult, PeopleEventsSubscription } from "../../shared/api.ts";
 import { JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
 import { PeopleBulkResponse } from "../../shared/bulk-lookups.ts";
 import { LookupJob, LookupJobQuote, LookupJobResultsPage } from "../../shared/lookup-jobs.ts";
@@ -61,6 +61,17 @@ describe("the typed client", () => {
     called.add("listPeopleErasures");
     const missing = await api.GET("/v1/people", { params: { query: { profnet_id: String(ids.profnet_id + 1) } } });
     expect([missing.response.status, missing.error]).toEqual([404, { error: "No profile found for the given parameters" }]);
+    const feedback = await api.POST("/v1/email_feedback", { body: { feedback: [{ email_address: "ana@example.com", outcome: "delivered", occurred_at: new Date().toISOString() }] } });
+    expect(EmailFeedbackReceipt.strict().parse(feedback.data)).toEqual({ received: 1 });
+    called.add("reportEmailFeedback");
+    const hookUrl = "http://127.0.0.1:9/hooks/client";
+    const subscribed = await api.PUT("/v1/people/events/subscription", { body: { url: hookUrl } });
+    expect(PeopleEventsSubscription.strict().parse(subscribed.data).url).toBe(hookUrl);
+    called.add("setPeopleEventsSubscription");
+    expect((await api.GET("/v1/people/events/subscription")).data?.url).toBe(hookUrl);
+    called.add("getPeopleEventsSubscription");
+    expect((await api.DELETE("/v1/people/events/subscription")).data?.url).toBeNull();
+    called.add("deletePeopleEventsSubscription");
 
     const batch = await api.POST("/v1/people/bulk", { body: { requests: [{ params: { profnet_id: ids.profnet_id }, reference: "r1" }, { params: {} }] } });
     expect(PeopleBulkResponse.strict().parse(batch.data).results.map((r) => [r.status, r.reference])).toEqual([

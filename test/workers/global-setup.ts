@@ -13,7 +13,7 @@ import { startProbeFixture } from "../fixtures/probe-fixture.ts";
 import { startTestMailServers } from "../fixtures/test-mail.ts";
 import { startWebhookReceiver } from "../fixtures/webhook-receiver.ts";
 import { testZone } from "../fixtures/test-zone.ts";
-import { TEST_PROBE_SECRET, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
+import { TEST_FEEDBACK_HASH_KEY, TEST_PROBE_SECRET, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer } from "../../probe/http/server.ts";
 
@@ -71,6 +71,7 @@ export default async function setup(project: TestProject) {
       PROBE_URL: plain(probe.url),
       PROBE_SECRET: plain(PROBE_SECRET),
       WEBHOOK_SECRET_KEY: plain(TEST_WEBHOOK_SECRET_KEY),
+      FEEDBACK_HASH_KEY: plain(TEST_FEEDBACK_HASH_KEY),
     },
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
   });

@@ -112,6 +112,8 @@ export async function insertPerson(p: {
   microblog_username?: string | null;
   emails?: string[];
   phones?: string[];
+  /** The sources that reported each address (default one, "test"). */
+  sources?: string[];
 }): Promise<number> {
   const [row] = await db
     .insert(schema.people)
@@ -126,11 +128,14 @@ export async function insertPerson(p: {
     })
     .returning({ id: schema.people.id });
   const personId = row!.id;
+  const now = Date.now();
   for (const [i, email] of (p.emails ?? []).entries()) {
-    await db.insert(schema.personEmails).values({ personId, email, source: "test", firstSeenAt: 1_000 + i });
+    const [added] = await db.insert(schema.personEmails).values({ personId, email, firstSeenAt: 1_000 + i, lastSeenAt: now }).returning({ id: schema.personEmails.id });
+    for (const source of p.sources ?? ["test"]) await db.insert(schema.personEmailSources).values({ emailId: added!.id, source, firstSeenAt: 1_000 + i, lastSeenAt: now });
   }
   for (const [i, phone] of (p.phones ?? []).entries()) {
-    await db.insert(schema.personPhones).values({ personId, phone, source: "test", firstSeenAt: 1_000 + i });
+    const [added] = await db.insert(schema.personPhones).values({ personId, phone, firstSeenAt: 1_000 + i, lastSeenAt: now }).returning({ id: schema.personPhones.id });
+    await db.insert(schema.personPhoneSources).values({ phoneId: added!.id, source: "test", firstSeenAt: 1_000 + i, lastSeenAt: now });
   }
   return personId;
 }

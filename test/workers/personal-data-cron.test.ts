@@ -9,12 +9,15 @@ import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { ContactInfo, ErasuresPage } from "../../shared/api.ts";
 import { REASON_MEANING, VERIFICATION_REASONS } from "../../shared/email/reasons.ts";
+import { confidence, confidenceLabel } from "../../shared/people/confidence.ts";
 import { REFRESH_ACCOUNT_ID, runPersonalDataCron, type PersonalDataConfig } from "../../edge/personal-data-cron.ts";
 import { writeStoredEmailAnswers } from "../../edge/people/store.ts";
 import type { JobsQueue } from "../../edge/env.ts";
 import { applyJobRetention } from "../../edge/jobs/store/retention.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
-import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
+import { accessReport } from "../../scripts/admin/people-privacy.ts";
+import { addressHasher } from "../../shared/people/address-hash.ts";
+import { TEST_FEEDBACK_HASH_KEY, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { call, cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);
@@ -30,7 +33,16 @@ async function lookup(token: string, query: string) {
 /** The cron's personal-data part, with these settings, on the Worker's own queue (the consumer runs the refresh job's turns). */
 async function runCron(settings: Partial<PersonalDataConfig> = {}) {
   const queue = (env as unknown as { JOBS_QUEUE: JobsQueue }).JOBS_QUEUE;
-  await runPersonalDataCron(db, queue, { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400, refreshBatch: 2_000, accessLogRetentionSeconds: 31_536_000, jobRetentionSeconds: 2_592_000, ...settings });
+  await runPersonalDataCron(db, queue, {
+    maxAgeSeconds: 2_592_000,
+    recheckSeconds: 86_400,
+    refreshBatch: 2_000,
+    accessLogRetentionSeconds: 31_536_000,
+    jobRetentionSeconds: 2_592_000,
+    feedbackHashKey: TEST_FEEDBACK_HASH_KEY,
+    feedbackRetentionSeconds: 15_552_000,
+    ...settings,
+  });
 }
 
 const emailRows = (personId: number) =>
@@ -52,18 +64,23 @@ describe("GET /v1/people?include=email_details", () => {
     );
 
     const detailed = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details`);
+    const checkedConfidence = confidence({ check: "valid", checkAgeDays: (Date.now() - Date.parse("2026-11-20T10:00:00Z")) / 86_400_000, sources: 1, seenAgeDays: 0, feedback: "none" });
     expect(detailed.res.status).toBe(200);
     expect(detailed.res.headers.get("x-credits-charged")).toBe("1");
     const body = ContactInfo.strict().parse(detailed.body);
     expect(body.email_addresses).toEqual(["ada@gmail.com", "ada@engines.example"]);
     expect(body.email_details).toEqual([
-      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), verification: null },
+      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), sources: 1, confidence: 75, confidence_label: "medium", verification: null },
       {
         email: "ada@engines.example",
         type: "work",
         first_seen_at: "1970-01-01T00:00:01.001Z",
         last_seen_at: expect.any(String),
-        verification: { classification: "valid", smtp_outcome: "accepted", checked_at: "2026-11-20T10:00:00.000Z" },
+        sources: 1,
+        // Our check found the mailbox: its confidence is that check's, aged (docs/api.md "Confidence").
+        confidence: checkedConfidence,
+        confidence_label: confidenceLabel(checkedConfidence),
+        verification: { classification: "valid", smtp_outcome: "accepted", checked_at: "2026-11-20T10:00:00.000Z", reason: "deliverable" },
       },
     ]);
   });
@@ -97,20 +114,20 @@ describe("the access log", () => {
   });
 });
 
-describe("re-verification of stored addresses through the bulk engine", () => {
-  /** Only this test's addresses are due; the cron makes a refresh job, the queue runs it on the real probe, the next cron writes its answers. */
-  async function refreshRound(settings: Partial<PersonalDataConfig>) {
-    await runCron(settings);
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const [open] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and status in ('queued', 'running')`);
-      if (Number(open!.n) === 0) break;
-      if (Date.now() > deadline) throw new Error("the refresh job did not finish");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await runCron({ ...settings, refreshBatch: 0 });
+/** The cron makes a refresh job of the addresses due, the queue runs it on the real probe, the next cron writes its answers. */
+async function refreshRound(settings: Partial<PersonalDataConfig>) {
+  await runCron(settings);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const [open] = await db.all<{ n: number }>(sql`select count(*) as n from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID} and status in ('queued', 'running')`);
+    if (Number(open!.n) === 0) break;
+    if (Date.now() > deadline) throw new Error("the refresh job did not finish");
+    await new Promise((r) => setTimeout(r, 100));
   }
+  await runCron({ ...settings, refreshBatch: 0 });
+}
 
+describe("re-verification of stored addresses through the bulk engine", () => {
   it("a second mailbox_not_found at least EMAIL_RECHECK_SECONDS later makes an address undeliverable; catch-all, blocks and greylisting never do", async () => {
     const { token } = await newAccount(10);
     const ids = uniqueIds();
@@ -184,6 +201,82 @@ describe("re-verification of stored addresses through the bulk engine", () => {
   });
 });
 
+describe("bounce feedback and our own check (docs/api.md \"POST /v1/email_feedback\")", () => {
+  const bounce = (token: string, emails: string[], occurredAt = Date.now() - 60_000) =>
+    call("/v1/email_feedback", {
+      token,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ feedback: emails.map((email_address) => ({ email_address, outcome: "hard_bounce", occurred_at: new Date(occurredAt).toISOString() })) }),
+    });
+
+  it("a reported hard bounce is re-verified first; our check confirming it drops the address at once, our check finding the mailbox keeps it", async () => {
+    const { token } = await newAccount(10);
+    const ids = uniqueIds();
+    const personId = await insertPerson({ profnet_id: ids.profnet_id, emails: ["ana@ok.test", "nobody@ok.test", "someone@catchall.test"] });
+    // Everything else is due too, and more than one refresh job takes: the bounced addresses must go first.
+    await db.run(sql`update person_emails set next_check_at = 0 where person_id != ${personId} and next_check_at > 0`);
+    await db.run(sql`update person_emails set next_check_at = 5 where person_id = ${personId}`);
+    expect((await bounce(token, ["ana@ok.test", "nobody@ok.test", "someone@catchall.test"])).status).toBe(200);
+    expect((await emailRows(personId)).map((r) => r.next_check_at)).toEqual([-1, -1, -1]);
+
+    await refreshRound({ refreshBatch: 3 });
+    const rows = await emailRows(personId);
+    expect(rows.map((r) => [r.email, r.reason, r.undeliverable_at !== null])).toEqual([
+      ["ana@ok.test", "deliverable", false],
+      // One mailbox_not_found after a customer's hard bounce: confirmed, without the day's wait.
+      ["nobody@ok.test", "mailbox_not_found", true],
+      // A catch-all server cannot confirm anything: kept.
+      ["someone@catchall.test", "catch_all", false],
+    ]);
+    const after = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details`);
+    expect(after.body.email_addresses).toEqual(["ana@ok.test", "someone@catchall.test"]);
+    await db.run(sql`update person_emails set next_check_at = 9000000000000 where next_check_at <= 0`);
+  });
+
+  it("without a report, one mailbox_not_found is not enough (the day's wait stands)", async () => {
+    // An address nobody reported (feedback is about an address, whoever holds it).
+    const personId = await insertPerson({ profnet_id: uniqueIds().profnet_id, emails: ["never-reported@ok.test"] });
+    await db.run(sql`update person_emails set next_check_at = 9000000000000 where person_id != ${personId}`);
+    await refreshRound({ refreshBatch: 10 });
+    expect((await emailRows(personId)).map((r) => [r.reason, r.undeliverable_at])).toEqual([["mailbox_not_found", null]]);
+  });
+
+  it("the cron names stored addresses so reports find them, and deletes reports past FEEDBACK_RETENTION_SECONDS", async () => {
+    const personId = await insertPerson({ profnet_id: uniqueIds().profnet_id, emails: ["Named.One@Feedback-Cron.example"] });
+    await runCron({ refreshBatch: 0 });
+    const [row] = await db.all<{ address_hash: string | null }>(sql`select address_hash from person_emails where person_id = ${personId}`);
+    expect(row!.address_hash).toBe(await (await addressHasher(TEST_FEEDBACK_HASH_KEY))("named.one@feedback-cron.example"));
+    const { token, accountId } = await newAccount(1);
+    expect((await bounce(token, ["old@feedback-cron.example"], Date.now() - 100 * 86_400_000)).status).toBe(200);
+    expect((await bounce(token, ["new@feedback-cron.example"])).status).toBe(200);
+    await runCron({ refreshBatch: 0, feedbackRetentionSeconds: 90 * 86_400 });
+    const kept = await db.all<{ n: number }>(sql`select count(*) as n from email_feedback where account_id = ${accountId}`);
+    expect(Number(kept[0]!.n)).toBe(1);
+  });
+
+  it("feedback is erased with the person, in any spelling of their addresses, and counted in the access report", async () => {
+    const ids = uniqueIds();
+    await insertPerson({ ...ids, emails: ["Erase.Feedback@Gmail.com"] });
+    const reporters = [await newAccount(1), await newAccount(1)];
+    for (const r of reporters) expect((await bounce(r.token, ["erasefeedback+x@googlemail.com"])).status).toBe(200);
+    const other = await newAccount(1);
+    expect((await bounce(other.token, ["someone-else@feedback-erase.example"])).status).toBe(200);
+    const client = adminClient();
+    try {
+      const report = await accessReport(client, { kind: "profnet_id", value: ids.profnet_id }, TEST_FEEDBACK_HASH_KEY);
+      expect(report.person?.feedback).toEqual([{ outcome: "hard_bounce", reports: 2, accounts: 2, first_at: expect.any(String), last_at: expect.any(String) }]);
+      // Without the key, a database with feedback cannot say whose reports are whose: refused, nothing done.
+      await expect(erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_id", value: ids.profnet_id }, null)).rejects.toThrow(/FEEDBACK_HASH_KEY is not set/);
+      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_id", value: ids.profnet_id }, null, TEST_FEEDBACK_HASH_KEY)).toMatchObject({ erased: 1 });
+    } finally {
+      client.close();
+    }
+    for (const r of reporters) expect(await db.all(sql`select 1 from email_feedback where account_id = ${r.accountId}`)).toEqual([]);
+    expect(await db.all(sql`select 1 from email_feedback where account_id = ${other.accountId}`)).toHaveLength(1);
+  });
+});
+
 describe("a stored answer does what its reason proves (shared/email/reasons.ts)", () => {
   it("on an undeliverable address: every reason in the table, and nothing else decides", async () => {
     const config = { maxAgeSeconds: 2_592_000, recheckSeconds: 86_400 };
@@ -239,7 +332,7 @@ describe("erasure and GET /v1/people/erasures", () => {
 
     const client = adminClient();
     try {
-      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_public_identifier", value: ids.profnet_public_identifier.toUpperCase() }, "data subject request")).toEqual({ erased: 1, suppressed: 6 });
+      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_public_identifier", value: ids.profnet_public_identifier.toUpperCase() }, "data subject request", TEST_FEEDBACK_HASH_KEY)).toEqual({ erased: 1, suppressed: 6 });
     } finally {
       client.close();
     }
@@ -270,7 +363,7 @@ describe("erasure and GET /v1/people/erasures", () => {
 
     const client = adminClient();
     try {
-      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "codehost_id", value: ids.codehost_id }, null)).toMatchObject({ erased: 1 });
+      expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "codehost_id", value: ids.codehost_id }, null, TEST_FEEDBACK_HASH_KEY)).toMatchObject({ erased: 1 });
     } finally {
       client.close();
     }

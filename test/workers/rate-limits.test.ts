@@ -181,6 +181,10 @@ const FAMILIES: Record<string, string> = {
   "GET /v1/invites": `"lookup";q=100;w=10`,
   "POST /v1/invites": `"lookup";q=100;w=10`,
   "DELETE /v1/invites/{id}": `"lookup";q=100;w=10`,
+  "POST /v1/email_feedback": `"feedback";q=60;w=60`,
+  "GET /v1/people/events/subscription": `"lookup";q=100;w=10`,
+  "PUT /v1/people/events/subscription": `"lookup";q=100;w=10`,
+  "DELETE /v1/people/events/subscription": `"lookup";q=100;w=10`,
 };
 
 describe("each operation's families, as its route declares them", () => {

@@ -46,6 +46,10 @@ const OPERATIONS: Operation[] = [
   { method: "DELETE", path: "/v1/invites/{id}", scope: "members:write" },
   { method: "PATCH", path: "/v1/members/{id}", scope: "members:write", init: jsonBody("{}") },
   { method: "DELETE", path: "/v1/members/{id}", scope: "members:write" },
+  { method: "POST", path: "/v1/email_feedback", scope: "feedback:write", init: jsonBody("{") },
+  { method: "GET", path: "/v1/people/events/subscription", scope: "account:read" },
+  { method: "PUT", path: "/v1/people/events/subscription", scope: "events:write", init: jsonBody("{") },
+  { method: "DELETE", path: "/v1/people/events/subscription", scope: "events:write" },
 ];
 
 /** About the signed-in member themselves: a session of any role, never a key (403 session_required). */
@@ -65,7 +69,7 @@ const PUBLIC = ["POST /v1/auth/invites/options", "POST /v1/auth/invites/accept",
 const ROLE_MATRIX: Record<Role, Scope[]> = {
   owner: [...SCOPES],
   admin: [...SCOPES],
-  developer: ["people:read", "verifications:write", "jobs:write", "jobs:read", "account:read", "keys:write"],
+  developer: ["people:read", "verifications:write", "jobs:write", "jobs:read", "account:read", "keys:write", "feedback:write", "events:write"],
   viewer: ["account:read", "jobs:read"],
 };
 

@@ -1,7 +1,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { fileURLToPath } from "node:url";
 import { defineProject } from "vitest/config";
-import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
+import { TEST_FEEDBACK_HASH_KEY, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -24,6 +24,7 @@ export default defineProject({
           CALLBACK_ALLOW_PRIVATE_TARGETS: "true",
           JOB_RETRY_DELAY_SECONDS: "1",
           WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+          FEEDBACK_HASH_KEY: TEST_FEEDBACK_HASH_KEY,
           // Every file shares one database: the cron re-verifies stored addresses only where a test asks it to
           // (test/workers/personal-data-cron.test.ts), so other files' cron runs do not start refresh jobs that take turns.
           EMAIL_REFRESH_BATCH: "0",

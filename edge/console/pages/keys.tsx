@@ -24,6 +24,8 @@ const SCOPE_WORDS: Record<Scope, string> = {
   "keys:write": "Create, roll and revoke keys",
   "members:write": "Invite and manage members",
   "audit:read": "Read the audit trail",
+  "feedback:write": "Report bounces and deliveries (free)",
+  "events:write": "Set where people events are sent",
 };
 
 const EXPIRY_CHOICES = [

@@ -1,0 +1,82 @@
+/**
+ * The statements on bounce feedback (email_feedback) and on the addresses it is about (docs/api.md "POST
+ * /v1/email_feedback"): a call's reports written in one batch, with the stored addresses they name linked to them and a
+ * hard bounce's address moved to the front of re-verification within the account's hourly bound; the cron's naming of
+ * stored addresses and its deletion of old reports. The verdict reports add up to is read by the lookup
+ * (edge/people/confidence-sql.ts).
+ */
+import { sql } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import { deleteInBatches, rowsAffected } from "../db/rows.ts";
+import type { FeedbackReport } from "./feedback.ts";
+
+/** next_check_at of an address a hard bounce moved forward: before every other due address (0 is a new one's). */
+export const REVERIFY_FIRST = -1;
+const HOUR_MS = 3_600_000;
+
+export type HashedReport = FeedbackReport & { hash: string };
+
+/**
+ * The batch (one transaction) that writes a call's reports:
+ * 1. stored addresses the reports name as written get the reports' name for them (the cron names the rest);
+ * 2. the reports, each hard bounce marked `reverify` when it is the first of its address in the call, its address is
+ *    stored, deliverable and last checked before the bounce, the account has not moved that address forward in the
+ *    past hour, and fewer than `perHour` of the account's bounces did so in the past hour;
+ * 3. the addresses so marked are due first.
+ * Counting and marking happen inside the transaction, so two calls at once cannot both spend the last of the bound.
+ */
+export function recordFeedbackStatements(db: Database, accountId: string, reports: HashedReport[], now: number, perHour: number) {
+  const seen = new Set<string>();
+  const items = reports.map((r) => {
+    const first = r.outcome === "hard_bounce" && !seen.has(r.hash);
+    if (first) seen.add(r.hash);
+    return { hash: r.hash, email: r.email, outcome: r.outcome, at: r.occurredAt, reply: r.smtpReply, first: first ? 1 : 0 };
+  });
+  const json = JSON.stringify(items);
+  const hourAgo = now - HOUR_MS;
+  const movedThisHour = sql`(select count(*) from email_feedback where account_id = ${accountId} and reverify = 1 and received_at > ${hourAgo})`;
+  return [
+    db.run(sql`update person_emails set address_hash = (select value ->> 'hash' from json_each(${json}) where lower(value ->> 'email') = lower(person_emails.email) limit 1)
+      where address_hash is null and lower(email) in (select lower(value ->> 'email') from json_each(${json}))`),
+    db.run(sql`insert into email_feedback (account_id, address_hash, outcome, occurred_at, received_at, smtp_reply, reverify)
+      select ${accountId}, hash, outcome, at, ${now}, reply,
+        coalesce(q and row_number() over (partition by q order by k) <= ${perHour} - ${movedThisHour}, 0)
+      from (select key as k, value ->> 'hash' as hash, value ->> 'outcome' as outcome, value ->> 'at' as at, value ->> 'reply' as reply,
+          (value ->> 'first' = 1
+            and not exists (select 1 from email_feedback p where p.account_id = ${accountId} and p.reverify = 1 and p.received_at > ${hourAgo} and p.address_hash = value ->> 'hash')
+            and exists (select 1 from person_emails e where e.address_hash = value ->> 'hash' and e.undeliverable_at is null and coalesce(e.checked_at, 0) < value ->> 'at')) as q
+        from json_each(${json}))
+      order by k`),
+    db.run(sql`update person_emails set next_check_at = ${REVERIFY_FIRST}
+      where address_hash in (select address_hash from email_feedback where account_id = ${accountId} and received_at = ${now} and reverify = 1)
+        and undeliverable_at is null
+        and coalesce(checked_at, 0) < (select max(f.occurred_at) from email_feedback f
+          where f.account_id = ${accountId} and f.received_at = ${now} and f.reverify = 1 and f.address_hash = person_emails.address_hash)`),
+  ] as const;
+}
+
+/** Stored addresses named per cron run (HMAC in the Worker, one update per slice). */
+export const ADDRESSES_NAMED_PER_RUN = 20_000;
+const NAMED_PER_WRITE = 2_000;
+
+/** Gives stored addresses without a name their name (`hash`), up to `limit` per run; returns how many. */
+export async function nameStoredAddresses(db: Database, hash: (email: string) => Promise<string>, limit = ADDRESSES_NAMED_PER_RUN): Promise<number> {
+  let named = 0;
+  for (let read = 0; read < limit; ) {
+    const rows = await db.all<{ id: number; email: string }>(sql`select id, email from person_emails where address_hash is null limit ${Math.min(NAMED_PER_WRITE, limit - read)}`);
+    read += rows.length;
+    if (rows.length === 0) break;
+    const names = await Promise.all(rows.map(async (r) => ({ id: Number(r.id), hash: await hash(r.email) })));
+    const result = await db.run(sql`update person_emails set address_hash = u.value ->> 'hash' from json_each(${JSON.stringify(names)}) u
+      where person_emails.id = u.value ->> 'id' and person_emails.address_hash is null`);
+    named += rowsAffected(result);
+    if (rows.length < NAMED_PER_WRITE) break;
+  }
+  return named;
+}
+
+/** Deletes reports of things that happened before `before`, a bounded number per run; returns how many. */
+export async function deleteOldFeedback(db: Database, before: number): Promise<number> {
+  const deleteUpTo = (limit: number) => db.run(sql`delete from email_feedback where id in (select id from email_feedback where occurred_at < ${before} limit ${limit})`);
+  return (await deleteInBatches(deleteUpTo, 5_000, 50_000)).deleted;
+}

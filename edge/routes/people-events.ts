@@ -1,0 +1,64 @@
+/** GET, PUT and DELETE /v1/people/events/subscription (docs/api.md "People events"): where an account's people events go. */
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { PeopleEventsSubscription, PeopleEventsSubscriptionBody } from "../../shared/api.ts";
+import { requestDatabase } from "../db/client.ts";
+import type { AppEnv } from "../env.ts";
+import { checkCallbackUrl } from "../jobs/callback.ts";
+import { ApiError } from "../lib/errors.ts";
+import { peopleEventsUrl, setPeopleEventsUrl } from "../people/events-store.ts";
+import { access, SMALL_BODY_MAX_BYTES } from "./access.ts";
+import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+
+const PATH = "/v1/people/events/subscription";
+const ok = { description: "The subscription", content: { "application/json": { schema: PeopleEventsSubscription } } };
+
+const readRoute = createRoute({
+  method: "get",
+  path: PATH,
+  operationId: "getPeopleEventsSubscription",
+  tags: ["People"],
+  summary: "Where this account's people events go",
+  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
+  responses: { 200: ok, ...authenticatedErrorResponses },
+});
+
+const setRoute = createRoute({
+  method: "put",
+  path: PATH,
+  operationId: "setPeopleEventsSubscription",
+  tags: ["People"],
+  summary: "Send this account's people events to a URL",
+  description:
+    "Signed events (Standard Webhooks, the account's whsec_ secret, retried as job callbacks are) about people this account looked up within " +
+    "PEOPLE_EVENTS_WINDOW_SECONDS: an address it received became undeliverable, a new address appeared, the person was erased (with what to delete).",
+  ...access({ who: { scope: "events:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  request: { body: { required: true, content: { "application/json": { schema: PeopleEventsSubscriptionBody } } } },
+  responses: { 200: ok, 400: errorResponse("url must be an https URL (and the rest of the callback rules: docs/jobs.md \"Callbacks\")"), ...authenticatedErrorResponses },
+});
+
+const deleteRoute = createRoute({
+  method: "delete",
+  path: PATH,
+  operationId: "deletePeopleEventsSubscription",
+  tags: ["People"],
+  summary: "Stop sending this account's people events; those not yet delivered are dropped",
+  ...access({ who: { scope: "events:write" }, limits: ["lookup"] }),
+  responses: { 200: ok, ...authenticatedErrorResponses },
+});
+
+export function registerPeopleEventsRoutes(app: OpenAPIHono<AppEnv>): void {
+  const answer = (url: string | null, config: AppEnv["Variables"]["config"]): PeopleEventsSubscription => ({ url, window_seconds: config.PEOPLE_EVENTS_WINDOW_SECONDS });
+  app.openapi(readRoute, async (c) => c.json(answer(await peopleEventsUrl(requestDatabase(c), c.get("auth").accountId), c.get("config")), 200));
+  app.openapi(setRoute, async (c) => {
+    const config = c.get("config");
+    // The same rules as a job's callback_url: https on the default port, a public host (checked again at each delivery).
+    const checked = checkCallbackUrl(c.req.valid("json").url, config.CALLBACK_ALLOW_PRIVATE_TARGETS);
+    if (!checked.ok) throw new ApiError(400, checked.error.replace(/^callback_url/, "url"));
+    await setPeopleEventsUrl(requestDatabase(c), c.get("auth").accountId, checked.url);
+    return c.json(answer(checked.url, config), 200);
+  });
+  app.openapi(deleteRoute, async (c) => {
+    await setPeopleEventsUrl(requestDatabase(c), c.get("auth").accountId, null);
+    return c.json(answer(null, c.get("config")), 200);
+  });
+}
