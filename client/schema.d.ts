@@ -880,6 +880,8 @@ export interface components {
             };
             include: "email_details"[];
             verify_emails: boolean;
+            /** @description The job's min_confidence: addresses below it were left out (null: none) */
+            min_confidence: number | null;
             /** @description With verify_emails: where the verification stands; null without it */
             verification: {
                 /**
@@ -916,6 +918,11 @@ export interface components {
              *     ]
              */
             include?: "email_details"[];
+            /**
+             * @description As GET /v1/people's, for every item: addresses below this confidence (0-100) are left out, and an item whose person is left with none is a 404, not charged
+             * @example 50
+             */
+            min_confidence?: number | string | null;
         };
         PeopleBulkParams: {
             /**
@@ -3183,6 +3190,8 @@ export interface operations {
                 include?: string;
                 /** @description true: verify each returned address with our engine (a stored verification newer than LOOKUP_VERIFY_MAX_AGE_SECONDS is used instead of probing again); implies include=email_details */
                 verify_emails?: string;
+                /** @description 0-100, as GET /v1/people's: addresses below this confidence are left out of each line, and a line whose person is left with none is not_found and not charged */
+                min_confidence?: string;
                 /** @description true: answer the quote (200) and create nothing */
                 dry_run?: string;
                 /** @description An https URL that receives the finished job, signed (Standard Webhooks) */
@@ -3223,7 +3232,7 @@ export interface operations {
                     "application/json": components["schemas"]["LookupJob"];
                 };
             };
-            /** @description A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, dry_run, callback_url, retention_seconds or Idempotency-Key */
+            /** @description A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, min_confidence, dry_run, callback_url, retention_seconds or Idempotency-Key */
             400: {
                 headers: {
                     [name: string]: unknown;

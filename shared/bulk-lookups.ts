@@ -52,6 +52,10 @@ export const PeopleBulkRequest = z
       .max(BULK_LOOKUP_LIMITS.maxItems)
       .openapi({ description: `1 to ${BULK_LOOKUP_LIMITS.maxItems} lookups, each validated as GET /v1/people validates its query` }),
     include: z.array(z.enum(PEOPLE_INCLUDES)).optional().openapi({ description: "Additions to every item's data, as GET /v1/people's include (no extra credit)", example: ["email_details"] }),
+    min_confidence: z.union([z.number().int().min(0).max(100), z.string()]).nullable().optional().openapi({
+      description: "As GET /v1/people's, for every item: addresses below this confidence (0-100) are left out, and an item whose person is left with none is a 404, not charged",
+      example: 50,
+    }),
   })
   .openapi("PeopleBulkRequest");
 export type PeopleBulkRequest = z.infer<typeof PeopleBulkRequest>;

@@ -52,6 +52,7 @@ export const LookupJobCreateQuery = z.object({
   ...columnParams,
   include: z.string().optional().openapi({ description: `Comma-separated additions to each line's data, of: ${PEOPLE_INCLUDES.join(", ")} (no extra credit)`, example: "email_details" }),
   verify_emails: z.string().optional().openapi({ description: "true: verify each returned address with our engine (a stored verification newer than LOOKUP_VERIFY_MAX_AGE_SECONDS is used instead of probing again); implies include=email_details" }),
+  min_confidence: z.string().optional().openapi({ description: "0-100, as GET /v1/people's: addresses below this confidence are left out of each line, and a line whose person is left with none is not_found and not charged", example: "50" }),
   dry_run: z.string().optional().openapi({ description: "true: answer the quote (200) and create nothing" }),
   callback_url: z.string().optional().openapi({ description: "An https URL that receives the finished job, signed (Standard Webhooks)" }),
   retention_seconds: z.string().optional().openapi({ description: "Keep the results this long after the job ends, 0..JOB_RETENTION_SECONDS (default thirty days)", example: "86400" }),
@@ -108,6 +109,7 @@ export const LookupJob = z
     }),
     include: z.array(z.enum(PEOPLE_INCLUDES)),
     verify_emails: z.boolean(),
+    min_confidence: z.number().int().nullable().openapi({ description: "The job's min_confidence: addresses below it were left out (null: none)" }),
     verification: z
       .object({
         state: z.enum(["pending", "verifying", "done"]).openapi({ description: "pending until every line is answered; verifying while its verification job runs; done" }),

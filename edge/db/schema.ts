@@ -798,6 +798,8 @@ export const lookupJobs = sqliteTable(
     /** include=email_details (implied by verify_emails). */
     emailDetails: integer("email_details").notNull().default(0),
     verifyEmails: integer("verify_emails").notNull().default(0),
+    /** min_confidence (0-100): addresses below it are left out, and a line whose person is left with none finds nobody; null: none. */
+    minConfidence: integer("min_confidence"),
     /** verify_emails: null until the lookups are done; verifying (verification_job_id runs); done. */
     verifyState: text("verify_state"),
     verificationJobId: text("verification_job_id"),

@@ -38,6 +38,17 @@ function served(e: string, filter: LookupFilter): SQL {
 }
 
 /**
+ * The person_emails row `e` as a lookup serves it (lookup.ts's StoredEmail): the stored check, how many sources back
+ * it, its confidence and its reports' verdict. The single lookup and the bulk lookups' snapshots read the same tuple.
+ */
+function storedEmailTuple(e: string, filter: LookupFilter): SQL {
+  const row = (column: string) => sql.raw(`${e}.${column}`);
+  return sql`json_array(${row("email")}, ${row("first_seen_at")}, ${row("last_seen_at")}, ${row("classification")}, ${row("smtp_outcome")}, ${row("checked_at")},
+    (select count(*) from person_email_sources s where s.email_id = ${row("id")}), ${confidenceOf(e, filter.now)},
+    ${row("reason")}, ${storedAddressFeedbackSql(e, filter.now)})`;
+}
+
+/**
  * The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL
  * expression. With a confidence floor, the person matched is null when no address of theirs reaches it (a 404, not
  * charged): the next identifier's person is not tried instead.
@@ -69,23 +80,26 @@ export type IdentifierExpressions = { profnetId: SQL; profnetPublicIdentifier: S
  * SQL expression correlated with wherever the identifiers come from: one unique-index probe per identifier given, for
  * the bulk lookups (hundreds in one statement).
  */
-export function personIdMatching(ids: IdentifierExpressions): SQL {
-  return sql`coalesce(
+export function personIdMatching(ids: IdentifierExpressions, filter?: LookupFilter): SQL {
+  const matched = sql`coalesce(
     (select id from people where profnet_id = ${ids.profnetId}),
     (select id from people where lower(profnet_public_identifier) = lower(${ids.profnetPublicIdentifier})),
     (select id from people where codehost_id = ${ids.codehostId}),
     (select id from people where lower(codehost_login) = lower(${ids.codehostLogin})))`;
+  // With a confidence floor, as matchingPersonId: a person none of whose addresses reaches it is matched by nobody.
+  if (filter === undefined || filter.minConfidence === null) return matched;
+  return sql`(select m.id from (select ${matched} as id) m where exists (select 1 from person_emails e where e.person_id = m.id and ${served("e", filter)}))`;
 }
 
 /** "Someone with this id exists", for statements that charge for people matched a moment before (an erasure may come between). */
 export const personExists = (personId: SQL): SQL => sql`exists (select 1 from people where id = ${personId})`;
 
 /** The person's row as findPersonQuery reads it, with emails and phones as JSON arrays (not text): what lookup.ts's contactInfoFromSnapshot reads. */
-const PERSON_SNAPSHOT = (personId: SQL) => sql`(select json_object(
+const PERSON_SNAPSHOT = (personId: SQL, filter: LookupFilter) => sql`(select json_object(
     'profnet_id', p.profnet_id, 'profnet_public_identifier', p.profnet_public_identifier, 'codehost_id', p.codehost_id, 'codehost_login', p.codehost_login,
     'codehost_username', p.codehost_username, 'socialnet_username', p.socialnet_username, 'microblog_username', p.microblog_username,
-    'emails', json((select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at)) from
-      (select * from person_emails where person_id = p.id and undeliverable_at is null order by first_seen_at, id))),
+    'emails', json((select json_group_array(${storedEmailTuple("e", filter)}) from
+      (select * from person_emails e where person_id = p.id and ${served("e", filter)} order by first_seen_at, id) e)),
     'phones', json((select json_group_array(phone) from (select phone from person_phones where person_id = p.id order by first_seen_at, id))))
   from people p where p.id = ${personId})`;
 
@@ -93,7 +107,7 @@ const PERSON_SNAPSHOT = (personId: SQL) => sql`(select json_object(
  * The person `personId` (an SQL expression) as an answer discloses them, as JSON text, read in the statement that
  * stores the answer (a lookup job's line, a batch's first answer kept for its replays): what was charged is what is kept.
  */
-export const personSnapshot = (personId: SQL): SQL => PERSON_SNAPSHOT(personId);
+export const personSnapshot = (personId: SQL, filter: LookupFilter): SQL => PERSON_SNAPSHOT(personId, filter);
 
 /**
  * The statement that records disclosures of many people at once (the bulk lookups), for the batch that charged them:
@@ -122,9 +136,7 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: Lo
   return db.all<PersonRow>(sql`
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
-           (select json_group_array(json_array(email, first_seen_at, last_seen_at, classification, smtp_outcome, checked_at,
-                (select count(*) from person_email_sources s where s.email_id = e.id), ${confidenceOf("e", filter.now)},
-                reason, ${storedAddressFeedbackSql("e", filter.now)})) from
+           (select json_group_array(${storedEmailTuple("e", filter)}) from
               (select * from person_emails e where person_id = p.id and ${served("e", filter)} order by first_seen_at, id) e) as emails,
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones

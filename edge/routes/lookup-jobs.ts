@@ -23,7 +23,7 @@ import { finishLookupJob, giveUpLookupCreate, startLookupJob, writeLookupLines }
 import { cancelLookupJob, listLookupJobs, lookupJobJson, type LookupJobRow } from "../lookup-jobs/store/job-rows.ts";
 import { purgeLookupResults } from "../lookup-jobs/store/retention.ts";
 import { cancelVerification } from "../lookup-jobs/verification.ts";
-import { parseIncludes } from "../people/lookup.ts";
+import { parseIncludes, parseMinConfidence } from "../people/lookup.ts";
 import { access } from "./access.ts";
 import { registerLookupJobResultsRoute, LOOKUP_JOBS_TAG, LookupJobIdParam, lookupJobOr404 } from "./lookup-job-results.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
@@ -62,7 +62,7 @@ export const createLookupJobRoute = createRoute({
   responses: {
     200: json(LookupJobQuote, "dry_run=true: what the job would cost; nothing was created"),
     202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-    400: errorResponse("A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, dry_run, callback_url, retention_seconds or Idempotency-Key"),
+    400: errorResponse("A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, min_confidence, dry_run, callback_url, retention_seconds or Idempotency-Key"),
     409: errorResponse(`${LOOKUP_JOB_MESSAGES.idempotencyConflict}; or ${LOOKUP_JOB_MESSAGES.stillCreating} (with Retry-After)`),
     413: errorResponse(`${LOOKUP_JOB_MESSAGES.bodyTooLarge}; or ${LOOKUP_JOB_MESSAGES.tooManyLines}`),
     415: errorResponse(LOOKUP_JOB_MESSAGES.unsupported),
@@ -137,6 +137,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
   const dryRun = booleanParam("dry_run", query.dry_run);
   const verifyEmails = booleanParam("verify_emails", query.verify_emails);
   const emailDetails = verifyEmails || parseIncludes(query.include).has("email_details");
+  const minConfidence = parseMinConfidence(query.min_confidence);
   const named = namedColumns(query);
   const retentionSeconds = parseRetentionSeconds(query.retention_seconds, config.JOB_RETENTION_SECONDS);
   let callbackUrl: string | null = null;
@@ -169,7 +170,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
   }
 
   // The request: the list's bytes and what was asked of it (a retention left to its default is not part of it).
-  const requestHash = await sha256Hex(JSON.stringify([await sha256Hex(bytes), format, named, emailDetails, verifyEmails, callbackUrl, query.retention_seconds === undefined ? null : retentionSeconds]));
+  const requestHash = await sha256Hex(JSON.stringify([await sha256Hex(bytes), format, named, emailDetails, verifyEmails, minConfidence, callbackUrl, query.retention_seconds === undefined ? null : retentionSeconds]));
   const id = newId("lkj");
   const started = await startLookupJob(
     db,
@@ -185,6 +186,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
       columns: JSON.stringify({ header: scanned.plan.header, columns }),
       emailDetails,
       verifyEmails,
+      minConfidence,
       callbackUrl,
       idempotencyKey: key,
       requestHash,

@@ -16,7 +16,7 @@ import { takeDueActivity } from "../identity/key-activity.ts";
 import { ApiError } from "../lib/errors.ts";
 import { readIdempotencyKey, sha256Hex } from "../lib/idempotency.ts";
 import { answerStatements, claimKeyStatements, matchItemsQuery, type BatchAnswer, type StoredItem } from "../lookup-jobs/store/batches.ts";
-import { contactInfoFromSnapshot, type PeopleInclude } from "../people/lookup.ts";
+import { contactInfoFromSnapshot, parseMinConfidence, type PeopleInclude } from "../people/lookup.ts";
 import { countMoreAgainstLimit } from "../rate-limits.ts";
 import { access } from "./access.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
@@ -59,7 +59,7 @@ export const peopleBulkRoute = createRoute({
 });
 
 type Item = { reference: string | null; check: IdentifierCheck };
-type Envelope = { items: Item[]; include: Set<PeopleInclude> };
+type Envelope = { items: Item[]; include: Set<PeopleInclude>; minConfidence: number | null };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -85,6 +85,7 @@ export function parseBulkBody(bytes: Uint8Array): Envelope {
       include.add(name as PeopleInclude);
     }
   }
+  const minConfidence = parseMinConfidenceValue(body.min_confidence);
   const items = requests.map((request): Item => {
     if (!isObject(request)) return { reference: null, check: { ok: false, error: BULK_LOOKUP_MESSAGES.itemNotAnObject } };
     const raw = request.reference;
@@ -95,7 +96,18 @@ export function parseBulkBody(bytes: Uint8Array): Envelope {
     if (request.params !== undefined && !isObject(request.params)) return { reference, check: { ok: false, error: BULK_LOOKUP_MESSAGES.paramsNotAnObject } };
     return { reference, check: checkIdentifiers((request.params as Record<string, unknown> | undefined) ?? {}) };
   });
-  return { items, include };
+  return { items, include, minConfidence };
+}
+
+/** `min_confidence` for every item: an integer 0..100 (a JSON number or a decimal string, as the query's), or absent. */
+function parseMinConfidenceValue(raw: unknown): number | null {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw === "number") {
+    if (!Number.isInteger(raw) || raw < 0 || raw > 100) throw new ApiError(400, ERROR_MESSAGES.minConfidenceRange);
+    return raw;
+  }
+  if (typeof raw === "string") return parseMinConfidence(raw);
+  throw new ApiError(400, ERROR_MESSAGES.minConfidenceRange);
 }
 
 const creditHeaderValues = (charged: number, remaining: number) => ({ "X-Credits-Charged": String(charged), "X-Credits-Remaining": String(remaining) });
@@ -128,7 +140,7 @@ async function lookupPeople(c: Context<AppEnv>) {
     }
     throw error;
   }
-  const { items, include } = envelope;
+  const { items, include, minConfidence } = envelope;
   // The route's middleware counted the call once; the rest of its items now (docs/api.md "Rate limits").
   await countMoreAgainstLimit(c, "lookup", items.length - 1);
   c.get("accessLog").lookups = items.length;
@@ -141,7 +153,8 @@ async function lookupPeople(c: Context<AppEnv>) {
 
   // Round trip 1: the people matched, and with a key its claim (or its first answer).
   let batchId = requestId;
-  const match = matchItemsQuery(db, toMatch);
+  const filter = { now, minConfidence };
+  const match = matchItemsQuery(db, toMatch, filter);
   let matched: { position: number; person_id: number | null }[];
   if (key !== null) {
     const claim = claimKeyStatements(db, { batchId, accountId: auth.accountId, actor: auth.actor, key, requestHash, token, now });
@@ -171,6 +184,7 @@ async function lookupPeople(c: Context<AppEnv>) {
     found: toMatch.flatMap(({ position }) => (personAt.get(position) != null ? [[position, personAt.get(position)!] as [number, number]] : [])),
     notFound: toMatch.flatMap(({ position }) => (personAt.get(position) == null ? [position] : [])),
     invalid: items.flatMap((item, position) => (item.check.ok ? [] : [[position, item.check.error] as [number, string]])),
+    filter,
   };
   const { statements, reads, finish } = answerStatements(db, answer);
   const activity = takeDueActivity(now);

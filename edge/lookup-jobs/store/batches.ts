@@ -13,7 +13,7 @@ import { balanceBelow, balanceNow, chargeRankedQuery, countBulkLookupsQuery, loo
 import type { Database } from "../../db/client.ts";
 import { deleteInBatches, type RawRow } from "../../db/rows.ts";
 import type { lookupBatchItems } from "../../db/schema.ts";
-import { personExists, personIdMatching, personSnapshot, recordAccessesQuery } from "../../people/store.ts";
+import { personExists, personIdMatching, personSnapshot, recordAccessesQuery, type LookupFilter } from "../../people/store.ts";
 import { BULK_LOOKUP_MESSAGES } from "../../../shared/bulk-lookups.ts";
 
 /** How long an Idempotency-Key's first answer is kept and replayed. */
@@ -28,12 +28,15 @@ export const STALE_CLAIM_MS = 30_000;
 /** One item to match: its position and identifiers. */
 export type ItemToMatch = { position: number; ids: Identifiers };
 
-/** The statement that matches items to people (precedence as GET /v1/people), in one read: [position, person_id or null]. */
-export function matchItemsQuery(db: Database, items: readonly ItemToMatch[]) {
+/**
+ * The statement that matches items to people (precedence as GET /v1/people), in one read: [position, person_id or null].
+ * With a confidence floor, a person none of whose addresses reaches it matches nobody (a 404, not charged).
+ */
+export function matchItemsQuery(db: Database, items: readonly ItemToMatch[], filter: LookupFilter) {
   const rows = items.map((i) => [i.position, i.ids.profnetId ?? null, i.ids.profnetPublicIdentifier ?? null, i.ids.codehostId ?? null, i.ids.codehostLogin ?? null]);
   const f = (n: number) => sql.raw(`(f.value ->> ${n})`);
   return db.all<{ position: number; person_id: number | null }>(sql`
-    select ${f(0)} as position, ${personIdMatching({ profnetId: f(1), profnetPublicIdentifier: f(2), codehostId: f(3), codehostLogin: f(4) })} as person_id
+    select ${f(0)} as position, ${personIdMatching({ profnetId: f(1), profnetPublicIdentifier: f(2), codehostId: f(3), codehostLogin: f(4) }, filter)} as person_id
     from json_each(${JSON.stringify(rows)}) f`);
 }
 
@@ -77,6 +80,8 @@ export type BatchAnswer = {
   notFound: number[];
   /** [position, message] of the items that failed validation. */
   invalid: [number, string][];
+  /** The time confidences are computed at (the charge's) and the call's min_confidence: what the answers serve. */
+  filter: LookupFilter;
 };
 
 /**
@@ -116,7 +121,7 @@ export function answerStatements(db: Database, a: BatchAnswer) {
     ...(a.keep ? [keepItemsQuery(db, a, ranked, served)] : []),
   ];
   const reads = [
-    db.all<{ person_id: number; person: string }>(sql`select s.person_id, ${personSnapshot(sql.raw("s.person_id"))} as person from (${servedPeople}) s`),
+    db.all<{ person_id: number; person: string }>(sql`select s.person_id, ${personSnapshot(sql.raw("s.person_id"), a.filter)} as person from (${servedPeople}) s`),
     db.all<{ served: number; refusal: string | null; balance_after: number | null }>(sql`select served, refusal, balance_after from lookup_batches where id = ${a.batchId} and claim_token = ${a.token}`),
   ] as const;
   const finish = a.scratch
@@ -136,7 +141,7 @@ function keepItemsQuery(db: Database, a: BatchAnswer, ranked: SQL, served: SQL) 
     select ${a.batchId}, f.value ->> 0,
       case when r.rank <= ${served} then 200 when r.rank is null then 404 else 402 end,
       case when r.rank <= ${served} then r.person_id end,
-      case when r.rank <= ${served} then ${personSnapshot(sql.raw("r.person_id"))} end,
+      case when r.rank <= ${served} then ${personSnapshot(sql.raw("r.person_id"), a.filter)} end,
       case when r.rank <= ${served} then null when r.rank is null then ${ERROR_MESSAGES.profileNotFound}
         when ${refusal} = 'daily_credit_cap' then ${ERROR_MESSAGES.dailyCreditCap} else ${ERROR_MESSAGES.insufficientCredits} end,
       case when r.rank > ${served} and ${refusal} = 'daily_credit_cap' then 'daily_credit_cap' end

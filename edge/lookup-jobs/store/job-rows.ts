@@ -21,7 +21,7 @@ export type LookupJobRow = RawRow<Omit<typeof lookupJobs.$inferSelect, "idempote
 };
 
 export const LOOKUP_JOB_COLUMNS = sql.raw(
-  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, verify_emails, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
+  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, verify_emails, min_confidence, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
 );
 
 const WITH_VERDICTS = sql`${LOOKUP_JOB_COLUMNS}, (select count(*) from lookup_job_verdicts v where v.job_id = lookup_jobs.id and v.source = 'stored') as stored_verdicts`;
@@ -56,6 +56,7 @@ export function lookupJobJson(row: LookupJobRow, verifyMaxAgeSeconds: number): L
     input: { format: row.format, columns: columnsOf(row).columns },
     include: Number(row.email_details) === 1 ? [...PEOPLE_INCLUDES] : [],
     verify_emails: verifying,
+    min_confidence: row.min_confidence === null ? null : Number(row.min_confidence),
     verification: verifying
       ? {
           state: row.verify_state === "done" ? "done" : row.verify_state === "verifying" ? "verifying" : "pending",

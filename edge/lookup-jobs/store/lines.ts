@@ -21,7 +21,7 @@ import { ACCOUNT_ACTIVE, batch, cancelStatement, completeIfDone, LOOKUP_JOB_COLU
 export const LOOKUP_LINES_PER_TURN = 500;
 
 /** What a turn needs of its job: who is charged, at what cost, against which caps, and whether it verifies addresses. */
-export type TurnJob = Pick<LookupJobRow, "id" | "account_id" | "actor" | "credit_caps" | "cost" | "verify_emails">;
+export type TurnJob = Pick<LookupJobRow, "id" | "account_id" | "actor" | "credit_caps" | "cost" | "verify_emails" | "min_confidence">;
 
 const chargeOf = (job: TurnJob, now: number): Omit<LookupCharge, "requestId"> & { creditCaps: readonly CreditCap[] } => ({
   accountId: job.account_id,
@@ -47,6 +47,9 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
       and not exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = l.person_id and d.charged = 1)
       and not exists (select 1 from lookup_job_lines e where e.job_id = ${J} and e.person_id = l.person_id and e.turn = ${turn} and e.state = 'pending' and e.position < l.position)`;
   const budget = sql`(select turn_budget from lookup_jobs where id = ${J})`;
+  // The job's confidence floor, at this turn's time: what a line matches (none of the person's addresses reaching it
+  // matches nobody, not charged) and what its snapshot serves.
+  const filter = { now, minConfidence: job.min_confidence == null ? null : Number(job.min_confidence) };
   const statements: Statement[] = [
     db.run(sql`update lookup_jobs set status = 'running', started_at = coalesce(started_at, ${now}), last_turn_at = ${now},
         updated_at = case when status = 'queued' then ${now} else updated_at end
@@ -57,14 +60,14 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
       profnetPublicIdentifier: line("profnet_public_identifier"),
       codehostId: line("codehost_id"),
       codehostLogin: line("codehost_login"),
-    })}
+    }, filter)}
       where rowid in (select rowid from lookup_job_lines where job_id = ${J} and state = 'pending' order by position limit ${max})
         and (select status from lookup_jobs where id = ${J} and ${ACCOUNT_ACTIVE}) = 'running'`),
     // Read once, before the charge moves the balance and the caps.
     db.run(sql`update lookup_jobs set turn_budget = ${lookupsCovered(charge)} where id = ${J}`),
     chargeRankedQuery(db, charge, sql`select rank, ${J} || ':' || (position + 1) as request_id from (${ranked})`, budget),
     db.run(sql`update lookup_job_lines set charged = 1 where ${mine} and position in (select position from (${ranked}) where rank <= ${budget})`),
-    db.run(sql`update lookup_job_lines set state = 'done', outcome = 'found', answered_at = ${now}, person = ${personSnapshot(line("person_id"))}
+    db.run(sql`update lookup_job_lines set state = 'done', outcome = 'found', answered_at = ${now}, person = ${personSnapshot(line("person_id"), filter)}
       where ${mine} and state = 'pending' and person_id is not null
         and exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = lookup_job_lines.person_id and d.charged = 1)`),
     db.run(sql`update lookup_job_lines set state = 'refused', outcome = 'refused', answered_at = ${now},

@@ -1,0 +1,1 @@
+ALTER TABLE `lookup_jobs` ADD `min_confidence` integer;
