@@ -38,29 +38,39 @@ describe("the app surface", () => {
     expect(operations.map((o) => o.operationId).sort()).toEqual([
       "acceptInvite",
       "addPasskey",
+      "cancelLookupJob",
       "cancelVerificationJob",
       "createInvite",
       "createKey",
+      "createLookupJob",
       "createVerificationJob",
+      "deletePeopleEventsSubscription",
       "getAccount",
+      "getLookupJob",
       "getMe",
+      "getPeopleEventsSubscription",
       "getUsage",
       "getVerificationJob",
       "inviteRegistrationOptions",
       "listAuditEvents",
       "listInvites",
       "listKeys",
+      "listLookupJobResults",
+      "listLookupJobs",
       "listMembers",
       "listPeopleErasures",
       "listVerificationJobResults",
       "listVerificationJobs",
+      "lookupPeople",
       "lookupPerson",
       "passkeyRegistrationOptions",
       "removeMember",
       "removePasskey",
+      "reportEmailFeedback",
       "revokeInvite",
       "revokeKey",
       "rollKey",
+      "setPeopleEventsSubscription",
       "signIn",
       "signInOptions",
       "signOut",
@@ -72,12 +82,12 @@ describe("the app surface", () => {
       "verifyEmailPost",
     ]);
     for (const o of operations) expect(o.tags?.length, o.operationId).toBe(1);
-    expect(Object.keys(doc.webhooks)).toEqual(["verificationJobEnded"]);
+    expect(Object.keys(doc.webhooks)).toEqual(["verificationJobEnded", "lookupJobEnded"]);
     expect(doc.webhooks.verificationJobEnded.post.parameters.map((p: any) => p.name).sort()).toEqual(["webhook-id", "webhook-signature", "webhook-timestamp"]);
     expect(doc.webhooks.verificationJobEnded.post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/VerificationJob" });
     const people = doc.paths["/v1/people"].get;
     expect(people.parameters.map((p: any) => p.name).sort()).toEqual(
-      ["codehost_id", "codehost_login", "include", "profnet_id", "profnet_public_identifier"],
+      ["codehost_id", "codehost_login", "include", "min_confidence", "profnet_id", "profnet_public_identifier"],
     );
     expect(Object.keys(people.responses).sort()).toEqual(["200", "400", "401", "402", "403", "404", "429", "503"]);
     expect(Object.keys(people.responses["429"].headers).sort()).toEqual(["RateLimit-Policy", "Retry-After"]);

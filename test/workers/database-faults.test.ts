@@ -133,7 +133,7 @@ describe("the cron, its database failing", () => {
     try {
       await worker.scheduled(createScheduledController(), { ...env, ...viaProxy } as never);
       const events = errors.mock.calls.map(([line]) => (JSON.parse(String(line)) as { event: string }).event);
-      expect(events).toEqual(["stalled_work_check_failed", "people_data_cron_failed", "audit_cron_failed", "sign_in_cron_failed", "job_retention_failed"]);
+      expect(events).toEqual(["stalled_work_check_failed", "people_data_cron_failed", "audit_cron_failed", "sign_in_cron_failed", "job_retention_failed", "lookup_jobs_cron_failed", "people_events_cron_failed"]);
     } finally {
       errors.mockRestore();
     }
