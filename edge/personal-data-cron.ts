@@ -15,7 +15,7 @@
  *   that follows it makes the address undeliverable at once: our check agrees with the report.
  * - Stored addresses get their name in bounce feedback (FEEDBACK_HASH_KEY), a bounded number per run, so that reports
  *   find them; reports older than FEEDBACK_RETENTION_SECONDS are deleted.
- * - Access-log rows and erasure notices older than ACCESS_LOG_RETENTION_SECONDS are deleted.
+ * - Access-log rows, erasure notices and merge candidates older than ACCESS_LOG_RETENTION_SECONDS are deleted.
  */
 import { sql } from "drizzle-orm";
 import type { EmailVerificationResult } from "../shared/api.ts";
@@ -30,7 +30,16 @@ import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
 import { answeredLines, deleteJobsWithResultsDeleted, endedJobsWithResults, hasUnfinishedJob } from "./jobs/store/internal-jobs.ts";
 import { expireResults } from "./jobs/store/retention.ts";
 import { newId } from "./identity/tokens.ts";
-import { ANSWERS_PER_WRITE, claimAddressesQuery, deleteOldAccessLog, deleteOldErasureNotices, dueAddresses, writeStoredEmailAnswers, type StoredEmailRules } from "./people/store.ts";
+import {
+  ANSWERS_PER_WRITE,
+  claimAddressesQuery,
+  deleteOldAccessLog,
+  deleteOldErasureNotices,
+  deleteOldMergeCandidates,
+  dueAddresses,
+  writeStoredEmailAnswers,
+  type StoredEmailRules,
+} from "./people/store.ts";
 import { deleteOldFeedback, nameStoredAddresses } from "./people/feedback-store.ts";
 import { addressHasher } from "../shared/people/address-hash.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification/params.ts";
@@ -113,6 +122,7 @@ export type PersonalDataReport = {
   erasure_notices_deleted: number;
   addresses_named: number;
   feedback_deleted: number;
+  merge_candidates_deleted: number;
 };
 
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */
@@ -129,5 +139,6 @@ export async function runPersonalDataCron(db: Database, queue: JobsQueue, config
     erasure_notices_deleted: await deleteOldErasureNotices(db, before),
     addresses_named: config.feedbackHashKey ? await nameStoredAddresses(db, await addressHasher(config.feedbackHashKey)) : 0,
     feedback_deleted: await deleteOldFeedback(db, now - config.feedbackRetentionSeconds * 1000),
+    merge_candidates_deleted: await deleteOldMergeCandidates(db, before),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The admin CLI, `npm run admin -- <command>`: argument parsing and output only. The operations live
- * in scripts/admin/accounts.ts (accounts, keys, credits) and scripts/admin/ (people import).
+ * in scripts/admin/accounts.ts (accounts, keys, credits) and scripts/admin/ (people import, privacy, merges).
  *
  * With --json, stdout carries exactly one JSON object (the result, or {"error": ...}); anything
  * else, progress included, goes to stderr. Exit status: 0 success, 1 failure, 2 usage error.
@@ -13,6 +13,7 @@ import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
 import { erasePeople } from "./admin/people-erase.ts";
+import { applyMergeCandidate, dismissMergeCandidate, listMergeCandidates, MERGE_STATES, showMergeCandidate, undoMergeCandidate, type MergeState } from "./admin/people-merge.ts";
 import { readFirstLine } from "./admin/stdin-line.ts";
 import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
 import { suppressionKey } from "./admin/suppression-key.ts";
@@ -60,6 +61,15 @@ Commands:
                                             accounts that received them see it in
                                             GET /v1/people/erasures. --email alone also suppresses
                                             an address nobody has (an opt-out)
+  merges list [--state open|applied|dismissed|undone]
+                                            Import lines whose identifiers point at two different
+                                            people (rejected, never merged by the import)
+  merges show ID                            A candidate, its line and both people as they are now
+  merges apply ID                           Make the two people one (the older stays), then import
+                                            the line; audited
+  merges undo ID                            Take an applied merge back: both people as they were
+                                            (refused once the merged person changed since); audited
+  merges dismiss ID                         Close a candidate without merging; audited
   people access-report (--profnet-id N | ... | --email E)
                                             What is held about the person and which accounts
                                             received it, when, and how often
@@ -179,6 +189,12 @@ async function personSelector(values: Values): Promise<PersonSelector> {
   const value = values[name] === "-" ? await selectorFromStdin(name) : requiredOption(values, name);
   if (kind === "email" && !value.includes("@")) throw new UsageError(`--email must be an email address, got ${JSON.stringify(value)}`);
   return { kind, value };
+}
+
+function candidateId(raw: string): number {
+  const id = /^[0-9]{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(id) || id < 1) throw new UsageError(`ID must be a merge candidate's number, got ${JSON.stringify(raw)}`);
+  return id;
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -336,6 +352,51 @@ const COMMANDS: Record<string, Command> = {
         json: result,
         text: `Erased ${result.erased} ${result.erased === 1 ? "person" : "people"}; ${result.suppressed} identifiers and addresses suppressed`,
       };
+    },
+  },
+  "merges list": {
+    args: [],
+    options: { state: { type: "string" } },
+    async run(db, { values }) {
+      const state = values.state === undefined ? null : requiredOption(values, "state");
+      if (state !== null && !(MERGE_STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${MERGE_STATES.join(", ")}, got ${JSON.stringify(state)}`);
+      const candidates = await listMergeCandidates(db.$client, state as MergeState | null);
+      const text = candidates.length
+        ? candidates.map((c) => `#${c.id}  ${c.state}  people ${c.people.join(" + ")}  ${c.source} line ${c.line}  ${c.created_at}\n  ${c.reason}`).join("\n")
+        : "No merge candidates";
+      return { json: { candidates }, text };
+    },
+  },
+  "merges show": {
+    args: ["ID"],
+    options: {},
+    async run(db, { args: [id = ""] }) {
+      const shown = await showMergeCandidate(db.$client, candidateId(id));
+      return { json: shown, text: JSON.stringify(shown, null, 2) };
+    },
+  },
+  "merges apply": {
+    args: ["ID"],
+    options: {},
+    async run(db, { args: [id = ""] }) {
+      const { kept, merged } = await applyMergeCandidate(db.$client, candidateId(id));
+      return { json: { applied: Number(id), kept, merged }, text: `Merge candidate ${id} applied: person ${merged} is now person ${kept}, and its line imported` };
+    },
+  },
+  "merges undo": {
+    args: ["ID"],
+    options: {},
+    async run(db, { args: [id = ""] }) {
+      const { restored } = await undoMergeCandidate(db.$client, candidateId(id));
+      return { json: { undone: Number(id), restored }, text: `Merge candidate ${id} undone: people ${restored.join(" and ")} are as they were` };
+    },
+  },
+  "merges dismiss": {
+    args: ["ID"],
+    options: {},
+    async run(db, { args: [id = ""] }) {
+      await dismissMergeCandidate(db.$client, candidateId(id));
+      return { json: { dismissed: Number(id) }, text: `Merge candidate ${id} dismissed` };
     },
   },
   "people access-report": {

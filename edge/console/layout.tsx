@@ -16,6 +16,7 @@ export const NAV: NavItem[] = [
   { href: "/console/lists", label: "Lists" },
   { href: "/console/check", label: "Check an address" },
   { href: "/console/people", label: "Look up a person" },
+  { href: "/console/feedback", label: "Bounce feedback" },
   { href: "/console/keys", label: "Keys" },
   { href: "/console/members", label: "Members" },
   { href: "/console/usage", label: "Usage" },

@@ -14,6 +14,7 @@ import { loadConfig, type AppEnv } from "../env.ts";
 import { page } from "./layout.tsx";
 import { registerAccountPages } from "./pages/account.tsx";
 import { registerCheckPages } from "./pages/check.tsx";
+import { registerFeedbackPages } from "./pages/feedback.tsx";
 import { registerMemberPages } from "./pages/members.tsx";
 import { registerKeyPages } from "./pages/keys.tsx";
 import { registerListPages } from "./pages/lists.tsx";
@@ -27,6 +28,8 @@ const PAGES_WITHOUT_SESSION = new Set(["/console/sign-in", "/console/invite"]);
 const LIST_FORM_MAX_BYTES = JOB_LIMITS.maxBodyBytes + 64 * 1024;
 const LIST_TOO_LARGE = `${JOB_INPUT_ERRORS.bodyTooLarge}: split the list`;
 const FORM_MAX_BYTES = 64 * 1024;
+/** The feedback form carries up to 1,000 reports, each with an SMTP reply: the API's own bound (POST /v1/email_feedback, 2 MiB). */
+const FEEDBACK_FORM_MAX_BYTES = 2 * 1024 * 1024;
 
 export const CONSOLE_CSP = {
   defaultSrc: ["'none'"],
@@ -57,6 +60,7 @@ export function registerConsole(app: Hono<AppEnv>): void {
       if (c.req.method !== "POST") return next();
       const list = c.req.path === "/console/lists";
       if (c.req.path === "/console/lists/enrich") return limitRequestBody(ENRICH_FORM_MAX_BYTES, `${LOOKUP_JOB_MESSAGES.bodyTooLarge}: split the list`)(c, next);
+      if (c.req.path === "/console/feedback") return limitRequestBody(FEEDBACK_FORM_MAX_BYTES)(c, next);
       return limitRequestBody(list ? LIST_FORM_MAX_BYTES : FORM_MAX_BYTES, list ? LIST_TOO_LARGE : undefined)(c, next);
     },
     async (c, next) => {
@@ -92,5 +96,6 @@ export function registerConsole(app: Hono<AppEnv>): void {
   registerKeyPages(app);
   registerAccountPages(app);
   registerCheckPages(app);
+  registerFeedbackPages(app);
   registerMemberPages(app);
 }

@@ -355,6 +355,37 @@ export const verificationJobItems = sqliteTable(
 );
 
 /**
+ * Import lines whose identifiers point at two different people (docs/operations.md "Merge candidates"): rejected, never
+ * merged by the import (a false merge discloses one person's contacts as another's), and kept here for an operator to
+ * review, apply and undo with the admin CLI. The line and the snapshot are personal data: deleted
+ * ACCESS_LOG_RETENTION_SECONDS after the candidate was recorded or decided, and with either person at erasure.
+ */
+export const mergeCandidates = sqliteTable(
+  "merge_candidates",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    /** The two people's ids, ascending, as JSON: the first is the one that stays when applied. */
+    people: text("people").notNull(),
+    /** The line as the import read it (its fields, its source), JSON. */
+    record: text("record").notNull(),
+    reason: text("reason").notNull(),
+    source: text("source").notNull(),
+    line: integer("line").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** open; applied (merged, the line imported); dismissed; undone (applied, then taken back). */
+    state: text("state", { enum: ["open", "applied", "dismissed", "undone"] }).notNull().default("open"),
+    decidedAt: integer("decided_at"),
+    /** When applied: both people as they were before, and the merged one as it was after, JSON: what an undo restores and checks. */
+    snapshot: text("snapshot"),
+  },
+  (t) => [
+    // The same line from the same import again is one candidate, while it is open.
+    uniqueIndex("merge_candidates_open_unique").on(t.people, t.record).where(sql`${t.state} = 'open'`),
+    index("merge_candidates_state_idx").on(t.state, t.id),
+  ],
+);
+
+/**
  * Changes to people that someone received (docs/api.md "People events"): written in the same transaction as the change,
  * by triggers (the 0021 migration) on person_emails: an address became undeliverable, or one was added, to a person in the
  * access log. The cron turns each into events for the subscribed accounts that received the person lately, then deletes it.

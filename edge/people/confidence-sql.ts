@@ -67,8 +67,8 @@ export type FeedbackTallySql = { bounceAccounts: SQL; lastBounceAt: SQL; deliver
 /** `feedbackVerdict()` of a tally: 'bounced', 'delivered' or 'none'. */
 export function feedbackVerdictOfTallySql(t: FeedbackTallySql): SQL {
   return sql`(case
-    when ${t.bounceAccounts} >= ${INDEPENDENT_ACCOUNTS} and ${t.lastBounceAt} > coalesce(${t.lastDeliveredAt}, 0) then 'bounced'
-    when ${t.deliveredAccounts} >= ${INDEPENDENT_ACCOUNTS} and ${t.lastDeliveredAt} > coalesce(${t.lastBounceAt}, 0) then 'delivered'
+    when ${t.bounceAccounts} >= ${INDEPENDENT_ACCOUNTS} and (${t.deliveredAccounts} < ${INDEPENDENT_ACCOUNTS} or ${t.lastBounceAt} > ${t.lastDeliveredAt}) then 'bounced'
+    when ${t.deliveredAccounts} >= ${INDEPENDENT_ACCOUNTS} and (${t.bounceAccounts} < ${INDEPENDENT_ACCOUNTS} or ${t.lastDeliveredAt} > ${t.lastBounceAt}) then 'delivered'
     else 'none' end)`;
 }
 

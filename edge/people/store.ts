@@ -253,6 +253,11 @@ export const deleteOldAccessLog = (db: Database, before: number) => deleteOld(db
 /** Deletes erasure notices older than `before`, a bounded number per run; returns how many. */
 export const deleteOldErasureNotices = (db: Database, before: number) => deleteOld(db, "erasure_notices", "erased_at", before);
 
+/** Deletes merge candidates recorded or decided before `before` (docs/operations.md "Merge candidates"); returns how many. */
+export async function deleteOldMergeCandidates(db: Database, before: number): Promise<number> {
+  return rowsAffected(await db.run(sql`delete from merge_candidates where coalesce(decided_at, created_at) < ${before}`));
+}
+
 export type ErasureNoticeRow = Omit<RawRow<typeof erasureNotices.$inferSelect>, "account_id">;
 
 /**

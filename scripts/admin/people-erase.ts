@@ -90,6 +90,8 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     // signed event, which the cron puts on the queue (docs/api.md "People events").
     { sql: "delete from people_events where person_id in (select value from json_each(?))", args: [peopleIds] },
     { sql: "delete from person_changes where person_id in (select value from json_each(?))", args: [peopleIds] },
+    // A merge candidate holds an import line about them (and, applied, a snapshot of them).
+    { sql: "delete from merge_candidates where exists (select 1 from json_each(merge_candidates.people) p where p.value in (select value from json_each(?)))", args: [peopleIds] },
     {
       sql: `insert into people_events (id, account_id, person_id, type, body, created_at, next_at)
         select 'evt_' || lower(hex(randomblob(12))), n.account_id, null, 'person.erased',

@@ -41,6 +41,8 @@ export type ImportSummary = {
   updated: number;
   unchanged: number;
   rejected: number;
+  /** Rejected lines whose identifiers point at two different people, kept for review (`people merges list`). */
+  merge_candidates: number;
   /** In line order, at most MAX_LISTED_REJECTIONS of them. */
   rejections: Rejection[];
   rejections_not_listed: number;
@@ -110,6 +112,7 @@ class ImportTally {
   updated = 0;
   unchanged = 0;
   rejected = 0;
+  mergeCandidates = 0;
   readonly rejections: Rejection[] = [];
   rejectionsNotListed = 0;
   batchRetries = 0;
@@ -122,6 +125,7 @@ class ImportTally {
         continue;
       }
       this.rejected++;
+      if (outcome.mergeCandidate) this.mergeCandidates++;
       if (this.rejections.length < MAX_LISTED_REJECTIONS) this.rejections.push({ line: outcome.line, reason: outcome.reason });
       else this.rejectionsNotListed++;
     }
@@ -197,6 +201,7 @@ export async function importPeople(client: Client, path: string, options: Import
     updated: tally.updated,
     unchanged: tally.unchanged,
     rejected: tally.rejected,
+    merge_candidates: tally.mergeCandidates,
     rejections: tally.rejections,
     rejections_not_listed: tally.rejectionsNotListed,
     rows_per_second: elapsedMs > 0 ? Math.round((rows * 1000) / elapsedMs) : rows,

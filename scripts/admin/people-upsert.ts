@@ -40,7 +40,8 @@ export type BatchRow = { line: number; record: PersonRecord };
 
 export type RowOutcome =
   | { line: number; outcome: "inserted" | "updated" | "unchanged" }
-  | { line: number; outcome: "rejected"; reason: string };
+  /** `mergeCandidate`: the line's identifiers point at two different people, and it is kept for an operator (people-merge.ts). */
+  | { line: number; outcome: "rejected"; reason: string; mergeCandidate?: true };
 
 type PersonFields = Record<PersonField, string | number | null>;
 
@@ -97,6 +98,8 @@ class BatchPlan {
   readonly emailSources = new Map<string, SourceSeen<{ key: string }>>();
   readonly phoneSources = new Map<string, SourceSeen<{ phone: string }>>();
   readonly handleSources = new Map<string, SourceSeen<{ field: string; value: string }>>();
+  /** Lines rejected because their identifiers point at two different people: kept as merge candidates. */
+  readonly mergeCandidates: { line: number; record: PersonRecord; reason: string; people: KnownPerson[] }[] = [];
   private readonly byIdentity = new Map<string, KnownPerson>();
   /** Each person's place in the plan, to key what the batch saw of them. */
   private readonly seq = new Map<KnownPerson, number>();
@@ -123,7 +126,9 @@ class BatchPlan {
 
     if (matches.size > 1) {
       const owners = [...matches].map(([person, identifiers]) => `${identifiers.join(" and ")}: ${describePerson(person)}`);
-      return { line, outcome: "rejected", reason: `conflict: identifiers belong to different people (${owners.join("; ")})` };
+      const reason = `conflict: identifiers belong to different people (${owners.join("; ")})`;
+      this.mergeCandidates.push({ line, record: { ...record, source: record.source ?? this.fileSource }, reason, people: [...matches.keys()] });
+      return { line, outcome: "rejected", reason, mergeCandidate: true };
     }
 
     const [match] = matches;
@@ -315,6 +320,13 @@ const UPSERT_PHONE_SOURCES = `
   select coalesce(value ->> 'phone_id', (select id from person_phones where person_id = ${OWNER_ID} and phone = value ->> 'phone')),
     value ->> 'source', ?1, ?1 from json_each(?2) where true
   on conflict (phone_id, source) do update set last_seen_at = excluded.last_seen_at`;
+/** A rejected line kept for review: its people by id (those new in this batch found by an identifier), ascending. */
+const INSERT_MERGE_CANDIDATES = `
+  insert into merge_candidates (people, record, reason, source, line, created_at)
+  select (select json_group_array(id) from (select ${OWNER_ID} as id from json_each(u.value -> 'people') order by 1)),
+    u.value -> 'record', u.value ->> 'reason', u.value ->> 'source', u.value ->> 'line', ?1
+  from json_each(?2) u where true
+  on conflict do nothing`;
 const UPSERT_HANDLE_SOURCES = `
   insert into person_handle_sources (person_id, field, value, source, first_seen_at, last_seen_at)
   select ${OWNER_ID}, value ->> 'field', value ->> 'value', value ->> 'source', ?1, ?1 from json_each(?2) where true
@@ -397,6 +409,11 @@ function writeStatements(plan: BatchPlan, now: number): InStatement[] {
     }),
   );
   add(UPSERT_HANDLE_SOURCES, [now], [...plan.handleSources.values()].map(({ person, item, source }) => ({ ...ownerOf(person), ...item, source })));
+  add(
+    INSERT_MERGE_CANDIDATES,
+    [now],
+    plan.mergeCandidates.map(({ line, record, reason, people }) => ({ line, record, reason, source: record.source, people: people.map(ownerOf) })),
+  );
   return statements;
 }
 

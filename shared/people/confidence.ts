@@ -38,9 +38,9 @@ export function ourCheck(reason: VerificationReason | null, checkedAt: number | 
 
 /**
  * What other accounts' reports say, counted only when independent accounts agree (docs/api.md "Bounce feedback"): at least
- * INDEPENDENT_ACCOUNTS reported hard bounces since our last check that found the mailbox, and none delivered since
- * ("bounced"); or at least as many reported deliveries or replies in the last DELIVERIES_WINDOW_DAYS and none bounced
- * since ("delivered"); otherwise "none".
+ * INDEPENDENT_ACCOUNTS reported hard bounces since our last check that found the mailbox, and not as many deliveries after
+ * ("bounced"); or at least as many reported deliveries or replies in the last DELIVERIES_WINDOW_DAYS and not as many hard
+ * bounces after ("delivered"); otherwise "none". One account's report never undoes what independent accounts agreed on.
  */
 export const FEEDBACK_VERDICTS = ["none", "bounced", "delivered"] as const;
 export type FeedbackVerdict = (typeof FEEDBACK_VERDICTS)[number];
@@ -61,8 +61,12 @@ export const REACHED_MAILBOX = ["delivered", "replied", "complaint"] as const;
 export type FeedbackTally = { bounceAccounts: number; lastBounceAt: number | null; deliveredAccounts: number; lastDeliveredAt: number | null };
 
 export function feedbackVerdict(t: FeedbackTally): FeedbackVerdict {
-  if (t.bounceAccounts >= INDEPENDENT_ACCOUNTS && t.lastBounceAt! > (t.lastDeliveredAt ?? 0)) return "bounced";
-  if (t.deliveredAccounts >= INDEPENDENT_ACCOUNTS && t.lastDeliveredAt! > (t.lastBounceAt ?? 0)) return "delivered";
+  // The other kind only stands in the way when independent accounts agree on it too: one account's report alone
+  // never undoes what independent accounts settled (bench/confidence-world.ts found that hole).
+  const bounced = t.bounceAccounts >= INDEPENDENT_ACCOUNTS;
+  const delivered = t.deliveredAccounts >= INDEPENDENT_ACCOUNTS;
+  if (bounced && (!delivered || t.lastBounceAt! > t.lastDeliveredAt!)) return "bounced";
+  if (delivered && (!bounced || t.lastDeliveredAt! > t.lastBounceAt!)) return "delivered";
   return "none";
 }
 

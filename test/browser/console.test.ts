@@ -137,6 +137,10 @@ describe("the console in a real browser", () => {
     await owner.getByRole("button", { name: "Look up" }).click();
     await owner.getByRole("heading", { name: "Answer" }).waitFor();
     await owner.getByText("ada-lovelace", { exact: true }).waitFor();
+    // Each address with how far to trust it.
+    const trust = owner.getByRole("region", { name: "How far to trust each address" });
+    expect(await trust.getByRole("row").count()).toBeGreaterThan(1);
+    expect(await trust.getByRole("cell").filter({ hasText: / of 100 \((high|medium|low)\)$/ }).count()).toBe((await trust.getByRole("row").count()) - 1);
     const account = (await (await api("/v1/account", stack.demoKey)).json()) as { credit_balance: number };
     expect(account.credit_balance).toBe(999);
 
@@ -226,7 +230,7 @@ describe("the console in a real browser", () => {
   it("has no WCAG 2.1 AA violation on any page, at desktop width and at 360 px, where nothing scrolls sideways", async () => {
     const shots = process.env.CONSOLE_SCREENSHOTS;
     if (shots) mkdirSync(shots, { recursive: true });
-    const paths = ["/console", "/console/lists", "/console/check?email=user5%40lists-one.test", "/console/people", "/console/keys", "/console/members", "/console/usage", "/console/erasures", "/console/audit"];
+    const paths = ["/console", "/console/lists", "/console/check?email=user5%40lists-one.test", "/console/people", "/console/feedback", "/console/keys", "/console/members", "/console/usage", "/console/erasures", "/console/audit"];
     const firstJob = await owner.evaluate(async () => ((await (await fetch("/v1/email_verification_jobs?limit=1")).json()) as { jobs: { id: string }[] }).jobs[0]!.id);
     paths.push(`/console/lists/${firstJob}`);
     for (const width of [1280, 360]) {
@@ -280,5 +284,37 @@ describe("the console in a real browser", () => {
     await owner.keyboard.press("Enter");
     await owner.waitForURL(/\/console\/lists\/job_/);
     await owner.getByText("3 of 3 checked · completed").waitFor({ timeout: 60_000 });
+  });
+
+  it("takes bounce feedback pasted or uploaded, redirects after the post, and names the line of a bad report", async () => {
+    await owner.setViewportSize({ width: 1280, height: 900 });
+    await owner.goto(`${stack.base}/console`);
+    await owner.getByRole("link", { name: "Bounce feedback" }).click();
+    await owner.getByRole("heading", { name: "Bounce feedback", level: 1 }).waitFor();
+    const at = new Date(Date.now() - 3_600_000).toISOString();
+    await owner.getByLabel("Or paste reports, one per line").fill(`email,outcome,occurred_at,reply\nana@${MAIL_DOMAINS[0]},hard_bounce,${at},"550 5.1.1 user unknown"\nbo@${MAIL_DOMAINS[1]},delivered,${at}\n`);
+    await owner.getByRole("button", { name: "Send feedback" }).click();
+    await owner.waitForURL(/\/console\/feedback\?note=/);
+    await owner.getByRole("status").filter({ hasText: "2 reports received" }).waitFor();
+    // POST-redirect-GET: a reload shows the page, not the post again.
+    await owner.reload();
+    await owner.getByRole("heading", { name: "Bounce feedback", level: 1 }).waitFor();
+    expect(await owner.getByText("reports received").count()).toBe(0);
+
+    // A bad line: the whole paste is refused, and the message names the line as the member counts them.
+    await owner.getByLabel("Or paste reports, one per line").fill(`ana@${MAIL_DOMAINS[0]},hard_bounce,${at}\nbo@${MAIL_DOMAINS[1]},bounced,${at}\n`);
+    await owner.getByRole("button", { name: "Send feedback" }).click();
+    await owner.getByRole("alert").filter({ hasText: "Line 2, outcome must be one of" }).waitFor();
+    await owner.getByText("Nothing was stored.", { exact: false }).waitFor();
+    for (const width of [1280, 360]) {
+      await owner.setViewportSize({ width, height: 900 });
+      expect(await axeViolations(owner), `feedback with an error at ${width} px`).toEqual([]);
+    }
+
+    // Uploaded as a file.
+    await owner.setViewportSize({ width: 1280, height: 900 });
+    await owner.getByLabel("CSV file").setInputFiles({ name: "bounces.csv", mimeType: "text/csv", buffer: Buffer.from(`cy@${MAIL_DOMAINS[0]},replied,${at}\n`) });
+    await owner.getByRole("button", { name: "Send feedback" }).click();
+    await owner.getByRole("status").filter({ hasText: "1 report received" }).waitFor();
   });
 });

@@ -175,3 +175,55 @@ describe("people erase", () => {
     CLI_TEST_TIMEOUT,
   );
 });
+
+describe("merge candidates, as an operator decides them (`npm run admin -- merges ...`)", () => {
+  it(
+    "a conflicting import line is listed; apply makes one person and imports the line; undo gives both back; a bad ID is a usage error",
+    async () => {
+      await importLines("merge-base.jsonl", [
+        { profnet_id: 901, email_addresses: ["m1@merge.example"] },
+        { codehost_login: "merge-b", email_addresses: ["m2@merge.example"] },
+      ]);
+      const conflict = await importLines("merge-line.jsonl", [{ profnet_id: 901, codehost_login: "merge-b", email_addresses: ["m3@merge.example"] }]);
+      expect(conflict.json).toMatchObject({ rejected: 1, merge_candidates: 1 });
+      const listed = await admin(["merges", "list", "--state", "open"]);
+      const [candidate] = (listed.json as { candidates: { id: number; people: number[]; source: string }[] }).candidates.filter((c) => c.source === "merge-line.jsonl");
+      expect(candidate).toBeDefined();
+      const applied = await admin(["merges", "apply", String(candidate!.id)]);
+      expect([applied.status, applied.json]).toEqual([0, { applied: candidate!.id, kept: candidate!.people[0], merged: candidate!.people[1] }]);
+      expect(await count("people", "profnet_id = 901 and codehost_login = 'merge-b'")).toBe(1);
+      expect(await count("person_emails", `person_id = ${candidate!.people[0]}`)).toBe(3);
+      const undone = await admin(["merges", "undo", String(candidate!.id)]);
+      expect([undone.status, undone.json]).toEqual([0, { undone: candidate!.id, restored: candidate!.people }]);
+      expect(await count("people", "profnet_id = 901 and codehost_login is null")).toBe(1);
+      expect(await count("person_emails", `person_id = ${candidate!.people[1]}`)).toBe(1);
+      const audited = await db.all<{ action: string; actor: string }>(sql`select action, actor from audit_events where account_id = 'acc_people_data_operators' and target = ${`merge_${candidate!.id}`} order by id`);
+      expect(audited).toEqual([
+        { action: "person.merged", actor: "operator" },
+        { action: "person.merge_undone", actor: "operator" },
+      ]);
+      const again = await admin(["merges", "undo", String(candidate!.id)]);
+      expect([again.status, again.json]).toEqual([1, { error: `Merge candidate ${candidate!.id} is undone: only an applied merge can be undone` }]);
+
+      // Dismissed: closed without merging, and no longer open.
+      const second = await importLines("merge-line-2.jsonl", [{ profnet_id: 901, codehost_login: "merge-b", email_addresses: ["m4@merge.example"] }]);
+      expect(second.json).toMatchObject({ rejected: 1, merge_candidates: 1 });
+      const open = (await admin(["merges", "list"])).json as { candidates: { id: number; state: string; source: string }[] };
+      const [next] = open.candidates.filter((c) => c.source === "merge-line-2.jsonl");
+      expect(next).toMatchObject({ state: "open" });
+      const dismissed = await admin(["merges", "dismiss", String(next!.id)]);
+      expect([dismissed.status, dismissed.json]).toEqual([0, { dismissed: next!.id }]);
+      const listedDismissed = (await admin(["merges", "list", "--state", "dismissed"])).json as { candidates: { id: number }[] };
+      expect(listedDismissed.candidates.map((c) => c.id)).toContain(next!.id);
+      expect(await count("people", "profnet_id = 901 and codehost_login is null")).toBe(1);
+
+      const bad = await admin(["merges", "apply", "first"]);
+      expect([bad.status, bad.json]).toEqual([2, { error: 'ID must be a merge candidate\'s number, got "first"' }]);
+      const badState = await admin(["merges", "list", "--state", "merged"]);
+      expect([badState.status, badState.json]).toEqual([2, { error: '--state must be one of open, applied, dismissed, undone, got "merged"' }]);
+      const missing = await admin(["merges", "show", "999999"]);
+      expect([missing.status, missing.json]).toEqual([1, { error: "No merge candidate 999999" }]);
+    },
+    CLI_TEST_TIMEOUT * 6,
+  );
+});

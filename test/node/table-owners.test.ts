@@ -39,8 +39,8 @@ const OWNERS: Owner[] = [
   },
   {
     name: "the people tables",
-    tables: ["people", "person_emails", "person_phones", "person_email_sources", "person_phone_sources", "person_handle_sources", "person_access_log", "erasure_notices", "suppressions", "email_feedback", "person_changes", "people_events"],
-    objects: ["people", "personEmails", "personPhones", "personEmailSources", "personPhoneSources", "personHandleSources", "personAccessLog", "erasureNotices", "suppressions", "emailFeedback", "personChanges", "peopleEvents"],
+    tables: ["people", "person_emails", "person_phones", "person_email_sources", "person_phone_sources", "person_handle_sources", "person_access_log", "erasure_notices", "suppressions", "email_feedback", "person_changes", "people_events", "merge_candidates"],
+    objects: ["people", "personEmails", "personPhones", "personEmailSources", "personPhoneSources", "personHandleSources", "personAccessLog", "erasureNotices", "suppressions", "emailFeedback", "personChanges", "peopleEvents", "mergeCandidates"],
     owners: ["edge/people/"],
     alsoAllowed: {
       // The operator's tools: the import's upsert, access reports and erasure run on Node's client in write batches of

@@ -11,6 +11,8 @@ import {
   confidence,
   confidenceLabel,
   FEEDBACK_VERDICTS,
+  feedbackVerdict,
+  type FeedbackTally,
   MAX_SOURCES_COUNTED,
   OUR_CHECKS,
   ourCheck,
@@ -18,7 +20,7 @@ import {
   type ConfidenceInputs,
 } from "../../shared/people/confidence.ts";
 import { VERIFICATION_REASONS } from "../../shared/email/reasons.ts";
-import { confidenceOfInputsSql } from "../../edge/people/confidence-sql.ts";
+import { confidenceOfInputsSql, feedbackVerdictOfTallySql } from "../../edge/people/confidence-sql.ts";
 import { writeStoredEmailAnswers } from "../../edge/people/store.ts";
 import { call, callWith, databaseRequestsServed, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
@@ -89,6 +91,27 @@ describe("the table, inputs combined", () => {
     const checks = Object.fromEntries(VERIFICATION_REASONS.map((r) => [r, ourCheck(r, 1)]));
     expect(checks).toMatchObject({ deliverable: "valid", mailbox_full: "valid", catch_all: "catch_all", mailbox_not_found: "invalid", no_mail_domain: "invalid", syntax: "invalid", policy_block: "unknown", provider_forbids_probing: "unknown" });
     expect(ourCheck("deliverable", null)).toBe("never");
+  });
+});
+
+describe("what independent accounts' reports add up to", () => {
+  const tally = (bounceAccounts: number, lastBounceAt: number | null, deliveredAccounts: number, lastDeliveredAt: number | null): FeedbackTally => ({ bounceAccounts, lastBounceAt, deliveredAccounts, lastDeliveredAt });
+  it.each<[string, FeedbackTally, string]>([
+    ["nothing reported", tally(0, null, 0, null), "none"],
+    ["two accounts' bounces", tally(2, 5, 0, null), "none"],
+    ["three accounts' bounces", tally(3, 5, 0, null), "bounced"],
+    ["three accounts' deliveries", tally(0, null, 3, 5), "delivered"],
+    ["three accounts' deliveries, then one account's bounce: one account undoes nothing", tally(1, 9, 3, 5), "delivered"],
+    ["three accounts' bounces, then one account's delivery", tally(3, 5, 1, 9), "bounced"],
+    ["three of each, bounces later", tally(3, 9, 3, 5), "bounced"],
+    ["three of each, deliveries later", tally(3, 5, 3, 9), "delivered"],
+  ])("%s: %s", async (_, t, verdict) => {
+    expect(feedbackVerdict(t)).toBe(verdict);
+    const v = (x: number | null) => sql`${x}`;
+    const [row] = await db.all<{ verdict: string }>(
+      sql`select ${feedbackVerdictOfTallySql({ bounceAccounts: v(t.bounceAccounts), lastBounceAt: v(t.lastBounceAt), deliveredAccounts: v(t.deliveredAccounts), lastDeliveredAt: v(t.lastDeliveredAt) })} as verdict`,
+    );
+    expect(row!.verdict).toBe(verdict);
   });
 });
 

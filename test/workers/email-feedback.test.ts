@@ -157,8 +157,12 @@ describe("deliveries settle a catch-all address", () => {
       const seen = await lookup(bystander.token, query);
       expect(seen.details.map((d) => [d.confidence, d.verification?.reason]), `${i + 1} accounts`).toEqual([i < 2 ? [74, "catch_all"] : [95, "catch_all_delivered"]]);
     }
-    // A later hard bounce from three others undoes it: the newer kind wins.
-    for (let i = 0; i < 3; i++) {
+    // One account's later hard bounce changes nothing for anyone else: it is not independent accounts agreeing.
+    const { token: lone } = await newAccount(1);
+    expect((await report(lone, { email_address: emails[0], outcome: "hard_bounce", occurred_at: iso(Date.now()) })).status).toBe(200);
+    expect((await lookup(bystander.token, query)).details.map((d) => [d.confidence, d.verification?.reason])).toEqual([[95, "catch_all_delivered"]]);
+    // A later hard bounce from two others as well (three in all) undoes it: the newer kind wins.
+    for (let i = 0; i < 2; i++) {
       const { token } = await newAccount(1);
       expect((await report(token, { email_address: emails[0], outcome: "hard_bounce", occurred_at: iso(Date.now()) })).status).toBe(200);
     }

@@ -119,6 +119,37 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
               );
             })}
           </dl>
+          {result.email_details && result.email_details.length > 0 ? (
+            <DataTable
+              label="How far to trust each address"
+              captionShown
+              head={
+                <>
+                  <th scope="col">Address</th>
+                  <th scope="col">Confidence</th>
+                  <th scope="col">Sources</th>
+                  <th scope="col">Last seen</th>
+                  <th scope="col">Our last check</th>
+                </>
+              }
+            >
+              {result.email_details.map((d) => (
+                <tr>
+                  <td>{d.email}</td>
+                  <td>
+                    {d.confidence} of 100 ({d.confidence_label})
+                  </td>
+                  <td>{d.sources}</td>
+                  <td>{d.last_seen_at.slice(0, 10)}</td>
+                  <td>{d.verification ? `${d.verification.classification}, ${d.verification.checked_at.slice(0, 10)}` : "not yet"}</td>
+                </tr>
+              ))}
+            </DataTable>
+          ) : null}
+          <p>
+            Confidence is the chance in percent that mail to the address is delivered (how it is worked out: the API's
+            documentation, "Confidence").
+          </p>
           <p>
             {cost === 1 ? "One credit was" : `${cost} credits were`} spent. Delete what you keep of this person when the Erasures page lists them.
           </p>
@@ -136,7 +167,7 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
     const form = await c.req.parseBody();
     const kinds = ["profnet_public_identifier", "profnet_id", "codehost_login", "codehost_id"];
     const kind = kinds.includes(String(form["kind"])) ? String(form["kind"]) : kinds[0]!;
-    const answer = await api<ContactInfo>("GET", `/v1/people?${kind}=${encodeURIComponent(String(form["value"] ?? ""))}`);
+    const answer = await api<ContactInfo>("GET", `/v1/people?${kind}=${encodeURIComponent(String(form["value"] ?? ""))}&include=email_details`);
     const cost = loadConfig(c.env).LOOKUP_COST;
     const error = answer.ok ? null : answer.status === 404 ? "Nobody found: no credit was spent." : `${answer.error?.error ?? "Refused"}.`;
     return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, peopleForm(cost, error, answer.ok ? answer.data : null));
