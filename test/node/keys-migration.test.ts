@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate } from "drizzle-orm/libsql/migrator";
 import { afterAll, expect, it } from "vitest";
-import { SCOPES } from "../../shared/scopes.ts";
+import { SCOPES_BEFORE_1_10_STORED } from "../../shared/scopes.ts";
 import { MIGRATIONS_FOLDER, openDatabase } from "../../scripts/lib/database.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "keys-migration-"));
@@ -26,7 +26,7 @@ function migrationsUpTo(lastIdx: number): string {
   return folder;
 }
 
-it("keys made before 0011 keep every scope and no limits; charges after it fill the roll-up", async () => {
+it("keys made before 0011 keep every scope there was before 1.10.0 (feedback:write and events:write are granted, not assumed) and no limits; charges after it fill the roll-up", async () => {
   const db = openDatabase(`file:${join(dir, "db.sqlite")}`);
   await migrate(db, { migrationsFolder: migrationsUpTo(10) });
   const c = db.$client;
@@ -39,7 +39,7 @@ it("keys made before 0011 keep every scope and no limits; charges after it fill 
   const key = (await c.execute("select name, scopes, created_by, expires_at, daily_credit_cap, last_used_at, revoked_at from api_keys where id = 'key_old'")).rows[0]!;
   expect({ ...key, scopes: JSON.parse(String(key.scopes)) }).toEqual({
     name: "",
-    scopes: [...SCOPES],
+    scopes: JSON.parse(SCOPES_BEFORE_1_10_STORED) as string[],
     created_by: "operator",
     expires_at: null,
     daily_credit_cap: null,
