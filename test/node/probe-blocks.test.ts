@@ -243,4 +243,26 @@ describe("sessions across the pacing gap", () => {
     expect(rcptsOf(f)).toHaveLength(6);
   }, 15_000);
 
+  it("a gap longer than the keep-alive: a NOOP keeps the session (RSET at a server that does not know NOOP), still one connection", async () => {
+    // One RCPT every 10 s (the family's burst is one): the second waits past the 8 s NOOP.
+    const policy = { cisco: { rcptPerSecond: 0.1, rcptsPerTransaction: 1, unknownPerHour: 0, unknownRatio: 1 } };
+    const runs = [
+      { n: 204, noop: true },
+      { n: 205, noop: false },
+    ].map(async ({ n, noop }) => {
+      const f = await mta(n, { mailboxPrefix: "user", noop });
+      const s = scheduler({ sessionIdleMs: 50, receiverPolicy: policy });
+      const host = `mx1.gap${n}.iphmx.com`;
+      const answers = await Promise.all(["user1@gap.test", "user2@gap.test"].map((email) => runProbe({ email, mx: [{ host, preference: 10, addresses: [ip(n)] }], deadline_ms: 20_000, catch_all_check: false }, deps(s))));
+      return { f, noop, outcomes: answers.map((a) => a.outcome) };
+    });
+    for (const { f, noop, outcomes } of await Promise.all(runs)) {
+      expect(outcomes).toEqual(["accepted", "accepted"]);
+      expect(f.connections, `NOOP ${noop ? "known" : "unknown"}`).toHaveLength(1);
+      const commands = f.connections[0]!.commands;
+      expect(commands).toContain("NOOP");
+      // Where NOOP is not recognised, RSET kept the session instead (not counted against it as a refusal of a RCPT).
+      if (!noop) expect(commands[commands.indexOf("NOOP") + 1]).toBe("RSET");
+    }
+  }, 30_000);
 });
