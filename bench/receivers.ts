@@ -1,4 +1,7 @@
 /**
+ * Longer than 400 lines on purpose: one benchmark, a scenario per receiver, each a short function beside the stack,
+ * rows and counters they share.
+ *
  * The receivers of issue 26's "Done means", one scenario each, against fixtures that behave like them
  * (test/fixtures/receiver-fixtures.ts) on the whole local stack with a fleet of probe processes
  * (bench/receiver-stack.ts):

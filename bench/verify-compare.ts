@@ -6,6 +6,11 @@
  * mapped to deliverable / undeliverable / unknown and compared with the truth.
  *
  *   npx tsx bench/verify-compare.ts [--reps 3] [--concurrency 50] [--sequential 100] [--seed 5] [--delay-ms 20] [--job-only]
+ *     [--job-env NAME=VALUE ...]
+ *
+ * --job-env sets the Worker's and probe's environment for the bulk-job passes only (e.g. JOB_RECEIVER_WAIT_MAX_SECONDS=3600:
+ * the list's lines at servers that refuse the probe itself by a blocklist answered `probe_refused` at once instead of
+ * waiting for the block's end, docs/jobs.md "While our probe is blocked").
  *
  * Each repetition makes two passes per tool: the whole list with --concurrency addresses in flight,
  * then the first --sequential addresses one at a time (per-address latency on an idle machine).
@@ -143,8 +148,8 @@ function runOurs(dohUrl: string, emails: string[], concurrency: number): Promise
  * read the results (not timed). `retryDelaySeconds` 0 answers temporary results at once, as a single
  * verification does; above 0 they are asked again after that delay (docs/jobs.md "Bulk verification jobs").
  */
-function runOursJob(dohUrl: string, emails: string[], retryDelaySeconds: number): Promise<Pass> {
-  return withOurStack(dohUrl, { JOB_RETRY_DELAY_SECONDS: String(retryDelaySeconds) }, async (tokens) => {
+function runOursJob(dohUrl: string, emails: string[], retryDelaySeconds: number, jobEnv: Record<string, string> = {}): Promise<Pass> {
+  return withOurStack(dohUrl, { JOB_RETRY_DELAY_SECONDS: String(retryDelaySeconds), ...jobEnv }, async (tokens) => {
     const api = `http://127.0.0.1:${EDGE_PORT}/v1/email_verification_jobs`;
     // Polling every 50 ms is faster than one key's job_reads limit allows: the account's keys in turn.
     let polls = 0;
@@ -206,6 +211,8 @@ export async function runVerifyComparison(opts: {
   sequentialCount: number;
   /** Only this API's bulk-job passes (no npm tools, no loops): the receiver budget's cost on the list, quickly. */
   jobOnly?: boolean;
+  /** Environment for the bulk-job passes only (the Worker's and the probe's). */
+  jobEnv?: Record<string, string>;
   seed: number;
   delayMs: number;
   log?: (m: string) => void;
@@ -262,7 +269,7 @@ export async function runVerifyComparison(opts: {
       // (first repetition), with them asked again after a delay, as a job does by default.
       for (const retryDelaySeconds of rep === 1 ? [0, JOB_RETRY_BENCH_SECONDS] : [0]) {
         log(`verification: ${OURS}, ${emails.length} addresses as one bulk job, retry delay ${retryDelaySeconds} s, repetition ${rep}/${opts.reps}`);
-        await measured(OURS, emails.length, 0, { kind: "job", retryDelaySeconds }, () => runOursJob(dohUrl, emails, retryDelaySeconds));
+        await measured(OURS, emails.length, 0, { kind: "job", retryDelaySeconds }, () => runOursJob(dohUrl, emails, retryDelaySeconds, opts.jobEnv));
       }
     }
     return { runs, list, concurrency: opts.concurrency, sequentialCount: opts.sequentialCount, delayMs: opts.delayMs, reps: opts.reps, seed: opts.seed, versions };
@@ -488,6 +495,7 @@ if (isMainModule(import.meta.url)) {
       seed: { type: "string", default: "5" },
       "delay-ms": { type: "string", default: "20" },
       "job-only": { type: "boolean", default: false },
+      "job-env": { type: "string", multiple: true },
     },
   });
   const result = await runVerifyComparison({
@@ -497,6 +505,13 @@ if (isMainModule(import.meta.url)) {
     seed: Number(values.seed),
     delayMs: Number(values["delay-ms"]),
     jobOnly: values["job-only"],
+    jobEnv: Object.fromEntries(
+      (values["job-env"] ?? []).map((p) => {
+        const at = p.indexOf("=");
+        if (at < 1) throw new Error(`--job-env: expected NAME=VALUE, got ${p}`);
+        return [p.slice(0, at), p.slice(at + 1)];
+      }),
+    ),
     log: (m) => process.stderr.write(`${m}\n`),
   });
   if (values["job-only"]) {

@@ -191,6 +191,7 @@ function workerVars(made: { databaseUrl: string; databaseAuthToken?: string; pro
     // A local try should not wait five minutes for a greylisted (or, offline, unresolvable) address.
     JOB_RETRY_DELAY_SECONDS: process.env.JOB_RETRY_DELAY_SECONDS ?? "30",
     JOB_STALL_SECONDS: process.env.JOB_STALL_SECONDS,
+    JOB_RECEIVER_WAIT_MAX_SECONDS: process.env.JOB_RECEIVER_WAIT_MAX_SECONDS,
     JOB_RETENTION_SECONDS: process.env.JOB_RETENTION_SECONDS,
     EMAIL_MAX_AGE_SECONDS: process.env.EMAIL_MAX_AGE_SECONDS,
     EMAIL_RECHECK_SECONDS: process.env.EMAIL_RECHECK_SECONDS,

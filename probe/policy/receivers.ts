@@ -259,11 +259,13 @@ export class ReceiverPolicies {
       return rule;
     }
     const until = now + (seconds * 1000) / policy.scale;
+    // Replies of a throttle already in force (RCPTs that were in flight on other sessions) teach nothing new.
+    const sameEpisode = budget.pausedUntil(now) !== null;
     budget.pause(until, false, now);
     const w = this.#warmup.get(policy.family);
     if (w) w.frozenDay = Math.floor(now / (DAY_MS / policy.scale));
     // A rate reply (421, 4.7.x) is a throttle: the key's rate is lowered for good, and a warming IP's ramp slows.
-    if (reply.code === 421 || (reply.enhanced ?? "").startsWith("4.7.")) {
+    if (!sameEpisode && (reply.code === 421 || (reply.enhanced ?? "").startsWith("4.7."))) {
       this.learned.throttle(this.keyOf(policy, address), Date.now());
       this.#slowWarmup(policy, now);
       countFamilyEvent(policy.family, "throttle");

@@ -466,17 +466,24 @@ export class SmtpSession {
 
   /**
    * NOOP on an idle session that waits for its next transaction (the pacing gap): true when the server answered 250,
-   * so the session is still worth keeping; false (and the connection dropped) otherwise.
+   * so the session is still worth keeping; false (and the connection dropped) otherwise. A server that does not know
+   * NOOP (500/502; RFC 5321 4.5.1 says every server must) gets RSET instead, which it must know too.
    */
   async noop(deadline: number): Promise<boolean> {
     if (!this.usable) return false;
     const c = this.#conn;
     this.#busy = true;
     try {
-      const reply = await c.within(deadline, () => "a NOOP", async () => {
-        c.write("NOOP\r\n");
-        return c.read();
-      });
+      const send = (command: "NOOP" | "RSET") =>
+        c.within(deadline, () => `a ${command}`, async () => {
+          c.write(`${command}\r\n`);
+          return c.read();
+        });
+      let reply = await send("NOOP");
+      if (reply.code === 500 || reply.code === 502) {
+        this.rejections++;
+        reply = await send("RSET");
+      }
       if (isPositive(reply)) return true;
       if (reply.code >= 400) this.rejections++;
       c.socket.destroy();

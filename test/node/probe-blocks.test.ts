@@ -16,6 +16,7 @@ import { runBatchProbe, runProbe } from "../../probe/probe.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import { LEARNED_HARVEST_RULE, receiverPolicy } from "../../shared/email/receivers.ts";
 import { startMtaFixture, type MtaFixture, type MtaFixtureOptions } from "../fixtures/mta-fixture.ts";
+import { createReceiver } from "../fixtures/receiver-fixtures.ts";
 import { testScheduler } from "../fixtures/scheduler.ts";
 import { freePortOn } from "../fixtures/smtp-servers.ts";
 
@@ -188,6 +189,45 @@ describe("a receiver that blocks us, for real", () => {
     expect(single).toMatchObject({ outcome: "blocked", reply: { code: 554, enhanced_code: "5.7.1" } });
     expect(await batchCheck(s, "user2@greet.test", ip(201))).toMatchObject({ deferred: true, refused: true });
   }, 15_000);
+
+  it("throttled (421 4.7.28 at a Google-like MX): the checks it held come back unasked to wait, none answered from it, and the lower rate is learned for good across a restart", async () => {
+    // Throttles a client past 4 RCPTs a minute, for 10 minutes (test/fixtures/receiver-fixtures.ts).
+    const f = await mta(203, { mailboxPrefix: "user", receiver: createReceiver("google", { rcptPerMinute: 4, throttleMs: 600_000 }) });
+    const dir = mkdtempSync(join(tmpdir(), "probe-throttle-"));
+    dirs.push(dir);
+    const stateFile = join(dir, "state.json");
+    const config = { stateFile, receiverPolicy: { google: { warmupStart: 1, rcptPerSecond: 100 } } } satisfies Partial<SchedulerConfig>;
+    const s = scheduler(config);
+    const host = "gmail-smtp-in.l.google.com";
+    const gmail = (email: string) => {
+      const started = Date.now();
+      return runBatchProbe({ email, mx: [{ host, preference: 5, addresses: [ip(203)] }], deadline_ms: 10_000, catch_all_check: true }, deps(s), started, { deferAt: started + 5_000, tenant: "t" });
+    };
+    const emails = Array.from({ length: 10 }, (_, i) => `${i % 5 === 4 ? "nobody" : "user"}${i}@gmail.com`);
+    const answers = await Promise.all(emails.map(gmail));
+    expect(f.receiver!.counters.throttle_replies).toBeGreaterThan(0);
+    // What was answered is the mailbox's answer; nothing is answered from the throttle (no policy_block, no 4xx as an answer).
+    const answered = answers.flatMap((a, i) => ("deferred" in a ? [] : [[emails[i]!.startsWith("user"), a.outcome] as const]));
+    for (const [known, outcome] of answered) expect(outcome).toBe(known ? "accepted" : "mailbox_not_found");
+    const waiting = answers.filter((a) => "deferred" in a);
+    expect(answered.length + waiting.length).toBe(10);
+    expect(waiting.length).toBeGreaterThan(0);
+    // A throttle is a pause, not a block of our probe: the lines wait on the family, and no other probe is told it refused.
+    for (const d of waiting) expect(d).toMatchObject({ deferred: true, waitingOn: "google", retryAfterMs: expect.any(Number) });
+    expect(s.receivers.learned.get("google")).toMatchObject({ rateFactor: 0.5, throttles: 1, harvest: false });
+    const rate = (x: Scheduler) => x.receivers.gateOf(x.receivers.policy("google"), Date.now())!.rcpts.ratePerSecond;
+    expect(rate(s)).toBe(50);
+    await s.close();
+
+    // Restarted from the state file: the lower rate holds, and the pause still holds the family (nothing sent).
+    const before = f.receiver!.counters.rcpts;
+    const again = scheduler(config);
+    expect(again.receivers.learned.get("google")).toMatchObject({ rateFactor: 0.5, throttles: 1 });
+    expect(rate(again)).toBe(50);
+    const single = await runProbe({ email: "user42@gmail.com", mx: [{ host, preference: 5, addresses: [ip(203)] }], deadline_ms: 2_000, catch_all_check: true }, deps(again));
+    expect(single.outcome).toBe("budget_spent");
+    expect(f.receiver!.counters.rcpts).toBe(before);
+  }, 30_000);
 });
 
 describe("sessions across the pacing gap", () => {
@@ -202,4 +242,27 @@ describe("sessions across the pacing gap", () => {
     expect(f.connections).toHaveLength(1);
     expect(rcptsOf(f)).toHaveLength(6);
   }, 15_000);
+
+  it("a gap longer than the keep-alive: a NOOP keeps the session (RSET at a server that does not know NOOP), still one connection", async () => {
+    // One RCPT every 10 s (the family's burst is one): the second waits past the 8 s NOOP.
+    const policy = { cisco: { rcptPerSecond: 0.1, rcptsPerTransaction: 1, unknownPerHour: 0, unknownRatio: 1 } };
+    const runs = [
+      { n: 204, noop: true },
+      { n: 205, noop: false },
+    ].map(async ({ n, noop }) => {
+      const f = await mta(n, { mailboxPrefix: "user", noop });
+      const s = scheduler({ sessionIdleMs: 50, receiverPolicy: policy });
+      const host = `mx1.gap${n}.iphmx.com`;
+      const answers = await Promise.all(["user1@gap.test", "user2@gap.test"].map((email) => runProbe({ email, mx: [{ host, preference: 10, addresses: [ip(n)] }], deadline_ms: 20_000, catch_all_check: false }, deps(s))));
+      return { f, noop, outcomes: answers.map((a) => a.outcome) };
+    });
+    for (const { f, noop, outcomes } of await Promise.all(runs)) {
+      expect(outcomes).toEqual(["accepted", "accepted"]);
+      expect(f.connections, `NOOP ${noop ? "known" : "unknown"}`).toHaveLength(1);
+      const commands = f.connections[0]!.commands;
+      expect(commands).toContain("NOOP");
+      // Where NOOP is not recognised, RSET kept the session instead (not counted against it as a refusal of a RCPT).
+      if (!noop) expect(commands[commands.indexOf("NOOP") + 1]).toBe("RSET");
+    }
+  }, 30_000);
 });
