@@ -13,16 +13,19 @@ export type ApiAnswer<T> = { status: number; ok: boolean; data: T; error: { erro
 /** Request headers the API relies on: the session, the CSRF check, the failed-auth bucket. */
 const FORWARDED = ["cookie", "origin", "sec-fetch-site", "cf-connecting-ip", "user-agent"];
 
-export type CallApi = <T>(method: string, path: string, body?: { json: unknown } | { csv: string }) => Promise<ApiAnswer<T>>;
+/** A body for the API: JSON, or a CSV file (text, or the uploaded file itself, passed on as it is). */
+export type ApiBody = { json: unknown } | { csv: string | Blob };
+
+export type CallApi = <T>(method: string, path: string, body?: ApiBody) => Promise<ApiAnswer<T>>;
 
 export function apiCaller(app: Hono<AppEnv>, c: Context<AppEnv>): CallApi {
-  return async <T>(method: string, path: string, body?: { json: unknown } | { csv: string }) => {
+  return async <T>(method: string, path: string, body?: ApiBody) => {
     const headers = new Headers();
     for (const name of FORWARDED) {
       const value = c.req.header(name);
       if (value) headers.set(name, value);
     }
-    let payload: string | undefined;
+    let payload: string | Blob | undefined;
     if (body && "json" in body) {
       headers.set("content-type", "application/json");
       payload = JSON.stringify(body.json);
