@@ -162,6 +162,8 @@ describe("a list sent without script", () => {
   it("goes to the API as the file it is: every column kept, the address column found by the API's rule, named after the file", async () => {
     const { accountId } = await newAccount();
     const { cookie } = await join(accountId, "developer", "Dev Five");
+    const form = await (await consoleCall("/console/lists", { cookie, origin: null })).text();
+    expect(form).toMatch(/<noscript><p class="hint">Without JavaScript there is no preview: the file is sent as it is/);
     const body = new FormData();
     body.set("file", new File(["Name,E-mail address,Company\r\nAda,not an address,Acme\r\nBob,also@@not,Initech\r\n"], "crm export.csv", { type: "text/csv" }));
     body.set("retention_days", "1");
