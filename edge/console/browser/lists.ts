@@ -156,6 +156,10 @@ function enhance(form: HTMLFormElement): void {
     const picked = file.files?.[0];
     if (picked) void load({ file: picked });
   });
+  // A file chosen (or text pasted) before this script ran, or kept by the browser on going back: read it now.
+  const early = file.files?.[0];
+  if (early) void load({ file: early });
+  else if (paste.value.trim() !== "") void load({ text: paste.value });
   let typing: ReturnType<typeof setTimeout> | undefined;
   paste.addEventListener("input", () => {
     clearTimeout(typing);
