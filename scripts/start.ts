@@ -98,7 +98,7 @@ async function ensureDemo(url: string, authToken: string | undefined, identity: 
       if (saved.database === identity && known.length > 0) return { token: saved.token, accountId: saved.account };
     }
     const account = await createAccount(db, "demo", 1000);
-    const key = await createApiKey(db, account.id);
+    const key = await createApiKey(db, account.id, { name: "Demo key" });
     await seedSamplePeople(db);
     writePrivateFile(demoKeyFile, JSON.stringify({ token: key.token, account: account.id, database: identity }));
     log(`seeded demo account ${account.id} with 1000 credits and sample profiles`);

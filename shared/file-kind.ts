@@ -1,7 +1,8 @@
 /**
  * Whether an upload is text at all, from its first bytes (docs/jobs.md "CSV files"): a spreadsheet, an image or an
  * archive sent where a CSV file is expected is refused as what it is, before the CSV parser sees it, so no message ever
- * quotes its bytes. One rule for the jobs API (edge/jobs/input.ts) and the console's preview (list-worker.ts).
+ * quotes its bytes; and what the CSV parser found wrong, in words that do not quote the line either. One rule for the
+ * jobs API (edge/jobs/input.ts) and the console's preview (list-worker.ts).
  * Text in another single-byte encoding (Windows-1252 from an old Excel) is still text: only NUL and other C0 control
  * bytes, UTF-16 and the signatures below make a file "not text".
  */
@@ -43,4 +44,19 @@ export function notTextMessage(what: string): string {
   return utf16
     ? "The file is UTF-16 text, not a CSV file as expected: save it as CSV UTF-8 (comma-separated) and send that"
     : `The file is not a CSV file: it looks like ${what}. Save the list as CSV (comma-separated values) and send that`;
+}
+
+/** What a csv-parse error `code` means, in words of ours: the parser's own messages quote the line's text. */
+export function csvProblem(code: string): string {
+  switch (code) {
+    case "CSV_QUOTE_NOT_CLOSED":
+      return "a quoted cell is never closed";
+    case "INVALID_OPENING_QUOTE":
+      return "a quote in the middle of a cell (quote the whole cell, and double a quote inside it)";
+    case "CSV_INVALID_CLOSING_QUOTE":
+    case "CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE":
+      return "text right after a closing quote (double a quote inside a quoted cell)";
+    default:
+      return "the line cannot be read as CSV";
+  }
 }

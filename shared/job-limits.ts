@@ -23,3 +23,11 @@ export const JOB_LIMITS = {
   /** A job's name (the file's name by default in the console). */
   maxNameChars: 200,
 } as const;
+
+/** What a CSV line past a bound is told, in the API's 400 and the console's preview alike (`line`: the file's line number). */
+export const CSV_LINE_ERRORS = {
+  tooLong: (line: number) => `Line ${line}: a line is at most ${JOB_LIMITS.maxCsvLineChars.toLocaleString("en")} characters, all its columns together`,
+  tooManyColumns: (line: number) => `Line ${line}: a line has at most ${JOB_LIMITS.maxColumns.toLocaleString("en")} columns`,
+  /** `reason` from shared/file-kind.ts csvProblem: never the line's own text. */
+  malformed: (line: number, reason: string) => `Malformed CSV at line ${line}: ${reason}`,
+} as const;

@@ -6,7 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import { CLASSIFICATIONS, EmailVerificationResult, ERROR_MESSAGES, VERIFICATION_REASONS } from "./api.ts";
 import { isShowable } from "./display-name.ts";
-import { JOB_LIMITS } from "./job-limits.ts";
+import { CSV_LINE_ERRORS, JOB_LIMITS } from "./job-limits.ts";
 
 export { JOB_LIMITS } from "./job-limits.ts";
 
@@ -23,9 +23,9 @@ export const JOB_INPUT_ERRORS = {
   retentionRange: (max: number) => `retention_seconds must be an integer between 0 and ${max}`,
   csvLineTooLong: (line: number) => `Line ${line}: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
   jsonLineTooLong: (index: number) => `email_addresses[${index}]: an address is at most ${JOB_LIMITS.maxLineBytes} bytes`,
-  csvRecordTooLong: (line: number) => `Line ${line}: a line is at most ${JOB_LIMITS.maxCsvLineChars.toLocaleString("en")} characters, all its columns together`,
-  csvTooManyColumns: (line: number) => `Line ${line}: a line has at most ${JOB_LIMITS.maxColumns.toLocaleString("en")} columns`,
-  malformedCsv: (line: number, reason: string) => `Malformed CSV at line ${line}: ${reason}`,
+  csvRecordTooLong: CSV_LINE_ERRORS.tooLong,
+  csvTooManyColumns: CSV_LINE_ERRORS.tooManyColumns,
+  malformedCsv: CSV_LINE_ERRORS.malformed,
   emptyFile: "The file is empty",
   /** `detail` is shared/address-column.ts noAddressColumn's sentence, which names the columns. */
   noAddressColumn: (detail: string) => `${detail}. Name the column that holds the addresses with email_column`,

@@ -13,8 +13,8 @@ export type ApiAnswer<T> = { status: number; ok: boolean; data: T; error: { erro
 /** Request headers the API relies on: the session, the CSRF check, the failed-auth bucket. */
 const FORWARDED = ["cookie", "origin", "sec-fetch-site", "cf-connecting-ip", "user-agent"];
 
-/** A body for the API: JSON, a CSV file, or any other file with its content type (a lookup job's JSON Lines). */
-type ApiBody = { json: unknown } | { csv: string } | { file: string; type: string };
+/** A body for the API: JSON, a CSV file (text, or the uploaded file itself, passed on as it is), or any other file with its content type (a lookup job's JSON Lines). */
+export type ApiBody = { json: unknown } | { csv: string | Blob } | { file: string; type: string };
 
 export type CallApi = <T>(method: string, path: string, body?: ApiBody) => Promise<ApiAnswer<T>>;
 
@@ -25,7 +25,7 @@ export function apiCaller(app: Hono<AppEnv>, c: Context<AppEnv>): CallApi {
       const value = c.req.header(name);
       if (value) headers.set(name, value);
     }
-    let payload: string | undefined;
+    let payload: string | Blob | undefined;
     if (body && "json" in body) {
       headers.set("content-type", "application/json");
       payload = JSON.stringify(body.json);

@@ -1,35 +1,44 @@
 /**
- * The console's page frame: one stylesheet, one small script (edge/console/browser/console.ts), both
+ * The console's page frame: one stylesheet, one small script (edge/console/browser/console.ts) and the icon, all
  * from Workers static assets; every <script> carries the request's CSP nonce. A skip link, one <main>
- * and one <h1> per page, and the navigation as a list of links, so a keyboard or screen reader user
- * finds the same structure on every page.
+ * and one <h1> per page, and the navigation as a list of links (only the pages the member's role can use),
+ * so a keyboard or screen reader user finds the same structure on every page.
  */
 import type { SessionNote } from "../identity/session-notes.ts";
+import { ROLE_SCOPES, type Role } from "../../shared/roles.ts";
+import type { Scope } from "../../shared/scopes.ts";
 import type { Child } from "hono/jsx";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
 
-export type NavItem = { href: string; label: string };
+/** A page of the menu, and the scope its page's reads need (none: every member's, as their own passkeys are). */
+export type NavItem = { href: string; label: string; scope: Scope | null };
 
 export const NAV: NavItem[] = [
-  { href: "/console", label: "Overview" },
-  { href: "/console/lists", label: "Lists" },
-  { href: "/console/check", label: "Check an address" },
-  { href: "/console/people", label: "Look up a person" },
-  { href: "/console/feedback", label: "Bounce feedback" },
-  { href: "/console/keys", label: "Keys" },
-  { href: "/console/members", label: "Members" },
-  { href: "/console/usage", label: "Usage" },
-  { href: "/console/erasures", label: "Erasures" },
-  { href: "/console/audit", label: "Audit" },
+  { href: "/console", label: "Overview", scope: "account:read" },
+  { href: "/console/lists", label: "Lists", scope: "jobs:read" },
+  { href: "/console/check", label: "Check an address", scope: "verifications:write" },
+  { href: "/console/people", label: "Look up a person", scope: "people:read" },
+  { href: "/console/feedback", label: "Bounce feedback", scope: "feedback:write" },
+  { href: "/console/keys", label: "Keys", scope: "account:read" },
+  { href: "/console/members", label: "Members", scope: null },
+  { href: "/console/usage", label: "Usage", scope: "account:read" },
+  { href: "/console/erasures", label: "Erasures", scope: "people:read" },
+  { href: "/console/audit", label: "Audit", scope: "audit:read" },
 ];
+
+/** The menu a role sees: the pages it can use (shared/roles.ts, the table the API checks a session against). */
+export function navFor(role: Role): NavItem[] {
+  const scopes = ROLE_SCOPES[role];
+  return NAV.filter((item) => item.scope === null || scopes.includes(item.scope));
+}
 
 export type PageOptions = {
   title: string;
   /** The path of the nav item this page belongs to; none for pages outside the signed-in console. */
   current?: string;
-  /** Who is signed in, shown in the header with the sign-out button. */
-  member?: { name: string; role: string };
+  /** Who is signed in, shown in the header with the sign-out button; their role decides the menu. */
+  member?: { name: string; role: Role };
   /** Extra scripts (module files under /console/assets/). */
   scripts?: string[];
 };
@@ -50,6 +59,7 @@ export function page(c: Context<AppEnv>, options: PageOptions, body: Child) {
             <meta name="viewport" content="width=device-width, initial-scale=1" />
             <title>{`${options.title} · Console`}</title>
             <link rel="stylesheet" href="/console/assets/console.css" />
+            <link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml" />
             {scripts.map((name) => (
               <script type="module" src={`/console/assets/${name}`} nonce={nonce}></script>
             ))}
@@ -76,7 +86,7 @@ export function page(c: Context<AppEnv>, options: PageOptions, body: Child) {
             {options.current !== undefined ? (
               <nav aria-label="Console">
                 <ul>
-                  {NAV.map((item) => (
+                  {(options.member ? navFor(options.member.role) : NAV).map((item) => (
                     <li>
                       <a href={item.href} aria-current={item.href === options.current ? "page" : undefined}>
                         {item.label}

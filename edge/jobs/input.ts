@@ -15,7 +15,7 @@
 import { parse as csvParser, type CsvError } from "csv-parse";
 import { ADDRESS_SAMPLE_ROWS, chooseAddressColumn, noAddressColumn, UnknownColumnError, type AddressColumn } from "../../shared/address-column.ts";
 import { ERROR_MESSAGES } from "../../shared/api.ts";
-import { notTextMessage, sniffFileKind, SNIFF_BYTES } from "../../shared/file-kind.ts";
+import { csvProblem, notTextMessage, sniffFileKind, SNIFF_BYTES } from "../../shared/file-kind.ts";
 import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateRequest, JobName, overLineLimit } from "../../shared/jobs.ts";
 import { ApiError } from "../lib/errors.ts";
 import { keptColumnNames } from "./kept-columns.ts";
@@ -102,20 +102,12 @@ function csvRefusal(err: CsvError | Error): ApiError {
   const code = "code" in err ? String(err.code) : "";
   const line = "lines" in err && typeof err.lines === "number" ? err.lines : 0;
   if (code === "CSV_MAX_RECORD_SIZE") return new ApiError(400, JOB_INPUT_ERRORS.csvRecordTooLong(line));
-  const reason =
-    code === "CSV_QUOTE_NOT_CLOSED"
-      ? "a quoted cell is never closed"
-      : code === "INVALID_OPENING_QUOTE"
-        ? "a quote in the middle of a cell (quote the whole cell, and double a quote inside it)"
-        : code === "CSV_INVALID_CLOSING_QUOTE" || code === "CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE"
-          ? "text right after a closing quote (double a quote inside a quoted cell)"
-          : "the line cannot be read as CSV";
-  return new ApiError(400, JOB_INPUT_ERRORS.malformedCsv(line, reason));
+  return new ApiError(400, JOB_INPUT_ERRORS.malformedCsv(line, csvProblem(code)));
 }
 
 /**
- * The lines of a CSV file: every record's address cell, and (when the file has more than one column) its cells as
- * stored. The first ADDRESS_SAMPLE_ROWS + 1 records wait as cells until the address column is decided from them
+ * The lines of a CSV file: every record's address cell, and (when the file has more than one column) where each
+ * line is in the upload, to be kept as it was. The first ADDRESS_SAMPLE_ROWS + 1 records wait as cells until the address column is decided from them
  * (shared/address-column.ts); every later record is reduced as it is parsed (on_record), so the parser never keeps a
  * row; the file's bytes go in by slices, and parsing stops at the first row past a limit.
  */

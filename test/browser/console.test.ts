@@ -1,12 +1,15 @@
 /**
  * The console as a person uses it, in Debian's Chromium (docs/console.md): the owner link, a passkey,
- * a 1,000-line list uploaded, checked and downloaded; a scoped key made, used and revoked; a viewer who
- * cannot make keys; every page free of WCAG 2.1 AA violations at desktop and 360 px widths; the list
+ * a 1,000-line CRM export uploaded, checked and downloaded with its own columns first; a scoped key made (a reload
+ * makes no second), used and revoked through its confirmation dialog, by keyboard; a viewer who cannot make keys and
+ * whose menu shows only their pages; files refused before upload (no address column, not text, empty), and without
+ * script; every page and dialog free of WCAG 2.1 AA violations at desktop and 360 px widths; the list
  * flow by keyboard alone. With CONSOLE_SCREENSHOTS=dir the page tour also saves a screenshot of each
  * page there (`npm run docs:screenshots` writes docs/console/). The tests run in order and share the owner the
  * first one makes (a stack start per file costs seconds; one owner link per start).
  */
 import { readFile } from "node:fs/promises";
+import { parse as parseCsv } from "csv-parse/sync";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdirSync } from "node:fs";
@@ -29,9 +32,16 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** A 1,000-line CSV with the address in its second column, and what each line should come out as. */
-function sampleList(): { csv: string; valid: number; duplicates: number; malformed: number } {
-  const rows = ["name,Work Email,notes"];
+/** The columns the results add after the customer's (edge/jobs/csv-export.ts CSV_COLUMNS). */
+const OUR_COLUMNS = ["email", "classification", "valid", "score", "smtp_deliverable", "accepts_any_email", "disposable", "typo_suggestion", "mx_record", "warnings", "reason", "checked_at", "mx_provider"];
+
+/**
+ * A 1,000-line export from a CRM: the address in its second column, named "E-mail address"; a company cell holding a
+ * comma; every 97th line without its last column; duplicates and malformed addresses. What each line should come out as.
+ */
+function sampleList(): { csv: string; cells: string[][]; valid: number; duplicates: number; malformed: number } {
+  const rows = ["Name,E-mail address,Company"];
+  const cells: string[][] = [];
   const existing: string[] = [];
   let valid = 0;
   let duplicates = 0;
@@ -52,9 +62,11 @@ function sampleList(): { csv: string; valid: number; duplicates: number; malform
       existing.push(email);
     }
     if (email.startsWith("user")) valid++;
-    rows.push(`Person ${i},${email},"note, ${i}"`);
+    const short = i % 97 === 5;
+    rows.push(short ? `Person ${i},${email}` : `Person ${i},${email},"Company, ${i}"`);
+    cells.push([`Person ${i}`, email, short ? "" : `Company, ${i}`]);
   }
-  return { csv: rows.join("\n") + "\n", valid, duplicates, malformed };
+  return { csv: rows.join("\n") + "\n", cells, valid, duplicates, malformed };
 }
 
 async function api(path: string, token: string, init: RequestInit = {}): Promise<Response> {
@@ -89,7 +101,7 @@ describe("the console in a real browser", () => {
     expect(signedOut.headers.get("location")).toMatch(/^\/console\/sign-in/);
   });
 
-  it("walks the whole flow: owner link, passkey, a 1,000-line list to done, valid rows downloaded, a scoped key used and revoked", async () => {
+  it("walks the whole flow: owner link, passkey, a 1,000-line CRM export to done, downloaded with its own columns first, a scoped key used and revoked through its dialog", async () => {
     const context = await browser.newContext({ acceptDownloads: true });
     owner = await pageWithAuthenticator(context);
     await joinWithLink(owner, stack.ownerLink, "Olive Owner");
@@ -108,9 +120,11 @@ describe("the console in a real browser", () => {
 
     const list = sampleList();
     await owner.getByRole("link", { name: "Lists", exact: true }).click();
-    await owner.getByLabel(/CSV file/).setInputFiles({ name: "list.csv", mimeType: "text/csv", buffer: Buffer.from(list.csv) });
+    await owner.getByLabel(/CSV file/).setInputFiles({ name: "crm-export.csv", mimeType: "text/csv", buffer: Buffer.from(list.csv) });
     await owner.getByRole("status").filter({ hasText: "Ready: 1,000 lines" }).waitFor();
-    expect(await owner.getByLabel("Email column").inputValue()).toBe("1");
+    await owner.getByRole("status").filter({ hasText: "addresses in the column “E-mail address”; every column comes back with the results" }).waitFor();
+    expect(await owner.getByLabel("Email address column").inputValue()).toBe("1");
+    expect(await owner.getByLabel("Name of the list").inputValue()).toBe("crm-export.csv");
     const figure = (term: string) => owner.locator(".figures div", { hasText: term }).locator("dd").innerText();
     expect(await figure("Duplicates")).toBe(String(list.duplicates));
     expect(await figure("Malformed")).toBe(String(list.malformed));
@@ -120,8 +134,17 @@ describe("the console in a real browser", () => {
     const jobId = /job_[A-Za-z0-9_-]+/.exec(owner.url())![0];
     await owner.getByText("1,000 of 1,000 checked · completed").waitFor({ timeout: 150_000 });
 
+    // Every line back, row for row: the customer's columns in their order, then ours; the file named after the list.
+    const everything = await Promise.all([owner.waitForEvent("download"), owner.getByRole("link", { name: "All lines (CSV)", exact: true }).click()]).then(([d]) => d);
+    expect(everything.suggestedFilename()).toBe("crm-export-all.csv");
+    const [header, ...lines] = parseCsv(await readFile((await everything.path())!, "utf8"), { relax_column_count: false }) as string[][];
+    expect(header).toEqual(["Name", "E-mail address", "Company", ...OUR_COLUMNS]);
+    expect(lines.map((l) => l.slice(0, 3))).toEqual(list.cells);
+    expect(lines.map((l) => l[3])).toEqual(list.cells.map((c) => c[1]));
     const download = await Promise.all([owner.waitForEvent("download"), owner.getByRole("link", { name: "Valid only (CSV)", exact: true }).click()]).then(([d]) => d);
-    const rows = (await readFile((await download.path())!, "utf8")).trim().split(/\r?\n/).slice(1);
+    expect(download.suggestedFilename()).toBe("crm-export-valid.csv");
+    const rows = (parseCsv(await readFile((await download.path())!, "utf8")) as string[][]).slice(1);
+    expect(new Set(rows.map((r) => r[4]))).toEqual(new Set(["valid"]));
     const job = (await (await api(`/v1/email_verification_jobs/${jobId}`, stack.demoKey)).json()) as { counts: { valid: number; risky: number; invalid: number } };
     expect(rows.length).toBe(job.counts.valid);
     expect(job.counts.valid).toBe(list.valid);
@@ -159,7 +182,28 @@ describe("the console in a real browser", () => {
     expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(200);
     const outOfScope = await api("/v1/people?profnet_id=1001", secret);
     expect(outOfScope.status).toBe(403);
-    await owner.getByRole("button", { name: "Revoke CRM sync" }).click();
+    // Revoking asks first, in a dialog worked by the keyboard: it opens on Cancel, Escape closes it and gives the focus back.
+    const opener = owner.getByRole("link", { name: "Revoke CRM sync" });
+    const dialog = owner.getByRole("dialog", { name: "Revoke the key “CRM sync”?" });
+    await opener.focus();
+    await owner.keyboard.press("Enter");
+    await dialog.waitFor();
+    expect(await dialog.innerText()).toContain("Integrations using key CRM sync");
+    expect(await owner.evaluate(() => document.activeElement?.textContent?.trim())).toBe("Cancel");
+    for (const width of [1280, 360]) {
+      await owner.setViewportSize({ width, height: 900 });
+      expect(await axeViolations(owner), `the revoke dialog at ${width} px`).toEqual([]);
+    }
+    await owner.setViewportSize({ width: 1280, height: 900 });
+    await owner.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden" });
+    expect(await owner.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Revoke CRM sync");
+    expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(200);
+    await owner.keyboard.press("Enter");
+    await dialog.waitFor();
+    await owner.keyboard.press("Tab");
+    expect(await owner.evaluate(() => document.activeElement?.textContent?.trim())).toBe("Revoke the key");
+    await owner.keyboard.press("Enter");
     await owner.getByRole("status").filter({ hasText: "revoked" }).waitFor();
     expect((await api(`/v1/email_verifications?email_address=user1@${MAIL_DOMAINS[1]}`, secret)).status).toBe(401);
   });
@@ -217,6 +261,8 @@ describe("the console in a real browser", () => {
     await owner.getByRole("status").filter({ hasText: "This device already holds a passkey of yours" }).waitFor();
     const viewer = await pageWithAuthenticator(await browser.newContext());
     await joinWithLink(viewer, link, "Vic Viewer");
+    // The viewer's menu holds only the pages a viewer can use.
+    expect(await viewer.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()).toEqual(["Overview", "Lists", "Keys", "Members", "Usage"]);
     await viewer.getByRole("link", { name: "Keys" }).click();
     await viewer.getByRole("heading", { name: "Keys", level: 1 }).waitFor();
     expect(await viewer.getByRole("button", { name: "Create key" }).count()).toBe(0);
@@ -232,7 +278,10 @@ describe("the console in a real browser", () => {
     if (shots) mkdirSync(shots, { recursive: true });
     const paths = ["/console", "/console/lists", "/console/check?email=user5%40lists-one.test", "/console/people", "/console/feedback", "/console/keys", "/console/members", "/console/usage", "/console/erasures", "/console/audit"];
     const firstJob = await owner.evaluate(async () => ((await (await fetch("/v1/email_verification_jobs?limit=1")).json()) as { jobs: { id: string }[] }).jobs[0]!.id);
-    paths.push(`/console/lists/${firstJob}`);
+    const activeKey = await owner.evaluate(async () => ((await (await fetch("/v1/keys")).json()) as { keys: { id: string; status: string }[] }).keys.find((k) => k.status === "active")!.id);
+    const viewerId = await owner.evaluate(async () => ((await (await fetch("/v1/members")).json()) as { members: { id: string; name: string }[] }).members.find((m) => m.name === "Vic Viewer")!.id);
+    // The confirmations as pages (without script) too.
+    paths.push(`/console/lists/${firstJob}`, `/console/lists/${firstJob}/delete`, `/console/keys/${activeKey}/revoke`, `/console/members/${viewerId}/remove`, "/console/lists?name=crm");
     for (const width of [1280, 360]) {
       await owner.setViewportSize({ width, height: 900 });
       for (const path of paths) {
@@ -242,22 +291,75 @@ describe("the console in a real browser", () => {
         expect(overflow, `${path} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
         if (shots && (width === 1280 || path === "/console/lists")) await owner.screenshot({ path: join(shots, `${path.split("?")[0]!.replace(/^\/console\/?/, "").replace(/job_.*/, "job").replace(/\//g, "-") || "overview"}-${width}.png`), fullPage: true });
       }
+      // A list's delete confirmation as a dialog.
+      await owner.goto(`${stack.base}/console/lists/${firstJob}`);
+      await owner.getByRole("link", { name: "Delete the results now" }).click();
+      await owner.getByRole("dialog", { name: /^Delete the results of/ }).waitFor();
+      expect(await axeViolations(owner), `the delete dialog at ${width} px`).toEqual([]);
+      await owner.getByRole("button", { name: "Cancel" }).click();
+      // Removing a member: the dialog, with its choice to revoke their keys.
+      await owner.goto(`${stack.base}/console/members`);
+      await owner.getByRole("link", { name: "Remove Vic Viewer" }).click();
+      await owner.getByRole("dialog", { name: "Remove Vic Viewer?" }).waitFor();
+      expect(await axeViolations(owner), `the remove-member dialog at ${width} px`).toEqual([]);
+      await owner.getByRole("dialog", { name: "Remove Vic Viewer?" }).getByRole("button", { name: "Cancel" }).click();
     }
     await owner.setViewportSize({ width: 1280, height: 900 });
     await owner.goto(`${stack.base}/console/sign-in`);
     expect(await axeViolations(owner)).toEqual([]);
     if (shots) await owner.screenshot({ path: join(shots, "sign-in-1280.png"), fullPage: true });
-  });
+    // Fourteen pages and two dialogs at two widths, axe on each: minutes on a loaded machine.
+  }, 420_000);
 
   it("says before uploading what the API would refuse, and sends nothing", async () => {
     await owner.setViewportSize({ width: 1280, height: 900 });
     await owner.goto(`${stack.base}/console/lists`);
     const before = (await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] };
     await owner.getByLabel("Or paste addresses, one per line").fill(`email\nada@${MAIL_DOMAINS[0]}\n${"a".repeat(400)}@${MAIL_DOMAINS[0]}\n`);
-    await owner.getByRole("status").filter({ hasText: "Row 2 of the list: an address is at most 320 bytes" }).waitFor();
+    await owner.getByRole("status").filter({ hasText: "Line 3 of the list: an address is at most 320 bytes" }).waitFor();
+    expect(await owner.getByRole("button", { name: /Start verifying/ }).isDisabled()).toBe(true);
+    // A fresh page for the files: clearing the paste box would start a (debounced) read of its own.
+    await owner.goto(`${stack.base}/console/lists`);
+
+    const status = owner.getByRole("status");
+    const choose = (name: string, buffer: Buffer) => owner.getByLabel(/CSV file/).setInputFiles({ name, mimeType: "text/csv", buffer });
+    // A file of names and phone numbers: refused naming its columns, even with a column picked by hand.
+    await choose("people.csv", Buffer.from("Name,Phone\nAda,555-0100\nBob,555-0101\nCy,555-0102\n"));
+    await status.filter({ hasText: "No column of the file looks like email addresses (columns: “Name”, “Phone”)" }).waitFor();
+    expect(await owner.getByRole("button", { name: /Start verifying/ }).isDisabled()).toBe(true);
+    await owner.getByLabel("Email address column").selectOption({ label: "Name" });
+    await status.filter({ hasText: "The column “Name” holds no email addresses" }).waitFor();
+    expect(await owner.getByRole("button", { name: /Start verifying/ }).isDisabled()).toBe(true);
+    // An image named .csv: said to be one, with none of its bytes.
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.from("IHDR\u0000\u0001\u0002\u0003\u001b[31m,@x.test\n")]);
+    await choose("photo.csv", png);
+    const said = status.filter({ hasText: "it looks like a PNG image" });
+    await said.waitFor();
+    expect(await said.innerText()).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\ufffd]|IHDR/);
+    expect(await owner.getByRole("button", { name: /Start verifying/ }).isDisabled()).toBe(true);
+    await choose("empty.csv", Buffer.alloc(0));
+    await status.filter({ hasText: "The file is empty: it has no lines." }).waitFor();
+    // A header and nothing under it: the preview says so rather than "the first 0 of 0".
+    await choose("header-only.csv", Buffer.from("Name,Email\n"));
+    await owner.getByRole("table", { name: "The file has a header row and no lines below it" }).waitFor();
     expect(await owner.getByRole("button", { name: /Start verifying/ }).isDisabled()).toBe(true);
     const after = (await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] };
     expect(after.jobs.length).toBe(before.jobs.length);
+  });
+
+  it("without script, hands the file to the API as it is, which refuses a file of names naming its columns", async () => {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    await context.addCookies(await owner.context().cookies());
+    const page = await context.newPage();
+    await page.goto(`${stack.base}/console/lists`);
+    // (Playwright's switch stops scripts but still parses <noscript> as a scripting browser would: its words are
+    // test/workers/console.test.ts's to check.)
+    const before = (await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] };
+    await page.getByLabel(/CSV file/).setInputFiles({ name: "people.csv", mimeType: "text/csv", buffer: Buffer.from("Name,Phone\nAda,555-0100\n") });
+    await page.getByRole("button", { name: /Start verifying/ }).click();
+    await page.getByText("The list was not accepted: No column of the file looks like email addresses (columns: “Name”, “Phone”)").waitFor();
+    expect(((await (await api("/v1/email_verification_jobs", stack.demoKey)).json()) as { jobs: unknown[] }).jobs.length).toBe(before.jobs.length);
+    await context.close();
   });
 
   it("runs the list flow with the keyboard alone, at 360 px", async () => {

@@ -31,7 +31,7 @@ export function consoleCall(path: string, init: ConsoleInit = {}): Promise<Respo
     headers.set("content-type", "application/json");
     body = JSON.stringify(init.json);
   }
-  return send(new Request(`${CONSOLE_ORIGIN}${path}`, { method: init.method ?? (body === undefined ? "GET" : "POST"), headers, body }));
+  return send(new Request(`${CONSOLE_ORIGIN}${path}`, { method: init.method ?? (body === undefined ? "GET" : "POST"), headers, body, redirect: init.redirect ?? "follow" }));
 }
 
 /** The session secret a response's Set-Cookie carries (null: none set; "" : cleared). */

@@ -158,6 +158,45 @@ describe("the console's pages", () => {
   });
 });
 
+describe("a list sent without script", () => {
+  it("goes to the API as the file it is: every column kept, the address column found by the API's rule, named after the file", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "developer", "Dev Five");
+    const form = await (await consoleCall("/console/lists", { cookie, origin: null })).text();
+    expect(form).toMatch(/<noscript><p class="hint">Without JavaScript there is no preview: the file is sent as it is/);
+    const body = new FormData();
+    body.set("file", new File(["Name,E-mail address,Company\r\nAda,not an address,Acme\r\nBob,also@@not,Initech\r\n"], "crm export.csv", { type: "text/csv" }));
+    body.set("retention_days", "1");
+    const res = await consoleCall("/console/lists", { cookie, method: "POST", body });
+    expect(res.status).toBe(303);
+    const id = /\/console\/lists\/(job_[A-Za-z0-9_-]+)$/.exec(res.headers.get("location") ?? "")![1]!;
+    const [job] = await db.all<{ name: string; columns: string; email_column: number }>(sql`select name, columns, email_column from verification_jobs where id = ${id}`);
+    expect(job).toEqual({ name: "crm export.csv", columns: JSON.stringify(["Name", "E-mail address", "Company"]), email_column: 1 });
+    const page = await (await consoleCall(`/console/lists/${id}`, { cookie, origin: null })).text();
+    expect(page).toContain("List “crm export.csv”");
+    expect(page).toContain("the column “E-mail address”");
+    expect(page).toContain("Name, E-mail address, Company");
+  });
+
+  it("is refused, naming its columns, when none holds addresses: no job is made, the form's page says why", async () => {
+    const { accountId } = await newAccount();
+    const { cookie } = await join(accountId, "developer", "Dev Six");
+    const body = new FormData();
+    body.set("file", new File(["Name,Phone\nAda,555-0100\nBob,555-0101\n"], "people.csv", { type: "text/csv" }));
+    const res = await consoleCall("/console/lists", { cookie, method: "POST", body });
+    const page = await follow(res, cookie);
+    expect(page).toMatch(/role="alert"[^>]*>The list was not accepted: No column of the file looks like email addresses \(columns: “Name”, “Phone”\)/);
+    const png = new FormData();
+    png.set("file", new File([new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13])], "photo.csv", { type: "text/csv" }));
+    const refused = await follow(await consoleCall("/console/lists", { cookie, method: "POST", body: png }), cookie);
+    expect(refused).toContain("it looks like a PNG image");
+    const empty = new FormData();
+    empty.set("file", new File([""], "empty.csv", { type: "text/csv" }));
+    expect(await follow(await consoleCall("/console/lists", { cookie, method: "POST", body: empty }), cookie)).toContain("The file is empty: it has no lines.");
+    expect(await db.all(sql`select id from verification_jobs where account_id = ${accountId}`)).toEqual([]);
+  });
+});
+
 describe("the console's forms for lists and members", () => {
   it("cancels a list, then deletes its results, through the jobs API, and says so on the list's page", async () => {
     const { accountId } = await newAccount();

@@ -1,9 +1,25 @@
 /**
- * Small enhancements every console page may use: copy buttons (data-copy names the input to copy) and
- * live progress of unfinished lists (data-job), read from GET /v1/email_verification_jobs/{id} every
- * two seconds; a list's own page reloads when its list ends, to show the summary.
+ * Small enhancements every console page may use: copy buttons (data-copy names the input to copy); confirmations
+ * (edge/console/confirm.tsx: a link with data-dialog opens the named <dialog> as a modal instead of the confirmation's
+ * page; focus goes to its Cancel, back to the link when it closes; Escape closes it, as a modal dialog does); and live
+ * progress of unfinished lists (data-job), read from GET /v1/email_verification_jobs/{id} every two seconds; a list's
+ * own page reloads when its list ends, to show the summary.
  */
 export {};
+
+for (const opener of document.querySelectorAll<HTMLAnchorElement>("a[data-dialog]")) {
+  const dialog = document.getElementById(opener.dataset["dialog"] ?? "");
+  // Without a dialog to open (or a browser without them), the link leads to the confirmation's page.
+  if (!(dialog instanceof HTMLDialogElement) || typeof dialog.showModal !== "function") continue;
+  opener.addEventListener("click", (event) => {
+    event.preventDefault();
+    dialog.showModal();
+  });
+  dialog.addEventListener("close", () => opener.focus());
+}
+for (const button of document.querySelectorAll<HTMLButtonElement>("dialog button[data-close]")) {
+  button.addEventListener("click", () => button.closest("dialog")?.close());
+}
 
 for (const button of document.querySelectorAll<HTMLButtonElement>("button[data-copy]")) {
   button.addEventListener("click", async () => {

@@ -25,8 +25,22 @@ async function post(url: string, body?: unknown): Promise<{ ok: boolean; status:
   return { ok: res.ok, status: res.status, data };
 }
 
-function failure(error: unknown): string {
-  if (error instanceof DOMException && error.name === "NotAllowedError") return "The passkey request was cancelled or timed out. Try again.";
+/**
+ * What went wrong, in words. A browser answers NotAllowedError both when the person cancels or lets the request time
+ * out and when this device holds no passkey for this site (it may not say which, on purpose: a site must not learn
+ * whether someone has an account). Where a passkey was to be used (signing in, confirming), both are said plainly.
+ */
+type Ceremony = "sign-in" | "confirm" | "make";
+function failure(error: unknown, ceremony: Ceremony): string {
+  if (error instanceof DOMException && error.name === "NotAllowedError") {
+    if (ceremony === "sign-in") {
+      return "No passkey was used. Either this device has no passkey for this account (sign in on the device where you made one, or ask an owner or admin for an invite link to make one here), or the request was cancelled or timed out (try again).";
+    }
+    if (ceremony === "confirm") {
+      return "No passkey was used to confirm. Either this device has no passkey of yours (add the new one from a device that has one), or the request was cancelled or timed out (try again).";
+    }
+    return "No passkey was made: the request was cancelled or timed out. Try again.";
+  }
   if (error instanceof DOMException && error.name === "InvalidStateError") return "This device already holds a passkey of yours: add one from another device or security key.";
   return error instanceof Error ? error.message : String(error);
 }
@@ -58,7 +72,7 @@ document.getElementById("sign-in")?.addEventListener("submit", async (event) => 
     if (!signedIn.ok) throw new Error(`Sign-in refused: ${String(signedIn.data["error"] ?? signedIn.status)}. Use a passkey made for this account.`);
     location.assign(form.dataset["next"] ?? "/console");
   } catch (error) {
-    say(failure(error), true);
+    say(failure(error, "sign-in"), true);
   }
 });
 
@@ -75,13 +89,14 @@ document.getElementById("accept-invite")?.addEventListener("submit", async (even
     history.replaceState(null, "", "/console/invite");
     location.assign("/console");
   } catch (error) {
-    say(failure(error), true);
+    say(failure(error, "make"), true);
   }
 });
 
 document.getElementById("add-passkey")?.addEventListener("submit", async (event) => {
   event.preventDefault();
   const name = (document.getElementById("passkey-name") as HTMLInputElement).value.trim();
+  let ceremony: Ceremony = "confirm";
   try {
     // A new passkey outlives this session: the API wants a recent proof with one the member already holds.
     say("Confirm with a passkey you already hold…");
@@ -90,12 +105,13 @@ document.getElementById("add-passkey")?.addEventListener("submit", async (event)
     const proof = await post("/v1/auth/step-up", { credential: (await assert(options.data)).toJSON() });
     if (!proof.ok) throw new Error(`Not confirmed: ${String(proof.data["error"] ?? proof.status)}.`);
     say("Making a passkey…");
+    ceremony = "make";
     const credential = await create("/v1/me/passkeys/options");
     const added = await post("/v1/me/passkeys", { credential: credential.toJSON(), ...(name ? { name } : {}) });
     if (!added.ok) throw new Error(`The passkey was not added: ${String(added.data["error"] ?? added.status)}.`);
     say("The passkey was added.");
     location.assign("/console/members");
   } catch (error) {
-    say(failure(error), true);
+    say(failure(error, ceremony), true);
   }
 });

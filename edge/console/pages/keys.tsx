@@ -1,7 +1,8 @@
 /**
  * Keys: the account's API keys (GET /v1/keys) with name, scopes, last use and expiry; create with a
  * name, scopes and an expiry (POST /v1/keys), roll (POST /v1/keys/{id}/roll) and revoke (DELETE
- * /v1/keys/{id}). Every form redirects to the list (POST-redirect-GET): a new secret travels to that page as
+ * /v1/keys/{id}: after a confirmation, a dialog or without script its page, edge/console/confirm.tsx). Every form
+ * redirects to the list (POST-redirect-GET): a new secret travels to that page as
  * a one-time note held with the session (edge/identity/session-notes.ts), shown once with a copy button, so a
  * reload shows it no more and makes nothing. The API decides what a member may grant; the page only offers the
  * scopes the member's role holds.
@@ -12,6 +13,7 @@ import { SCOPES, type Scope } from "../../../shared/scopes.ts";
 import type { AppEnv } from "../../env.ts";
 import { redirectWithNote, takeNote, type SessionNote } from "../../identity/session-notes.ts";
 import { apiCaller } from "../api.ts";
+import { ConfirmDialog, ConfirmOpener, ConfirmSection, type Confirmation } from "../confirm.tsx";
 import { DataTable, ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, type SignedIn, toSignIn } from "../session.tsx";
 
@@ -51,6 +53,26 @@ function SecretOnce(props: { heading: string; secret: string }) {
   );
 }
 
+
+/** What revoking `key` does, asked before it is done. A key's cache in each Worker isolate lasts KNOWN_KEY_TTL_MS (60 s). */
+function revokeConfirmation(key: ApiKey): Confirmation {
+  const label = key.name || key.prefix;
+  const path = `/console/keys/${encodeURIComponent(key.id)}/revoke`;
+  return {
+    id: `revoke-${key.id}`,
+    title: `Revoke the key “${label}”?`,
+    consequence: (
+      <p>
+        Integrations using key {label} (<code>{key.prefix}…</code>) stop within 60 seconds: from then on its requests are refused (401). This cannot be undone. To
+        replace a key without a gap, roll it instead: the old one keeps working for 24 hours.
+      </p>
+    ),
+    action: path,
+    confirm: "Revoke the key",
+    page: path,
+    back: "/console/keys",
+  };
+}
 
 const secretNote = (created: ApiKeyWithToken, verb: string, after = ""): SessionNote => ({
   kind: "secret",
@@ -119,7 +141,11 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
           >
             {keys.map((key) => (
               <tr>
-                <th scope="row">{key.name || "(no name)"}</th>
+                <th scope="row">
+                  {key.name || "(no name)"}
+                  <br />
+                  <small class="id">{key.id}</small>
+                </th>
                 <td>
                   <code>{key.prefix}…</code>
                 </td>
@@ -140,11 +166,7 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
                             Roll
                           </button>
                         </form>
-                        <form method="post" action={`/console/keys/${key.id}/revoke`}>
-                          <button type="submit" class="danger" aria-label={`Revoke ${key.name || key.prefix}`}>
-                            Revoke
-                          </button>
-                        </form>
+                        <ConfirmOpener confirmation={revokeConfirmation(key)} label="Revoke" accessibleName={`Revoke ${key.name || key.prefix}`} />
                       </div>
                     ) : null}
                   </td>
@@ -153,6 +175,7 @@ function keysPage(me: SignedIn, keys: ApiKey[], error: string | null, extra: unk
             ))}
           </DataTable>
         ) : null}
+        {mayWrite ? keys.filter((key) => key.status === "active").map((key) => <ConfirmDialog confirmation={revokeConfirmation(key)} />) : null}
       </section>
     </>
   );
@@ -188,6 +211,15 @@ export function registerKeyPages(app: Hono<AppEnv>): void {
     const rolled = await api<ApiKeyWithToken>("POST", `/v1/keys/${encodeURIComponent(c.req.param("id"))}/roll`, { json: {} });
     if (rolled.ok) return redirectWithNote(c, "/console/keys", secretNote(rolled.data, "rolled", " The old key keeps working for 24 hours, so you can put the new one in place."));
     return redirectWithNote(c, "/console/keys", { kind: "error", text: `The key was not rolled: ${rolled.error?.error ?? "refused"}.` });
+  }));
+
+  // The revocation's confirmation as a page, for a browser without script (with script it is a dialog on the list).
+  app.get("/console/keys/:id/revoke", asMember<"/console/keys/:id/revoke">(app, async (c, api, me) => {
+    const keys = await api<{ keys: ApiKey[] }>("GET", "/v1/keys");
+    const key = keys.ok ? keys.data.keys.find((k) => k.id === c.req.param("id") && k.status === "active") : undefined;
+    const options = { title: "Revoke a key", current: "/console/keys", member: me.member };
+    if (!key) return page(c, options, <ErrorNote message={keys.error?.error ?? "No such key works now. Go back to Keys."} />);
+    return page(c, options, <ConfirmSection confirmation={revokeConfirmation(key)} />);
   }));
 
   app.post("/console/keys/:id/revoke", async (c) => {

@@ -3,16 +3,19 @@
  * GET /v1/invites and DELETE /v1/invites/{id} for the pending ones), role changes and removals (PATCH, DELETE
  * /v1/members/{id}: a removal first shows the keys the member made and offers to revoke them with it); the signed-in
  * member's passkeys (GET /v1/me), another one added by edge/console/browser/passkeys.ts, one removed; sign out
- * everywhere. Every form redirects (POST-redirect-GET) with a one-time note held with the session. Who may do what
- * is the API's rule (edge/identity/authority.ts); the page hides what the role lacks.
+ * everywhere. Removing a member or a passkey and revoking an invite are confirmed first (edge/console/confirm.tsx: a
+ * dialog, or without script the same confirmation as a page). Every form redirects (POST-redirect-GET) with a one-time
+ * note held with the session. Who may do what is the API's rule (edge/identity/authority.ts); the page hides what the
+ * role lacks.
  */
 import type { Context, Hono } from "hono";
 import type { ApiKey } from "../../../shared/keys.ts";
-import type { Invite, PendingInvite } from "../../../shared/members.ts";
+import type { Invite, Passkey, PendingInvite } from "../../../shared/members.ts";
 import { ROLES } from "../../../shared/roles.ts";
 import type { AppEnv } from "../../env.ts";
 import { redirectWithNote, takeNote, type SessionNote } from "../../identity/session-notes.ts";
 import { apiCaller, type CallApi } from "../api.ts";
+import { ConfirmDialog, ConfirmOpener, ConfirmSection, type Confirmation } from "../confirm.tsx";
 import { DataTable, ErrorNote, NoteShown, page, When } from "../layout.tsx";
 import { asMember, type Member, type SignedIn, toSignIn } from "../session.tsx";
 
@@ -32,44 +35,120 @@ function InviteLink(props: { note: SessionNote & { kind: "secret" } }) {
   );
 }
 
-function InviteTable(props: { invites: PendingInvite[]; manage: boolean }) {
+/** Who made an invite, in words: a member of the page's list by name; else the id (a key, the operator). */
+const makerName = (id: string, members: Member[]) => members.find((m) => m.id === id)?.name ?? id;
+
+function revokeInviteConfirmation(invite: PendingInvite, maker: string): Confirmation {
+  const path = `/console/invites/${encodeURIComponent(invite.id)}/revoke`;
+  return {
+    id: `revoke-${invite.id}`,
+    title: `Revoke the ${invite.role} invite made by ${maker}?`,
+    consequence: <p>Its link stops working at once: whoever holds it can no longer join the account with it. Make a new invite if it is still wanted.</p>,
+    action: path,
+    confirm: "Revoke the invite",
+    page: path,
+    back: "/console/members",
+  };
+}
+
+function InviteTable(props: { invites: PendingInvite[]; members: Member[]; manage: boolean }) {
   const pending = props.invites.filter((i) => i.status === "pending");
   if (pending.length === 0) return <p>No invite is waiting to be accepted.</p>;
   return (
-    <DataTable
-      label="Invites waiting to be accepted"
-      head={
-        <>
-          <th scope="col">Role</th>
-          <th scope="col">Made by</th>
-          <th scope="col">Works until</th>
-          {props.manage ? <th scope="col">Actions</th> : null}
-        </>
-      }
-    >
-      {pending.map((i) => (
-        <tr>
-          <th scope="row">{i.role}</th>
-          <td>{i.created_by}</td>
-          <td>
-            <When at={i.expires_at} />
-          </td>
-          {props.manage ? (
+    <>
+      <DataTable
+        label="Invites waiting to be accepted"
+        head={
+          <>
+            <th scope="col">Role</th>
+            <th scope="col">Made by</th>
+            <th scope="col">Works until</th>
+            {props.manage ? <th scope="col">Actions</th> : null}
+          </>
+        }
+      >
+        {pending.map((i) => (
+          <tr>
+            <th scope="row">{i.role}</th>
+            <td>{makerName(i.created_by, props.members)}</td>
             <td>
-              <form method="post" action={`/console/invites/${i.id}/revoke`}>
-                <button type="submit" class="danger" aria-label={`Revoke the ${i.role} invite made by ${i.created_by}`}>
-                  Revoke
-                </button>
-              </form>
+              <When at={i.expires_at} />
             </td>
-          ) : null}
-        </tr>
-      ))}
-    </DataTable>
+            {props.manage ? (
+              <td>
+                <ConfirmOpener
+                  confirmation={revokeInviteConfirmation(i, makerName(i.created_by, props.members))}
+                  label="Revoke"
+                  accessibleName={`Revoke the ${i.role} invite made by ${makerName(i.created_by, props.members)}`}
+                />
+              </td>
+            ) : null}
+          </tr>
+        ))}
+      </DataTable>
+      {props.manage ? pending.map((i) => <ConfirmDialog confirmation={revokeInviteConfirmation(i, makerName(i.created_by, props.members))} />) : null}
+    </>
   );
 }
 
-function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], note: SessionNote | null, error: string | null) {
+/** What removing `member` does; `made` are the keys they made that still work, offered for revocation with them. */
+function removeMemberConfirmation(member: Member, made: ApiKey[]): Confirmation {
+  const path = `/console/members/${encodeURIComponent(member.id)}/remove`;
+  const box = `remove-${member.id}-revoke-keys`;
+  return {
+    id: `remove-${member.id}`,
+    title: `Remove ${member.name}?`,
+    consequence: (
+      <p>
+        {member.name} ({member.role}) loses access at once: their passkeys are deleted, every session they hold ends within 30 seconds, and the invites they made
+        stop working.{made.length === 0 ? " They made no key that still works." : ""}
+      </p>
+    ),
+    action: path,
+    confirm: `Remove ${member.name}`,
+    page: path,
+    back: "/console/members",
+    fields:
+      made.length > 0 ? (
+        <fieldset>
+          <legend>
+            {member.name} made {made.length === 1 ? "one key that still works" : `${made.length} keys that still work`}
+          </legend>
+          <ul>
+            {made.map((k) => (
+              <li>
+                {k.name || k.prefix} ({k.prefix}…), {k.scopes.join(", ")}
+              </li>
+            ))}
+          </ul>
+          <div class="check">
+            <input type="checkbox" id={box} name="revoke_keys" value="true" checked />
+            <label for={box}>Revoke {made.length === 1 ? "this key" : "these keys"} too (integrations using them stop within 60 seconds)</label>
+          </div>
+        </fieldset>
+      ) : undefined,
+  };
+}
+
+function removePasskeyConfirmation(passkey: Passkey): Confirmation {
+  const label = passkey.name || "Passkey";
+  const path = `/console/members/passkeys/${encodeURIComponent(passkey.id)}/remove`;
+  return {
+    id: `remove-${passkey.id}`,
+    title: `Remove the passkey “${label}”?`,
+    consequence: (
+      <p>
+        You can no longer sign in with it, and the sessions it opened end now: this one too, if you signed in with it. Your other passkeys keep working.
+      </p>
+    ),
+    action: path,
+    confirm: "Remove the passkey",
+    page: path,
+    back: "/console/members",
+  };
+}
+
+function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], keys: ApiKey[], note: SessionNote | null, error: string | null) {
   const manage = me.can("members:write");
   return (
     <>
@@ -111,9 +190,7 @@ function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], 
                         </select>
                         <button type="submit">Change role</button>
                       </form>
-                      <a class="button danger" href={`/console/members/${m.id}/remove`} aria-label={`Remove ${m.name}`}>
-                        Remove
-                      </a>
+                      <ConfirmOpener confirmation={removeMemberConfirmation(m, keysMadeBy(keys, m.id))} label="Remove" accessibleName={`Remove ${m.name}`} />
                     </div>
                   ) : (
                     "you"
@@ -123,6 +200,7 @@ function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], 
             </tr>
           ))}
         </DataTable>
+        {manage ? members.filter((m) => m.id !== me.member.id).map((m) => <ConfirmDialog confirmation={removeMemberConfirmation(m, keysMadeBy(keys, m.id))} />) : null}
         {manage ? (
           <form method="post" action="/console/members/invite" class="inline">
             <label for="invite-role">Invite someone as</label>
@@ -139,7 +217,7 @@ function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], 
       </section>
       <section aria-labelledby="invites">
         <h2 id="invites">Invites</h2>
-        <InviteTable invites={invites} manage={manage} />
+        <InviteTable invites={invites} members={members} manage={manage} />
       </section>
       <section aria-labelledby="my-passkeys">
         <h2 id="my-passkeys">My passkeys</h2>
@@ -148,15 +226,15 @@ function membersBody(me: SignedIn, members: Member[], invites: PendingInvite[], 
             <li>
               {p.name || "Passkey"}, added <When at={p.created_at} />, last used <When at={p.last_used_at} />
               {me.passkeys.length > 1 ? (
-                <form method="post" action={`/console/members/passkeys/${p.id}/remove`} class="inline">
-                  <button type="submit" class="danger" aria-label={`Remove passkey ${p.name || p.id}`}>
-                    Remove
-                  </button>
-                </form>
+                <>
+                  {" "}
+                  <ConfirmOpener confirmation={removePasskeyConfirmation(p)} label="Remove" accessibleName={`Remove passkey ${p.name || p.id}`} />
+                </>
               ) : null}
             </li>
           ))}
         </ul>
+        {me.passkeys.length > 1 ? me.passkeys.map((p) => <ConfirmDialog confirmation={removePasskeyConfirmation(p)} />) : null}
         <form id="add-passkey" method="post" action="/console/members/passkeys" class="inline">
           <label for="passkey-name">Name for a new passkey</label>
           <input id="passkey-name" name="name" maxlength={100} autocomplete="off" />
@@ -186,11 +264,17 @@ function keysMadeBy(keys: ApiKey[], memberId: string): ApiKey[] {
 }
 
 async function membersPage(c: Context<AppEnv>, api: CallApi, me: SignedIn) {
-  const [members, invites, note] = await Promise.all([api<{ members: Member[] }>("GET", "/v1/members"), api<{ invites: PendingInvite[] }>("GET", "/v1/invites"), takeNote(c)]);
+  // The keys, for who made which: a removal's confirmation lists them (only those who may remove need it).
+  const [members, invites, keys, note] = await Promise.all([
+    api<{ members: Member[] }>("GET", "/v1/members"),
+    api<{ invites: PendingInvite[] }>("GET", "/v1/invites"),
+    me.can("members:write") ? api<{ keys: ApiKey[] }>("GET", "/v1/keys") : null,
+    takeNote(c),
+  ]);
   return page(
     c,
     { title: "Members", current: "/console/members", member: me.member, scripts: ["passkeys.js"] },
-    membersBody(me, members.ok ? members.data.members : [], invites.ok ? invites.data.invites : [], note, members.error?.error ?? null),
+    membersBody(me, members.ok ? members.data.members : [], invites.ok ? invites.data.invites : [], keys?.ok ? keys.data.keys : [], note, members.error?.error ?? null),
   );
 }
 
@@ -209,48 +293,29 @@ export function registerMemberPages(app: Hono<AppEnv>): void {
     });
   }));
 
-  // Removing a member: first a page that says what will happen and which keys they made, then the form that does it.
+  // The confirmations as pages, for a browser without script (with script they are dialogs on the Members page).
   app.get("/console/members/:id/remove", asMember<"/console/members/:id/remove">(app, async (c, api, me) => {
     const id = c.req.param("id");
     const [members, keys] = await Promise.all([api<{ members: Member[] }>("GET", "/v1/members"), api<{ keys: ApiKey[] }>("GET", "/v1/keys")]);
     const member = members.ok ? members.data.members.find((m) => m.id === id) : undefined;
     if (!member) return page(c, { title: "No such member", current: "/console/members", member: me.member }, <ErrorNote message="No such member. Go back to Members." />);
     const made = keys.ok ? keysMadeBy(keys.data.keys, id) : [];
-    return page(
-      c,
-      { title: `Remove ${member.name}`, current: "/console/members", member: me.member },
-      <section aria-labelledby="remove">
-        <h2 id="remove">Remove {member.name}?</h2>
-        <p>
-          {member.name} ({member.role}) loses access at once: their passkeys are deleted, every session they hold ends within 30 seconds, and the invites they
-          made stop working.
-        </p>
-        <form method="post" action={`/console/members/${id}/remove`}>
-          {made.length > 0 ? (
-            <fieldset>
-              <legend>
-                {member.name} made {made.length === 1 ? "one key that still works" : `${made.length} keys that still work`}
-              </legend>
-              <ul>
-                {made.map((k) => (
-                  <li>
-                    {k.name || k.prefix} ({k.prefix}…), {k.scopes.join(", ")}
-                  </li>
-                ))}
-              </ul>
-              <input type="checkbox" id="revoke-keys" name="revoke_keys" value="true" checked />
-              <label for="revoke-keys">Revoke {made.length === 1 ? "this key" : "these keys"} too (integrations using them stop within 60 seconds)</label>
-            </fieldset>
-          ) : (
-            <p>They made no key that still works.</p>
-          )}
-          <button type="submit" class="danger">
-            Remove {member.name}
-          </button>{" "}
-          <a href="/console/members">Cancel</a>
-        </form>
-      </section>,
-    );
+    return page(c, { title: `Remove ${member.name}`, current: "/console/members", member: me.member }, <ConfirmSection confirmation={removeMemberConfirmation(member, made)} />);
+  }));
+
+  app.get("/console/invites/:id/revoke", asMember<"/console/invites/:id/revoke">(app, async (c, api, me) => {
+    const [invites, members] = await Promise.all([api<{ invites: PendingInvite[] }>("GET", "/v1/invites"), api<{ members: Member[] }>("GET", "/v1/members")]);
+    const invite = invites.ok ? invites.data.invites.find((i) => i.id === c.req.param("id") && i.status === "pending") : undefined;
+    const options = { title: "Revoke an invite", current: "/console/members", member: me.member };
+    if (!invite) return page(c, options, <ErrorNote message={invites.error?.error ?? "No such invite is waiting. Go back to Members."} />);
+    return page(c, options, <ConfirmSection confirmation={revokeInviteConfirmation(invite, makerName(invite.created_by, members.ok ? members.data.members : []))} />);
+  }));
+
+  app.get("/console/members/passkeys/:id/remove", asMember<"/console/members/passkeys/:id/remove">(app, async (c, _api, me) => {
+    const passkey = me.passkeys.find((p) => p.id === c.req.param("id"));
+    const options = { title: "Remove a passkey", current: "/console/members", member: me.member };
+    if (!passkey) return page(c, options, <ErrorNote message="No such passkey of yours. Go back to Members." />);
+    return page(c, options, <ConfirmSection confirmation={removePasskeyConfirmation(passkey)} />);
   }));
 
   const act = (path: string, call: (id: string, form: Record<string, unknown>) => { method: string; url: string; json?: unknown }, done: (data: unknown) => string) =>

@@ -25,6 +25,12 @@ export function registerSignInPages(app: Hono<AppEnv>): void {
         <noscript>
           <p class="error">Passkeys need JavaScript: turn it on for this site to sign in.</p>
         </noscript>
+        <h2>No passkey on this device?</h2>
+        <p>
+          A passkey is made when you join, on the device you join with, and there is no password to fall back on. Sign in on that device, or ask an owner or
+          an admin of your account for an invite link: open it on this device to make a passkey here. Someone already signed in on another device can add one
+          for this device from the Members page.
+        </p>
       </form>,
     ),
   );
