@@ -148,7 +148,7 @@ export function processTree(pid: number): { pid: number; command: string }[] {
  */
 export async function startFreshDatabase(opts: { file?: string } = {}): Promise<{ url: string; authToken: string; child: ChildProcess; close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "bench-db-"));
-  // `file`: a database a benchmark filled beforehand (bench/lookup-jobs.ts's million people); migrated here too, and removed on close.
+  // `file`: a database a benchmark filled beforehand (bench/bulk-lookups.ts's million people); migrated here too, and removed on close.
   const file = opts.file ?? join(dir, "bench.db");
   const authToken = randomBytes(32).toString("base64url");
   const { child, stdout } = await startChild(process.execPath, ["--import", "tsx", join(root, "scripts/libsql-server.ts"), "--file", file, "--port", "0"], {

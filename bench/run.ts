@@ -27,7 +27,7 @@ import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts";
 import { consoleMarkdown, runConsoleBench } from "./console.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
-import { lookupJobsArgs, lookupJobsHeadline, lookupJobsMarkdown, runLookupJobs } from "./lookup-jobs.ts";
+import { lookupJobsArgs, lookupJobsHeadline, lookupJobsMarkdown, runLookupJobs } from "./bulk-lookups.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
@@ -192,7 +192,7 @@ ${tsxCommand("people-refresh.ts", `--addresses ${plan.jobs.addresses} --domains 
 ${tsxCommand("harvest.ts", `--lines ${plan.harvest.lines} --scale ${plan.harvest.scale}`)}
 ${tsxCommand("receivers.ts", `--scale ${plan.receivers.scale} --google-lines ${plan.receivers.googleLines} --limit-s ${plan.receivers.limitS}${plan.receivers.quick ? " --quick" : ""}`)}
 ${tsxCommand("console.ts", `--requests ${plan.console.requests}`)}
-${tsxCommand("lookup-jobs.ts", lookupJobsArgs(plan.lookupJobs).join(" "))}
+${tsxCommand("bulk-lookups.ts", lookupJobsArgs(plan.lookupJobs).join(" "))}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -399,7 +399,7 @@ ${consoleMarkdown(consoleBench)}
 
 ## 15. Bulk lookups: the batch call and a lookup job
 
-bench/lookup-jobs.ts, one run: the stack of section 7 over a database of ${plan.lookupJobs.people.toLocaleString("en")} people imported beforehand (each with one address at one of
+bench/bulk-lookups.ts, one run: the stack of section 7 over a database of ${plan.lookupJobs.people.toLocaleString("en")} people imported beforehand (each with one address at one of
 ${plan.lookupJobs.domains.toLocaleString("en")} fixture mail servers, half of them existing mailboxes). First \`POST /v1/people/bulk\` against single \`GET /v1/people\` calls, the same
 identifiers (half found) both ways, each round after a warm-up round; then a lookup job of ${plan.lookupJobs.lines.toLocaleString("en")} lines (nine in ten find a
 different person), polled once a second to \`completed\`, workerd's resident set sampled every 500 ms; then the same list with \`verify_emails=true\`.

@@ -2,7 +2,7 @@
  * The bulk lookups (issue 38) on the whole local stack as `npm start` runs it (the Worker and its queues under
  * `wrangler dev`, the probe, libSQL), over a database of `--people` people imported beforehand:
  *
- *   npx tsx bench/lookup-jobs.ts [--people 1000000] [--lines 100000] [--rounds 10] [--domains 1000] [--delay-ms 5]
+ *   npx tsx bench/bulk-lookups.ts [--people 1000000] [--lines 100000] [--rounds 10] [--domains 1000] [--delay-ms 5]
  *
  * 1. POST /v1/people/bulk against single GET /v1/people calls: per round, 100 identifiers (half found) as one batch,
  *    and as 100 single calls at 10 in flight; each call's latency, and the time per identifier.
@@ -14,7 +14,7 @@
  *    job's verification phase runs through the probe as a bulk verification job does.
  *
  * Needs root (port 25); other programs' port 25 stays apart when it runs in a network namespace of its own:
- * `unshare -n bash -c 'ip link set lo up; npx tsx bench/lookup-jobs.ts'`.
+ * `unshare -n bash -c 'ip link set lo up; npx tsx bench/bulk-lookups.ts'`.
  */
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
