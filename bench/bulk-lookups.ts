@@ -37,6 +37,10 @@ const BATCH = 100;
 const IN_FLIGHT = 10;
 
 export type LookupJobRun = {
+  /** Turns, and the median time between two turns' answers over the first and the last tenth of them. */
+  turns: number;
+  firstTurnsGapMs: number;
+  lastTurnsGapMs: number;
   lines: number;
   verifyEmails: boolean;
   createMs: number;
@@ -241,6 +245,10 @@ export async function runLookupJobs(opts: { people: number; lines: number; round
           const wallMs = performance.now() - started;
           log(`lookup jobs: ${job.status} in ${(wallMs / 1000).toFixed(1)} s`);
           const ledger = await db.$client.execute({ sql: "select count(*) as n from credit_ledger where request_id like ?", args: [`${id}:%`] });
+          // When each turn (one transaction of up to 500 lines) answered its lines: whether turns slow down as the job goes on.
+          const turnTimes = (await db.$client.execute({ sql: "select max(answered_at) as at from lookup_job_lines where job_id = ? and turn is not null group by turn order by at", args: [id] })).rows.map((r) => Number(r.at));
+          const gaps = turnTimes.slice(1).map((t, i) => t - turnTimes[i]!);
+          const tenth = Math.max(1, Math.floor(gaps.length / 10));
           let verdicts: LookupJobRun["verdicts"];
           if (verifyEmails) {
             // The CSV download's last column, lookup_email_verdicts: "<address> <verdict>; …".
@@ -254,7 +262,7 @@ export async function runLookupJobs(opts: { people: number; lines: number; round
               }
             }
           }
-          return { lines: opts.lines, verifyEmails, createMs, wallMs, status: job.status, counts: job.counts, charged: job.credits.charged, ledgerRows: Number(ledger.rows[0]!.n), workerdBeforeMiB, workerdPeakMiB, verdicts };
+          return { turns: turnTimes.length, firstTurnsGapMs: median(gaps.slice(0, tenth)), lastTurnsGapMs: median(gaps.slice(-tenth)), lines: opts.lines, verifyEmails, createMs, wallMs, status: job.status, counts: job.counts, charged: job.credits.charged, ledgerRows: Number(ledger.rows[0]!.n), workerdBeforeMiB, workerdPeakMiB, verdicts };
         } finally {
           clearInterval(sampler);
         }
@@ -290,6 +298,7 @@ export function lookupJobsMarkdown(r: LookupJobsResult): string {
     return [
       `| Lines | ${j.lines.toLocaleString("en")}: ${Object.entries(j.counts).map(([k, v]) => `${k} ${v.toLocaleString("en")}`).join(", ")} (status \`${j.status}\`) |`,
       `| Upload and creation (POST answered 202) | ${(j.createMs / 1000).toFixed(2)} s |`,
+      `| Turns | ${j.turns.toLocaleString("en")}; median time from one turn's answers to the next: ${j.firstTurnsGapMs.toFixed(0)} ms over the first tenth, ${j.lastTurnsGapMs.toFixed(0)} ms over the last |`,
       `| POST to \`${j.status}\` | ${(j.wallMs / 1000).toFixed(1)} s (${Math.round(j.lines / (j.wallMs / 1000)).toLocaleString("en")} lines/s) |`,
       `| Credits charged | ${j.charged.toLocaleString("en")} (${j.ledgerRows.toLocaleString("en")} ledger rows) for ${found.toLocaleString("en")} lines found: ${j.charged === found && j.ledgerRows === found ? "equal" : "**not equal**"} |`,
       `| workerd resident set (its processes summed) | ${j.workerdBeforeMiB.toFixed(0)} MiB before, at most ${j.workerdPeakMiB.toFixed(0)} MiB during: **+${(j.workerdPeakMiB - j.workerdBeforeMiB).toFixed(0)} MiB** |`,
