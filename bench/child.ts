@@ -146,10 +146,12 @@ export function processTree(pid: number): { pid: number; command: string }[] {
  * requeued by the stack's cron and run ahead of the benchmark's own). `authToken` goes with it, as
  * DATABASE_AUTH_TOKEN.
  */
-export async function startFreshDatabase(): Promise<{ url: string; authToken: string; child: ChildProcess; close(): Promise<void> }> {
+export async function startFreshDatabase(opts: { file?: string } = {}): Promise<{ url: string; authToken: string; child: ChildProcess; close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "bench-db-"));
+  // `file`: a database a benchmark filled beforehand (bench/bulk-lookups.ts's million people); migrated here too, and removed on close.
+  const file = opts.file ?? join(dir, "bench.db");
   const authToken = randomBytes(32).toString("base64url");
-  const { child, stdout } = await startChild(process.execPath, ["--import", "tsx", join(root, "scripts/libsql-server.ts"), "--file", join(dir, "bench.db"), "--port", "0"], {
+  const { child, stdout } = await startChild(process.execPath, ["--import", "tsx", join(root, "scripts/libsql-server.ts"), "--file", file, "--port", "0"], {
     env: { LIBSQL_AUTH_TOKEN: authToken },
     ready: /libSQL server on (\S+)/,
   });
@@ -164,6 +166,7 @@ export async function startFreshDatabase(): Promise<{ url: string; authToken: st
     close: async () => {
       await stopChild(child);
       await rm(dir, { recursive: true, force: true });
+      if (opts.file) for (const suffix of ["", "-wal", "-shm"]) await rm(`${opts.file}${suffix}`, { force: true });
     },
   };
 }
@@ -174,7 +177,7 @@ export async function startFreshDatabase(): Promise<{ url: string; authToken: st
  * 127.x.y.z; port 25 needs root) answering each command after `delayMs`, and test/fixtures/doh-server.ts
  * serving `zone`: what the bulk-job benchmarks run against. `stop()` ends all of it.
  */
-type JobsStackOptions = { zone: unknown; delayMs: number; edgePort: number; probePort: number; env?: NodeJS.ProcessEnv };
+type JobsStackOptions = { zone: unknown; delayMs: number; edgePort: number; probePort: number; env?: NodeJS.ProcessEnv; databaseFile?: string };
 export type JobsStack<M> = Omit<Awaited<ReturnType<typeof startStack>>, "mta"> & { mta: M };
 
 /** The whole local stack beside a fixture mail server on port 25 (`mtaArgs`: its flags), or none (null: the caller runs its own, e.g. a real Postfix). */
@@ -200,7 +203,7 @@ async function startStack(opts: JobsStackOptions & { mtaArgs?: string[] | null }
   const dohUrl = /listening on (\S+)/.exec(doh.stdout)![1]!;
   // Settings from the caller's environment would change what is measured.
   const inherited = Object.fromEntries(Object.keys(process.env).filter((k) => /^(PROBE_|DATABASE_|JOB_|EMAIL_|ACCESS_LOG_)/.test(k)).map((k) => [k, undefined]));
-  const database = await startFreshDatabase();
+  const database = await startFreshDatabase({ file: opts.databaseFile });
   const { child: stack } = await startChild(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     env: {
       ...inherited,

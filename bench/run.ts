@@ -28,6 +28,7 @@ import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts
 import { consoleMarkdown, runConsoleBench } from "./console.ts";
 import { confidenceWorldMarkdown, runConfidenceWorld } from "./confidence-world.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
+import { lookupJobsArgs, lookupJobsHeadline, lookupJobsMarkdown, runLookupJobs } from "./bulk-lookups.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
@@ -51,6 +52,7 @@ const plan = quick
       receivers: { scale: 600, googleLines: 5_000, limitS: 300, quick: true },
       console: { requests: 5 },
       confidence: { addresses: 10_000, seed: 39 },
+      lookupJobs: { people: 20_000, lines: 2_000, rounds: 2, domains: 200, delayMs: 5 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -69,6 +71,7 @@ const plan = quick
       receivers: { scale: 600, googleLines: 100_000, limitS: 600, quick: false },
       console: { requests: 10 },
       confidence: { addresses: 50_000, seed: 39 },
+      lookupJobs: { people: 1_000_000, lines: 100_000, rounds: 10, domains: 1_000, delayMs: 5 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -131,6 +134,7 @@ const receivers = await runReceivers({ ...plan.receivers, scenarios: RECEIVER_SC
 const consoleBench = await runConsoleBench({ ...plan.console, log });
 log("confidence on a labelled world");
 const confidenceWorld = runConfidenceWorld(plan.confidence);
+const lookupJobs = await runLookupJobs({ ...plan.lookupJobs, log });
 
 // ---- The report ----
 
@@ -194,6 +198,7 @@ ${tsxCommand("harvest.ts", `--lines ${plan.harvest.lines} --scale ${plan.harvest
 ${tsxCommand("receivers.ts", `--scale ${plan.receivers.scale} --google-lines ${plan.receivers.googleLines} --limit-s ${plan.receivers.limitS}${plan.receivers.quick ? " --quick" : ""}`)}
 ${tsxCommand("console.ts", `--requests ${plan.console.requests}`)}
 ${tsxCommand("confidence-world.ts", `--addresses ${plan.confidence.addresses} --seed ${plan.confidence.seed}`)}
+${tsxCommand("bulk-lookups.ts", lookupJobsArgs(plan.lookupJobs).join(" "))}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -211,6 +216,7 @@ for both npm tools keeps their rows comparable.
 - A bulk job of ${jobsScale.addresses.toLocaleString("en")} addresses over ${jobsScale.domains.toLocaleString("en")} domains: ${(jobsScale.wallMs / 1000).toFixed(1)} s from upload to \`completed\` (${Math.round(jobsScale.addresses / (jobsScale.wallMs / 1000))} addresses/s), ${jobsScale.csv.right.toLocaleString("en")} verdicts right, ${jobsScale.database.done === jobsScale.addresses && jobsScale.database.counted === jobsScale.addresses ? "every line answered exactly once" : "**not every line answered exactly once**"}, ${jobsScale.smtp.connections.toLocaleString("en")} SMTP connections (${(jobsScale.addresses / Math.max(1, jobsScale.smtp.connections)).toFixed(1)} addresses each).
 - Fair shares: a ${fair.small}-line job created while another account's ${fair.big.toLocaleString("en")}-line job runs at the same mail server took ${fair.smallSharedS.toFixed(1)} s, ${fair.smallRatio.toFixed(2)}× its ${fair.smallAloneS.toFixed(1)} s alone (goal: at most 2× + 5 s); the big job took ${fair.bigGrowthS.toFixed(1)} s longer than alone.
 - Re-verifying ${refresh.addresses.toLocaleString("en")} stored addresses (the same list, as people): ${(refresh.wallMs / 1000).toFixed(1)} s from the cron to every answer written back, ${refresh.right.toLocaleString("en")} verdicts right, ${refresh.smtp.connections.toLocaleString("en")} SMTP connections (${(refresh.addresses / Math.max(1, refresh.smtp.connections)).toFixed(1)} addresses each); lookups ${refresh.lookups.baselinePerSecond.toFixed(0)}/s before, ${refresh.lookups.duringPerSecond.toFixed(0)}/s during it.
+- Bulk lookups: ${lookupJobsHeadline(lookupJobs)}.
 - Import: ${median(imports.map((r) => r.importRowsPerSecond)).toFixed(0)} rows/s into an empty database, ${median(imports.map((r) => r.reimportRowsPerSecond)).toFixed(0)} rows/s re-importing the same ${plan.import.rows.toLocaleString("en")} rows.
 
 ## 1. Edge overhead
@@ -408,6 +414,15 @@ and silent servers, and customers whose reports follow the mailbox. Its rates co
 this measures how the table's points combine, not whether the anchors hold for real mail.
 
 ${confidenceWorldMarkdown(confidenceWorld)}
+
+## 16. Bulk lookups: the batch call and a lookup job
+
+bench/bulk-lookups.ts, one run: the stack of section 7 over a database of ${plan.lookupJobs.people.toLocaleString("en")} people imported beforehand (each with one address at one of
+${plan.lookupJobs.domains.toLocaleString("en")} fixture mail servers, half of them existing mailboxes). First \`POST /v1/people/bulk\` against single \`GET /v1/people\` calls, the same
+identifiers (half found) both ways, each round after a warm-up round; then a lookup job of ${plan.lookupJobs.lines.toLocaleString("en")} lines (nine in ten find a
+different person), polled once a second to \`completed\`, workerd's resident set sampled every 500 ms; then the same list with \`verify_emails=true\`.
+
+${lookupJobsMarkdown(lookupJobs)}
 `;
 
 /** The bulk-job pass of section 2 in one sentence. */
