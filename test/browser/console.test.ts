@@ -6,7 +6,8 @@
  * script; every page and dialog free of WCAG 2.1 AA violations at desktop and 360 px widths; the list
  * flow by keyboard alone. With CONSOLE_SCREENSHOTS=dir the page tour also saves a screenshot of each
  * page there (`npm run docs:screenshots` writes docs/console/). The tests run in order and share the owner the
- * first one makes (a stack start per file costs seconds; one owner link per start).
+ * first one makes (a stack start per file costs seconds; one owner link per start). Over 400 lines for that reason:
+ * one stack and one owner for the whole tour, which a split into files would start again for each.
  */
 import { readFile } from "node:fs/promises";
 import { parse as parseCsv } from "csv-parse/sync";

@@ -7,7 +7,7 @@
  * (shared/email/syntax.ts `addressKey`, as edge/jobs/prepare-lines.ts). Pasted text is addresses one per line.
  * The page then uploads the file itself: the API keeps every column.
  */
-import { parse } from "csv-parse/browser/esm";
+import { parse } from "csv-parse/browser/esm/sync";
 import { ADDRESS_SAMPLE_ROWS, chooseAddressColumn, looksLikeAddress, noAddressColumn, type AddressColumn } from "../../../shared/address-column.ts";
 import { addressKey, parseEmailAddress } from "../../../shared/email/syntax.ts";
 import { csvProblem, notTextMessage, sniffFileKind, SNIFF_BYTES } from "../../../shared/file-kind.ts";
@@ -44,7 +44,6 @@ export type Counted = {
 export type Failed = { type: "failed"; message: string; empty?: boolean };
 export type Request = { type: "parse"; file?: File; text?: string } | { type: "count"; column: number };
 
-const SLICE = 1 << 20;
 let records: string[][] = [];
 let pasted = false;
 
@@ -54,30 +53,21 @@ class Refusal extends Error {}
 async function parseFile(file: File): Promise<void> {
   const kind = sniffFileKind(new Uint8Array(await file.slice(0, SNIFF_BYTES).arrayBuffer()));
   if (!kind.text) throw new Refusal(notTextMessage(kind.what));
-  const parser = parse({ bom: true, relax_column_count: true, skip_empty_lines: true, max_record_size: JOB_LIMITS.maxCsvLineChars, info: true });
-  const done = new Promise<void>((resolve, reject) => {
-    parser.on("readable", () => {
-      let item: { record: string[]; info: { lines: number } } | null;
-      while ((item = parser.read() as typeof item) !== null) {
-        if (item.record.length > JOB_LIMITS.maxColumns) return reject(new Refusal(CSV_LINE_ERRORS.tooManyColumns(item.info.lines)));
-        records.push(item.record);
-      }
-    });
-    parser.on("error", (error: Error & { code?: string; lines?: number }) => {
-      const line = error.lines ?? 0;
-      reject(new Refusal(error.code === "CSV_MAX_RECORD_SIZE" ? CSV_LINE_ERRORS.tooLong(line) : CSV_LINE_ERRORS.malformed(line, csvProblem(error.code ?? ""))));
-    });
-    parser.on("end", () => resolve());
-  });
-  const decoder = new TextDecoder();
-  for (let at = 0; at < file.size; at += SLICE) {
-    parser.write(decoder.decode(await file.slice(at, at + SLICE).arrayBuffer(), { stream: true }));
-    // Let the parser's events run between slices.
-    await new Promise((r) => setTimeout(r, 0));
+  // The synchronous parser (as the enrich preview's): every record is kept for the counts anyway, so a stream would
+  // save no memory, and it halves the worker's weight (the console's 50 KB budget, docs/console.md).
+  const text = await file.text();
+  let items: { record: string[]; info: { lines: number } }[];
+  try {
+    items = parse(text, { bom: true, relax_column_count: true, skip_empty_lines: true, max_record_size: JOB_LIMITS.maxCsvLineChars, info: true }) as unknown as typeof items;
+  } catch (caught) {
+    const error = caught as Error & { code?: string; lines?: number };
+    const line = error.lines ?? 0;
+    throw new Refusal(error.code === "CSV_MAX_RECORD_SIZE" ? CSV_LINE_ERRORS.tooLong(line) : CSV_LINE_ERRORS.malformed(line, csvProblem(error.code ?? "")));
   }
-  parser.write(decoder.decode());
-  parser.end();
-  await done;
+  for (const item of items) {
+    if (item.record.length > JOB_LIMITS.maxColumns) throw new Refusal(CSV_LINE_ERRORS.tooManyColumns(item.info.lines));
+    records.push(item.record);
+  }
 }
 
 async function parseAll(input: { file?: File; text?: string }): Promise<Parsed | Failed> {
