@@ -9,7 +9,7 @@ import { SmtpOutcome } from "./smtp-outcome.ts";
 import { IDENTIFIER_REQUIRED } from "./identifiers.ts";
 
 /** The API's version: the latest release in CHANGELOG.md, as the OpenAPI document's info.version says it (test/node/changelog.test.ts). */
-export const API_VERSION = "1.9.0";
+export const API_VERSION = "1.10.0";
 
 /**
  * Every `reason` an error answer may carry: where a status has several causes, which one, for code to read
