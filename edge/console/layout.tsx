@@ -128,7 +128,7 @@ export function Notice(props: { message: string | null | undefined }) {
 /** What a form left for the page it redirected to (edge/identity/session-notes.ts): a notice or an error; a secret is the keys page's own. */
 export function NoteShown(props: { note: SessionNote | null }) {
   const { note } = props;
-  if (note === null || note.kind === "secret") return null;
+  if (note === null || note.kind === "secret" || note.kind === "person") return null;
   return note.kind === "done" ? <Notice message={note.text} /> : <ErrorNote message={note.text} />;
 }
 

@@ -8,6 +8,7 @@
  * NOTE_LIFETIME_MS.
  */
 import type { Context } from "hono";
+import type { ContactInfo } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import { insertNote, takeSealedNote } from "./store/sessions.ts";
 import type { AppEnv } from "../env.ts";
@@ -17,7 +18,14 @@ import { NOTE_LIFETIME_MS, readSessionToken } from "./sessions.ts";
 /** A note's text is a sentence or two; a secret is a token. */
 const NOTE_TEXT_MAX = 1_000;
 
-export type SessionNote = { kind: "done" | "error"; text: string } | { kind: "secret"; text: string; secret: string };
+/**
+ * A person as the console's lookup received them (their ContactInfo), for the page its form redirects to: personal
+ * data, so sealed like every note, read once, and deleted unread by the cron after NOTE_LIFETIME_MS at the latest.
+ */
+export type SessionNote =
+  | { kind: "done" | "error"; text: string }
+  | { kind: "secret"; text: string; secret: string }
+  | { kind: "person"; text: string; person: ContactInfo };
 
 const encoder = new TextEncoder();
 

@@ -7,7 +7,7 @@
  */
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
-import { cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
+import { cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 import { consoleCall, join } from "./console-session.ts";
 
 afterEach(cancelUnfinishedJobs);
@@ -78,8 +78,8 @@ describe("confirmations", () => {
 describe("a role's menu", () => {
   it.each([
     ["viewer", ["Overview", "Lists", "Keys", "Members", "Usage"]],
-    ["developer", ["Overview", "Lists", "Check an address", "Look up a person", "Keys", "Members", "Usage", "Erasures"]],
-    ["owner", ["Overview", "Lists", "Check an address", "Look up a person", "Keys", "Members", "Usage", "Erasures", "Audit"]],
+    ["developer", ["Overview", "Lists", "Check an address", "Look up a person", "Bounce feedback", "Keys", "Members", "Usage", "Erasures"]],
+    ["owner", ["Overview", "Lists", "Check an address", "Look up a person", "Bounce feedback", "Keys", "Members", "Usage", "Erasures", "Audit"]],
   ] as const)("a %s sees only the pages the role can use", async (role, pages) => {
     const { accountId } = await newAccount();
     const member = await join(accountId, role, `A ${role}`);
@@ -120,5 +120,34 @@ describe("people by name", () => {
     const page = await (await consoleCall("/console/sign-in", { origin: null })).text();
     expect(page).toContain("No passkey on this device?");
     expect(page).toContain("ask an owner or an admin of your account for an invite link");
+  });
+});
+
+describe("looking up a person from the console", () => {
+  it("is POST-redirect-GET: the answer is shown once after the redirect, and a reload shows nothing and charges nothing", async () => {
+    const { accountId } = await newAccount(5);
+    const owner = await join(accountId, "owner", "Olive Owner");
+    const ids = uniqueIds();
+    await insertPerson({ ...ids, emails: ["grace@prg-lookup.example"] });
+    const balance = async () => Number((await db.all<{ credit_balance: number }>(sql`select credit_balance from accounts where id = ${accountId}`))[0]!.credit_balance);
+    const before = await balance();
+    const form = new URLSearchParams({ kind: "profnet_id", value: String(ids.profnet_id) });
+    const posted = await consoleCall("/console/people", { cookie: owner.cookie, method: "POST", body: form, headers: { "content-type": "application/x-www-form-urlencoded" }, redirect: "manual" });
+    expect(posted.status).toBe(303);
+    const location = posted.headers.get("location")!;
+    expect(location).toMatch(/^\/console\/people\?note=note_/);
+    // The address never travels in the URL; the page after the redirect shows the person, once.
+    expect(location).not.toContain("grace");
+    expect(await balance()).toBe(before - 1);
+    expect(await html(location, owner.cookie)).toContain("grace@prg-lookup.example");
+    const reload = await html(location, owner.cookie);
+    expect(reload).not.toContain("grace@prg-lookup.example");
+    expect(await balance()).toBe(before - 1);
+    // Nobody found: said after the redirect, and nothing spent.
+    const missing = new URLSearchParams({ kind: "profnet_id", value: String(uniqueIds().profnet_id) });
+    const miss = await consoleCall("/console/people", { cookie: owner.cookie, method: "POST", body: missing, headers: { "content-type": "application/x-www-form-urlencoded" }, redirect: "manual" });
+    expect(miss.status).toBe(303);
+    expect(await html(miss.headers.get("location")!, owner.cookie)).toContain("Nobody found: no credit was spent.");
+    expect(await balance()).toBe(before - 1);
   });
 });

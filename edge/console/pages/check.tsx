@@ -7,6 +7,7 @@ import type { Hono } from "hono";
 import type { ContactInfo, EmailVerificationResult } from "../../../shared/api.ts";
 import { loadConfig, type AppEnv } from "../../env.ts";
 import { DataTable, ErrorNote, page } from "../layout.tsx";
+import { redirectWithNote, takeNote } from "../../identity/session-notes.ts";
 import { asMember, toSignIn } from "../session.tsx";
 import { reasonLabel } from "./charts.tsx";
 
@@ -160,7 +161,11 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
 
   app.get("/console/people", asMember(app, async (c, api, me) => {
     const cost = loadConfig(c.env).LOOKUP_COST;
-    return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, me.can("people:read") ? peopleForm(cost, null, null) : <p>Your role cannot look people up.</p>);
+    // What the form's POST found, handed over once (a reload shows the empty form and spends nothing).
+    const note = await takeNote(c);
+    const person = note?.kind === "person" ? note.person : null;
+    const error = note?.kind === "error" ? note.text : null;
+    return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, me.can("people:read") ? peopleForm(cost, error, person) : <p>Your role cannot look people up.</p>);
   }));
 
   app.post("/console/people", asMember(app, async (c, api, me) => {
@@ -168,8 +173,10 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
     const kinds = ["profnet_public_identifier", "profnet_id", "codehost_login", "codehost_id"];
     const kind = kinds.includes(String(form["kind"])) ? String(form["kind"]) : kinds[0]!;
     const answer = await api<ContactInfo>("GET", `/v1/people?${kind}=${encodeURIComponent(String(form["value"] ?? ""))}&include=email_details`);
-    const cost = loadConfig(c.env).LOOKUP_COST;
-    const error = answer.ok ? null : answer.status === 404 ? "Nobody found: no credit was spent." : `${answer.error?.error ?? "Refused"}.`;
-    return page(c, { title: "Look up a person", current: "/console/people", member: me.member }, peopleForm(cost, error, answer.ok ? answer.data : null));
+    // POST-redirect-GET (docs/console.md "Forms"): the answer goes to the page in a sealed one-time note, so that a
+    // reload of that page shows nothing again and never looks (and charges) twice.
+    if (answer.ok && answer.data) return redirectWithNote(c, "/console/people", { kind: "person", text: "", person: answer.data });
+    const error = answer.status === 404 ? "Nobody found: no credit was spent." : `${answer.error?.error ?? "Refused"}.`;
+    return redirectWithNote(c, "/console/people", { kind: "error", text: error });
   }));
 }
