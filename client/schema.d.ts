@@ -699,6 +699,26 @@ export interface paths {
     };
 }
 export interface webhooks {
+    peopleEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A change to a person this account received: an address undeliverable, a new address, or the person erased
+         * @description An HTTPS POST to the account's subscription URL (PUT /v1/people/events/subscription), signed as the job callbacks are (Standard Webhooks, the account's whsec_ secret). webhook-id is the event's evt_ id, the same on every retry: de-duplicate by it. Any 2xx ends it; anything else is retried on the job callbacks' schedule (docs/api.md "People events").
+         */
+        post: operations["peopleEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     verificationJobEnded: {
         parameters: {
             query?: never;
@@ -742,6 +762,42 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        PeopleEvent: {
+            /** @enum {string} */
+            type: "person.address_undeliverable";
+            /** @description When the event was made (RFC 3339) */
+            timestamp: string;
+            data: {
+                person: components["schemas"]["PeopleEventPerson"];
+                email_address: string;
+            };
+        } | {
+            /** @enum {string} */
+            type: "person.address_added";
+            /** @description When the event was made (RFC 3339) */
+            timestamp: string;
+            data: {
+                person: components["schemas"]["PeopleEventPerson"];
+                email_address: string;
+            };
+        } | {
+            /** @enum {string} */
+            type: "person.erased";
+            /** @description When the event was made (RFC 3339) */
+            timestamp: string;
+            data: {
+                person: components["schemas"]["PeopleEventPerson"];
+                erased_at: string;
+                /** @description What to delete of them: every field you received */
+                delete: string[];
+            };
+        };
+        PeopleEventPerson: {
+            profnet_id: number | null;
+            profnet_public_identifier: string | null;
+            codehost_id: number | null;
+            codehost_login: string | null;
+        };
         VerificationJob: {
             /** @example job_Qx3m9TtGkZ0lJ2rA */
             id: string;
@@ -5345,6 +5401,32 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    peopleEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeopleEvent"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx): no more attempts for this event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

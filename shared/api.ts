@@ -179,6 +179,26 @@ export const PeopleEventsSubscription = z
 export type PeopleEventsSubscription = z.infer<typeof PeopleEventsSubscription>;
 export const PeopleEventsSubscriptionBody = z.object({ url: z.string().openapi({ description: "An https URL on the default port, on a public host" }) }).openapi("PeopleEventsSubscriptionBody");
 
+/** The person an event is about, by the identifiers the account's lookup returned. */
+const PeopleEventPerson = z
+  .object({ profnet_id: z.number().int().nullable(), profnet_public_identifier: z.string().nullable(), codehost_id: z.number().int().nullable(), codehost_login: z.string().nullable() })
+  .openapi("PeopleEventPerson");
+const eventEnvelope = { timestamp: z.string().openapi({ description: "When the event was made (RFC 3339)" }) };
+
+/** A people event's body (docs/api.md "People events"), POSTed to the account's subscription URL. */
+export const PeopleEvent = z
+  .discriminatedUnion("type", [
+    z.object({ type: z.literal("person.address_undeliverable"), ...eventEnvelope, data: z.object({ person: PeopleEventPerson, email_address: z.string() }) }),
+    z.object({ type: z.literal("person.address_added"), ...eventEnvelope, data: z.object({ person: PeopleEventPerson, email_address: z.string() }) }),
+    z.object({
+      type: z.literal("person.erased"),
+      ...eventEnvelope,
+      data: z.object({ person: PeopleEventPerson, erased_at: z.string(), delete: z.array(z.string()).openapi({ description: "What to delete of them: every field you received" }) }),
+    }),
+  ])
+  .openapi("PeopleEvent");
+export type PeopleEvent = z.infer<typeof PeopleEvent>;
+
 /** GET /v1/people/erasures: people the calling account received and that were erased since then. */
 export const ErasuresQuery = z.object({
   since: z.string().optional().openapi({ description: "RFC 3339; erasures at or after it (default: all kept)", example: "2026-11-01T00:00:00Z" }),

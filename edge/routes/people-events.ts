@@ -1,6 +1,6 @@
 /** GET, PUT and DELETE /v1/people/events/subscription (docs/api.md "People events"): where an account's people events go. */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { PeopleEventsSubscription, PeopleEventsSubscriptionBody } from "../../shared/api.ts";
+import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import { PeopleEvent, PeopleEventsSubscription, PeopleEventsSubscriptionBody } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { checkCallbackUrl } from "../jobs/callback.ts";
@@ -46,7 +46,28 @@ const deleteRoute = createRoute({
   responses: { 200: ok, ...authenticatedErrorResponses },
 });
 
+/** The events themselves, in the document's webhooks: made by the cron and sent by the queue consumer (edge/people-events.ts), not a route. */
+function registerEventDocs(app: OpenAPIHono<AppEnv>): void {
+  app.openAPIRegistry.registerWebhook({
+    method: "post",
+    path: "peopleEvent",
+    operationId: "peopleEvent",
+    tags: ["People"],
+    summary: "A change to a person this account received: an address undeliverable, a new address, or the person erased",
+    security: [],
+    description:
+      "An HTTPS POST to the account's subscription URL (PUT /v1/people/events/subscription), signed as the job callbacks are (Standard Webhooks, the account's whsec_ secret). " +
+      "webhook-id is the event's evt_ id, the same on every retry: de-duplicate by it. Any 2xx ends it; anything else is retried on the job callbacks' schedule (docs/api.md \"People events\").",
+    request: {
+      headers: z.object({ "webhook-id": z.string(), "webhook-timestamp": z.string(), "webhook-signature": z.string() }),
+      body: { required: true, content: { "application/json": { schema: PeopleEvent } } },
+    },
+    responses: { 200: { description: "Received (any 2xx): no more attempts for this event" } },
+  });
+}
+
 export function registerPeopleEventsRoutes(app: OpenAPIHono<AppEnv>): void {
+  registerEventDocs(app);
   const answer = (url: string | null, config: AppEnv["Variables"]["config"]): PeopleEventsSubscription => ({ url, window_seconds: config.PEOPLE_EVENTS_WINDOW_SECONDS });
   app.openapi(readRoute, async (c) => c.json(answer(await peopleEventsUrl(requestDatabase(c), c.get("auth").accountId), c.get("config")), 200));
   app.openapi(setRoute, async (c) => {

@@ -82,7 +82,7 @@ describe("the app surface", () => {
       "verifyEmailPost",
     ]);
     for (const o of operations) expect(o.tags?.length, o.operationId).toBe(1);
-    expect(Object.keys(doc.webhooks)).toEqual(["verificationJobEnded", "lookupJobEnded"]);
+    expect(Object.keys(doc.webhooks).sort()).toEqual(["lookupJobEnded", "peopleEvent", "verificationJobEnded"]);
     expect(doc.webhooks.verificationJobEnded.post.parameters.map((p: any) => p.name).sort()).toEqual(["webhook-id", "webhook-signature", "webhook-timestamp"]);
     expect(doc.webhooks.verificationJobEnded.post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/VerificationJob" });
     const people = doc.paths["/v1/people"].get;

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { createClient } from "@libsql/client/web";
 import { sql } from "drizzle-orm";
 import { describe, expect, inject, it } from "vitest";
-import { PeopleEventsSubscription } from "../../shared/api.ts";
+import { PeopleEvent, PeopleEventsSubscription } from "../../shared/api.ts";
 import type { Bindings, JobsQueue } from "../../edge/env.ts";
 import { deliverPeopleEvent, runPeopleEventsCron } from "../../edge/people-events.ts";
 import { writeStoredEmailAnswers } from "../../edge/people/store.ts";
@@ -103,7 +103,7 @@ describe("events to the accounts that received the person", () => {
     expect(d!.answered).toBe(204);
     expect(d!.headers["webhook-id"]).toMatch(/^evt_[0-9a-f]+$/);
     expect(await verifySignature(subscriber.accountId, d!)).toBe(true);
-    const body = JSON.parse(d!.body) as { type: string; timestamp: string; data: unknown };
+    const body = PeopleEvent.parse(JSON.parse(d!.body));
     expect(body).toEqual({
       type: "person.address_undeliverable",
       timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
@@ -129,7 +129,7 @@ describe("events to the accounts that received the person", () => {
     await db.run(sql`insert into person_emails (person_id, email, first_seen_at, last_seen_at) select id, 'y@events.example', 0, 0 from people where profnet_id = ${other.profnet_id}`);
     await cron();
     const [d] = await received(url, 1);
-    expect(JSON.parse(d!.body)).toMatchObject({ type: "person.address_added", data: { person: { profnet_id: ids.profnet_id }, email_address: added } });
+    expect(PeopleEvent.parse(JSON.parse(d!.body))).toMatchObject({ type: "person.address_added", data: { person: { profnet_id: ids.profnet_id }, email_address: added } });
     const log = await db.all<{ key_id: string }>(sql`select key_id from person_access_log where account_id = ${subscriber.accountId} order by id`);
     expect(log.map((r) => r.key_id)).toEqual([subscriber.keyId, "people_event"]);
     expect(await db.all(sql`select 1 from person_changes where person_id = (select id from people where profnet_id = ${other.profnet_id})`)).toEqual([]);
@@ -153,7 +153,7 @@ describe("events to the accounts that received the person", () => {
     const got = await received(url, 1);
     expect(got).toHaveLength(1);
     expect(await verifySignature(subscriber.accountId, got[0]!)).toBe(true);
-    expect(JSON.parse(got[0]!.body)).toEqual({
+    expect(PeopleEvent.parse(JSON.parse(got[0]!.body))).toEqual({
       type: "person.erased",
       timestamp: expect.any(String),
       data: {
