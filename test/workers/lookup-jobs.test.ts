@@ -14,7 +14,7 @@ import { addCredits, createApiKey, webhookSecret } from "../../scripts/admin/acc
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
 import { RESUME_CHECK_SECONDS } from "../../edge/lookup-jobs/queue.ts";
 import type { Bindings } from "../../edge/env.ts";
-import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
+import { TEST_FEEDBACK_HASH_KEY, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { call, callWith, cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 import { deliverLookup, recordingLookupQueue } from "./lookup-job-turns.ts";
 
@@ -350,7 +350,7 @@ describe("erasure", () => {
     await waitFor(token, job.id);
     const client = createClient({ url: inject("databaseUrl"), authToken: inject("databaseAuthToken") });
     try {
-      expect(await erasePeople(client, TEST_WEBHOOK_SECRET_KEY, { kind: "profnet_id", value: ada!.profnet_id }, "test")).toMatchObject({ erased: 1 });
+      expect(await erasePeople(client, TEST_WEBHOOK_SECRET_KEY, { kind: "profnet_id", value: ada!.profnet_id }, "test", TEST_FEEDBACK_HASH_KEY)).toMatchObject({ erased: 1 });
     } finally {
       client.close();
     }

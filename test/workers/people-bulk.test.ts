@@ -11,7 +11,7 @@ import { ContactInfo } from "../../shared/api.ts";
 import { BULK_LOOKUP_MESSAGES, PeopleBulkResponse } from "../../shared/bulk-lookups.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
 import { addCredits, createApiKey } from "../../scripts/admin/accounts.ts";
-import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
+import { TEST_FEEDBACK_HASH_KEY, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { call, callWith, databaseRequestsServed, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 type Params = Record<string, unknown>;
@@ -317,7 +317,7 @@ describe("POST /v1/people/bulk: Idempotency-Key", () => {
     expect(first.results.map((r) => r.status)).toEqual([200, 200]);
     const client = createClient({ url: inject("databaseUrl"), authToken: inject("databaseAuthToken") });
     try {
-      expect(await erasePeople(client, TEST_WEBHOOK_SECRET_KEY, { kind: "profnet_id", value: ada.profnet_id }, "test")).toMatchObject({ erased: 1 });
+      expect(await erasePeople(client, TEST_WEBHOOK_SECRET_KEY, { kind: "profnet_id", value: ada.profnet_id }, "test", TEST_FEEDBACK_HASH_KEY)).toMatchObject({ erased: 1 });
     } finally {
       client.close();
     }
