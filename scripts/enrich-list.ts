@@ -24,12 +24,12 @@ import { LOOKUP_LINE_STATUSES } from "../shared/lookup-job-limits.ts";
 import { isMainModule } from "./lib/main-module.ts";
 import { writePrivateFile } from "./lib/private-files.ts";
 import { isSafeApiUrl } from "./verify-list.ts";
+import { ApiFailure, runListCommand, UsageError } from "./lib/list-cli.ts";
+export { UsageError };
 
 /** Between two reads of the job: well inside the job_reads rate limit. */
 const POLL_MS = 2_000;
 
-export class UsageError extends Error {}
-class ApiFailure extends Error {}
 
 type Job = Schemas["LookupJob"];
 
@@ -182,18 +182,10 @@ async function run(opts: Options, api: ApiClient): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  try {
+  await runListCommand("enrich-list", async () => {
     const opts = options(process.argv.slice(2), process.env);
     await run(opts, createApiClient({ baseUrl: opts.apiUrl, apiKey: opts.apiKey }));
-  } catch (error) {
-    if (error instanceof UsageError || error instanceof ApiFailure) {
-      process.stderr.write(`enrich-list: ${error.message}\n`);
-      process.exit(error instanceof UsageError ? 2 : 1);
-    }
-    const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : "";
-    process.stderr.write(`enrich-list: ${error instanceof Error ? error.message : String(error)}${cause}\n`);
-    process.exit(1);
-  }
+  });
 }
 
 if (isMainModule(import.meta.url)) await main();

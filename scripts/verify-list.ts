@@ -21,12 +21,12 @@ import { createApiClient, createJobFromCsv, type ApiClient, type Schemas } from 
 import { JOB_RESULT_FILTERS } from "../shared/jobs.ts";
 import { writePrivateFile } from "./lib/private-files.ts";
 import { isMainModule } from "./lib/main-module.ts";
+import { ApiFailure, runListCommand, UsageError } from "./lib/list-cli.ts";
+export { UsageError };
 
 /** Between two reads of the job: well inside the job_reads rate limit. */
 const POLL_MS = 2_000;
 
-export class UsageError extends Error {}
-class ApiFailure extends Error {}
 
 type Options = { file: string; column: string | undefined; out: string; only: string[]; callback: string | undefined; apiUrl: string; apiKey: string };
 
@@ -145,18 +145,10 @@ async function run(opts: Options, api: ApiClient): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  try {
+  await runListCommand("verify-list", async () => {
     const opts = options(process.argv.slice(2), process.env);
     await run(opts, createApiClient({ baseUrl: opts.apiUrl, apiKey: opts.apiKey }));
-  } catch (error) {
-    if (error instanceof UsageError || error instanceof ApiFailure) {
-      process.stderr.write(`verify-list: ${error.message}\n`);
-      process.exit(error instanceof UsageError ? 2 : 1);
-    }
-    const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : "";
-    process.stderr.write(`verify-list: ${error instanceof Error ? error.message : String(error)}${cause}\n`);
-    process.exit(1);
-  }
+  });
 }
 
 if (isMainModule(import.meta.url)) await main();

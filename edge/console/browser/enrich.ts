@@ -9,6 +9,7 @@
 import { IDENTIFIER_NAMES, type IdentifierName } from "../../../shared/identifiers.ts";
 import { LOOKUP_JOB_LIMITS } from "../../../shared/lookup-job-limits.ts";
 import type { Columns, Counted, Failed, Parsed, Request } from "./enrich-worker.ts";
+import { onDroppedFile } from "./drop-zone.ts";
 
 type Job = { status: string; processed: number; total: number; pause: { message: string } | null; verification: { state: string } | null };
 const n = (v: number) => v.toLocaleString("en");
@@ -159,19 +160,7 @@ function enhance(form: HTMLFormElement): void {
       void recount();
     });
   }
-  for (const name of ["dragenter", "dragover"]) {
-    drop.addEventListener(name, (event) => {
-      event.preventDefault();
-      drop.classList.add("over");
-    });
-  }
-  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-  drop.addEventListener("drop", (event) => {
-    event.preventDefault();
-    drop.classList.remove("over");
-    const dropped = (event as DragEvent).dataTransfer?.files[0];
-    if (dropped) void load(dropped);
-  });
+  onDroppedFile(drop, (file) => void load(file));
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -9,6 +9,7 @@
  */
 import { JOB_LIMITS } from "../../../shared/job-limits.ts";
 import type { Counted, Failed, Parsed, Request } from "./list-worker.ts";
+import { onDroppedFile } from "./drop-zone.ts";
 
 const MAX_ADDRESSES = JOB_LIMITS.maxAddresses;
 const MAX_UPLOAD_BYTES = JOB_LIMITS.maxBodyBytes;
@@ -166,19 +167,7 @@ function enhance(form: HTMLFormElement): void {
     typing = setTimeout(() => void load({ text: paste.value }), 300);
   });
   column.addEventListener("change", () => void recount());
-  for (const event of ["dragenter", "dragover"]) {
-    drop.addEventListener(event, (e) => {
-      e.preventDefault();
-      drop.classList.add("over");
-    });
-  }
-  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-  drop.addEventListener("drop", (event) => {
-    event.preventDefault();
-    drop.classList.remove("over");
-    const dropped = (event as DragEvent).dataTransfer?.files[0];
-    if (dropped) void load({ file: dropped });
-  });
+  onDroppedFile(drop, (file) => void load({ file }));
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
