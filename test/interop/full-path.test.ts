@@ -6,7 +6,7 @@
  */
 import { TEST_PROBE_SECRET } from "../fixtures/secrets.ts";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +25,8 @@ import { startPostfix, type RunningPostfix } from "./servers/postfix.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const MX = "127.0.0.2";
+/** A second Postfix whose rule refuses our client by a blocklist: our block there is that server's alone. */
+const BLOCKING_MX = "127.0.0.3";
 const NOTHING_LISTENS = "127.0.0.9";
 const SECRET = TEST_PROBE_SECRET;
 
@@ -32,7 +34,8 @@ const zone: InteropZone = {
   "known.test": { MX: [{ preference: 10, exchange: "mx.known.test" }] },
   "mx.known.test": { A: [MX] },
   "catchall.test": { MX: [{ preference: 10, exchange: "mx.known.test" }] },
-  "blocked.test": { MX: [{ preference: 10, exchange: "mx.known.test" }] },
+  "blocked.test": { MX: [{ preference: 10, exchange: "mx.blocked.test" }] },
+  "mx.blocked.test": { A: [BLOCKING_MX] },
   "aonly.test": { A: [MX] },
   "nullmx.test": { MX: [{ preference: 0, exchange: "." }] },
   "nomail.test": {},
@@ -47,6 +50,7 @@ const zone: InteropZone = {
 };
 
 let postfix: RunningPostfix | undefined;
+let blockingPostfix: RunningPostfix | undefined;
 let doh: RunningDohStack | undefined;
 let database: Awaited<ReturnType<typeof startLibsqlServer>> | undefined;
 let workDir = "";
@@ -84,17 +88,23 @@ async function waitForHealth(url: string): Promise<void> {
 beforeAll(async () => {
   await preflight();
   workDir = await mkdtemp(join(tmpdir(), "interop-full-"));
-  [postfix, doh, database] = await Promise.all([
+  [postfix, blockingPostfix, doh, database] = await Promise.all([
     startPostfix({
       address: MX,
       hostname: "mx.known.test",
       mailboxes: ["alice@known.test", "full@known.test", "grey@known.test", "ana@aonly.test", "ana@failover.test"],
-      catchAllDomains: ["catchall.test", "blocked.test"],
+      catchAllDomains: ["catchall.test"],
       recipientRules: {
         "grey@known.test": "450 4.2.0 Greylisted, see http://postgrey.schweikert.ch/help/known.test.html",
         "full@known.test": "552 5.2.2 Mailbox full",
-        "blocked.test": "554 5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org",
       },
+      tls: true,
+    }),
+    startPostfix({
+      address: BLOCKING_MX,
+      hostname: "mx.blocked.test",
+      catchAllDomains: ["blocked.test"],
+      recipientRules: { "blocked.test": "554 5.7.1 Service unavailable; Client host [127.0.0.1] blocked using zen.spamhaus.org" },
       tls: true,
     }),
     startDohStack(zone),
@@ -153,7 +163,7 @@ afterAll(async () => {
       if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
     }
   }
-  await Promise.all([postfix?.close(), doh?.close(), database?.close()]);
+  await Promise.all([postfix?.close(), blockingPostfix?.close(), doh?.close(), database?.close()]);
   if (workDir) await rm(workDir, { recursive: true, force: true });
 });
 
@@ -197,10 +207,23 @@ describe("Worker -> DoH (unbound + dnsdist) -> probe -> Postfix", () => {
     expect(r.details).toMatchObject({ smtp_outcome: "temporary_failure", smtp_reply: { code: 450, enhanced_code: "4.2.0" } });
   });
 
-  it("a 554 blocklist rule is a policy block: risky, never 'does not exist'", async () => {
+  it("a 554 blocklist rule naming our client is our block, never an answer about the mailbox: risky, probe_refused (docs/probe.md \"Blocks\")", async () => {
     const r = await verify("someone@blocked.test");
-    expect(r).toMatchObject({ classification: "risky", valid: true, score: 65, warnings: [WARNINGS.smtpAssumed] });
-    expect(r.details).toMatchObject({ smtp_outcome: "policy_block", smtp_reply: { code: 554, enhanced_code: "5.7.1" } });
+    expect(r).toMatchObject({ classification: "risky", valid: true, warnings: [WARNINGS.probeRefused] });
+    expect(r.details).toMatchObject({ smtp_outcome: "blocked" });
+    // Asked again, the probe does not go back to a server that refused it: the same answer, with nothing sent.
+    const again = await verify("other@blocked.test");
+    expect(again).toMatchObject({ classification: "risky", warnings: [WARNINGS.probeRefused] });
+    expect(again.details).toMatchObject({ smtp_outcome: "blocked" });
+    // Postfix's own log: the first address was refused there; the second never reached it.
+    const deadline = Date.now() + 10_000;
+    let log = "";
+    while (!log.includes("someone@blocked.test") && Date.now() < deadline) {
+      log = await readFile(blockingPostfix!.logFile, "utf8").catch(() => "");
+      if (!log.includes("someone@blocked.test")) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(log).toContain("someone@blocked.test");
+    expect(log).not.toContain("other@blocked.test");
   });
 
   it("552 5.2.2 is a full mailbox: risky with its own warning", async () => {
