@@ -2,7 +2,7 @@
  * A job's lines (verification_job_items): reading results, claiming turns under a lease, renewing it, writing answers
  * only while the lease holds, taking back answers a probe no longer trusts, and deleting lines a bounded number at a time.
  */
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { EmailVerificationResult } from "../../../shared/api.ts";
 import type { Database } from "../../db/client.ts";
 import { rowsAffected, type RawRow } from "../../db/rows.ts";
@@ -195,20 +195,28 @@ export async function writeAnswers(db: Database, jobId: string, lease: Lease, an
 }
 
 /**
+ * The lines of unfinished jobs at a notice's domains answered `answer` within its span (as far as the probe's window lets
+ * it reach, untrustedSpan): what a notice takes back, for both kinds of notice.
+ */
+function answeredInNoticeSpan(notice: UntrustedNotice, now: number, answer: SQL): SQL {
+  const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
+  const { sinceMs, untilMs } = untrustedSpan(notice, now);
+  return sql`state = 'done' and ${answer} and checked_at >= ${sinceMs} and checked_at <= ${untilMs}
+    and job_id in (select id from verification_jobs where status in ('queued', 'running'))
+    and lower(substr(email, instr(email, '@') + 1)) in (${sql.join(
+      domains.map((d) => sql`${d}`),
+      sql`, `,
+    )})`;
+}
+
+/**
  * A probe's notice applied (edge/jobs/untrusted.ts): the `valid` lines of unfinished jobs at its domains, answered in its
  * span as far as the probe's window lets it reach (untrustedSpan), go back for a recheck after UNTRUSTED_RECHECK_DELAY_MS, a duplicate to pending behind its original; the lease
  * columns are cleared as a written answer leaves them, so no consumer's write lands on them. Returns, per job, how many
  * original lines will be checked again (for their queue turns).
  */
 export async function untrustValids(db: Database, notice: UntrustedNotice, now = Date.now()): Promise<Map<string, number>> {
-  const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
-  const { sinceMs, untilMs } = untrustedSpan(notice, now);
-  const which = sql`state = 'done' and classification = 'valid' and checked_at >= ${sinceMs} and checked_at <= ${untilMs}
-    and job_id in (select id from verification_jobs where status in ('queued', 'running'))
-    and lower(substr(email, instr(email, '@') + 1)) in (${sql.join(
-      domains.map((d) => sql`${d}`),
-      sql`, `,
-    )})`;
+  const which = answeredInNoticeSpan(notice, now, sql`classification = 'valid'`);
   const [originals] = await db.batch([
     db.all<{ job_id: string }>(sql`update verification_job_items
       set state = 'recheck', recheck_at = ${now + UNTRUSTED_RECHECK_DELAY_MS}, classification = null, reason = null, lease_token = null, lease_until = null
@@ -228,14 +236,7 @@ export async function untrustValids(db: Database, notice: UntrustedNotice, now =
  * per job, how many original lines (for their queue turns).
  */
 export async function takeBackRefusals(db: Database, notice: UntrustedNotice, now = Date.now()): Promise<Map<string, number>> {
-  const domains = [...new Set(notice.domains.map((d) => d.toLowerCase()))];
-  const { sinceMs, untilMs } = untrustedSpan(notice, now);
-  const which = sql`state = 'done' and reason = 'policy_block' and checked_at >= ${sinceMs} and checked_at <= ${untilMs}
-    and job_id in (select id from verification_jobs where status in ('queued', 'running'))
-    and lower(substr(email, instr(email, '@') + 1)) in (${sql.join(
-      domains.map((d) => sql`${d}`),
-      sql`, `,
-    )})`;
+  const which = answeredInNoticeSpan(notice, now, sql`reason = 'policy_block'`);
   const [originals] = await db.batch([
     db.all<{ job_id: string }>(sql`update verification_job_items
       set state = 'pending', classification = null, reason = null, result = null, lease_token = null, lease_until = null
