@@ -113,26 +113,47 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     answer(p, reply, cls === "mailbox_not_found", () => ({ ...facts(), stage: "rcpt", rcpt: reply }), now - started, deps);
   };
 
+  // A transaction of tests alone asks them outright. Otherwise a test is asked after the batch's replies
+  // (deferred) without PIPELINING, and with it where the batch holds two or more of the test's domain or a
+  // job's line there: the answers about those addresses may settle catch-all on their own (one refused as an
+  // unknown user: the server is not accepting every address), and the random address, a certain unknown user
+  // to a receiver counting them, is then never sent. One more round trip when it is. A test beside one single
+  // check goes in the same write, as a sign-up check's latency wants.
+  const testsAlone = batch.length === 0;
+  const keyOf = (domain: string, host: string) => `${domain} ${host.toLowerCase()}`;
+  const weight = new Map<string, number>();
+  for (const p of batch) weight.set(keyOf(p.domain, p.req.host), (weight.get(keyOf(p.domain, p.req.host)) ?? 0) + (p.req.bulk ? 2 : 1));
+  const deferred = testsAlone ? [] : tests.filter((t) => !s.pipelining || (weight.get(keyOf(t.domain, t.host)) ?? 0) >= 2);
+  // The order of `tests` is the order their RCPTs go: the ones in the first write, then the deferred ones asked.
+  tests.splice(0, tests.length, ...tests.filter((t) => !deferred.includes(t)), ...deferred);
+  const early = tests.length - deferred.length;
   const followUp = (replies: readonly (SmtpReply | null)[]) => {
-    // Without PIPELINING the random address is only asked about for a domain with an accepted address.
-    const accepted = new Set(batch.filter((_, i) => replies[i] && isPositive(replies[i]!)).map((p) => `${p.domain} ${p.req.host.toLowerCase()}`));
-    const asked = tests.filter((t) => accepted.has(`${t.domain} ${t.host.toLowerCase()}`));
-    for (const t of tests) {
+    // The random address is only asked about for a domain with an accepted address and no unknown user.
+    const accepted = new Set<string>();
+    const refused = new Set<string>();
+    batch.forEach((p, i) => {
+      const reply = replies[i];
+      if (!reply) return;
+      if (isPositive(reply)) accepted.add(keyOf(p.domain, p.req.host));
+      else if (isUnknownUser(classifyRcptReply(reply), reply)) refused.add(keyOf(p.domain, p.req.host));
+    });
+    const asked = deferred.filter((t) => accepted.has(keyOf(t.domain, t.host)) && !refused.has(keyOf(t.domain, t.host)));
+    for (const t of deferred) {
       if (asked.includes(t)) continue;
-      t.finish(null);
+      // A server that refused one address as unknown is not accepting every address: that is the test's answer.
+      t.finish(refused.has(keyOf(t.domain, t.host)) ? false : null);
       t.budgetRcpt?.cancel(monotonicNow());
     }
-    tests.splice(0, tests.length, ...asked);
+    tests.splice(early, tests.length - early, ...asked);
+    if (asked.length > 0 && s.pipelining) roundTrips++;
     return asked.map((t) => t.recipient);
   };
 
-  // A transaction of tests alone asks them outright; otherwise, without PIPELINING, after the batch.
-  const testsAlone = batch.length === 0;
   const result = await s.transaction({
     mailFrom: deps.mailFrom,
     utf8: batch.some((p) => p.utf8),
-    recipients: [...batch.map((p) => p.req.recipient), ...(s.pipelining || testsAlone ? tests.map((t) => t.recipient) : [])],
-    ...(s.pipelining || testsAlone ? {} : { followUp }),
+    recipients: [...batch.map((p) => p.req.recipient), ...tests.slice(0, early).map((t) => t.recipient)],
+    ...(deferred.length > 0 ? { followUp } : {}),
     deadline: testsAlone ? (deps.testsDeadline ?? monotonicNow()) : Math.max(...batch.map((p) => p.req.deadline)),
     onReply,
   });

@@ -63,8 +63,9 @@ export type TransactionRequest = {
   /** Sent in this order, after MAIL FROM. */
   recipients: string[];
   /**
-   * Without PIPELINING only: recipients to add once the first ones were answered (the random
-   * catch-all address is only worth asking about when a real one was accepted).
+   * Recipients to add once the first ones were answered (the random catch-all address is only worth
+   * asking about when a real one was accepted and none was refused as unknown): one RCPT at a time
+   * without PIPELINING, in one more write with it.
    */
   followUp?: (replies: readonly (SmtpReply | null)[]) => string[];
   /** Absolute time by which the transaction is over; the session is destroyed when it passes. */
@@ -432,6 +433,15 @@ export class SmtpSession {
           result.mail = count(await c.read());
           // After a refused MAIL the server still answers every pipelined RCPT (503): read them all.
           for (let i = 0; i < req.recipients.length; i++) deliver(i, await c.read());
+          // What the replies ask next (a catch-all test they did not settle) goes in one more write.
+          const extra = req.followUp?.(result.replies) ?? [];
+          if (extra.length === 0) return;
+          c.write([...extra.map((r) => `RCPT TO:<${r}>`), ""].join("\r\n"));
+          result.roundTrips++;
+          for (const [j] of extra.entries()) {
+            result.replies.push(null);
+            deliver(req.recipients.length + j, await c.read());
+          }
           return;
         }
         const exchange = async (command: string) => {
