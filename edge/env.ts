@@ -139,9 +139,11 @@ export const EdgeConfigSchema = z.object({
   JOB_RETRY_DELAY_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(43_200).default(300)),
   /**
    * The longest a job line waits on a receiver's budget (the probe holds it: docs/jobs.md "Waiting on a
-   * receiver") before it is answered risky, receiver_budget_spent: every job ends within about this.
+   * receiver") before it is answered risky, receiver_budget_spent: every job ends within about this. Also how
+   * long a block of our probe is waited out (docs/jobs.md "While our probe is blocked"): 4 h outlasts a harvest
+   * gateway's 3 h block, not a blocklist listing's day, which is answered probe_refused at once (issue 36).
    */
-  JOB_RECEIVER_WAIT_MAX_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(604_800).default(86_400)),
+  JOB_RECEIVER_WAIT_MAX_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(604_800).default(14_400)),
   /** A job with no progress for this long gets its remaining work put back on the queue by the cron. */
   JOB_STALL_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(86_400).default(120)),
   /** How long a finished job's lines and results are kept; a job may ask for less (retention_seconds). */
