@@ -27,6 +27,7 @@ import { jobUploadMarkdown, runJobUpload } from "./job-upload.ts";
 import { jobsCreateLoadMarkdown, runJobsCreateLoad } from "./jobs-create-load.ts";
 import { consoleMarkdown, runConsoleBench } from "./console.ts";
 import { confidenceWorldMarkdown, runConfidenceWorld } from "./confidence-world.ts";
+import { confidenceSmtpMarkdown, runConfidenceSmtp } from "./confidence-smtp.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
 import { lookupJobsArgs, lookupJobsHeadline, lookupJobsMarkdown, runLookupJobs } from "./bulk-lookups.ts";
 
@@ -52,6 +53,7 @@ const plan = quick
       receivers: { scale: 600, googleLines: 5_000, limitS: 300, quick: true },
       console: { requests: 5 },
       confidence: { addresses: 10_000, seed: 39 },
+      confidenceSmtp: { addresses: 600, seed: 39, dying: 2, delayMs: 5 },
       lookupJobs: { people: 20_000, lines: 2_000, rounds: 2, domains: 200, delayMs: 5 },
     }
   : {
@@ -71,6 +73,7 @@ const plan = quick
       receivers: { scale: 600, googleLines: 100_000, limitS: 600, quick: false },
       console: { requests: 10 },
       confidence: { addresses: 50_000, seed: 39 },
+      confidenceSmtp: { addresses: 3_000, seed: 39, dying: 3, delayMs: 5 },
       lookupJobs: { people: 1_000_000, lines: 100_000, rounds: 10, domains: 1_000, delayMs: 5 },
     };
 
@@ -134,6 +137,8 @@ const receivers = await runReceivers({ ...plan.receivers, scenarios: RECEIVER_SC
 const consoleBench = await runConsoleBench({ ...plan.console, log });
 log("confidence on a labelled world");
 const confidenceWorld = runConfidenceWorld(plan.confidence);
+log("confidence on a labelled world of fixture mail servers");
+const confidenceSmtp = await runConfidenceSmtp({ ...plan.confidenceSmtp, log });
 const lookupJobs = await runLookupJobs({ ...plan.lookupJobs, log });
 
 // ---- The report ----
@@ -198,6 +203,7 @@ ${tsxCommand("harvest.ts", `--lines ${plan.harvest.lines} --scale ${plan.harvest
 ${tsxCommand("receivers.ts", `--scale ${plan.receivers.scale} --google-lines ${plan.receivers.googleLines} --limit-s ${plan.receivers.limitS}${plan.receivers.quick ? " --quick" : ""}`)}
 ${tsxCommand("console.ts", `--requests ${plan.console.requests}`)}
 ${tsxCommand("confidence-world.ts", `--addresses ${plan.confidence.addresses} --seed ${plan.confidence.seed}`)}
+${tsxCommand("confidence-smtp.ts", `--addresses ${plan.confidenceSmtp.addresses} --seed ${plan.confidenceSmtp.seed} --dying ${plan.confidenceSmtp.dying} --delay-ms ${plan.confidenceSmtp.delayMs}`)}
 ${tsxCommand("bulk-lookups.ts", lookupJobsArgs(plan.lookupJobs).join(" "))}
 \`\`\`
 
