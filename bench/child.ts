@@ -171,6 +171,11 @@ export async function startFreshDatabase(opts: { file?: string } = {}): Promise<
   };
 }
 
+/** Hrana requests the libSQL server (scripts/libsql-server.ts) has served so far: the difference across a request is its database round trips. */
+export async function databaseRequests(url: string, authToken: string): Promise<number> {
+  return ((await (await fetch(`${url}/stats`, { headers: { authorization: `Bearer ${authToken}` } })).json()) as { requests: number }).requests;
+}
+
 /**
  * The whole local stack as `npm start` runs it (the Worker and its queue under `wrangler dev`, the
  * probe, a fresh libSQL server), with test/fixtures/mta-fixture.ts on 0.0.0.0:25 (it answers on every

@@ -15,7 +15,7 @@
  * points combine against a multiplicative world, not whether the anchors are right: no real-world labelled set exists here.
  */
 import { parseArgs } from "node:util";
-import { confidence, confidenceLabel, feedbackVerdict, type ConfidenceInputs, type OurCheck, INDEPENDENT_ACCOUNTS } from "../shared/people/confidence.ts";
+import { confidence, confidenceLabel, feedbackVerdict, type ConfidenceInputs, type FeedbackTally, type OurCheck, INDEPENDENT_ACCOUNTS } from "../shared/people/confidence.ts";
 import { isMainModule } from "../scripts/lib/main-module.ts";
 
 /** The world's rates, each with where it comes from. */
@@ -64,20 +64,42 @@ const pick = <T>(r: () => number, weighted: [T, number][]): T => {
   return weighted.at(-1)![0];
 };
 
-type Address = { inputs: ConfidenceInputs; deliverable: boolean };
+/** A customer's report of its mail to an address: which sender (0-based, one account each), what happened, how long ago (ms). */
+export type WorldReport = { sender: number; outcome: "hard_bounce" | "delivered"; agoMs: number };
+
+/**
+ * One address of the world, with the truth behind what we know of it: which suppliers reported it and when any last
+ * did, its server, whether and when we checked it and what that check found, whether its mailbox lives now, and the
+ * customers' reports. bench/confidence-smtp.ts builds the same world out of fixture mail servers, imports and reports.
+ */
+export type WorldAddress = {
+  inputs: ConfidenceInputs;
+  deliverable: boolean;
+  /** Indices (0..WORLD.suppliers - 1) of the suppliers that reported it. */
+  suppliers: number[];
+  server: "ordinary" | "catch_all" | "silent";
+  checked: boolean;
+  reports: WorldReport[];
+};
+
+/** Options of the generator: `seenAge` maps the drawn days since the last sighting to the days used (import dates). */
+export type WorldOptions = { seenAge?: (days: number) => number };
 
 /** One address of the world: its truth, what we know of it, and its fate now. */
-function address(r: () => number, poisoned: boolean): Address {
+export function worldAddress(r: () => number, poisoned: boolean, options: WorldOptions = {}): WorldAddress {
   const { supplierReportsReal: a, supplierReportsWrong: b, reportAccuracy: p } = WORLD;
   const prior = (p * b) / (a * (1 - p) + p * b);
   let real = false;
-  let sources = 0;
-  while (sources === 0) {
+  let suppliers: number[] = [];
+  while (suppliers.length === 0) {
     real = r() < prior;
-    for (let s = 0; s < WORLD.suppliers; s++) if (r() < (real ? a : b)) sources++;
+    suppliers = [];
+    for (let s = 0; s < WORLD.suppliers; s++) if (r() < (real ? a : b)) suppliers.push(s);
   }
+  const sources = suppliers.length;
   // Days since any supplier last saw it: most recently, a tail of old lists.
-  const seenAgeDays = Math.floor(pick(r, [[r() * 90, 50], [91 + r() * 274, 30], [366 + r() * 364, 15], [731 + r() * 700, 5]]));
+  const drawnSeenAgeDays = Math.floor(pick(r, [[r() * 90, 50], [91 + r() * 274, 30], [366 + r() * 364, 15], [731 + r() * 700, 5]]));
+  const seenAgeDays = options.seenAge?.(drawnSeenAgeDays) ?? drawnSeenAgeDays;
   const survives = (days: number) => r() < Math.pow(1 - WORLD.monthlyDeath, days / 30);
   // Alive when last seen is what "real" means; since then it may have died.
   const aliveAtSeen = real;
@@ -100,21 +122,31 @@ function address(r: () => number, poisoned: boolean): Address {
 
   // Customers' mail, in the last 90 days: each sender's report follows the mailbox as it is now.
   const senders = r() < WORLD.mailedShare ? 1 + Math.floor(r() * WORLD.maxSenders) : 0;
-  const now = 1_000;
-  const tally = { bounceAccounts: 0, lastBounceAt: null as number | null, deliveredAccounts: 0, lastDeliveredAt: null as number | null };
-  for (let s = 0; s < senders; s++) {
-    if (aliveNow) tally.deliveredAccounts++, (tally.lastDeliveredAt = now - s);
-    else tally.bounceAccounts++, (tally.lastBounceAt = now - s);
-  }
+  const reports: WorldReport[] = [];
+  for (let s = 0; s < senders; s++) reports.push({ sender: s, outcome: aliveNow ? "delivered" : "hard_bounce", agoMs: s });
   // The poisoner: one account more, reporting a live address as bounced.
-  if (poisoned) tally.bounceAccounts++, (tally.lastBounceAt = now);
-  return { inputs: { check, checkAgeDays, sources, seenAgeDays, feedback: feedbackVerdict(tally) }, deliverable: aliveNow };
+  if (poisoned) reports.push({ sender: WORLD.maxSenders, outcome: "hard_bounce", agoMs: 0 });
+  return { inputs: { check, checkAgeDays, sources, seenAgeDays, feedback: feedbackVerdict(tallyOf(reports)) }, deliverable: aliveNow, suppliers, server, checked, reports };
 }
+
+/** What reports add up to (shared/people/confidence.ts FeedbackTally), each sender an account of its own. */
+export function tallyOf(reports: WorldReport[], now = 1_000): FeedbackTally {
+  const tally = { bounceAccounts: 0, lastBounceAt: null as number | null, deliveredAccounts: 0, lastDeliveredAt: null as number | null };
+  for (const { outcome, agoMs } of reports) {
+    const at = now - agoMs;
+    if (outcome === "delivered") tally.deliveredAccounts++, (tally.lastDeliveredAt = Math.max(tally.lastDeliveredAt ?? at, at));
+    else tally.bounceAccounts++, (tally.lastBounceAt = Math.max(tally.lastBounceAt ?? at, at));
+  }
+  return tally;
+}
+
+/** A seeded source of randomness for a world (mulberry32). */
+export const worldRandom = rng;
 
 export type Band = { band: string; addresses: number; meanConfidence: number; deliverablePercent: number; difference: number; within10: boolean };
 export type ConfidenceWorldResult = { addresses: number; seed: number; labels: Band[]; deciles: Band[]; poisonedChanged: number; poisoned: number };
 
-function bands(scored: { score: number; deliverable: boolean }[], of: (score: number) => string, order: string[]): Band[] {
+export function bands(scored: { score: number; deliverable: boolean }[], of: (score: number) => string, order: string[]): Band[] {
   const groups = new Map<string, { n: number; sum: number; ok: number }>();
   for (const { score, deliverable } of scored) {
     const g = groups.get(of(score)) ?? { n: 0, sum: 0, ok: 0 };
@@ -137,44 +169,47 @@ export function runConfidenceWorld({ addresses = 50_000, seed = 39 }: { addresse
   let poisonedChanged = 0;
   let poisoned = 0;
   for (let i = 0; i < addresses; i++) {
-    const a = address(r, false);
+    const a = worldAddress(r, false);
     scored.push({ score: confidence(a.inputs), deliverable: a.deliverable });
   }
   // The poisoning rule on this world: the same live addresses, and one account reporting each as bounced.
   const pr = rng(seed + 1);
   while (poisoned < WORLD.poisoned) {
     const state = pr() * 2 ** 32;
-    const clean = address(rng(state), false);
+    const clean = worldAddress(rng(state), false);
     if (!clean.deliverable) continue;
-    const dirty = address(rng(state), true);
+    const dirty = worldAddress(rng(state), true);
     poisoned++;
     if (confidence(dirty.inputs) !== confidence(clean.inputs)) poisonedChanged++;
   }
-  const deciles = Array.from({ length: 10 }, (_, i) => `${i * 10}-${i === 9 ? 100 : i * 10 + 9}`);
-  return {
-    addresses,
-    seed,
-    labels: bands(scored, confidenceLabel, ["high", "medium", "low"]),
-    deciles: bands(scored, (s) => deciles[Math.min(9, Math.floor(s / 10))]!, deciles),
-    poisonedChanged,
-    poisoned,
-  };
+  return { addresses, seed, ...reliability(scored), poisonedChanged, poisoned };
 }
 
 const row = (b: Band) =>
   `| ${b.band} | ${b.addresses.toLocaleString("en")} | ${b.meanConfidence.toFixed(1)} | ${b.deliverablePercent.toFixed(1)}% | ${b.difference >= 0 ? "+" : ""}${b.difference.toFixed(1)} | ${b.within10 ? "yes" : "**no**"} |`;
 
-export function confidenceWorldMarkdown(r: ConfidenceWorldResult): string {
+/** The two tables of a reliability result: by label, and by ten points of confidence. */
+export function bandTables(labels: Band[], deciles: Band[]): string {
   const head = "| Band | Addresses | Mean confidence | Deliverable | Difference (points) | Within 10 |\n|---|---:|---:|---:|---:|:-:|";
   return `By label:
 
 ${head}
-${r.labels.map(row).join("\n")}
+${labels.map(row).join("\n")}
 
 By ten points of confidence:
 
 ${head}
-${r.deciles.map(row).join("\n")}
+${deciles.map(row).join("\n")}`;
+}
+
+/** Labels and deciles of scored addresses. */
+export function reliability(scored: { score: number; deliverable: boolean }[]): { labels: Band[]; deciles: Band[] } {
+  const deciles = Array.from({ length: 10 }, (_, i) => `${i * 10}-${i === 9 ? 100 : i * 10 + 9}`);
+  return { labels: bands(scored, confidenceLabel, ["high", "medium", "low"]), deciles: bands(scored, (s) => deciles[Math.min(9, Math.floor(s / 10))]!, deciles) };
+}
+
+export function confidenceWorldMarkdown(r: ConfidenceWorldResult): string {
+  return `${bandTables(r.labels, r.deciles)}
 
 The poisoning rule on the same world: ${r.poisoned} live addresses, each also reported as bounced by one account (fewer
 than ${INDEPENDENT_ACCOUNTS} independent accounts): the confidence changed for ${r.poisonedChanged} of them.`;

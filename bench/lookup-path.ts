@@ -21,7 +21,7 @@ import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
 import { seedSamplePeople } from "../scripts/lib/samples.ts";
 import { startDatabaseProxy } from "../test/fixtures/database-proxy.ts";
-import { root, runChild, startChild, stopChild } from "./child.ts";
+import { databaseRequests, root, runChild, startChild, stopChild } from "./child.ts";
 import { writeGeneratedFile } from "./generated-people.ts";
 import { median, percentile } from "./stats.ts";
 
@@ -68,7 +68,7 @@ async function startWorker(url: string) {
   return { base: (await worker.url).href.replace(/\/$/, ""), dispose: () => worker.dispose() };
 }
 
-const requestsServed = async () => ((await (await fetch(`${databaseUrl}/stats`, { headers: { authorization: `Bearer ${databaseAuthToken}` } })).json()) as { requests: number }).requests;
+const requestsServed = () => databaseRequests(databaseUrl, databaseAuthToken);
 
 async function get(base: string, path: string, token: string): Promise<number> {
   const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });

@@ -10,6 +10,7 @@
  *
  * Peak memory is each process's VmHWM (its peak resident set) at the end.
  */
+import type { Client } from "@libsql/client";
 import { rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,6 +47,40 @@ export type PeopleRefreshResult = {
   smtp: { connections: number; transactions: number; rcpts: number; quit: number };
 };
 
+
+/** Fires the Worker's cron once, as `npm start` does every minute (wrangler dev's local endpoint). */
+export const fireCron = (base: string) => fetch(`${base}/cdn-cgi/local/scheduled`).then((r) => r.body?.cancel());
+
+/**
+ * One re-verification of the stored addresses due, as the cron runs it: fires the cron, which starts a refresh job,
+ * waits for that job to complete, then fires the cron until it has written every answer back (`unanswered`: an SQL
+ * count, as `n`, of the rows still waiting for theirs). The refresh job's own time, from its row.
+ */
+export async function refreshAndWriteBack(client: Client, base: string, opts: { unanswered: string; limitMs: number; log?: (m: string) => void }): Promise<{ jobMs: number }> {
+  const started = performance.now();
+  const refreshJob = async () =>
+    (await client.execute("select id, status, processed, total, completed_at, created_at from verification_jobs where account_id = 'acc_stored_email_refresh' order by created_at desc limit 1")).rows[0];
+  await fireCron(base);
+  let job = await refreshJob();
+  if (!job) throw new Error("the cron started no refresh job");
+  let polls = 0;
+  while (job!.status !== "completed") {
+    if (performance.now() - started > opts.limitMs) throw new Error(`the refresh job did not complete (${job!.processed}/${job!.total})`);
+    if (++polls % 30 === 0) opts.log?.(`refresh: ${job!.processed}/${job!.total}`);
+    await new Promise((r) => setTimeout(r, 1_000));
+    job = await refreshJob();
+  }
+  const jobMs = Number(job!.completed_at) - Number(job!.created_at);
+  // The next cron writes the answers back (the minute tick of npm start may have done it already).
+  for (;;) {
+    const [left] = (await client.execute(opts.unanswered)).rows;
+    if (Number(left!.n) === 0) break;
+    await fireCron(base);
+    if (performance.now() - started > opts.limitMs) throw new Error("the answers were not written back");
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return { jobMs };
+}
 
 /** Looks up random people at a fixed concurrency until stopped; counts the answers per second and their latency. */
 function lookupLoad(base: string, tokens: string[], profnetIds: number[]) {
@@ -113,33 +148,13 @@ export async function runPeopleRefresh(opts: { addresses: number; domains: numbe
     // Each key once first, so the runs below measure warm keys (one database round trip per lookup).
     for (const t of tokens) await (await fetch(`${base}/v1/people?profnet_id=${profnetIds[0]}`, { headers: { authorization: `Bearer ${t}` } })).body?.cancel();
 
-    const cron = () => fetch(`${base}/cdn-cgi/local/scheduled`).then((r) => r.body?.cancel());
-    const refreshJob = async () =>
-      (await db.$client.execute("select id, status, processed, total, completed_at, created_at from verification_jobs where account_id = 'acc_stored_email_refresh' order by created_at desc limit 1")).rows[0];
+    const cron = () => fireCron(base);
 
     // 1. The refresh alone: from the cron that starts it to the cron that has written every answer back.
     log("people refresh: the refresh alone");
     const started = performance.now();
     await db.$client.execute("update person_emails set next_check_at = 0");
-    await cron();
-    let job = await refreshJob();
-    if (!job) throw new Error("the cron started no refresh job");
-    let polls = 0;
-    while (job!.status !== "completed") {
-      if (performance.now() - started > LIMIT_MS) throw new Error(`the refresh job did not complete (${job!.processed}/${job!.total})`);
-      if (++polls % 30 === 0) log(`people refresh: ${job!.processed}/${job!.total}`);
-      await new Promise((r) => setTimeout(r, 1_000));
-      job = await refreshJob();
-    }
-    const jobMs = Number(job!.completed_at) - Number(job!.created_at);
-    // The next cron writes the answers back (the minute tick of npm start may have done it already).
-    for (;;) {
-      const [left] = (await db.$client.execute("select count(*) as n from person_emails where checked_at is null")).rows;
-      if (Number(left!.n) === 0) break;
-      await cron();
-      if (performance.now() - started > LIMIT_MS) throw new Error("the answers were not written back");
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    const { jobMs } = await refreshAndWriteBack(db.$client, base, { unanswered: "select count(*) as n from person_emails where checked_at is null", limitMs: LIMIT_MS, log });
     const wallMs = performance.now() - started;
     const smtp = await childCounters<PeopleRefreshResult["smtp"]>(mta);
 

@@ -9,9 +9,12 @@
  *
  * Where the numbers come from (docs/api.md "Confidence" says it to customers): an address our probe found deliverable
  * bounces about 2% of the time right after (FullEnrich publishes 2% for its DELIVERABLE), and a mailbox dies at about 2%
- * a month after that (B2B lists decay by a fifth to a quarter a year); a catch-all server's address about 26% (FullEnrich's
- * CATCH_ALL); a supplier's address we have not confirmed about 20 to 25% (agencies quote 75-85% accuracy for one source),
- * less when independent suppliers agree, more the longer since any of them saw it.
+ * a month after that (B2B lists decay by a fifth to a quarter a year). An address we could not confirm (catch-all, a
+ * server that would not say, never checked) rests on its suppliers: one supplier is right 75-85% of the time over its
+ * list (agencies' figure), but an address only one of several suppliers has is its weakest kind, deliverable about 40%
+ * of the time in the labelled worlds of bench/confidence-world.ts and bench/confidence-smtp.ts (which first had these at
+ * 74-75 and found that band 22 points too high); two that agree make it about 83%, three about 95%, less the longer
+ * since any of them saw it. A catch-all answer adds nothing to the suppliers' word.
  */
 import { REASON_MEANING, type AnswerProof, type VerificationReason } from "../email/reasons.ts";
 
@@ -82,11 +85,11 @@ export const MAX_SOURCES_COUNTED = 3;
  * raises it to a floor. A missing row adds nothing: a confirmed mailbox's score does not care which supplier said so.
  */
 export const CONFIDENCE_TABLE = {
-  base: { valid: 97, catch_all: 74, unknown: 75, never: 75, invalid: 5 } satisfies Record<OurCheck, number>,
+  base: { valid: 97, catch_all: 40, unknown: 40, never: 40, invalid: 5 } satisfies Record<OurCheck, number>,
   /** By CHECK_AGE_DAYS bucket: a mailbox we confirmed may have died since. */
   checkAge: { valid: [0, -2, -7] } satisfies Partial<Record<OurCheck, number[]>>,
-  /** Sources 1, 2, 3+: independent suppliers that agree are less often all wrong. */
-  sources: { catch_all: [0, 10, 15], unknown: [0, 10, 15], never: [0, 10, 15] } satisfies Partial<Record<OurCheck, number[]>>,
+  /** Sources 1, 2, 3+: independent suppliers that agree are rarely all wrong; one alone is right less than half the time. */
+  sources: { catch_all: [0, 43, 55], unknown: [0, 43, 55], never: [0, 43, 55] } satisfies Partial<Record<OurCheck, number[]>>,
   /** By SEEN_AGE_DAYS bucket: nobody has seen the address for a while. */
   seen: { catch_all: [0, -8, -20, -35], unknown: [0, -8, -20, -35], never: [0, -8, -20, -35] } satisfies Partial<Record<OurCheck, number[]>>,
   /** Independent accounts' hard bounces since our last confirmation: at most this. */

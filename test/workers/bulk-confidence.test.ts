@@ -45,7 +45,7 @@ describe("POST /v1/people/bulk with confidence", () => {
     expect(item.data).toEqual(await single.json());
     expect(item.data!.email_details!.map((d) => [d.email, d.sources, d.confidence, d.confidence_label])).toEqual([
       ["ok@bc-a.example", 1, 97, "high"],
-      ["maybe@bc-a.example", 1, 75, "medium"],
+      ["maybe@bc-a.example", 1, 40, "low"],
     ]);
   });
 
@@ -66,7 +66,7 @@ describe("POST /v1/people/bulk with confidence", () => {
     const logged = await db.all<{ n: number }>(sql`select count(*) as n from person_access_log where account_id = ${accountId}`);
     expect(Number(logged[0]!.n)).toBe(1);
     // A decimal string is taken as the query's; the floor is inclusive.
-    const atFloor = await bulk(token, { requests: [{ params: { codehost_login: weak.codehost_login } }], min_confidence: "75" });
+    const atFloor = await bulk(token, { requests: [{ params: { codehost_login: weak.codehost_login } }], min_confidence: "40" });
     expect(PeopleBulkResponse.parse(atFloor.json).results[0]!.status).toBe(200);
   });
 

@@ -30,20 +30,20 @@ const BASE: ConfidenceInputs = { check: "never", checkAgeDays: 0, sources: 1, se
 
 describe("the table, one input at a time", () => {
   it.each<[string, Partial<ConfidenceInputs>, number]>([
-    ["never checked, one source seen lately", {}, 75],
+    ["never checked, one source seen lately", {}, 40],
     // Our check, fresh.
     ["our check found the mailbox", { check: "valid" }, 97],
-    ["the server takes any address", { check: "catch_all" }, 74],
-    ["our check said nothing about the mailbox", { check: "unknown" }, 75],
+    ["the server takes any address", { check: "catch_all" }, 40],
+    ["our check said nothing about the mailbox", { check: "unknown" }, 40],
     ["our check found no such mailbox", { check: "invalid" }, 5],
     // Sources, where our check has not settled it.
-    ["two independent sources", { sources: 2 }, 85],
-    ["three sources", { sources: 3 }, 90],
-    ["more sources count as three", { sources: 9 }, 90],
+    ["two independent sources", { sources: 2 }, 83],
+    ["three sources", { sources: 3 }, 95],
+    ["more sources count as three", { sources: 9 }, 95],
     // Last seen anywhere.
-    ["last seen 91 days ago", { seenAgeDays: 91 }, 67],
-    ["last seen a year and a day ago", { seenAgeDays: 366 }, 55],
-    ["last seen over two years ago", { seenAgeDays: 731 }, 40],
+    ["last seen 91 days ago", { seenAgeDays: 91 }, 32],
+    ["last seen a year and a day ago", { seenAgeDays: 366 }, 20],
+    ["last seen over two years ago", { seenAgeDays: 731 }, 5],
     // Feedback of independent accounts.
     ["independent accounts' hard bounces", { feedback: "bounced" }, 10],
     ["independent accounts' recent deliveries", { feedback: "delivered" }, 95],
@@ -69,16 +69,18 @@ describe("the table, inputs combined", () => {
     ["valid, checked 100 days ago, bounced", { check: "valid", checkAgeDays: 100, feedback: "bounced" }, 10],
     ["valid, delivered: no floor above our proof", { check: "valid", checkAgeDays: 100, feedback: "delivered" }, 90],
     // A catch-all address: sources and sightings decide, deliveries settle it.
-    ["catch-all, two sources, seen 200 days ago", { check: "catch_all", sources: 2, seenAgeDays: 200 }, 76],
-    ["catch-all, one source, seen 800 days ago", { check: "catch_all", seenAgeDays: 800 }, 39],
+    ["catch-all, two sources, seen 200 days ago", { check: "catch_all", sources: 2, seenAgeDays: 200 }, 75],
+    ["catch-all, one source, seen 800 days ago", { check: "catch_all", seenAgeDays: 800 }, 5],
     ["catch-all with deliveries", { check: "catch_all", seenAgeDays: 800, feedback: "delivered" }, 95],
     ["catch-all with bounces", { check: "catch_all", sources: 3, feedback: "bounced" }, 10],
     // Our check found no mailbox: nothing lifts it, not even deliveries (our own check decides).
     ["invalid, three sources, delivered", { check: "invalid", sources: 3, feedback: "delivered" }, 5],
     // Never checked, unknown: as good as each other.
-    ["never, three sources, seen 400 days ago", { sources: 3, seenAgeDays: 400 }, 70],
-    ["unknown, two sources, seen 800 days ago", { check: "unknown", sources: 2, seenAgeDays: 800 }, 50],
-    ["unknown, one source, seen 800 days ago, bounced", { check: "unknown", seenAgeDays: 800, feedback: "bounced" }, 10],
+    ["never, three sources, seen 400 days ago", { sources: 3, seenAgeDays: 400 }, 75],
+    ["unknown, two sources, seen 800 days ago", { check: "unknown", sources: 2, seenAgeDays: 800 }, 48],
+    ["unknown, two sources, seen 800 days ago, bounced", { check: "unknown", sources: 2, seenAgeDays: 800, feedback: "bounced" }, 10],
+    // A cap, not a score: what is already below it stays.
+    ["unknown, one source, seen 800 days ago, bounced", { check: "unknown", seenAgeDays: 800, feedback: "bounced" }, 5],
   ])("%s: %i", (_, change, score) => {
     expect(confidence({ ...BASE, ...change })).toBe(score);
   });
@@ -162,8 +164,8 @@ describe("GET /v1/people with confidence", () => {
     const details = ContactInfo.strict().parse(body).email_details!;
     expect(details.map((d) => [d.email, d.sources, d.confidence, d.confidence_label])).toEqual([
       ["ok@conf-a.example", 2, 97, "high"],
-      ["maybe@conf-a.example", 2, 84, "high"],
-      ["old@conf-a.example", 2, 50, "medium"],
+      ["maybe@conf-a.example", 2, 83, "high"],
+      ["old@conf-a.example", 2, 48, "low"],
     ]);
   });
 
@@ -177,7 +179,7 @@ describe("GET /v1/people with confidence", () => {
     expect(body).toMatchObject({ email_addresses: ["ana@conf-b.example"], personal_email_addresses: [], work_email_addresses: ["ana@conf-b.example"], phone_numbers: ["+14155550123"] });
     expect((body.email_details as { email: string }[]).map((d) => d.email)).toEqual(["ana@conf-b.example"]);
     // At the floor is in.
-    expect((await lookup(token, `profnet_id=${ids.profnet_id}&min_confidence=75`)).body.email_addresses).toEqual(["ana@gmail.com", "ana@conf-b.example"]);
+    expect((await lookup(token, `profnet_id=${ids.profnet_id}&min_confidence=40`)).body.email_addresses).toEqual(["ana@gmail.com", "ana@conf-b.example"]);
   });
 
   it("a person with nothing left at min_confidence is a 404 and costs nothing; the next identifier's person is not tried", async () => {

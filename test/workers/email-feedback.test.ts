@@ -149,13 +149,13 @@ describe("deliveries settle a catch-all address", () => {
     const { query, emails } = await personWithCheckedAddresses(1, "catch_all");
     const bystander = await newAccount(10);
     const catchAll = await lookup(bystander.token, query);
-    expect(catchAll.details.map((d) => [d.confidence, d.verification?.classification, d.verification?.reason])).toEqual([[74, "risky", "catch_all"]]);
+    expect(catchAll.details.map((d) => [d.confidence, d.verification?.classification, d.verification?.reason])).toEqual([[40, "risky", "catch_all"]]);
     const outcomes = ["delivered", "replied", "complaint"];
     for (const [i, outcome] of outcomes.entries()) {
       const { token } = await newAccount(1);
       expect((await report(token, { email_address: emails[0], outcome, occurred_at: iso(Date.now() - (i + 1) * MINUTE) })).status).toBe(200);
       const seen = await lookup(bystander.token, query);
-      expect(seen.details.map((d) => [d.confidence, d.verification?.reason]), `${i + 1} accounts`).toEqual([i < 2 ? [74, "catch_all"] : [95, "catch_all_delivered"]]);
+      expect(seen.details.map((d) => [d.confidence, d.verification?.reason]), `${i + 1} accounts`).toEqual([i < 2 ? [40, "catch_all"] : [95, "catch_all_delivered"]]);
     }
     // One account's later hard bounce changes nothing for anyone else: it is not independent accounts agreeing.
     const { token: lone } = await newAccount(1);

@@ -70,7 +70,7 @@ describe("GET /v1/people?include=email_details", () => {
     const body = ContactInfo.strict().parse(detailed.body);
     expect(body.email_addresses).toEqual(["ada@gmail.com", "ada@engines.example"]);
     expect(body.email_details).toEqual([
-      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), sources: 1, confidence: 75, confidence_label: "medium", verification: null },
+      { email: "ada@gmail.com", type: "personal", first_seen_at: "1970-01-01T00:00:01.000Z", last_seen_at: expect.any(String), sources: 1, confidence: 40, confidence_label: "low", verification: null },
       {
         email: "ada@engines.example",
         type: "work",
