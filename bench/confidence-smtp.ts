@@ -1,4 +1,5 @@
 /**
+ * Longer than 400 lines on purpose: one benchmark: the labelled world built out of the real stack, its checks, its customers and its tables.
  * Confidence on a labelled world made of real parts (docs/api.md "Confidence", issue 39): the world of
  * bench/confidence-world.ts (the same generator, the same seed), built out of the whole local stack instead of scored by
  * the pure function:
