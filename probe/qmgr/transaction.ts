@@ -121,9 +121,11 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
   // check goes in the same write, as a sign-up check's latency wants.
   const testsAlone = batch.length === 0;
   const keyOf = (domain: string, host: string) => `${domain} ${host.toLowerCase()}`;
-  const weight = new Map<string, number>();
-  for (const p of batch) weight.set(keyOf(p.domain, p.req.host), (weight.get(keyOf(p.domain, p.req.host)) ?? 0) + (p.req.bulk ? 2 : 1));
-  const deferred = testsAlone ? [] : tests.filter((t) => !s.pipelining || (weight.get(keyOf(t.domain, t.host)) ?? 0) >= 2);
+  const askedAfter = (t: CatchAllTest) => {
+    const atDomain = batch.filter((p) => keyOf(p.domain, p.req.host) === keyOf(t.domain, t.host));
+    return !s.pipelining || atDomain.length >= 2 || atDomain.some((p) => p.req.bulk);
+  };
+  const deferred = testsAlone ? [] : tests.filter(askedAfter);
   // The order of `tests` is the order their RCPTs go: the ones in the first write, then the deferred ones asked.
   tests.splice(0, tests.length, ...tests.filter((t) => !deferred.includes(t)), ...deferred);
   const early = tests.length - deferred.length;
