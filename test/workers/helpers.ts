@@ -94,11 +94,14 @@ export async function callWith(bindings: Partial<Bindings>, path: string, init: 
   return res;
 }
 
+// One random base per test file (2^32 of them, 2^20 apart, all below 2^53), then a counter. Not the
+// clock: under a frozen Date.now() two tests' ids differed only by Math.random()'s 0-999 and collided.
+const personBase = (crypto.getRandomValues(new Uint32Array(1))[0]! + 1) * 2 ** 20;
 let personSeq = 0;
 /** Unique identifiers per test so tests sharing one database never collide. */
 export function uniqueIds() {
-  personSeq += 1;
-  const n = Date.now() * 1000 + Math.floor(Math.random() * 1000) + personSeq;
+  personSeq += 8;
+  const n = personBase + personSeq;
   return { profnet_id: n, profnet_public_identifier: `pn-${n}`, codehost_id: n + 7, codehost_login: `Login${n}` };
 }
 
