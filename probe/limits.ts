@@ -92,6 +92,12 @@ export class TokenBucket {
     return this.#tokens >= want ? 0 : Math.ceil(((want - this.#tokens) * 1000) / this.ratePerSecond);
   }
 
+  /** Gives back `n` tokens taken for something never sent (up to `capacity`). */
+  giveBack(n: number, now = monotonicNow()): void {
+    this.#refill(now);
+    this.#tokens = Math.min(this.capacity, this.#tokens + n);
+  }
+
   /**
    * Takes `n` tokens (at most `capacity`) and returns 0, or takes nothing and returns how many
    * milliseconds to wait until `n` are there.

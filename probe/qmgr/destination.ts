@@ -394,9 +394,9 @@ export class Destination {
       this.#wakeAt(now + wait);
       return "rate";
     }
+    // Tokens for every RCPT that may go; a deferred catch-all test never asked gives its back (#transact).
     this.#pacing.takeRcpts(rcpts, now);
     gate?.take(rcpts, now);
-    for (let i = 0; i < rcpts; i++) countFamilyEvent(this.ctx.policy.family, "rcpt");
     for (const p of batch) p.budgetRcpt = budget.sent(p);
     for (const t of tests.values()) t.budgetRcpt = budget.sentTest(testOwners.get(t)!);
     void this.#transact(slot, batch, [...tests.values()]);
@@ -423,7 +423,6 @@ export class Destination {
     }
     this.#pacing.takeRcpts(1, now);
     gate?.take(1, now);
-    countFamilyEvent(this.ctx.policy.family, "rcpt");
     const test = catchAllTestFor(p);
     test.budgetRcpt = budget.sentTest(p);
     void this.#transact(slot, [], [test], p.req.deadline);
@@ -440,6 +439,13 @@ export class Destination {
       finish: (p, outcome) => this.#finish(p, outcome),
       answered: (now) => (this.#answeredAt = now),
       ...(testsDeadline !== undefined ? { testsDeadline } : {}),
+      rcptsAsked: (n) => {
+        for (let i = 0; i < n; i++) countFamilyEvent(this.ctx.policy.family, "rcpt");
+      },
+      testsUnasked: (n, now) => {
+        this.#pacing.giveBackRcpts(n, now);
+        this.ctx.gate(now)?.rcpts.giveBack(n, now);
+      },
       catchAllAnswered: (catchAll, now) => this.#untrust.catchAllAnswered(catchAll, now),
       replied: (reply, unknown, now) => {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");

@@ -133,6 +133,11 @@ export class Pacing {
     return this.#bucket.take(n, now);
   }
 
+  /** RCPT tokens taken for RCPTs never sent (a catch-all test its batch's replies made needless). */
+  giveBackRcpts(n: number, now: number): void {
+    this.#bucket.giveBack(n, now);
+  }
+
   /** How many ms until `n` RCPT tokens are there (0: now), taking none. */
   rcptWait(n: number, now: number): number {
     return this.#bucket.wait(n, now);

@@ -29,6 +29,10 @@ export type TransactionDeps = {
   replied?(reply: SmtpReply, unknown: boolean, now: number): void;
   /** A catch-all test's answer: the random address accepted (true) or refused (false). */
   catchAllAnswered?(catchAll: boolean, now: number): void;
+  /** RCPTs this transaction asks: counted when they go, a deferred catch-all test only if it is asked. */
+  rcptsAsked?(n: number): void;
+  /** Catch-all tests the dispatch took RCPT tokens for and that were never asked (their batch's replies settled it). */
+  testsUnasked?(n: number, now: number): void;
   /** For a transaction of catch-all tests alone (a server that takes one RCPT per transaction): its deadline. */
   testsDeadline?: number;
   /**
@@ -148,8 +152,13 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     }
     tests.splice(early, tests.length - early, ...asked);
     if (asked.length > 0 && s.pipelining) roundTrips++;
+    unaskedTests = deferred.length - asked.length;
+    if (asked.length > 0) deps.rcptsAsked?.(asked.length);
     return asked.map((t) => t.recipient);
   };
+  // Until the batch's replies are in, none of the deferred tests is asked (a transaction cut short never asks them).
+  let unaskedTests = deferred.length;
+  deps.rcptsAsked?.(batch.length + early);
 
   const result = await s.transaction({
     mailFrom: deps.mailFrom,
@@ -160,6 +169,7 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
     onReply,
   });
   for (const t of tests) t.finish(null);
+  if (unaskedTests > 0) deps.testsUnasked?.(unaskedTests, monotonicNow());
 
   const rcptReplies = result.replies.filter((r): r is SmtpReply => r !== null);
   const refusedByPolicy = new Set(policyRefused.map((h) => h.p));

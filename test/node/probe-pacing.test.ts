@@ -167,6 +167,18 @@ describe("RCPTs per transaction", () => {
     expect([p.takeRcpts(10, T0), p.takeRcpts(1, T0), p.takeRcpts(2, T0 + 100), p.takeRcpts(1, T0 + 100)]).toEqual([0, 100, 100, 0]);
   });
 
+  it("gives back the tokens of RCPTs never sent (a deferred catch-all test its batch settled), never past the burst", () => {
+    const { pacing: p } = pacing({ destinationRcptRate: 10 });
+    expect(p.takeRcpts(10, T0)).toBe(0);
+    expect(p.rcptWait(2, T0)).toBe(200);
+    p.giveBackRcpts(2, T0);
+    expect(p.rcptWait(2, T0)).toBe(0);
+    expect(p.rcptWait(3, T0)).toBe(100);
+    p.giveBackRcpts(50, T0);
+    expect(p.takeRcpts(10, T0)).toBe(0);
+    expect(p.rcptWait(1, T0)).toBe(100);
+  });
+
   it("an accepted address waits for its catch-all answer 3x its own reply time, at least PROBE_CATCH_ALL_MIN_WAIT_MS", () => {
     const { pacing: p } = pacing({ catchAllMinWaitMs: 1_500 });
     expect([p.catchAllWaitMs(100), p.catchAllWaitMs(1_000)]).toEqual([1_500, 3_000]);

@@ -9,6 +9,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import net from "node:net";
+import { counters } from "../../probe/counters.ts";
 import { runBatchProbe, runProbe } from "../../probe/probe.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import type { ProbeResponse } from "../../shared/probe-contract.ts";
@@ -75,6 +76,11 @@ function batchProbe(s: Scheduler, email: string, addresses: string[], deadlineMs
 }
 
 const rcpts = (f: MtaFixture, c = 0) => f.connections[c]!.commands.filter((x) => x.startsWith("RCPT")).length;
+/** The RCPTs /metrics says were sent (probe_family_events_total, event "rcpt", every family): this process's count. */
+const rcptsCounted = async () =>
+  (await counters.getSingleMetric("probe_family_events_total")!.get()).values.filter((v) => v.labels.event === "rcpt").reduce((n, v) => n + v.value, 0);
+/** Every RCPT the server saw, over all its connections. */
+const rcptsSeen = (f: MtaFixture) => f.connections.reduce((n, _, c) => n + rcpts(f, c), 0);
 const verbs = (f: MtaFixture, c = 0) => f.connections[c]!.commands.map((x) => x.split(/[ :]/, 1)[0]!.toUpperCase());
 const RANDOM = "<random>";
 /** The RCPT addresses of every transaction the server saw, in order (the catch-all test's random one as RANDOM). */
@@ -175,6 +181,7 @@ describe("coalescing", () => {
     const f = await mta(106, { mailboxes: known, delayMs: 30 });
     const s = scheduler();
     const emails = [...known, "nobody1@batch.test", "nobody2@batch.test"];
+    const counted = await rcptsCounted();
     const results = await Promise.all(emails.map((e) => probe(s, e, [ip(106)])));
     expect(results.map((r) => r.outcome)).toEqual([...known.map(() => "accepted"), "mailbox_not_found", "mailbox_not_found"]);
     expect(results.every((r) => r.catch_all === false)).toBe(true);
@@ -184,6 +191,8 @@ describe("coalescing", () => {
     expect(f.connections[0]!.transactions).toBeLessThanOrEqual(2);
     const randoms = f.connections[0]!.commands.filter((c) => /RCPT TO:<[a-z0-9]{16}@batch\.test>/.test(c));
     expect(randoms).toHaveLength(0);
+    // /metrics counts the RCPTs sent, not the random address that was never asked.
+    expect((await rcptsCounted()) - counted).toBe(rcptsSeen(f));
   });
 
   it("a catch-all server brands every accepted address in the batch, with one random RCPT", async () => {
@@ -198,8 +207,10 @@ describe("coalescing", () => {
     const known = Array.from({ length: 4 }, (_, i) => `user${i}@later.test`);
     const f = await mta(137, { mailboxes: known, delayMs: 30 });
     const s = scheduler();
+    const counted = await rcptsCounted();
     const results = await Promise.all(known.map((e) => probe(s, e, [ip(137)])));
     expect(results.map((r) => [r.outcome, r.catch_all])).toEqual(known.map(() => ["accepted", false]));
+    expect((await rcptsCounted()) - counted).toBe(rcptsSeen(f));
     const commands = f.connections.flatMap((c) => c.commands);
     const random = commands.findIndex((c) => /RCPT TO:<[a-z0-9]{16}@later\.test>/.test(c));
     expect(random).toBeGreaterThan(-1);
