@@ -18,7 +18,9 @@ import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const SUPPRESSION_KEY = "c3VwcHJlc3Npb24ta2V5LWZvci10ZXN0cy0zMi1ieXQ=";
 const OTHER_KEY = "b3RoZXIta2V5LW9mLTMyLWJ5dGVzLWZvci10ZXN0cy0=";
-const CLI_TEST_TIMEOUT = 60_000;
+// Each run starts a Node process with the TypeScript loader: 1-2 s apiece on an idle machine, several times that
+// beside another test file. A hang guard, not a speed test: generous, whatever the load.
+const CLI_TEST_TIMEOUT = 240_000;
 
 let dir: string;
 let databaseUrl: string;
