@@ -47,7 +47,7 @@ describe("the table, one input at a time", () => {
     // Feedback of independent accounts.
     ["independent accounts' hard bounces", { feedback: "bounced" }, 10],
     ["independent accounts' recent deliveries", { feedback: "delivered" }, 95],
-  ])("%s: %i", (_, change, score) => {
+  ])("%s %j: %i", (_, change, score) => {
     expect(confidence({ ...BASE, ...change })).toBe(score);
   });
 
@@ -81,7 +81,7 @@ describe("the table, inputs combined", () => {
     ["unknown, two sources, seen 800 days ago, bounced", { check: "unknown", sources: 2, seenAgeDays: 800, feedback: "bounced" }, 10],
     // A cap, not a score: what is already below it stays.
     ["unknown, one source, seen 800 days ago, bounced", { check: "unknown", seenAgeDays: 800, feedback: "bounced" }, 5],
-  ])("%s: %i", (_, change, score) => {
+  ])("%s %j: %i", (_, change, score) => {
     expect(confidence({ ...BASE, ...change })).toBe(score);
   });
 
