@@ -13,7 +13,7 @@ import { openAdminDatabase } from "./admin/database.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE } from "./admin/people-import-limits.ts";
 import type { ImportProgress, ImportSummary } from "./admin/people-import.ts";
 import { erasePeople } from "./admin/people-erase.ts";
-import { applyMergeCandidate, dismissMergeCandidate, listMergeCandidates, MERGE_STATES, showMergeCandidate, undoMergeCandidate, type MergeState } from "./admin/people-merge.ts";
+import { applyMergeCandidate, dismissMergeCandidate, listMergeCandidatePage, MERGE_LIST_MAX, MERGE_STATES, showMergeCandidate, undoMergeCandidate, type MergeState } from "./admin/people-merge.ts";
 import { readFirstLine } from "./admin/stdin-line.ts";
 import { accessReport, SUPPRESSION_KEY_MESSAGES, type PersonSelector } from "./admin/people-privacy.ts";
 import { suppressionKey } from "./admin/suppression-key.ts";
@@ -61,9 +61,11 @@ Commands:
                                             accounts that received them see it in
                                             GET /v1/people/erasures. --email alone also suppresses
                                             an address nobody has (an opt-out)
-  merges list [--state open|applied|dismissed|undone]
+  merges list [--state open|applied|dismissed|undone] [--limit N] [--after ID]
                                             Import lines whose identifiers point at two different
-                                            people (rejected, never merged by the import)
+                                            people (rejected, never merged by the import), oldest
+                                            first, N a page (default 100, at most 1000); the next
+                                            page is --after the id the last one gives (next_after)
   merges show ID                            A candidate, its line and both people as they are now
   merges apply ID                           Make the two people one (the older stays), then import
                                             the line; audited
@@ -356,15 +358,17 @@ const COMMANDS: Record<string, Command> = {
   },
   "merges list": {
     args: [],
-    options: { state: { type: "string" } },
+    options: { state: { type: "string" }, limit: { type: "string" }, after: { type: "string" } },
     async run(db, { values }) {
       const state = values.state === undefined ? null : requiredOption(values, "state");
       if (state !== null && !(MERGE_STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${MERGE_STATES.join(", ")}, got ${JSON.stringify(state)}`);
-      const candidates = await listMergeCandidates(db.$client, state as MergeState | null);
-      const text = candidates.length
-        ? candidates.map((c) => `#${c.id}  ${c.state}  people ${c.people.join(" + ")}  ${c.source} line ${c.line}  ${c.created_at}\n  ${c.reason}`).join("\n")
-        : "No merge candidates";
-      return { json: { candidates }, text };
+      const limit = values.limit === undefined ? 100 : integerOption(values, "limit", (n) => n >= 1 && n <= MERGE_LIST_MAX, `a whole number from 1 to ${MERGE_LIST_MAX}`);
+      const after = values.after === undefined ? 0 : integerOption(values, "after", (n) => n >= 0, "a merge candidate's number (0 or more)");
+      const { candidates, nextAfter } = await listMergeCandidatePage(db.$client, state as MergeState | null, { limit, after });
+      const lines = candidates.map((c) => `#${c.id}  ${c.state}  people ${c.people.join(" + ")}  ${c.source} line ${c.line}  ${c.created_at}\n  ${c.reason}`);
+      if (nextAfter !== null) lines.push(`More: --after ${nextAfter}`);
+      const text = candidates.length ? lines.join("\n") : "No merge candidates";
+      return { json: { candidates, next_after: nextAfter }, text };
     },
   },
   "merges show": {

@@ -66,12 +66,29 @@ async function candidateRow(client: Client, id: number): Promise<CandidateRow> {
   return row;
 }
 
-export async function listMergeCandidates(client: Client, state: MergeState | null, limit = 100): Promise<MergeCandidate[]> {
+/** The most candidates one `merges list` returns (`--limit`); the default is 100. */
+export const MERGE_LIST_MAX = 1_000;
+
+/**
+ * Candidates in id order, oldest first, from just after `after` (0: the first): at most `limit`, and `nextAfter`, the
+ * id to pass as `after` for the next page, when there are more (null when this page is the last).
+ */
+export async function listMergeCandidatePage(
+  client: Client,
+  state: MergeState | null,
+  { limit = 100, after = 0 }: { limit?: number; after?: number } = {},
+): Promise<{ candidates: MergeCandidate[]; nextAfter: number | null }> {
   const found = await client.execute({
-    sql: `select * from merge_candidates ${state === null ? "" : "where state = ?"} order by id limit ?`,
-    args: state === null ? [limit] : [state, limit],
+    sql: `select * from merge_candidates where id > ? ${state === null ? "" : "and state = ?"} order by id limit ?`,
+    args: state === null ? [after, limit + 1] : [after, state, limit + 1],
   });
-  return (found.rows as unknown as CandidateRow[]).map(shape);
+  const rows = (found.rows as unknown as CandidateRow[]).map(shape);
+  const candidates = rows.slice(0, limit);
+  return { candidates, nextAfter: rows.length > limit ? candidates[candidates.length - 1]!.id : null };
+}
+
+export async function listMergeCandidates(client: Client, state: MergeState | null, limit = 100): Promise<MergeCandidate[]> {
+  return (await listMergeCandidatePage(client, state, { limit })).candidates;
 }
 
 /** A candidate with both people as they are now (null for one no longer held). */

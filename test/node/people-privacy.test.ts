@@ -217,6 +217,18 @@ describe("merge candidates, as an operator decides them (`npm run admin -- merge
       expect([dismissed.status, dismissed.json]).toEqual([0, { dismissed: next!.id }]);
       const listedDismissed = (await admin(["merges", "list", "--state", "dismissed"])).json as { candidates: { id: number }[] };
       expect(listedDismissed.candidates.map((c) => c.id)).toContain(next!.id);
+
+      // Paged, oldest first: a page of one names where the next starts, and the last page says there is no more.
+      const all = (await admin(["merges", "list", "--limit", "1000"])).json as { candidates: { id: number }[]; next_after: number | null };
+      expect(all.next_after).toBeNull();
+      expect(all.candidates.length).toBeGreaterThanOrEqual(2);
+      const [lastButOne, last] = all.candidates.slice(-2).map((c) => c.id);
+      const page = (await admin(["merges", "list", "--after", String(lastButOne! - 1), "--limit", "1"])).json;
+      expect(page).toEqual({ candidates: [expect.objectContaining({ id: lastButOne })], next_after: lastButOne });
+      const rest = (await admin(["merges", "list", "--after", String(lastButOne), "--limit", "1"])).json;
+      expect(rest).toEqual({ candidates: [expect.objectContaining({ id: last })], next_after: null });
+      const badLimit = await admin(["merges", "list", "--limit", "0"]);
+      expect([badLimit.status, badLimit.json]).toEqual([2, { error: '--limit must be a whole number from 1 to 1000, got "0"' }]);
       expect(await count("people", "profnet_id = 901 and codehost_login is null")).toBe(1);
 
       const bad = await admin(["merges", "apply", "first"]);
