@@ -21,6 +21,10 @@ export async function launchBrowser(): Promise<Browser> {
 /** A page whose browser has a platform authenticator holding resident, user-verified passkeys. */
 export async function pageWithAuthenticator(context: BrowserContext): Promise<Page> {
   const page = await context.newPage();
+  // File choosers are intercepted for the page's whole life. Playwright turns interception on when the first
+  // "filechooser" listener is added, without waiting for it, so a waitForEvent("filechooser") made just before a key
+  // press could lose the race under load: the press opened no chooser Playwright saw (CI: 30 s timeout).
+  page.on("filechooser", () => {});
   const cdp = await context.newCDPSession(page);
   await cdp.send("WebAuthn.enable");
   await cdp.send("WebAuthn.addVirtualAuthenticator", {
