@@ -3,7 +3,10 @@
  * first, in their file's order (kept-columns.ts), then ours (CSV_COLUMNS). A cell that
  * a spreadsheet would run as a formula (starting with =, +, -, @, or a tab or carriage return, per
  * OWASP's CSV injection advice) gets a leading apostrophe: the list came from someone else, and an
- * address such as "=HYPERLINK(...)"@example.com must stay text when our user opens the file.
+ * address such as "=HYPERLINK(...)"@example.com must stay text when our user opens the file. So does one that starts
+ * so once a spreadsheet has tidied it: after leading spaces, line breaks or invisible characters (which LibreOffice
+ * Calc's "Trim spaces" import option and Google Sheets' whitespace clean-up remove), or with a full-width = + - @
+ * (which CJK input methods type and Excel, in those locales, folds to the ASCII ones).
  */
 import { trimAsciiWhitespace } from "../../shared/email/syntax.ts";
 import type { JobResult } from "../../shared/jobs.ts";
@@ -24,12 +27,17 @@ export const CSV_COLUMNS = [
   "mx_provider",
 ] as const;
 
-const FORMULA_START = /^[=+\-@\t\r]/;
+/** What a spreadsheet may drop before the first character it reads: white space of any kind, zero-width characters, a BOM. */
+const INVISIBLE_LEAD = /^[\s\u180e\u200b-\u200f\u2060-\u2064\ufeff]*/u;
+const FORMULA_START = /^[=+\-@\t\r\uff1d\uff0b\uff0d\uff20]/u;
+
+/** Whether a cell reads as a formula, as it is or once tidied (INVISIBLE_LEAD dropped). */
+const formulaLike = (text: string) => FORMULA_START.test(text) || FORMULA_START.test(text.replace(INVISIBLE_LEAD, ""));
 
 export function csvCell(value: string | number | boolean | null | undefined): string {
   if (value === null || value === undefined) return "";
   let text = String(value);
-  if (FORMULA_START.test(text)) text = `'${text}`;
+  if (formulaLike(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
