@@ -134,6 +134,8 @@ export const AUDIT_ACTIONS = [
   "account.disabled",
   "account.enabled",
   "account.webhook_secret_rotated",
+  "account.people_events_url_set",
+  "account.people_events_url_removed",
 ] as const;
 
 export const AuditEvent = z

@@ -22,6 +22,15 @@ export type Scope = (typeof SCOPES)[number];
 
 export const ScopeName = z.enum(SCOPES).openapi({ description: "A scope (docs/api.md \"Keys and scopes\")", example: "people:read" });
 
+/**
+ * What a scope is worth besides itself: events:write decides where people's data is sent, so it reads as much as
+ * people:read (its routes need both, and only a holder of people:read may grant it: edge/identity/authority.ts).
+ */
+export const SCOPE_REACH: Partial<Record<Scope, readonly Scope[]>> = { "events:write": ["people:read"] };
+
+/** The scopes `scopes` are worth: themselves and their reach (SCOPE_REACH). */
+export const scopeReach = (scopes: readonly Scope[]): Scope[] => [...new Set(scopes.flatMap((s) => [s, ...(SCOPE_REACH[s] ?? [])]))];
+
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }

@@ -12,16 +12,16 @@
  * statement itself (edge/identity/store/authority.ts), so a race cannot slip between the check and the write.
  */
 import { ROLE_SCOPES, ROLES, type Role } from "../../shared/roles.ts";
-import type { Scope } from "../../shared/scopes.ts";
+import { scopeReach, type Scope } from "../../shared/scopes.ts";
 import type { Caller } from "../caller.ts";
 import { ApiError } from "../lib/errors.ts";
 
 /** What a key can do: the shape both a caller and a stored key have. */
 export type KeyPower = { scopes: readonly Scope[]; dailyCreditCap: number | null; expiresAt: number | null };
 
-/** Whether `caller` holds everything `target` could do: its scopes, a cap no higher, an expiry no later. */
+/** Whether `caller` holds everything `target` could do: its scopes and what they reach (scopeReach), a cap no higher, an expiry no later. */
 export function dominatesKey(caller: Caller, target: KeyPower): boolean {
-  if (!target.scopes.every((s) => caller.scopes.includes(s))) return false;
+  if (!scopeReach(target.scopes).every((s) => caller.scopes.includes(s))) return false;
   if (caller.dailyCreditCap !== null && (target.dailyCreditCap === null || target.dailyCreditCap > caller.dailyCreditCap)) return false;
   if (caller.expiresAt !== null && (target.expiresAt === null || target.expiresAt > caller.expiresAt)) return false;
   return true;

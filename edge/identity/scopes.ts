@@ -33,7 +33,7 @@ export function requireScope(scope: Scope) {
   });
 }
 
-/** The OpenAPI security requirements naming the scope, for a key or a session. */
-export function scopeSecurity(scope: Scope): Record<string, string[]>[] {
-  return [{ bearerAuth: [scope] }, { sessionCookie: [scope] }];
+/** The OpenAPI security requirements naming the scope (and any it needs besides), for a key or a session. */
+export function scopeSecurity(scope: Scope, also: readonly Scope[] = []): Record<string, string[]>[] {
+  return [{ bearerAuth: [scope, ...also] }, { sessionCookie: [scope, ...also] }];
 }

@@ -4,7 +4,7 @@
  * recorded in the access log), an event's delivery attempts, and what the cron sends again or deletes.
  * The delivery itself, signed and retried as job callbacks are: edge/people-events.ts.
  */
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected, type RawRow } from "../db/rows.ts";
 import type { accounts, peopleEvents } from "../db/schema.ts";
@@ -19,10 +19,18 @@ export async function peopleEventsUrl(db: Database, accountId: string): Promise<
   return row?.people_events_url ?? null;
 }
 
-/** Sets or clears the account's subscription; events not yet delivered go to the new URL, or nowhere. */
-export async function setPeopleEventsUrl(db: Database, accountId: string, url: string | null): Promise<void> {
-  await db.run(sql`update accounts set people_events_url = ${url} where id = ${accountId}`);
-  if (url === null) await db.run(sql`delete from people_events where account_id = ${accountId}`);
+/**
+ * Sets or clears the account's subscription; events not yet delivered go to the new URL, or nowhere. `audit` is the
+ * caller's audit event (identity's), given the condition "this changes the URL" to be written under.
+ */
+export async function setPeopleEventsUrl(db: Database, accountId: string, url: string | null, audit: (changed: SQL) => SQL): Promise<void> {
+  // The audit event first, while the row still says what the URL was: written only when this changes it.
+  const changed = sql`coalesce((select people_events_url from accounts where id = ${accountId}), '') != ${url ?? ""}`;
+  await db.batch([
+    db.run(audit(changed)),
+    db.run(sql`update accounts set people_events_url = ${url} where id = ${accountId}`),
+    db.run(sql`delete from people_events where account_id = ${accountId} and ${url === null}`),
+  ]);
 }
 
 const identifiers = (l: string) =>

@@ -18,8 +18,11 @@ import { enforceRateLimit, type RateLimitFamily } from "../rate-limits.ts";
 export const SMALL_BODY_MAX_BYTES = 64 * 1024;
 
 export type Access = {
-  /** The operation's scope, for a key or a session; or "session": the signed-in member only (a key gets 403 session_required). */
-  who: { scope: Scope } | "session";
+  /**
+   * The operation's scope, for a key or a session (and `also`, scopes it needs besides: an operation that sends what
+   * another scope reads needs that one too); or "session": the signed-in member only (a key gets 403 session_required).
+   */
+  who: { scope: Scope; also?: readonly Scope[] } | "session";
   /** The rate-limit families the request counts against, in order (the first over its limit answers 429). */
   limits: readonly RateLimitFamily[];
   /** The largest body it reads (413 past it), or a middleware of its own for a body with its own rule. */
@@ -30,7 +33,7 @@ export type Access = {
 export function access(a: Access): { security: Record<string, string[]>[]; middleware: MiddlewareHandler<AppEnv>[] } {
   const body = a.body === undefined ? [] : [typeof a.body === "number" ? limitRequestBody(a.body) : a.body];
   return {
-    security: a.who === "session" ? [{ sessionCookie: [] }] : scopeSecurity(a.who.scope),
-    middleware: [requireCaller, ...a.limits.map(enforceRateLimit), a.who === "session" ? requireSession : requireScope(a.who.scope), ...body],
+    security: a.who === "session" ? [{ sessionCookie: [] }] : scopeSecurity(a.who.scope, a.who.also),
+    middleware: [requireCaller, ...a.limits.map(enforceRateLimit), ...(a.who === "session" ? [requireSession] : [a.who.scope, ...(a.who.also ?? [])].map(requireScope)), ...body],
   };
 }

@@ -1,9 +1,12 @@
 /** GET, PUT and DELETE /v1/people/events/subscription (docs/api.md "People events"): where an account's people events go. */
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
+import type { SQL } from "drizzle-orm";
+import type { Context } from "hono";
 import { PeopleEvent, PeopleEventsSubscription, PeopleEventsSubscriptionBody } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { checkCallbackUrl } from "../jobs/callback.ts";
+import { auditEvent } from "../identity/store/audit.ts";
 import { ApiError } from "../lib/errors.ts";
 import { peopleEventsUrl, setPeopleEventsUrl } from "../people/events-store.ts";
 import { access, SMALL_BODY_MAX_BYTES } from "./access.ts";
@@ -29,9 +32,11 @@ const setRoute = createRoute({
   tags: ["People"],
   summary: "Send this account's people events to a URL",
   description:
+    "Needs people:read besides events:write: the events carry people's data. Each change is an audit event (account.people_events_url_set, with the URL's host). " +
     "Signed events (Standard Webhooks, the account's whsec_ secret, retried as job callbacks are) about people this account looked up within " +
     "PEOPLE_EVENTS_WINDOW_SECONDS: an address it received became undeliverable, a new address appeared, the person was erased (with what to delete).",
-  ...access({ who: { scope: "events:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  // Where events go decides who receives people's data: only a caller who may read it (docs/api.md "People events").
+  ...access({ who: { scope: "events:write", also: ["people:read"] }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
   request: { body: { required: true, content: { "application/json": { schema: PeopleEventsSubscriptionBody } } } },
   responses: { 200: ok, 400: errorResponse("url must be an https URL (and the rest of the callback rules: docs/jobs.md \"Callbacks\")"), ...authenticatedErrorResponses },
 });
@@ -42,7 +47,8 @@ const deleteRoute = createRoute({
   operationId: "deletePeopleEventsSubscription",
   tags: ["People"],
   summary: "Stop sending this account's people events; those not yet delivered are dropped",
-  ...access({ who: { scope: "events:write" }, limits: ["lookup"] }),
+  description: "Needs people:read besides events:write. The change is an audit event (account.people_events_url_removed).",
+  ...access({ who: { scope: "events:write", also: ["people:read"] }, limits: ["lookup"] }),
   responses: { 200: ok, ...authenticatedErrorResponses },
 });
 
@@ -66,6 +72,15 @@ function registerEventDocs(app: OpenAPIHono<AppEnv>): void {
   });
 }
 
+/**
+ * The subscription's change as an audit event (GET /v1/audit-events): who pointed the account's people events where.
+ * Only the URL's host: a path or query may carry the receiver's own secret.
+ */
+const audited = (c: Context<AppEnv>, action: "account.people_events_url_set" | "account.people_events_url_removed", details: Record<string, unknown>) => (changed: SQL) => {
+  const caller = c.get("auth");
+  return auditEvent({ accountId: caller.accountId, action, actor: caller.actor, target: caller.accountId, details, requestId: c.get("requestId"), now: Date.now() }, changed);
+};
+
 export function registerPeopleEventsRoutes(app: OpenAPIHono<AppEnv>): void {
   registerEventDocs(app);
   const answer = (url: string | null, config: AppEnv["Variables"]["config"]): PeopleEventsSubscription => ({ url, window_seconds: config.PEOPLE_EVENTS_WINDOW_SECONDS });
@@ -75,11 +90,11 @@ export function registerPeopleEventsRoutes(app: OpenAPIHono<AppEnv>): void {
     // The same rules as a job's callback_url: https on the default port, a public host (checked again at each delivery).
     const checked = checkCallbackUrl(c.req.valid("json").url, config.CALLBACK_ALLOW_PRIVATE_TARGETS);
     if (!checked.ok) throw new ApiError(400, checked.error.replace(/^callback_url/, "url"));
-    await setPeopleEventsUrl(requestDatabase(c), c.get("auth").accountId, checked.url);
+    await setPeopleEventsUrl(requestDatabase(c), c.get("auth").accountId, checked.url, audited(c, "account.people_events_url_set", { host: new URL(checked.url).host }));
     return c.json(answer(checked.url, config), 200);
   });
   app.openapi(deleteRoute, async (c) => {
-    await setPeopleEventsUrl(requestDatabase(c), c.get("auth").accountId, null);
+    await setPeopleEventsUrl(requestDatabase(c), c.get("auth").accountId, null, audited(c, "account.people_events_url_removed", {}));
     return c.json(answer(null, c.get("config")), 200);
   });
 }

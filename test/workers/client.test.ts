@@ -161,7 +161,15 @@ describe("the typed client", () => {
     expect(UsageReport.strict().parse(usage.data).totals.lookups_charged).toBe(4);
     called.add("getUsage");
     const audit = await api.GET("/v1/audit-events", { params: { query: { limit: "10" } } });
-    expect(AuditPage.strict().parse(audit.data).events.map((e) => e.action)).toEqual(["key.revoked", "key.rolled", "key.created", "key.created"]);
+    expect(AuditPage.strict().parse(audit.data).events.map((e) => e.action)).toEqual([
+      "key.revoked",
+      "key.rolled",
+      "key.created",
+      // The people events subscription set and removed above, each audited (issue 43).
+      "account.people_events_url_removed",
+      "account.people_events_url_set",
+      "key.created",
+    ]);
     called.add("listAuditEvents");
   });
 
