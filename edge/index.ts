@@ -15,6 +15,7 @@ import { deleteOldAuditEvents } from "./identity/store/audit.ts";
 import { cleanUpSignInData } from "./identity/sessions.ts";
 import { handleLookupJobMessages, runLookupJobsCron, type LookupJobsDeps } from "./lookup-jobs/consumer.ts";
 import { isLookupJobsQueue } from "./lookup-jobs/queue.ts";
+import { stopJobsOfGoneMakersNow } from "./lookup-jobs/gone-makers.ts";
 
 const app = createApp();
 
@@ -46,6 +47,8 @@ const CRON_TASKS: CronTask[] = [
       const now = Date.now();
       return {
         keys_expired_recorded: await recordExpiredKeys(deps.db, now),
+        // A key that expired (and was not rolled) stops its jobs, as a revocation does at once.
+        jobs_of_gone_makers_stopped: await stopJobsOfGoneMakersNow(deps.db, now),
         audit_events_deleted: await deleteOldAuditEvents(deps.db, now - config.AUDIT_RETENTION_SECONDS * 1000),
       };
     },

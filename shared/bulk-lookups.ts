@@ -25,6 +25,7 @@ export const BULK_LOOKUP_MESSAGES = {
   paramsNotAnObject: "params must be an object of identifiers",
   badReference: `reference must be a string of at most ${BULK_LOOKUP_LIMITS.maxReferenceLength} characters`,
   idempotencyConflict: "This Idempotency-Key was already used for a different request",
+  idempotencyOtherCaller: "This Idempotency-Key was used by another key or member of this account: its answer is replayed only to whoever made that call",
   stillAnswering: "A request with this Idempotency-Key is still being answered; retry in a few seconds",
   erased: "This person was erased after this answer was first given; it is no longer disclosed (see GET /v1/people/erasures)",
 } as const;

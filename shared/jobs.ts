@@ -109,6 +109,8 @@ export const JobCreateQuery = z.object({
 });
 
 export const JOB_STATUSES = ["queued", "running", "completed", "cancelled"] as const;
+/** Why a job was cancelled: by its owner, with whoever made it, or with the lookup job whose verify_emails phase it was. */
+export const JOB_CANCEL_REASONS = ["requested", "key_revoked", "key_expired", "member_removed", "lookup_job_cancelled"] as const;
 
 export const VerificationJob = z
   .object({
@@ -121,6 +123,10 @@ export const VerificationJob = z
     }),
     email_column: z.string().nullable().openapi({ description: "Which of columns held the addresses; null for a JSON list or a file of one column", example: "E-mail address" }),
     status: z.enum(JOB_STATUSES),
+    cancel_reason: z.enum(JOB_CANCEL_REASONS).nullable().openapi({
+      description:
+        "Once cancelled, why: requested (DELETE), key_revoked, key_expired or member_removed (whoever made it can no longer act: its jobs stop with it); null otherwise, and for jobs cancelled before 1.11",
+    }),
     created_at: z.string().openapi({ description: "ISO 8601, UTC" }),
     completed_at: z.string().nullable().openapi({ description: "When the last address was answered, or the job cancelled" }),
     total: z.number().int().openapi({ description: "Input lines, duplicates and invalid ones included" }),

@@ -39,6 +39,8 @@ export const LOOKUP_JOB_MESSAGES = {
 } as const;
 
 export const LOOKUP_JOB_STATUSES = ["queued", "running", "paused", "completed", "cancelled"] as const;
+/** Why a job was cancelled: by its owner, by the pause limit, or with whoever made it (docs/lookup-jobs.md "The job object"). */
+export const LOOKUP_JOB_CANCEL_REASONS = ["requested", "paused_too_long", "key_revoked", "key_expired", "member_removed"] as const;
 
 const columnParams = Object.fromEntries(
   IDENTIFIER_NAMES.map((name) => [
@@ -85,6 +87,13 @@ export const LookupJob = z
       })
       .nullable()
       .openapi({ description: "While paused: why, and since when; null otherwise" }),
+    cancel_reason: z
+      .enum(LOOKUP_JOB_CANCEL_REASONS)
+      .nullable()
+      .openapi({
+        description:
+          "Once cancelled, why: requested (DELETE), paused_too_long (paused for LOOKUP_JOB_MAX_PAUSE_SECONDS), key_revoked, key_expired or member_removed (whoever made it can no longer act: its jobs stop with it); null otherwise, and for jobs cancelled before 1.11",
+      }),
     created_at: z.string(),
     completed_at: z.string().nullable().openapi({ description: "When the job completed or was cancelled" }),
     total: z.number().int().openapi({ description: "Lines of the list" }),

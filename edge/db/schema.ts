@@ -282,9 +282,21 @@ export const verificationJobs = sqliteTable(
     columns: text("columns"),
     /** Which of `columns` held the addresses (0-based); null when none are kept. */
     emailColumn: integer("email_column"),
+    /**
+     * The lookup job whose verify_emails phase this job is (docs/lookup-jobs.md "Verified addresses"); null for a job a
+     * customer made. Set only by our own engine, never from a request: how the phase finds its job (not by an
+     * Idempotency-Key, which is the customer's), and why the verification job routes neither list it nor show its
+     * addresses to a caller without people:read.
+     */
+    parentJobId: text("parent_job_id"),
+    /** Who made it: the key's id, or the member's for a session; null for the service's own jobs and jobs made before 1.11. Its jobs stop when it is revoked, expires or is removed. */
+    actor: text("actor"),
+    /** Once cancelled: requested (DELETE), key_revoked, key_expired, member_removed or lookup_job_cancelled (a verify_emails phase); null for jobs cancelled before 1.11. */
+    cancelReason: text("cancel_reason"),
   },
   (t) => [
     uniqueIndex("verification_jobs_idempotency_unique").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
+    uniqueIndex("verification_jobs_parent_unique").on(t.parentJobId).where(sql`${t.parentJobId} is not null`),
     // The daily line quota sums an account's jobs created in the last 24 hours.
     index("verification_jobs_account_created_idx").on(t.accountId, t.createdAt),
     index("verification_jobs_account_status_idx").on(t.accountId, t.status),
@@ -815,6 +827,8 @@ export const lookupJobs = sqliteTable(
     status: text("status", { enum: ["queued", "running", "paused", "completed", "cancelled"] }).notNull().default("queued"),
     /** While paused: insufficient_credits or daily_credit_cap. */
     pauseReason: text("pause_reason"),
+    /** Once cancelled: requested (DELETE), paused_too_long, key_revoked, key_expired or member_removed; null for jobs cancelled before 1.11. */
+    cancelReason: text("cancel_reason"),
     pausedAt: integer("paused_at"),
     total: integer("total").notNull(),
     found: integer("found").notNull().default(0),

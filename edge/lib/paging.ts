@@ -45,3 +45,22 @@ export function cursorPaging(o: LimitRule & { tag: string; fields: number; badCu
     cursor: (...fields) => btoa(`${o.tag}:${fields.join(":")}`).replace(/=+$/, ""),
   };
 }
+
+/**
+ * What one JSON page of results may carry of the customer's own data, in characters (their kept columns, their line's
+ * cells, what was found): about 1 MiB, so a page of wide lines stays a page, not tens of megabytes in one isolate.
+ */
+export const PAGE_BUDGET_CHARS = 1024 * 1024;
+
+/** The first rows of a page: at most `limit`, and past the first no more than `budget` characters by `weight`. */
+export function withinPageBudget<T>(rows: readonly T[], limit: number, weight: (row: T) => number, budget = PAGE_BUDGET_CHARS): T[] {
+  let total = 0;
+  let taken = 0;
+  for (const row of rows) {
+    if (taken === limit) break;
+    total += weight(row);
+    if (taken > 0 && total > budget) break;
+    taken++;
+  }
+  return rows.slice(0, taken);
+}

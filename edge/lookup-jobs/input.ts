@@ -8,6 +8,7 @@
  */
 import { parse as csvParser, type CsvError } from "csv-parse";
 import { checkIdentifiers, guessIdentifierColumns, columnName, identifiersKey, IDENTIFIER_NAMES, MAX_IDENTIFIER_LENGTH, type IdentifierName, type Identifiers } from "../../shared/identifiers.ts";
+import { CSV_LINE_ERRORS, JOB_LIMITS } from "../../shared/job-limits.ts";
 import { LOOKUP_JOB_CONTENT_TYPES, LOOKUP_JOB_LIMITS, LOOKUP_JOB_MESSAGES } from "../../shared/lookup-jobs.ts";
 import { ApiError } from "../lib/errors.ts";
 
@@ -99,7 +100,9 @@ async function* csvRecords(bytes: Uint8Array, chunk: number): AsyncGenerator<{ r
     skip_empty_lines: true,
     max_record_size: LOOKUP_JOB_LIMITS.maxLineBytes,
     on_record: (record: string[], context: { lines: number }) => {
-      out.push({ record, line: context.lines });
+      // The verification jobs' bound (shared/job-limits.ts): a line is read into that many cells at most.
+      if (record.length > JOB_LIMITS.maxColumns) failure ??= new ApiError(400, CSV_LINE_ERRORS.tooManyColumns(context.lines));
+      else out.push({ record, line: context.lines });
       return null;
     },
   });
@@ -109,12 +112,13 @@ async function* csvRecords(bytes: Uint8Array, chunk: number): AsyncGenerator<{ r
     // The parser reports a failure as an event on the next tick.
     await new Promise((resolve) => setTimeout(resolve, 0));
     const error = failure as (CsvError & { lines?: number }) | Error | null;
+    if (error instanceof ApiError) throw error;
     if (error && "code" in error && error.code === "CSV_MAX_RECORD_SIZE") throw new ApiError(400, LOOKUP_JOB_MESSAGES.lineTooLong(Number((error as { lines?: number }).lines ?? 0)));
     throw new ApiError(400, `Malformed CSV: ${(error?.message ?? "unreadable").slice(0, 200)}`);
   };
   for (let at = 0; at < bytes.byteLength; at += CSV_SLICE_BYTES) {
     parser.write(bytes.subarray(at, at + CSV_SLICE_BYTES));
-    if (parser.destroyed) await failed();
+    if (parser.destroyed || failure) await failed();
     if (out.length >= chunk) {
       yield out;
       out = [];
@@ -212,11 +216,14 @@ export async function scanList(bytes: Uint8Array, format: ListFormat, named: Nam
   return { plan: plan!, lines, wellFormed, invalid: lines - wellFormed, repeated: wellFormed - keys.size };
 }
 
-/** A stored line's input as the results show it: a CSV row by its header's names (an empty or repeated name as column_<n>), a JSON Lines object as it is. */
-export function inputObject(format: ListFormat, header: readonly string[] | null, stored: string): Record<string, unknown> {
+/**
+ * A stored line's input as the results show it: a CSV row by its header's names (`names`: headerNames of the header,
+ * computed once per read; a cell past them as column_<n>), a JSON Lines object as it is.
+ */
+export function inputObject(format: ListFormat, names: readonly string[], stored: string): Record<string, unknown> {
   const value = JSON.parse(stored) as unknown;
   if (format === "jsonl" || !Array.isArray(value)) return value as Record<string, unknown>;
-  return Object.fromEntries(value.map((cell, i) => [headerNames(header ?? [])[i] ?? `column_${i + 1}`, cell]));
+  return Object.fromEntries(value.map((cell, i) => [names[i] ?? `column_${i + 1}`, cell]));
 }
 
 /** A CSV header's names for the results' input objects: trimmed; an empty or repeated one as column_<n>. */

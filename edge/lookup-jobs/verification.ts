@@ -4,7 +4,9 @@
  * they were, turn by turn) go to one bulk verification job of the same account, made and run by the verification jobs'
  * own machinery (its fair share, the probe's lanes for this account, rechecks, receivers' budgets); when it has ended
  * its verdicts become the job's, are written back to the stored addresses (as the re-verification cron writes its own),
- * and the lookup job completes. Its Idempotency-Key is the lookup job's, so the phase started twice makes one job.
+ * and the lookup job completes. The verification job is the lookup job's child (verification_jobs.parent_job_id), set by
+ * this code alone: the phase started twice makes one job, no request can name or make one (a customer's Idempotency-Key
+ * is only ever its own jobs'), and only the addresses the lookup job still has found are written back.
  */
 import type { EmailVerificationResult } from "../../shared/api.ts";
 import { verificationReason } from "../../shared/email/verdict.ts";
@@ -20,12 +22,9 @@ import { expireResults } from "../jobs/store/retention.ts";
 import { ANSWERS_PER_WRITE, writeStoredEmailAnswers, type StoredEmailRules } from "../people/store.ts";
 import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "../verification/params.ts";
 import { batch, type LookupJobRow } from "./store/job-rows.ts";
-import { addressesToVerify, claimVerificationStart, finishVerification, touchJob, verificationStarted, writeVerdictsStatement, type Verdict } from "./store/verification.ts";
+import { addressesStillFound, addressesToVerify, claimVerificationStart, finishVerification, touchJob, verificationStarted, writeVerdictsStatement, type Verdict } from "./store/verification.ts";
 
 export type VerificationDeps = { db: Database; jobsQueue: JobsQueue; storedEmailRules: StoredEmailRules };
-
-/** The verification job's Idempotency-Key: one per lookup job. */
-const keyOf = (lookupJobId: string) => `lookup-job:${lookupJobId}`;
 
 /** What the phase did: started (and whether it is done at once), still verifying, or finished (whether it completed the job). */
 export type PhaseStep = { kind: "not_due" } | { kind: "started"; verifying: boolean } | { kind: "verifying" } | { kind: "finished"; completed: boolean };
@@ -48,7 +47,7 @@ async function start(deps: VerificationDeps, job: LookupJobRow, now: number): Pr
   const unbounded = { maxRunning: Number.MAX_SAFE_INTEGER, maxLinesPerDay: Number.MAX_SAFE_INTEGER };
   const started = await startJob(
     deps.db,
-    { id, accountId: job.account_id, smtpTimeout: DEFAULT_SMTP_TIMEOUT_SECONDS, callbackUrl: null, idempotencyKey: keyOf(job.id), requestHash: job.id, total: unique.length, retentionSeconds: 0 },
+    { id, accountId: job.account_id, smtpTimeout: DEFAULT_SMTP_TIMEOUT_SECONDS, callbackUrl: null, idempotencyKey: null, parentJobId: job.id, requestHash: job.id, total: unique.length, retentionSeconds: 0 },
     unbounded,
   );
   let verificationJobId = id;
@@ -66,18 +65,25 @@ async function start(deps: VerificationDeps, job: LookupJobRow, now: number): Pr
   return { kind: "started", verifying: true };
 }
 
-/** The verification job ended: its verdicts become the lookup job's and the stored addresses', then its lines are let go. */
+/**
+ * The verification job ended: its verdicts become the lookup job's and the stored addresses', then its lines are let go.
+ * Only addresses a line of the lookup job still has found are written: one erased meanwhile (whose line now says erased)
+ * is not brought back.
+ */
 async function finish(deps: VerificationDeps, job: LookupJobRow, verificationJobId: string, now: number): Promise<PhaseStep> {
   for (let from = 0; ; ) {
-    const lines = await answeredLines(deps.db, verificationJobId, from, ANSWERS_PER_WRITE);
-    if (lines.length === 0) break;
+    const answered = await answeredLines(deps.db, verificationJobId, from, ANSWERS_PER_WRITE);
+    if (answered.length === 0) break;
+    from = Number(answered.at(-1)!.position) + 1;
+    const stillFound = await addressesStillFound(deps.db, job.id, answered.map((line) => line.email));
+    const lines = answered.filter((line) => stillFound.has(line.email));
+    if (lines.length === 0) continue;
     const verdicts: Verdict[] = lines.map((line) => {
       const result = JSON.parse(line.result) as EmailVerificationResult;
       return { email: line.email, classification: line.classification, reason: line.reason ?? result.reason ?? verificationReason(result), smtp_outcome: result.details?.smtp_outcome ?? null, checked_at: Number(line.checked_at) };
     });
     await batch(deps.db, [writeVerdictsStatement(deps.db, job.id, verdicts)]);
     await writeStoredEmailAnswers(deps.db, verdicts.map((v) => ({ ...v, reason: v.reason ?? "no_smtp_check" })), deps.storedEmailRules);
-    from = Number(lines.at(-1)!.position) + 1;
   }
   const completed = await finishVerification(deps.db, job.id, now);
   await expireResults(deps.db, verificationJobId);
@@ -100,6 +106,6 @@ export async function stepVerification(deps: VerificationDeps, job: LookupJobRow
 /** A lookup job cancelled in its verification phase: its verification job is cancelled too, and its lines let go. */
 export async function cancelVerification(db: Database, job: Pick<LookupJobRow, "account_id" | "verification_job_id">): Promise<void> {
   if (!job.verification_job_id) return;
-  await cancelJob(db, job.account_id, job.verification_job_id);
+  await cancelJob(db, job.account_id, job.verification_job_id, "lookup_job_cancelled");
   await expireResults(db, job.verification_job_id);
 }

@@ -94,6 +94,9 @@ export function personIdMatching(ids: IdentifierExpressions, filter?: LookupFilt
 /** "Someone with this id exists", for statements that charge for people matched a moment before (an erasure may come between). */
 export const personExists = (personId: SQL): SQL => sql`exists (select 1 from people where id = ${personId})`;
 
+/** The people who hold an address (an SQL expression), in any letter case SQLite folds: by the lower(email) index. */
+export const peopleWithAddress = (email: SQL): SQL => sql`select person_id from person_emails where lower(email) = lower(${email})`;
+
 /** The person's row as findPersonQuery reads it, with emails and phones as JSON arrays (not text): what lookup.ts's contactInfoFromSnapshot reads. */
 const PERSON_SNAPSHOT = (personId: SQL, filter: LookupFilter) => sql`(select json_object(
     'profnet_id', p.profnet_id, 'profnet_public_identifier', p.profnet_public_identifier, 'codehost_id', p.codehost_id, 'codehost_login', p.codehost_login,

@@ -27,6 +27,7 @@ export const JOB_MESSAGES = {
   dailyQuota: (max: number, used: number) =>
     `Daily line quota exceeded: an account may submit ${max.toLocaleString("en")} lines per 24 hours (JOB_MAX_LINES_PER_DAY); ${used.toLocaleString("en")} were submitted in the last 24 hours`,
   stillCreating: "The job with this Idempotency-Key is still being created; retry in a few seconds",
+  childOfLookupJob: (lookupJobId: string) => `This verification job is the verify_emails phase of the lookup job ${lookupJobId}: cancel that job (DELETE /v1/lookup_jobs/${lookupJobId})`,
 } as const;
 
 export const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
@@ -37,8 +38,9 @@ export const JobIdParam = z.object({ id: z.string().openapi({ example: "job_Qx3m
 
 export async function jobOr404(c: Context<AppEnv>): Promise<JobRow> {
   const job = await findJob(requestDatabase(c), c.get("auth").accountId, c.req.param("id") ?? "");
-  // Another account's job and no job at all look the same.
-  if (!job) throw new ApiError(404, JOB_MESSAGES.notFound);
+  // Another account's job and no job at all look the same; so does a lookup job's verify_emails phase to a caller that
+  // may not look people up (it holds the addresses that lookup job found: docs/lookup-jobs.md "Verified addresses").
+  if (!job || (job.parent_job_id !== null && !c.get("auth").scopes.includes("people:read"))) throw new ApiError(404, JOB_MESSAGES.notFound);
   return job;
 }
 

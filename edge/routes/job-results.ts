@@ -18,7 +18,7 @@ import { jobName, keptColumnsOf, type JobRow } from "../jobs/store/job-rows.ts";
 import { attachment, safeBaseName } from "../lib/attachment.ts";
 import { doneRowsQuery, firstUnansweredQuery, resultRowsQuery, type ResultFilter, type ResultRow } from "../jobs/store/lines.ts";
 import { ApiError } from "../lib/errors.ts";
-import { cursorPaging } from "../lib/paging.ts";
+import { cursorPaging, PAGE_BUDGET_CHARS, withinPageBudget } from "../lib/paging.ts";
 import { DEFAULT_PAGE, JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobWithResults, MAX_PAGE } from "./job-common.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { access } from "./access.ts";
@@ -30,7 +30,7 @@ const CSV_PAGE = 1_000;
  * A JSON page's kept columns, in characters (each result's stored cells and the columns' names): past it the page ends
  * early and next_cursor resumes, so a page of 1,000 lines of a wide file stays a few MB, not the whole upload.
  */
-export const KEPT_PAGE_CHARS = 1024 * 1024;
+export const KEPT_PAGE_CHARS = PAGE_BUDGET_CHARS;
 
 export const jobResultsRoute = createRoute({
   method: "get",
@@ -87,15 +87,7 @@ const keptWeight = (row: ResultRow, namesChars: number) => (row.fields === null 
 /** The page's results from `rows`, at most `limit` and, past the first, no more than KEPT_PAGE_CHARS of kept columns. */
 function withinBudget(rows: ResultRow[], limit: number, kept: readonly string[]): ResultRow[] {
   const namesChars = kept.reduce((n, name) => n + name.length, 0);
-  let weight = 0;
-  let taken = 0;
-  for (const row of rows) {
-    if (taken === limit) break;
-    weight += keptWeight(row, namesChars);
-    if (taken > 0 && weight > KEPT_PAGE_CHARS) break;
-    taken++;
-  }
-  return rows.slice(0, taken);
+  return withinPageBudget(rows, limit, (row) => keptWeight(row, namesChars), KEPT_PAGE_CHARS);
 }
 
 /** A filter parameter: comma-separated values of its vocabulary; anything else is 400 naming it. */

@@ -110,6 +110,7 @@ export const cancelJobRoute = createRoute({
     200: json(VerificationJob, "The job as it is now"),
     400: errorResponse(JOB_MESSAGES.badPurge),
     404: errorResponse(JOB_MESSAGES.notFound),
+    409: errorResponse("The job is a lookup job's verify_emails phase: cancel that lookup job instead"),
     ...authenticatedErrorResponses,
   },
 });
@@ -197,7 +198,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>,
   const columns = request.kept === null ? null : { names: request.kept.names, emailColumn: request.kept.emailColumn };
   const started = await startJob(
     db,
-    { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: request.addresses.length, retentionSeconds, name: request.name, columns },
+    { id, accountId, smtpTimeout, callbackUrl, idempotencyKey: key, requestHash, total: request.addresses.length, retentionSeconds, name: request.name, columns, actor: c.get("auth").actor },
     limits,
   );
   switch (started.kind) {
@@ -250,6 +251,9 @@ export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
   app.openapi(cancelJobRoute, async (c) => {
     const purge = c.req.valid("query").purge === "true";
     const db = requestDatabase(c);
+    // A lookup job's verify_emails phase ends with that job: cancelling it alone would leave the lookup job half verified.
+    const parent = (await jobOr404(c)).parent_job_id;
+    if (parent) throw new ApiError(409, JOB_MESSAGES.childOfLookupJob(parent));
     const outcome = await cancelJob(db, c.get("auth").accountId, c.req.valid("param").id);
     if (!outcome) throw new ApiError(404, JOB_MESSAGES.notFound);
     const { cancelled } = outcome;

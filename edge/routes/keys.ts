@@ -9,7 +9,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ApiKeyCreateRequest, ApiKeyList, ApiKeyRollRequest, ApiKeyWithToken, ApiKey, KeyIdParam, MAX_KEY_LIFETIME_MS, MAX_KEYS_IN_OVERLAP, MAX_LIVE_KEYS, ROLL_OVERLAP } from "../../shared/keys.ts";
-import { decodeScopes } from "../../shared/scopes.ts";
+import { decodeScopes, scopeReach } from "../../shared/scopes.ts";
 import { forgetKey } from "../identity/authenticate.ts";
 import { requestDatabase } from "../db/client.ts";
 import { createKey, getKey, keyJson, listKeys, revokeKey, rollKey, type KeyRow } from "../identity/store/keys.ts";
@@ -17,6 +17,7 @@ import type { AppEnv } from "../env.ts";
 import { dominatesKey, strongerThanCaller, type KeyPower } from "../identity/authority.ts";
 import { authorityHeld } from "../identity/store/authority.ts";
 import { ApiError } from "../lib/errors.ts";
+import { stopJobsOfGoneMakers } from "../lookup-jobs/gone-makers.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { missingScope } from "../identity/scopes.ts";
 import { access, SMALL_BODY_MAX_BYTES } from "./access.ts";
@@ -100,6 +101,7 @@ const revokeRoute = createRoute({
   summary: "Revoke a key",
   description:
     "From now on the key gets 401 with reason key_revoked: at once on this Worker instance, within 60 seconds on every other (each caches a key for at most that long). " +
+    "Its unfinished jobs (lookup and verification jobs it made) are cancelled in the same transaction, cancel_reason key_revoked: nothing more is charged to it. " +
     "Idempotent: a revoked key is answered as it is. A key may revoke itself.",
   ...access({ who: { scope: "keys:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
   request: { params: KeyIdParam },
@@ -136,7 +138,8 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
     const caller = c.get("auth");
     const body = c.req.valid("json");
     const now = Date.now();
-    const missing = body.scopes.find((s) => !caller.scopes.includes(s));
+    // A scope and what it reaches (events:write reaches people:read: shared/scopes.ts SCOPE_REACH).
+    const missing = scopeReach(body.scopes).find((s) => !caller.scopes.includes(s));
     if (missing) throw missingScope(missing, caller);
     const expiresAt = body.expires_at === undefined ? null : Date.parse(body.expires_at);
     if (expiresAt !== null && expiresAt <= now) throw new ApiError(400, KEY_MESSAGES.expiresInPast);
@@ -205,7 +208,9 @@ export function registerKeyRoutes(app: OpenAPIHono<AppEnv>): void {
     if (id !== caller.keyId && target.revoked_at === null && !dominatesKey(caller, keyPower(target))) {
       throw strongerThanCaller("a key can only revoke itself or keys whose scopes, daily credit cap and expiry it holds itself");
     }
-    const row = await revokeKey(db, { accountId: caller.accountId, keyId: id, actor: caller.actor, requestId: c.get("requestId"), now, onlyIf: authorityHeld(caller, now) });
+    // The jobs it made stop in the same transaction (cancelled, reason key_revoked): revoking a leaked key stops its spending.
+    const then = stopJobsOfGoneMakers(caller.accountId, now);
+    const row = await revokeKey(db, { accountId: caller.accountId, keyId: id, actor: caller.actor, requestId: c.get("requestId"), now, onlyIf: authorityHeld(caller, now), then });
     if (!row) throw new ApiError(404, KEY_MESSAGES.notFound);
     if (row.revoked_at === null) throw new ApiError(403, KEY_MESSAGES.authorityLost, {}, { reason: "authority_lost" });
     forgetKey(row.token_hash);

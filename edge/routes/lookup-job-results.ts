@@ -12,7 +12,8 @@ import { iso } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";
 import { csvCell } from "../jobs/csv-export.ts";
 import { ApiError } from "../lib/errors.ts";
-import { cursorPaging } from "../lib/paging.ts";
+import { attachment } from "../lib/attachment.ts";
+import { cursorPaging, withinPageBudget } from "../lib/paging.ts";
 import { headerNames, inputObject, type ListFormat } from "../lookup-jobs/input.ts";
 import { columnsOf, findLookupJob, isEnded, processedOf, type LookupJobRow } from "../lookup-jobs/store/job-rows.ts";
 import { firstUnansweredQuery, resultRowsQuery, rowsWithOutcomesQuery, verdictsOfQuery, widestInput, type ResultRow, type VerdictRow } from "../lookup-jobs/store/lines.ts";
@@ -79,15 +80,27 @@ function statusFilter(raw: string | undefined): LookupLineStatus[] {
   return [...new Set(values)] as LookupLineStatus[];
 }
 
-/** How a job's results read: its input's format and header, its include, and (verify_emails) the verdicts to show. */
-type View = { format: ListFormat; header: string[] | null; include: Set<PeopleInclude>; verify: boolean };
+/**
+ * How a job's results read: its input's format, header and the names its cells go by (once per read: a page's work is
+ * linear in its size, whatever the width), its include, and (verify_emails) the verdicts to show.
+ */
+type View = { format: ListFormat; header: string[] | null; names: string[]; namesChars: number; include: Set<PeopleInclude>; verify: boolean };
 
-const viewOf = (job: LookupJobRow): View => ({
-  format: job.format,
-  header: columnsOf(job).header,
-  include: Number(job.email_details) === 1 ? new Set<PeopleInclude>(["email_details"]) : new Set(),
-  verify: Number(job.verify_emails) === 1,
-});
+function viewOf(job: LookupJobRow): View {
+  const header = columnsOf(job).header;
+  const names = headerNames(header ?? []);
+  return {
+    format: job.format,
+    header,
+    names,
+    namesChars: names.reduce((n, name) => n + name.length, 0),
+    include: Number(job.email_details) === 1 ? new Set<PeopleInclude>(["email_details"]) : new Set(),
+    verify: Number(job.verify_emails) === 1,
+  };
+}
+
+/** What a line weighs in a JSON page: its cells and the names that key them, and what was found. */
+const lineWeight = (row: ResultRow, view: View) => row.input.length + (view.format === "csv" ? view.namesChars : 0) + (row.person?.length ?? 0);
 
 /** The addresses a set of rows answered with, for their verdicts. */
 const emailsOf = (rows: readonly ResultRow[]) => rows.flatMap((r) => (r.person ? (JSON.parse(r.person) as { emails: [string][] }).emails.map(([e]) => e) : []));
@@ -110,7 +123,7 @@ function withVerdicts(data: ContactInfo, verdicts: ReadonlyMap<string, VerdictRo
 }
 
 function lineResult(row: ResultRow, view: View, verdicts: ReadonlyMap<string, VerdictRow>): LookupJobResult {
-  const base = { line: Number(row.position) + 1, input: inputObject(view.format, view.header, row.input) };
+  const base = { line: Number(row.position) + 1, input: inputObject(view.format, view.names, row.input) };
   const status = (row.outcome ?? "refused") as LookupLineStatus;
   if (status === "found" && row.person) {
     const data = contactInfoFromSnapshot(row.person, view.include);
@@ -138,10 +151,11 @@ async function page(db: Database, job: LookupJobRow, view: View, from: number, l
       rows = rows.slice(0, at);
     }
   }
-  const shown = rows.slice(0, limit);
+  // At most `limit` lines and, past the first, PAGE_BUDGET_CHARS of them: next_cursor resumes at the first left out.
+  const shown = withinPageBudget(rows, limit, (row) => lineWeight(row, view));
   const verdicts = await verdictsFor(db, job, view, shown);
   let next: number | null;
-  if (rows.length > limit) next = Number(rows[limit]!.position);
+  if (rows.length > shown.length) next = Number(rows[shown.length]!.position);
   else if (stop !== null) next = stop;
   else if (ended) next = null;
   else next = shown.length > 0 ? Number(shown.at(-1)!.position) + 1 : from;
@@ -227,7 +241,7 @@ async function download(c: Context<AppEnv>, job: LookupJobRow, view: View, forma
     },
   });
   const type = format === "csv" ? "text/csv; charset=utf-8" : "application/jsonl; charset=utf-8";
-  return c.body(stream, 200, { "Content-Type": type, "Content-Disposition": `attachment; filename="${job.id}.${format}"` });
+  return c.body(stream, 200, { "Content-Type": type, "Content-Disposition": attachment(`${job.id}.${format}`) });
 }
 
 async function results(c: Context<AppEnv>, query: z.infer<typeof resultsRoute.request.query>) {

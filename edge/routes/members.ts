@@ -13,6 +13,7 @@ import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import { Invite, InviteCreateRequest, InviteList, Member, MemberList, MemberPatch, MemberRemoval, PendingInvite } from "../../shared/members.ts";
 import { requestDatabase } from "../db/client.ts";
 import { keyJson, keysMadeBy, revokeKeysStatements } from "../identity/store/keys.ts";
+import { stopJobsOfGoneMakers } from "../lookup-jobs/gone-makers.ts";
 import { createInvite, getInvite, inviteJson, listInvites, revokeInvite } from "../identity/store/invites.ts";
 import { changeRole, getMember, listMembers, memberJson, removeMember, type ChangeOutcome } from "../identity/store/members.ts";
 import type { AppEnv } from "../env.ts";
@@ -242,6 +243,8 @@ export function registerMemberRoutes(app: OpenAPIHono<AppEnv>): void {
       now,
       onlyIf: authorityHeld(caller, now),
       revokeKeys: (onlyIf) => (revoke && made.length > 0 ? revokeKeysStatements(db, { accountId: caller.accountId, keyIds: made.map((k) => k.id), actor: caller.actor, requestId, now, onlyIf }) : []),
+      // The jobs they made (and, with revoke_keys, their keys made) stop with them.
+      after: stopJobsOfGoneMakers(caller.accountId, now),
     });
     if (!outcome.changed) throw changeRefused(outcome);
     forgetMember(id);

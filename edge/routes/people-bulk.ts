@@ -34,7 +34,7 @@ export const peopleBulkRoute = createRoute({
   summary: "Look up to 100 people in one call",
   description:
     `A JSON body {"requests": [{"params": {the identifiers, as GET /v1/people takes them}, "reference": "yours, echoed"}, ...], "include": [...]}: 1 to ${BULK_LOOKUP_LIMITS.maxItems} items, each validated and answered as GET /v1/people would (status 200 with data, or 400, 402 or 404 with error), in request order; one bad item never fails the others. ` +
-    "Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served and the rest answer 402; the same person asked twice is charged once. " +
+    "Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served; once nothing more can be paid for, every later item answers 402 whether or not it matches anyone (so nothing is told free of who is held), except a person the call already paid for; the same person asked twice is charged once. " +
     "Counts one against the key's lookup limit per item. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.",
   ...access({ who: { scope: "people:read" }, limits: ["lookup"], body: limitRequestBody(BULK_LOOKUP_LIMITS.maxBodyBytes, BULK_LOOKUP_MESSAGES.bodyTooLarge) }),
   request: {
@@ -52,7 +52,7 @@ export const peopleBulkRoute = createRoute({
       headers: { ...creditHeaders, "Idempotent-Replayed": { schema: { type: "string" as const }, description: "true when this is the first answer to an earlier call with the same Idempotency-Key" } },
     },
     400: errorResponse("The envelope is malformed (not JSON, not an object, requests not an array of 1 to 100 items, an unknown include), or a bad Idempotency-Key; an item's own problems are that item's 400", creditHeaders),
-    409: errorResponse(`${BULK_LOOKUP_MESSAGES.idempotencyConflict}; or ${BULK_LOOKUP_MESSAGES.stillAnswering} (with Retry-After)`),
+    409: errorResponse(`${BULK_LOOKUP_MESSAGES.idempotencyConflict}; ${BULK_LOOKUP_MESSAGES.idempotencyOtherCaller}; or ${BULK_LOOKUP_MESSAGES.stillAnswering} (with Retry-After)`),
     413: errorResponse(BULK_LOOKUP_MESSAGES.bodyTooLarge),
     ...authenticatedErrorResponses,
   },
@@ -162,6 +162,8 @@ async function lookupPeople(c: Context<AppEnv>) {
     const row = rows[0];
     if (!row) throw new Error("the Idempotency-Key's row was not read back");
     if (row.claim_token !== token) {
+      // A replay discloses the people of the first answer: only to whoever made that call (and was charged and recorded for it).
+      if (row.actor !== auth.actor) throw new ApiError(409, BULK_LOOKUP_MESSAGES.idempotencyOtherCaller);
       if (row.request_hash !== requestHash) throw new ApiError(409, BULK_LOOKUP_MESSAGES.idempotencyConflict);
       if (row.state !== "done") throw new ApiError(409, BULK_LOOKUP_MESSAGES.stillAnswering, { "Retry-After": "1" });
       const remaining = Number(balance[0]?.credit_balance ?? 0);
@@ -198,7 +200,7 @@ async function lookupPeople(c: Context<AppEnv>) {
   }
   const charged = results[key === null ? 1 : 0] as { request_id: string; balance_after: number }[];
   const people = results[statements.length] as { person_id: number; person: string }[];
-  const row = (results[statements.length + 1] as { refusal: string | null }[])[0];
+  const row = (results[statements.length + 1] as { refusal: string | null; cut: number | null }[])[0];
   const balance = Number((results[statements.length + 3] as { credit_balance: number }[])[0]?.credit_balance ?? 0);
   // The claim was taken over (a call older than STALE_CLAIM_MS): nothing of this one was written.
   if (rowsAffected(results[statements.length + 2]) !== 1 || !row) throw new ApiError(409, BULK_LOOKUP_MESSAGES.stillAnswering, { "Retry-After": "1" });
@@ -206,16 +208,18 @@ async function lookupPeople(c: Context<AppEnv>) {
   const served = new Map(people.map((p) => [Number(p.person_id), p.person]));
   const refusal: Partial<PeopleBulkResult> =
     row.refusal === "daily_credit_cap" ? { error: ERROR_MESSAGES.dailyCreditCap, reason: "daily_credit_cap" } : { error: ERROR_MESSAGES.insufficientCredits };
+  // Past the cut (the call could pay for no more), an item that is not a 400 is a 402 whether or not it matched: nothing
+  // is told free of who is held. A person the call already paid for is served again, free.
+  const cut = row.cut === null ? null : Number(row.cut);
   const out = items.map((item, position): PeopleBulkResult => {
     const { reference } = item;
     if (!item.check.ok) return { status: 400, reference, error: item.check.error };
     const person = personAt.get(position);
-    if (person == null) return { status: 404, reference, error: ERROR_MESSAGES.profileNotFound };
-    const snapshot = served.get(person);
+    const snapshot = person == null ? undefined : served.get(person);
     if (snapshot !== undefined) return { status: 200, reference, data: contactInfoFromSnapshot(snapshot, include) };
-    // Matched, not served: refused for credits; or erased between the two round trips, and so found by nobody.
-    if (row.refusal === null) return { status: 404, reference, error: ERROR_MESSAGES.profileNotFound };
-    return { status: 402, reference, ...(refusal as { error: string }) };
+    if (cut !== null && position > cut) return { status: 402, reference, ...(refusal as { error: string }) };
+    // Matched nobody; or matched, then erased between the two round trips, and so found by nobody.
+    return { status: 404, reference, error: ERROR_MESSAGES.profileNotFound };
   });
   return c.json({ results: out }, 200, creditHeaderValues(charged.length * config.LOOKUP_COST, balance));
 }

@@ -9,6 +9,7 @@ import { decodeScopes, SCOPES, type Scope } from "../../shared/scopes.ts";
 import { newId } from "../../edge/identity/tokens.ts";
 import { auditEvent } from "../../edge/identity/store/audit.ts";
 import { accountOfKey, createKey, listKeys, revokeKey } from "../../edge/identity/store/keys.ts";
+import { stopJobsOfGoneMakers } from "../../edge/lookup-jobs/gone-makers.ts";
 import { accounts, creditLedger } from "../../edge/db/schema.ts";
 import type * as schema from "../../edge/db/schema.ts";
 import { type Db } from "../../edge/db/rows.ts";
@@ -77,7 +78,9 @@ export async function createApiKey(db: Db, accountId: string, options: KeyOption
 export async function revokeApiKey(db: Db, keyId: string): Promise<{ id: string; revoked_at: number }> {
   const accountId = await accountOfKey(db, keyId);
   if (accountId === null) throw new AdminError(`No key ${keyId}`);
-  const row = await revokeKey(db, { accountId, keyId, actor: "operator", requestId: null, now: Date.now() });
+  const now = Date.now();
+  // As the API's revocation: the jobs the key made stop in the same transaction.
+  const row = await revokeKey(db, { accountId, keyId, actor: "operator", requestId: null, now, then: stopJobsOfGoneMakers(accountId, now) });
   return { id: keyId, revoked_at: Number(row!.revoked_at) };
 }
 

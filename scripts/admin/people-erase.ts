@@ -2,14 +2,14 @@
  * `people erase` (docs/operations.md "Personal data"): the people a selector names are deleted with every
  * identifier, handle, address and phone, and suppressed by keyed hash (scripts/admin/people-privacy.ts) so that no
  * import, in any equivalent spelling, brings them back; each account that received them gets an erasure notice
- * naming what its lookups returned; their addresses leave the running refresh jobs; the answers we keep of bulk lookups
+ * naming what its lookups returned; their addresses leave the running refresh jobs and lookup jobs' verify_emails phases; the answers we keep of bulk lookups
  * stop disclosing them, and what customers reported of them (bounce feedback) is deleted. One write batch does it all.
  */
 import type { Client, InArgs, InStatement } from "@libsql/client";
 import type { SQL } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { REFRESH_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
-import { removeAddressesFromOpenJobs } from "../../edge/jobs/store/internal-jobs.ts";
+import { removeAddressesFromOpenJobs, removeAddressesFromPhaseJobs } from "../../edge/jobs/store/internal-jobs.ts";
 import { eraseFromBulkLookups } from "../../edge/lookup-jobs/store/erasure.ts";
 import {
   checkSuppressionKey,
@@ -123,6 +123,8 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
     // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).
     ...removeAddressesFromOpenJobs(REFRESH_ACCOUNT_ID, addresses, now).map(inBatch),
+    // And the lookup jobs' verify_emails phases, whoever's: neither listed nor written back when the phase ends.
+    ...removeAddressesFromPhaseJobs(addresses, now).map(inBatch),
     // What the bulk lookups keep of them (a batch's first answer, lookup jobs' lines and verdicts) stops disclosing them.
     ...eraseFromBulkLookups(people.map((p) => p.id), addresses).map(inBatch),
   ];

@@ -4,8 +4,8 @@
  * (people-upsert.ts). Here an operator lists them, applies one (the two people become one, then the line is imported), undoes
  * an applied one, or dismisses one; each decision is an audit event (the operators' trail, under PEOPLE_AUDIT_ACCOUNT_ID).
  *
- * Applying keeps the older person (the lower id) and moves the other's addresses, phones, handles' sources and access-log
- * rows to it, in one write batch; an address both have keeps one row with both rows' sources. Everything is snapshotted
+ * Applying keeps the older person (the lower id) and moves the other's addresses, phones, handles' sources, access-log
+ * rows and what the bulk lookups kept of them (lookup job lines, batch answers) to it, in one write batch; an address both have keeps one row with both rows' sources. Everything is snapshotted
  * first. Undoing restores both people exactly as they were (the same ids, rows and sources; the access log as it was),
  * and is refused once anything was imported to the merged person since (it would be lost): re-verification answers and
  * sightings since are kept.
@@ -16,6 +16,7 @@ import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { auditEvent } from "../../edge/identity/store/audit.ts";
 import { PEOPLE_AUDIT_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
 import { iso } from "../../edge/db/rows.ts";
+import { moveBulkLookupsStatements, movedAnswers, restoreBulkLookupsStatements, type MovedAnswers } from "../../edge/lookup-jobs/store/erasure.ts";
 import { AdminError } from "./accounts.ts";
 import { loadPerson, type HeldPerson } from "./people-privacy.ts";
 import { IDENTIFIER_FIELDS, PERSON_FIELDS, type PersonRecord } from "./people-record.ts";
@@ -25,7 +26,7 @@ export const MERGE_STATES = ["open", "applied", "dismissed", "undone"] as const;
 export type MergeState = (typeof MERGE_STATES)[number];
 
 type CandidateRow = { id: number; people: string; record: string; reason: string; source: string; line: number; created_at: number; state: MergeState; decided_at: number | null; snapshot: string | null };
-type Snapshot = { kept: HeldPerson; merged: HeldPerson; after: HeldPerson; movedLog: number[] };
+type Snapshot = { kept: HeldPerson; merged: HeldPerson; after: HeldPerson; movedLog: number[]; movedAnswers?: MovedAnswers };
 
 export type MergeCandidate = {
   id: number;
@@ -181,15 +182,20 @@ export async function applyMergeCandidate(client: Client, id: number): Promise<{
     { sql: "update person_access_log set person_id = ? where person_id = ?", args: [keptId, mergedId] },
     { sql: "update people_events set person_id = ? where person_id = ?", args: [keptId, mergedId] },
     { sql: "update person_changes set person_id = ? where person_id = ?", args: [keptId, mergedId] },
+  );
+  // What the bulk lookups kept of the merged person (lookup job lines, batch answers) is the kept person's: an erasure of it reaches them.
+  const movesAt = statements.length;
+  statements.push(...moveBulkLookupsStatements(keptId, mergedId).map(inBatch));
+  statements.push(
     { sql: "delete from people where id = ?", args: [mergedId] },
     { sql: "update merge_candidates set state = 'applied', decided_at = ? where id = ? and state = 'open'", args: [now, id] },
     audit("person.merged", id, { kept: keptId, merged: mergedId, source: row.source, line: Number(row.line) }, now),
   );
-  await client.batch(statements, "write");
+  const results = await client.batch(statements, "write");
   // Now one person: the line is an ordinary import line.
   await upsertPeopleBatch(client, [{ line: Number(row.line), record: JSON.parse(row.record) as PersonRecord }], row.source);
   const after = await loadPerson(client, keptId);
-  const snapshot: Snapshot = { kept, merged, after: after!, movedLog };
+  const snapshot: Snapshot = { kept, merged, after: after!, movedLog, movedAnswers: movedAnswers(results.slice(movesAt, movesAt + 2)) };
   await client.execute({ sql: "update merge_candidates set snapshot = ? where id = ?", args: [JSON.stringify(snapshot), id] });
   return { kept: keptId, merged: mergedId };
 }
@@ -198,7 +204,7 @@ export async function applyMergeCandidate(client: Client, id: number): Promise<{
 export async function undoMergeCandidate(client: Client, id: number): Promise<{ restored: number[] }> {
   const row = await candidateRow(client, id);
   if (row.state !== "applied" || row.snapshot === null) throw new AdminError(`Merge candidate ${id} is ${row.state}: only an applied merge can be undone`);
-  const { kept, merged, after, movedLog } = JSON.parse(row.snapshot) as Snapshot;
+  const { kept, merged, after, movedLog, movedAnswers: moved } = JSON.parse(row.snapshot) as Snapshot;
   const now = Date.now();
   const current = await loadPerson(client, kept.id);
   if (!current) throw new AdminError(`Merge candidate ${id}: person ${kept.id} is no longer held (erased): nothing to undo`);
@@ -272,6 +278,8 @@ export async function undoMergeCandidate(client: Client, id: number): Promise<{ 
   statements.push(
     // After the rows: the access log going back does not make them look like new addresses for the recipients.
     { sql: "update person_access_log set person_id = ? where id in (select value from json_each(?))", args: [merged.id, JSON.stringify(movedLog)] },
+    // The bulk lookups' rows the merge moved are the merged person's again (a merge applied before 1.11 moved none).
+    ...restoreBulkLookupsStatements(kept.id, merged.id, moved ?? { lines: [], items: [] }).map(inBatch),
     { sql: "update merge_candidates set state = 'undone', decided_at = ? where id = ? and state = 'applied'", args: [now, id] },
     audit("person.merge_undone", id, { kept: kept.id, merged: merged.id }, now),
   );

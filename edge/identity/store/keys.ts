@@ -178,9 +178,10 @@ export async function rollKey(
 /**
  * The statements (for a batch) that revoke keys of the account (a revoked key is left as it is) and void the invites
  * each made that are still pending, with their audit events, if `onlyIf` holds: a revoked key's invites make nobody
- * a member. The last statement reads the keys back as they are after (a key id of no key of the account is left out).
+ * a member. `then`: statements of the caller's that must see the keys revoked (the jobs they made stopped). The last
+ * statement reads the keys back as they are after (a key id of no key of the account is left out).
  */
-export function revokeKeysStatements(db: Db, r: { accountId: string; keyIds: readonly string[]; actor: string; requestId: string | null; now: number; onlyIf?: SQL }) {
+export function revokeKeysStatements(db: Db, r: { accountId: string; keyIds: readonly string[]; actor: string; requestId: string | null; now: number; onlyIf?: SQL; then?: readonly SQL[] }) {
   const ids = JSON.stringify(r.keyIds);
   const onlyIf = r.onlyIf ?? sql`1`;
   const revoking = sql`(select id from api_keys where id in (select value from json_each(${ids})) and account_id = ${r.accountId} and revoked_at is null)`;
@@ -195,6 +196,7 @@ export function revokeKeysStatements(db: Db, r: { accountId: string; keyIds: rea
       from invites where created_by in ${revoking} and used_at is null and revoked_at is null and ${onlyIf}`),
     db.run(sql`update invites set revoked_at = ${r.now}, revoked_by = 'system' where created_by in ${revoking} and used_at is null and revoked_at is null and ${onlyIf}`),
     db.run(sql`update api_keys set revoked_at = ${r.now} where id in ${revoking} and ${onlyIf}`),
+    ...(r.then ?? []).map((statement) => db.run(statement)),
     db.all<KeyRow>(sql`select ${KEY_COLUMNS} from api_keys where id in (select value from json_each(${ids})) and account_id = ${r.accountId} order by created_at, id`),
   ] as const;
 }
@@ -209,7 +211,7 @@ export async function revokeKeys(db: Db, r: Parameters<typeof revokeKeysStatemen
 /** Revokes one key of the account (revokeKeys). Undefined: no such key. */
 export async function revokeKey(
   db: Db,
-  r: { accountId: string; keyId: string; actor: string; requestId: string | null; now: number; onlyIf?: SQL },
+  r: { accountId: string; keyId: string; actor: string; requestId: string | null; now: number; onlyIf?: SQL; then?: readonly SQL[] },
 ): Promise<KeyRow | undefined> {
   const { keyId, ...rest } = r;
   return (await revokeKeys(db, { ...rest, keyIds: [keyId] }))[0];
@@ -323,3 +325,24 @@ export async function findKeyByTokenHash(db: Db, tokenHash: string): Promise<Key
     accountActive: row.status === "active",
   };
 }
+
+/**
+ * "Whoever made this work can still act", as an SQL condition on `actor` (an SQL expression: a key's id, or a member's
+ * for a session): for jobs, which go on for minutes or days after the request that made them (docs/api.md "Keys and
+ * scopes"). A member still of the account; or a key not revoked whose own expiry has not come, or that a roll replaced
+ * by one that is (following replaced_by: a roll hands its maker's work on to the new key; a revocation anywhere on the
+ * way stops it).
+ */
+export const actorLive = (actor: SQL, now: number): SQL => sql`(exists (select 1 from members m where m.id = ${actor})
+  or exists (with recursive chain(id) as (
+      select k.id from api_keys k where k.id = ${actor} and k.revoked_at is null
+      union select n.id from chain c join api_keys o on o.id = c.id join api_keys n on n.id = o.replaced_by where n.revoked_at is null)
+    select 1 from chain c join api_keys k on k.id = c.id where k.expires_at is null or k.expires_at > ${now}))`;
+
+/** Why `actor` can no longer act (for a job it made, once actorLive says no): key_revoked, key_expired or member_removed. */
+export const actorGoneReason = (actor: SQL): SQL => sql`(case
+  when not exists (select 1 from api_keys k where k.id = ${actor}) then 'member_removed'
+  when exists (with recursive chain(id) as (
+      select ${actor} union select o.replaced_by from chain c join api_keys o on o.id = c.id where o.replaced_by is not null)
+    select 1 from chain c join api_keys k on k.id = c.id where k.revoked_at is not null) then 'key_revoked'
+  else 'key_expired' end)`;

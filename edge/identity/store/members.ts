@@ -179,10 +179,13 @@ export async function changeRole(db: Db, c: Change & { role: Role; from: Role })
 /**
  * Removes the member with their passkeys, sessions and pending invites, unless they are the account's last owner, their
  * role is no longer `role` (what the caller's rule was checked against) or the caller lost its authority; with
- * `revokeKeys`, the keys they made go in the same transaction. Every statement checks the same condition, which only
- * the last one changes, so it is all or nothing.
+ * `revokeKeys`, the keys they made go in the same transaction, and `after` runs once they are gone. Every statement of
+ * its own checks the same condition, which only the last one changes, so it is all or nothing.
  */
-export async function removeMember(db: Db, c: Change & { name: string; role: Role; revokeKeys: (onlyIf: SQL) => readonly BatchItem<"sqlite">[] }): Promise<ChangeOutcome> {
+export async function removeMember(
+  db: Db,
+  c: Change & { name: string; role: Role; revokeKeys: (onlyIf: SQL) => readonly BatchItem<"sqlite">[]; after?: readonly SQL[] },
+): Promise<ChangeOutcome> {
   const allowed = sql`exists (select 1 from members where id = ${c.memberId} and account_id = ${c.accountId} and role = ${c.role}) and ${notLastOwner(c.accountId, c.memberId)} and ${c.onlyIf}`;
   const results = await db.batch([
     db.run(auditEvent({ accountId: c.accountId, action: "member.removed", actor: c.actor, target: c.memberId, details: { name: c.name, role: c.role }, requestId: c.requestId, now: c.now }, allowed)),
@@ -193,9 +196,12 @@ export async function removeMember(db: Db, c: Change & { name: string; role: Rol
     db.run(sql`delete from webauthn_challenges where member_id = ${c.memberId} and ${allowed}`),
     db.run(sql`delete from passkeys where member_id = ${c.memberId} and ${allowed}`),
     db.all<MemberRow>(sql`delete from members where id = ${c.memberId} and ${allowed} returning ${MEMBER_COLUMNS}`),
+    // The caller's statements that must see the member gone (the jobs they made stopped).
+    ...(c.after ?? []).map((statement) => db.run(statement)),
     whyNot(db, c, c.role),
   ]);
-  return outcomeOf((results.at(-2) as MemberRow[])[0], (results.at(-1) as { present: number; same_role: number; held: number }[])[0]);
+  const removed = results.length - 2 - (c.after?.length ?? 0);
+  return outcomeOf((results[removed] as MemberRow[])[0], (results.at(-1) as { present: number; same_role: number; held: number }[])[0]);
 }
 
 /** A new session's secret and id, as edge/identity/sessions.ts makes them. */

@@ -41,17 +41,17 @@ export async function deleteJobsWithResultsDeleted(db: Database, accountId: stri
 }
 
 /**
- * The statements that take `addresses` (in any letter case) out of the account's jobs whose answers are not written
- * back yet (results held), for the caller's write batch. The counters stay the triggers': a line that leaves `done`
- * leaves `processed`, its classification's count and its reason's (migration 0016), as a taken-back answer does, and
- * only then is it deleted. `total` is the job's line count, written at creation and by no trigger (a delete must not
- * move the counts: retention deletes lines and keeps them), so it goes down here by the lines deleted. A job left with
- * nothing to do is complete (internal jobs have no callback). A job still being created keeps its counts: its lines
- * are still being written.
+ * The statements that take `addresses` (in any letter case) out of the jobs `which` selects (an SQL condition on
+ * verification_jobs) whose answers are not written back yet (results held), for the caller's write batch. The counters
+ * stay the triggers': a line that leaves `done` leaves `processed`, its classification's count and its reason's
+ * (migration 0016), as a taken-back answer does, and only then is it deleted. `total` is the job's line count, written
+ * at creation and by no trigger (a delete must not move the counts: retention deletes lines and keeps them), so it goes
+ * down here by the lines deleted. A job left with nothing to do is complete (these jobs have no callback). A job still
+ * being created keeps its counts: its lines are still being written.
  */
-export function removeAddressesFromOpenJobs(accountId: string, addresses: readonly string[], now = Date.now()): SQL[] {
-  const openJobs = sql`select id from verification_jobs where account_id = ${accountId} and results_state = ${RESULTS_STATE.held}`;
-  const counted = sql`select id from verification_jobs where account_id = ${accountId} and results_state = ${RESULTS_STATE.held} and creating = 0`;
+function removeAddressesFrom(which: SQL, addresses: readonly string[], now: number): SQL[] {
+  const openJobs = sql`select id from verification_jobs where (${which}) and results_state = ${RESULTS_STATE.held}`;
+  const counted = sql`select id from verification_jobs where (${which}) and results_state = ${RESULTS_STATE.held} and creating = 0`;
   const erased = sql`lower(email) in (select lower(value) from json_each(${JSON.stringify(addresses)}))`;
   return [
     sql`update verification_jobs set total = total - (select count(*) from verification_job_items i where i.job_id = verification_jobs.id and ${erased})
@@ -62,3 +62,14 @@ export function removeAddressesFromOpenJobs(accountId: string, addresses: readon
       where id in (${counted}) and status in ('queued', 'running') and processed >= total`,
   ];
 }
+
+/** An erasure's statements for the account's own jobs (the personal-data cron's refresh jobs): removeAddressesFrom. */
+export const removeAddressesFromOpenJobs = (accountId: string, addresses: readonly string[], now = Date.now()): SQL[] =>
+  removeAddressesFrom(sql`account_id = ${accountId}`, addresses, now);
+
+/**
+ * An erasure's statements for every account's lookup-job verify_emails phases (verification jobs with a parent_job_id):
+ * the erased addresses leave them at once, so they are neither listed, downloadable nor written back when the phase ends.
+ */
+export const removeAddressesFromPhaseJobs = (addresses: readonly string[], now = Date.now()): SQL[] =>
+  removeAddressesFrom(sql`parent_job_id is not null`, addresses, now);

@@ -67,6 +67,10 @@ export type NewJob = {
   name?: string | null;
   /** A CSV file's kept columns (edge/jobs/kept-columns.ts) and which held the addresses; none for a JSON list. */
   columns?: { names: readonly string[]; emailColumn: number } | null;
+  /** Who made it (a key's or member's id): its jobs stop when it goes. Null for the service's own jobs. */
+  actor?: string | null;
+  /** The lookup job whose verify_emails phase this is: one per lookup job, found by this column, never by a key a customer could send. */
+  parentJobId?: string | null;
 };
 export type JobLimits = { maxRunning: number; maxLinesPerDay: number };
 
@@ -89,14 +93,16 @@ export async function startJob(db: Database, job: NewJob, limits: JobLimits): Pr
   const now = Date.now();
   const since = now - LINE_QUOTA_WINDOW_MS;
   const [inserted, existing, usage] = await db.batch([
-    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds, name, columns, email_column)
+    db.run(sql`insert into verification_jobs (id, account_id, status, total, smtp_timeout, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds, name, columns, email_column, actor, parent_job_id)
       select ${job.id}, ${job.accountId}, 'queued', ${job.total}, ${job.smtpTimeout}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds},
-        ${job.name ?? null}, ${job.columns ? JSON.stringify(job.columns.names) : null}, ${job.columns?.emailColumn ?? null}
+        ${job.name ?? null}, ${job.columns ? JSON.stringify(job.columns.names) : null}, ${job.columns?.emailColumn ?? null}, ${job.actor ?? null}, ${job.parentJobId ?? null}
       where ${runningJobCount(job.accountId)} < ${limits.maxRunning}
         and ${linesSubmittedSince(job.accountId, since)} + ${job.total} <= ${limits.maxLinesPerDay}
       on conflict do nothing`),
+    // The job made before with this Idempotency-Key, or (a verify_emails phase) for this parent: never one for the other.
     db.all<JobRow & { creating: number }>(sql`select ${jobWithQueue(now)}, creating from verification_jobs
-      where account_id = ${job.accountId} and idempotency_key = ${job.idempotencyKey} and id != ${job.id}`),
+      where account_id = ${job.accountId} and id != ${job.id}
+        and ${job.parentJobId ? sql`parent_job_id = ${job.parentJobId}` : sql`idempotency_key = ${job.idempotencyKey} and parent_job_id is null`}`),
     db.all<{ running: number; lines: number; oldest: number | null }>(sql`select
         ${runningJobCount(job.accountId)} as running,
         ${linesSubmittedSince(job.accountId, since)} as lines,

@@ -6,13 +6,14 @@
  * dies halfway or a restarted stack can never lose an answer or write one twice. The guards that must agree with each
  * other live together: what is due and what is claimable in lines.ts and scheduling.ts, what holds a slot here.
  */
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { VERIFICATION_REASONS } from "../../../shared/api.ts";
 import type { VerificationJob } from "../../../shared/jobs.ts";
 import type { Database } from "../../db/client.ts";
 import { iso, rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { verificationJobs } from "../../db/schema.ts";
+import { actorGoneReason, actorLive } from "../../identity/store/keys.ts";
 
 /** JOB_RETENTION_SECONDS' default: what a job created before retention_seconds existed (null) keeps its results for. */
 export const DEFAULT_JOB_RETENTION_SECONDS = 2_592_000;
@@ -128,6 +129,7 @@ export function jobJson(row: JobRow): VerificationJob {
     columns,
     email_column: row.email_column === null ? null : (columns[Number(row.email_column)] ?? null),
     status: row.status,
+    cancel_reason: row.status === "cancelled" ? ((row.cancel_reason as VerificationJob["cancel_reason"]) ?? null) : null,
     created_at: iso(row.created_at),
     completed_at: iso(row.completed_at),
     total: Number(row.total),
@@ -144,7 +146,7 @@ export function jobJson(row: JobRow): VerificationJob {
 }
 
 export const JOB_COLUMNS = sql.raw(
-  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_state, name, columns, email_column",
+  "id, account_id, status, total, processed, valid_count, risky_count, invalid_count, reason_counts, smtp_timeout, callback_url, callback_state, callback_attempts, request_hash, created_at, completed_at, updated_at, retention_seconds, results_state, name, columns, email_column, parent_job_id, actor, cancel_reason",
 );
 
 /** A job as its account sees it: one still being written does not exist yet. */
@@ -180,8 +182,9 @@ export async function listJobs(db: Database, accountId: string, before: string |
   const cursor = before === undefined ? sql`` : sql`and (created_at, id) < (select created_at, id from verification_jobs where id = ${before} and account_id = ${accountId})`;
   // A job without a name is called by its id (jobName): searched the same way. like's own wildcards are escaped.
   const named = nameContains === undefined ? sql`` : sql`and coalesce(name, id) like ${`%${nameContains.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`} escape '\\'`;
+  // A lookup job's verify_emails phase (parent_job_id) is that job's, not one of the account's lists: never listed.
   const rows = await db.all<JobRow>(sql`select ${JOB_COLUMNS}, started_at from verification_jobs
-    where account_id = ${accountId} and creating = 0 ${cursor} ${named} order by created_at desc, id desc limit ${limit + 1}`);
+    where account_id = ${accountId} and creating = 0 and parent_job_id is null ${cursor} ${named} order by created_at desc, id desc limit ${limit + 1}`);
   return { jobs: rows.slice(0, limit), more: rows.length > limit };
 }
 
@@ -208,16 +211,43 @@ export function completeIfDone(db: Database, jobId: string, now: number) {
     returning ${JOB_COLUMNS}`);
 }
 
+/** Why a job was cancelled (verification_jobs.cancel_reason): a value, or an SQL expression of it. */
+export type JobCancelReason = NonNullable<VerificationJob["cancel_reason"]>;
+
+/**
+ * The statement that cancels the unfinished jobs `where` selects (an SQL condition on verification_jobs), saying why
+ * (its callback, if it has a URL, is then due), for a caller's batch: DELETE, a key's revocation, its expiry, a member's
+ * removal, a lookup job cancelled in its verify_emails phase.
+ */
+export const cancelJobsWhere = (where: SQL, reason: JobCancelReason | SQL, now: number): SQL =>
+  sql`update verification_jobs set status = 'cancelled', cancel_reason = ${reason}, completed_at = ${now}, updated_at = ${now},
+      callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
+    where (${where}) and status in ('queued', 'running') and creating = 0`;
+
+/**
+ * The statements that cancel the account's (or, with null, every account's) unfinished jobs whose maker can no longer
+ * act (identity's actorLive), saying why: for a revocation's or a removal's own batch, and the cron for expiries. The
+ * service's own jobs (no actor) and a lookup job's verify_emails phase (its lookup job's) are not a maker's.
+ */
+export const stopVerificationJobsOfGoneMakers = (accountId: string | null, now: number): SQL[] => [
+  cancelJobsWhere(
+    sql`${accountId === null ? sql`true` : sql`account_id = ${accountId}`} and actor is not null and not ${actorLive(sql.raw("verification_jobs.actor"), now)}`,
+    actorGoneReason(sql.raw("verification_jobs.actor")),
+    now,
+  ),
+];
+
+/** The statement that cancels the verify_emails phases of the lookup jobs `parentIds` selects (an SQL select of ids). */
+export const cancelPhasesOf = (parentIds: SQL, now: number): SQL => cancelJobsWhere(sql`parent_job_id in (${parentIds})`, "lookup_job_cancelled", now);
+
 /**
  * Cancels a job that has not finished (its callback, if it has a URL, is then due); returns the job
  * as it is now (null: no such job) and whether this call cancelled it.
  */
-export async function cancelJob(db: Database, accountId: string, id: string): Promise<{ job: JobRow; cancelled: boolean } | null> {
+export async function cancelJob(db: Database, accountId: string, id: string, reason: JobCancelReason = "requested"): Promise<{ job: JobRow; cancelled: boolean } | null> {
   const now = Date.now();
   const [update, rows] = await db.batch([
-    db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${now}, updated_at = ${now},
-        callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}
-      where id = ${id} and account_id = ${accountId} and status in ('queued', 'running') and creating = 0`),
+    db.run(cancelJobsWhere(sql`id = ${id} and account_id = ${accountId}`, reason, now)),
     findJobQuery(db, accountId, id),
   ]);
   const job = rows[0];

@@ -40,7 +40,7 @@ export function matchItemsQuery(db: Database, items: readonly ItemToMatch[], fil
     from json_each(${JSON.stringify(rows)}) f`);
 }
 
-export type BatchRow = { id: string; state: "pending" | "done"; claim_token: string | null; request_hash: string };
+export type BatchRow = { id: string; state: "pending" | "done"; claim_token: string | null; request_hash: string; actor: string };
 export type StoredItem = Pick<RawRow<typeof lookupBatchItems.$inferSelect>, "position" | "status" | "person" | "error" | "reason">;
 
 /**
@@ -59,7 +59,7 @@ export function claimKeyStatements(db: Database, k: { batchId: string; accountId
       on conflict (account_id, idempotency_key) where idempotency_key is not null do update set
         claim_token = excluded.claim_token, actor = excluded.actor, request_hash = excluded.request_hash, created_at = excluded.created_at
       where lookup_batches.state = 'pending' and lookup_batches.created_at < ${k.now - STALE_CLAIM_MS}`),
-    db.all<BatchRow>(sql`select id, state, claim_token, request_hash from lookup_batches where ${mine}`),
+    db.all<BatchRow>(sql`select id, state, claim_token, request_hash, actor from lookup_batches where ${mine}`),
     db.all<StoredItem>(sql`select position, status, person, error, reason from lookup_batch_items
       where batch_id = (select id from lookup_batches where ${mine} and state = 'done') order by position`),
   ] as const;
@@ -87,16 +87,23 @@ export type BatchAnswer = {
 /**
  * The answering transaction's statements (the second round trip), guarded by the claim: a call that lost its key's
  * claim (taken over as stale) charges, records and keeps nothing. Returns the statements and where their answers are.
+ *
+ * Once the call cannot pay (the balance or a cap covers no more lookups after its charge), every later item answers
+ * 402, whether or not it matches someone (docs/api.md "POST /v1/people/bulk"): the first item past the last person
+ * served on is refused, so a call with nothing to spend learns nothing of who is held. `cut` is that point: the first
+ * position of the last person served (-1 when none was), null while the call could still pay.
  */
 export function answerStatements(db: Database, a: BatchAnswer) {
   const held = sql`exists (select 1 from lookup_batches where id = ${a.batchId} and claim_token = ${a.token} and state = 'pending')`;
   const found = JSON.stringify(a.found);
   // The people asked for, each once, ranked by their first item: only those who still exist (an erasure may have come between the two round trips).
-  const ranked = sql`select person_id, rank from (
-      select f.value ->> 1 as person_id, row_number() over (order by min(f.key)) as rank
+  const ranked = sql`select person_id, rank, first_position from (
+      select f.value ->> 1 as person_id, row_number() over (order by min(f.key)) as rank, min(cast(f.value ->> 0 as integer)) as first_position
       from json_each(${found}) f where ${personExists(sql.raw("(f.value ->> 1)"))} group by f.value ->> 1)`;
   const served = sql`(select served from lookup_batches where id = ${a.batchId} and claim_token = ${a.token})`;
   const servedPeople = sql`select person_id from (${ranked}) where rank <= ${served}`;
+  const cut = sql`(select case when refusal is null then null else (select coalesce(max(first_position), -1) from (${ranked}) where rank <= ${served}) end
+    from lookup_batches where id = ${a.batchId} and claim_token = ${a.token})`;
   const { accountId, cost } = a.charge;
   const statements = [
     ...(a.scratch
@@ -108,21 +115,25 @@ export function answerStatements(db: Database, a: BatchAnswer) {
     chargeRankedQuery(db, a.charge, sql`select rank, ${a.charge.requestId} as request_id from (${ranked})`, sql`(case when ${held} then ${lookupsCovered(a.charge)} else 0 end)`),
     // changes(): the rows the charge just wrote, on this connection in this transaction.
     db.run(sql`update lookup_batches set served = changes() where id = ${a.batchId} and claim_token = ${a.token}`),
+    // Read after the charge: nothing more can be paid for (a cost of 0 never runs out).
+    db.run(sql`update lookup_batches set balance_after = ${balanceNow(accountId)},
+        refusal = case when ${lookupsCovered(a.charge)} < 1 then (case when ${balanceBelow(accountId, cost)} then 'insufficient_credits' else 'daily_credit_cap' end) end
+      where id = ${a.batchId} and claim_token = ${a.token}`),
     recordAccessesQuery(db, servedPeople, accountId, a.charge.keyId, a.charge.now),
     countBulkLookupsQuery(
       db,
       a.charge,
-      sql`(case when ${held} then ${a.notFound.length} else 0 end)`,
-      sql`(case when ${held} then (select count(*) from json_each(${found}) f where (f.value ->> 1) not in (${servedPeople})) else 0 end)`,
+      sql`(case when ${held} then (select count(*) from json_each(${JSON.stringify(a.notFound)}) f where ${cut} is null or f.value <= ${cut}) else 0 end)`,
+      sql`(case when ${held} then (select count(*) from json_each(${found}) f where (f.value ->> 1) not in (${servedPeople}))
+        + (select count(*) from json_each(${JSON.stringify(a.notFound)}) f where f.value > ${cut}) else 0 end)`,
     ),
-    db.run(sql`update lookup_batches set balance_after = ${balanceNow(accountId)},
-        refusal = case when served < (select count(*) from (${ranked})) then (case when ${balanceBelow(accountId, cost)} then 'insufficient_credits' else 'daily_credit_cap' end) end
-      where id = ${a.batchId} and claim_token = ${a.token}`),
-    ...(a.keep ? [keepItemsQuery(db, a, ranked, served)] : []),
+    ...(a.keep ? [keepItemsQuery(db, a, ranked, served, cut)] : []),
   ];
   const reads = [
     db.all<{ person_id: number; person: string }>(sql`select s.person_id, ${personSnapshot(sql.raw("s.person_id"), a.filter)} as person from (${servedPeople}) s`),
-    db.all<{ served: number; refusal: string | null; balance_after: number | null }>(sql`select served, refusal, balance_after from lookup_batches where id = ${a.batchId} and claim_token = ${a.token}`),
+    db.all<{ served: number; refusal: string | null; balance_after: number | null; cut: number | null }>(
+      sql`select served, refusal, balance_after, ${cut} as cut from lookup_batches where id = ${a.batchId} and claim_token = ${a.token}`,
+    ),
   ] as const;
   const finish = a.scratch
     ? db.run(sql`delete from lookup_batches where id = ${a.batchId} and claim_token = ${a.token}`)
@@ -130,24 +141,32 @@ export function answerStatements(db: Database, a: BatchAnswer) {
   return { statements, reads, finish };
 }
 
-/** The first answer, item by item, for the key's replays: a 200 keeps the person as served. */
-function keepItemsQuery(db: Database, a: BatchAnswer, ranked: SQL, served: SQL) {
+/** The first answer, item by item, for the key's replays: a 200 keeps the person as served; past the cut, 402 (answerStatements). */
+function keepItemsQuery(db: Database, a: BatchAnswer, ranked: SQL, served: SQL, cut: SQL) {
   const refusal = sql`(select refusal from lookup_batches where id = ${a.batchId})`;
+  const refusedError = sql`case when ${refusal} = 'daily_credit_cap' then ${ERROR_MESSAGES.dailyCreditCap} else ${ERROR_MESSAGES.insufficientCredits} end`;
+  const refusedReason = sql`case when ${refusal} = 'daily_credit_cap' then 'daily_credit_cap' end`;
+  const pastCut = (position: SQL) => sql`(${cut} is not null and ${position} > ${cut})`;
+  const position = sql.raw("cast(f.value ->> 0 as integer)");
   return db.run(sql`insert into lookup_batch_items (batch_id, position, status, person_id, person, error, reason)
     select ${a.batchId}, f.value ->> 0, 400, null, null, f.value ->> 1, null from json_each(${JSON.stringify(a.invalid)}) f
     union all
-    select ${a.batchId}, f.value, 404, null, null, ${ERROR_MESSAGES.profileNotFound}, null from json_each(${JSON.stringify(a.notFound)}) f
+    select ${a.batchId}, f.value, case when ${pastCut(sql.raw("f.value"))} then 402 else 404 end, null, null,
+      case when ${pastCut(sql.raw("f.value"))} then ${refusedError} else ${ERROR_MESSAGES.profileNotFound} end,
+      case when ${pastCut(sql.raw("f.value"))} then ${refusedReason} end
+    from json_each(${JSON.stringify(a.notFound)}) f
     union all
     select ${a.batchId}, f.value ->> 0,
-      case when r.rank <= ${served} then 200 when r.rank is null then 404 else 402 end,
+      case when r.rank <= ${served} then 200 when ${pastCut(position)} then 402 else 404 end,
       case when r.rank <= ${served} then r.person_id end,
       case when r.rank <= ${served} then ${personSnapshot(sql.raw("r.person_id"), a.filter)} end,
-      case when r.rank <= ${served} then null when r.rank is null then ${ERROR_MESSAGES.profileNotFound}
-        when ${refusal} = 'daily_credit_cap' then ${ERROR_MESSAGES.dailyCreditCap} else ${ERROR_MESSAGES.insufficientCredits} end,
-      case when r.rank > ${served} and ${refusal} = 'daily_credit_cap' then 'daily_credit_cap' end
-    from json_each(${JSON.stringify(a.found)}) f left join (${ranked}) r on r.person_id = f.value ->> 1
+      case when r.rank <= ${served} then null when ${pastCut(position)} then ${refusedError} else ${ERROR_MESSAGES.profileNotFound} end,
+      case when r.rank <= ${served} then null when ${pastCut(position)} then ${refusedReason} end
+    from json_each(${found(a)}) f left join (${ranked}) r on r.person_id = f.value ->> 1
     where exists (select 1 from lookup_batches where id = ${a.batchId} and claim_token = ${a.token})`);
 }
+
+const found = (a: BatchAnswer) => JSON.stringify(a.found);
 
 /** Answers with an Idempotency-Key older than BATCH_IDEMPOTENCY_TTL_MS: deleted by the cron, a bounded number per run. */
 export async function deleteExpiredBatches(db: Database, now: number): Promise<number> {

@@ -3,13 +3,14 @@
  * listing and cancelling a job, and completing it once. The tables are the source of truth: a queue message only says
  * where to look, and every write that matters is guarded by the state it expects.
  */
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { PEOPLE_INCLUDES } from "../../../shared/api.ts";
 import { LOOKUP_JOB_MESSAGES, LOOKUP_JOBS_PATH, type LookupJob } from "../../../shared/lookup-jobs.ts";
 import type { Database } from "../../db/client.ts";
 import { iso, rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { lookupJobs } from "../../db/schema.ts";
+import { actorGoneReason, actorLive } from "../../identity/store/keys.ts";
 import { DEFAULT_JOB_RETENTION_SECONDS, resultsDeleteAt } from "../../jobs/store/job-rows.ts";
 
 export type Statement = BatchItem<"sqlite">;
@@ -21,7 +22,7 @@ export type LookupJobRow = RawRow<Omit<typeof lookupJobs.$inferSelect, "idempote
 };
 
 export const LOOKUP_JOB_COLUMNS = sql.raw(
-  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, verify_emails, min_confidence, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
+  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, cancel_reason, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, verify_emails, min_confidence, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
 );
 
 const WITH_VERDICTS = sql`${LOOKUP_JOB_COLUMNS}, (select count(*) from lookup_job_verdicts v where v.job_id = lookup_jobs.id and v.source = 'stored') as stored_verdicts`;
@@ -47,6 +48,7 @@ export function lookupJobJson(row: LookupJobRow, verifyMaxAgeSeconds: number): L
           since: iso(Number(row.paused_at ?? row.updated_at)),
         }
       : null,
+    cancel_reason: row.status === "cancelled" ? ((row.cancel_reason as LookupJob["cancel_reason"]) ?? null) : null,
     created_at: iso(Number(row.created_at)),
     completed_at: iso(row.completed_at === null ? null : Number(row.completed_at)),
     total: Number(row.total),
@@ -110,15 +112,37 @@ export function completeIfDone(db: Database, jobId: string, now: number) {
     returning id, callback_state`);
 }
 
-/** The statement that cancels an unfinished job (its callback then due); for cancelLookupJob and the cron's pause limit. */
-export function cancelStatement(db: Database, where: ReturnType<typeof sql>, now: number) {
-  return db.run(sql`update lookup_jobs set status = 'cancelled', pause_reason = null, ${ENDED(now)} where ${where} and status in ('queued', 'running', 'paused') and creating = 0`);
+/** Why a job was cancelled (lookup_jobs.cancel_reason, the job's cancel_reason): an SQL expression or a value. */
+export type CancelReason = NonNullable<LookupJob["cancel_reason"]>;
+
+/** The SQL that cancels the unfinished jobs `where` selects, saying why (its callback then due): for a caller's batch. */
+export const cancelJobsSql = (where: SQL, reason: CancelReason | SQL, now: number): SQL =>
+  sql`update lookup_jobs set status = 'cancelled', pause_reason = null, cancel_reason = ${reason}, ${ENDED(now)}
+    where (${where}) and status in ('queued', 'running', 'paused') and creating = 0`;
+
+/** The statement that cancels an unfinished job (cancelJobsSql); for cancelLookupJob, the pause limit and a turn whose maker is gone. */
+export function cancelStatement(db: Database, where: SQL, reason: CancelReason | SQL, now: number) {
+  return db.run(cancelJobsSql(where, reason, now));
+}
+
+/**
+ * The statements that cancel the account's (or, with null, every account's) unfinished lookup jobs whose maker can no
+ * longer act (a key revoked, expired and not rolled, a member removed: identity's actorLive), saying why, and then the
+ * verify_emails phases of the jobs so cancelled (`cancelPhases`, the verification jobs' statement for their ids).
+ */
+export function stopLookupJobsOfGoneMakers(accountId: string | null, now: number, cancelPhases: (parentIds: SQL) => SQL): SQL[] {
+  const account = accountId === null ? sql`true` : sql`account_id = ${accountId}`;
+  return [
+    cancelJobsSql(sql`${account} and not ${actorLive(sql.raw("lookup_jobs.actor"), now)}`, actorGoneReason(sql.raw("lookup_jobs.actor")), now),
+    // The jobs the statement before cancelled (their end is this `now`) that were in their verify_emails phase.
+    cancelPhases(sql`select id from lookup_jobs where ${account} and status = 'cancelled' and completed_at = ${now} and verify_state = 'verifying'`),
+  ];
 }
 
 /** Cancels a job that has not ended; returns it as it is now (null: no such job) and whether this call cancelled it. */
 export async function cancelLookupJob(db: Database, accountId: string, id: string): Promise<{ job: LookupJobRow; cancelled: boolean } | null> {
   const now = Date.now();
-  const [update, rows] = await db.batch([cancelStatement(db, sql`id = ${id} and account_id = ${accountId}`, now), findLookupJobQuery(db, accountId, id)]);
+  const [update, rows] = await db.batch([cancelStatement(db, sql`id = ${id} and account_id = ${accountId}`, "requested", now), findLookupJobQuery(db, accountId, id)]);
   const job = rows[0];
   return job ? { job, cancelled: rowsAffected(update) === 1 } : null;
 }

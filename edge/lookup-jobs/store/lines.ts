@@ -11,8 +11,8 @@ import { ERROR_MESSAGES } from "../../../shared/api.ts";
 import { chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, balanceBelow, type LookupCharge } from "../../credits.ts";
 import type { Database } from "../../db/client.ts";
 import type { CreditCap } from "../../caller.ts";
-import { decodeCreditCaps } from "../../identity/store/keys.ts";
-import type { RawRow } from "../../db/rows.ts";
+import { actorGoneReason, actorLive, decodeCreditCaps } from "../../identity/store/keys.ts";
+import { rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { lookupJobLines, lookupJobVerdicts } from "../../db/schema.ts";
 import { freshVerificationsOf, personIdMatching, personSnapshot, recordAccessesQuery } from "../../people/store.ts";
 import { ACCOUNT_ACTIVE, batch, cancelStatement, completeIfDone, LOOKUP_JOB_COLUMNS, type LookupJobRow, type Statement } from "./job-rows.ts";
@@ -51,10 +51,18 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
       and not exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = l.person_id and d.charged = 1)
       and not exists (select 1 from lookup_job_lines e where e.job_id = ${J} and e.person_id = l.person_id and e.turn = ${turn} and e.state = 'pending' and e.position < l.position)`;
   const budget = sql`(select turn_budget from lookup_jobs where id = ${J})`;
+  // Once nothing more can be paid for (read after the charge), every line after the last one charged is refused,
+  // whether or not it matched anyone: a turn that cannot pay tells nothing of who is held (docs/lookup-jobs.md
+  // "Credits running out"). Refused lines are matched again when the job resumes.
+  const exhausted = sql`(${lookupsCovered(charge)} < 1)`;
+  const cut = sql`(select coalesce(max(position), -1) from lookup_job_lines where ${mine} and charged = 1)`;
+  const makerLive = actorLive(sql.raw("lookup_jobs.actor"), now);
   // The job's confidence floor, at this turn's time: what a line matches (none of the person's addresses reaching it
   // matches nobody, not charged) and what its snapshot serves.
   const filter = { now, minConfidence: job.min_confidence == null ? null : Number(job.min_confidence) };
   const statements: Statement[] = [
+    // Whoever made it can no longer act (revoked, expired, removed): it stops here, and nothing is charged to them.
+    cancelStatement(db, sql`id = ${J} and not ${makerLive}`, actorGoneReason(sql.raw("lookup_jobs.actor")), now),
     db.run(sql`update lookup_jobs set status = 'running', started_at = coalesce(started_at, ${now}), last_turn_at = ${now},
         updated_at = case when status = 'queued' then ${now} else updated_at end
       where id = ${J} and status in ('queued', 'running') and creating = 0 and ${ACCOUNT_ACTIVE}`),
@@ -76,7 +84,7 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
         and exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = lookup_job_lines.person_id and d.charged = 1)`),
     db.run(sql`update lookup_job_lines set state = 'refused', outcome = 'refused', answered_at = ${now},
         error = case when ${balanceBelow(charge.accountId, charge.cost)} then ${ERROR_MESSAGES.insufficientCredits} else ${ERROR_MESSAGES.dailyCreditCap} end
-      where ${mine} and +state = 'pending' and +person_id is not null`),
+      where ${mine} and +state = 'pending' and (+person_id is not null or (${exhausted} and position > ${cut}))`),
     // changes(): the lines the statement just before answered, on this connection in this transaction.
     countBulkLookupsQuery(db, charge, sql`0`, sql`changes()`),
     db.run(sql`update lookup_job_lines set state = 'done', outcome = 'not_found', answered_at = ${now} where ${mine} and state = 'pending' and person_id is null`),
@@ -101,33 +109,38 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
   return { statements, reads };
 }
 
-/** Runs one turn; returns the job as it is after it, the lines it took and whether it completed the job. */
+/** Runs one turn; returns the job as it is after it, the lines it took and whether it ended the job (completed or cancelled). */
 export async function runTurn(db: Database, job: TurnJob, turn: string, max: number, now: number, verifiedSince: number): Promise<{ job: LookupJobRow | null; taken: number; completed: boolean }> {
   const { statements, reads } = turnStatements(db, job, turn, max, now, verifiedSince);
   const results = await batch(db, [...statements, ...reads]);
-  const completed = (results[statements.length - 1] as unknown[]).length === 1;
+  // Ended by this turn: completed, or cancelled because whoever made it is gone (its first statement).
+  const completed = (results[statements.length - 1] as unknown[]).length === 1 || rowsAffected(results[0]) === 1;
   const row = (results.at(-1) as (LookupJobRow & { taken: number })[])[0] ?? null;
   return { job: row, taken: Number(row?.taken ?? 0), completed };
 }
 
 /**
- * A paused job, looked at: cancelled once it has been paused for `maxPauseMs` (its refused lines stay refused), else
+ * A paused job, looked at: cancelled once whoever made it can no longer act, or once it has been paused for `maxPauseMs`
+ * (its refused lines stay refused), else
  * running again when the balance and the caps cover a lookup, its refused lines pending again; else left paused and
  * marked as looked at. Returns the job after, and how many lines now wait for a turn.
  */
 export async function resumeIfCovered(db: Database, job: TurnJob, now: number, maxPauseMs: number): Promise<{ job: LookupJobRow | null; pending: number; cancelled: boolean }> {
   const J = job.id;
-  const [cancelled, , , , rows, pending] = await db.batch([
-    cancelStatement(db, sql`id = ${J} and status = 'paused' and paused_at <= ${now - maxPauseMs}`, now),
+  const makerLive = actorLive(sql.raw("lookup_jobs.actor"), now);
+  const [gone, cancelled, , , , rows, pending] = await db.batch([
+    // Whoever made it can no longer act (revoked, expired, removed): it stops, and nothing more is charged to them.
+    cancelStatement(db, sql`id = ${J} and not ${makerLive}`, actorGoneReason(sql.raw("lookup_jobs.actor")), now),
+    cancelStatement(db, sql`id = ${J} and status = 'paused' and paused_at <= ${now - maxPauseMs}`, "paused_too_long", now),
     db.run(sql`update lookup_jobs set status = 'running', pause_reason = null, paused_at = null, updated_at = ${now}
-      where id = ${J} and status = 'paused' and ${ACCOUNT_ACTIVE} and ${lookupsCovered(chargeOf(job, now))} >= 1`),
+      where id = ${J} and status = 'paused' and ${ACCOUNT_ACTIVE} and ${makerLive} and ${lookupsCovered(chargeOf(job, now))} >= 1`),
     // changes(): the statement before resumed the job.
     db.run(sql`update lookup_job_lines set state = 'pending', outcome = null, error = null, answered_at = null where job_id = ${J} and state = 'refused' and changes() = 1`),
     db.run(sql`update lookup_jobs set updated_at = ${now} where id = ${J} and status = 'paused'`),
     db.all<LookupJobRow>(sql`select ${LOOKUP_JOB_COLUMNS} from lookup_jobs where id = ${J}`),
     db.all<{ n: number }>(sql`select count(*) as n from lookup_job_lines where job_id = ${J} and state = 'pending'`),
   ]);
-  return { job: rows[0] ?? null, pending: Number(pending[0]?.n ?? 0), cancelled: Number((cancelled as { rowsAffected?: number }).rowsAffected ?? 0) === 1 };
+  return { job: rows[0] ?? null, pending: Number(pending[0]?.n ?? 0), cancelled: rowsAffected(gone) + rowsAffected(cancelled) === 1 };
 }
 
 type LineRow = RawRow<typeof lookupJobLines.$inferSelect>;

@@ -6,6 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
+import { peopleWithAddress } from "../../people/store.ts";
 import { batch, completeIfDone, type Statement } from "./job-rows.ts";
 
 /**
@@ -36,6 +37,17 @@ export async function addressesToVerify(db: Database, jobId: string, from: numbe
   ]);
   const end = Number(last[0]?.position ?? -1);
   return { emails: rows.map((r) => String(r.email)), next: from + LINES_PER_READ > end ? null : from + LINES_PER_READ };
+}
+
+/**
+ * Which of these addresses (as the phase's verification job spelt them) a line of the job still answers found with:
+ * through the stored address's person and the job's (job_id, person_id) index, so a page costs an index probe per
+ * address. An address whose person was erased (its line now says erased) or is no longer stored is not among them.
+ */
+export async function addressesStillFound(db: Database, jobId: string, emails: readonly string[]): Promise<Set<string>> {
+  const rows = await db.all<{ email: string }>(sql`select v.value as email from json_each(${JSON.stringify(emails)}) v
+    where exists (select 1 from lookup_job_lines l where l.job_id = ${jobId} and l.outcome = 'found' and l.person_id in (${peopleWithAddress(sql`v.value`)}))`);
+  return new Set(rows.map((r) => String(r.email)));
 }
 
 /** The verification phase under way with this verification job (or done at once, with none: every address was covered). */
