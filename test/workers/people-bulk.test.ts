@@ -250,9 +250,10 @@ describe("POST /v1/people/bulk: database round trips, counted at the database", 
   it("a batch (half found) costs two with a warm key, with or without an Idempotency-Key; a replay one", async () => {
     const { accountId } = await newAccount(1_000);
     const people: ReturnType<typeof uniqueIds>[] = [];
-    for (let i = 0; i < 49; i++) people.push(await person(["x@example.org"]));
+    for (let i = 0; i < 24; i++) people.push(await person(["x@example.org"]));
     const body = requests(...people.flatMap((p) => [{ profnet_id: String(p.profnet_id) }, { profnet_id: String(uniqueIds().profnet_id) }]));
-    // A key per call: each batch of 98 spends 98 of its key's 100 lookups per 10 s; one more warms the key.
+    // Each batch of 48 spends 48 of its key's 100 lookups per 10 s; one more warms the key. The replay is the same key's
+    // (a replay is served only to whoever made the call), so that key's two calls and its warming fit in 100.
     const warmKey = async () => {
       const { token } = await createApiKey(db, accountId);
       await roundTrips(token, requests({}));
@@ -260,8 +261,9 @@ describe("POST /v1/people/bulk: database round trips, counted at the database", 
     };
     expect(await roundTrips(await warmKey(), body)).toEqual({ status: 200, roundTrips: 2 });
     const key = { "idempotency-key": crypto.randomUUID() };
-    expect(await roundTrips(await warmKey(), body, key)).toEqual({ status: 200, roundTrips: 2 });
-    expect(await roundTrips(await warmKey(), body, key)).toEqual({ status: 200, roundTrips: 1 });
+    const token = await warmKey();
+    expect(await roundTrips(token, body, key)).toEqual({ status: 200, roundTrips: 2 });
+    expect(await roundTrips(token, body, key)).toEqual({ status: 200, roundTrips: 1 });
   });
 });
 
