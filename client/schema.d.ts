@@ -55,7 +55,7 @@ export interface paths {
         put?: never;
         /**
          * Look up to 100 people in one call
-         * @description A JSON body {"requests": [{"params": {the identifiers, as GET /v1/people takes them}, "reference": "yours, echoed"}, ...], "include": [...]}: 1 to 100 items, each validated and answered as GET /v1/people would (status 200 with data, or 400, 402 or 404 with error), in request order; one bad item never fails the others. Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served and the rest answer 402; the same person asked twice is charged once. Counts one against the key's lookup limit per item. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.
+         * @description A JSON body {"requests": [{"params": {the identifiers, as GET /v1/people takes them}, "reference": "yours, echoed"}, ...], "include": [...]}: 1 to 100 items, each validated and answered as GET /v1/people would (status 200 with data, or 400, 402 or 404 with error), in request order; one bad item never fails the others. Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served; once nothing more can be paid for, every later item answers 402 whether or not it matches anyone (so nothing is told free of who is held), except a person the call already paid for; the same person asked twice is charged once. Counts one against the key's lookup limit per item. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.
          */
         post: operations["lookupPeople"];
         delete?: never;
@@ -95,11 +95,14 @@ export interface paths {
         get: operations["getPeopleEventsSubscription"];
         /**
          * Send this account's people events to a URL
-         * @description Signed events (Standard Webhooks, the account's whsec_ secret, retried as job callbacks are) about people this account looked up within PEOPLE_EVENTS_WINDOW_SECONDS: an address it received became undeliverable, a new address appeared, the person was erased (with what to delete).
+         * @description Needs people:read besides events:write: the events carry people's data. Each change is an audit event (account.people_events_url_set, with the URL's host). Signed events (Standard Webhooks, the account's whsec_ secret, retried as job callbacks are) about people this account looked up within PEOPLE_EVENTS_WINDOW_SECONDS: an address it received became undeliverable, a new address appeared, the person was erased (with what to delete).
          */
         put: operations["setPeopleEventsSubscription"];
         post?: never;
-        /** Stop sending this account's people events; those not yet delivered are dropped */
+        /**
+         * Stop sending this account's people events; those not yet delivered are dropped
+         * @description Needs people:read besides events:write. The change is an audit event (account.people_events_url_removed).
+         */
         delete: operations["deletePeopleEventsSubscription"];
         options?: never;
         head?: never;
@@ -342,7 +345,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a key
-         * @description From now on the key gets 401 with reason key_revoked: at once on this Worker instance, within 60 seconds on every other (each caches a key for at most that long). Idempotent: a revoked key is answered as it is. A key may revoke itself.
+         * @description From now on the key gets 401 with reason key_revoked: at once on this Worker instance, within 60 seconds on every other (each caches a key for at most that long). Its unfinished jobs (lookup and verification jobs it made) are cancelled in the same transaction, cancel_reason key_revoked: nothing more is charged to it. Idempotent: a revoked key is answered as it is. A key may revoke itself.
          */
         delete: operations["revokeKey"];
         options?: never;
@@ -822,6 +825,11 @@ export interface components {
             email_column: string | null;
             /** @enum {string} */
             status: "queued" | "running" | "completed" | "cancelled";
+            /**
+             * @description Once cancelled, why: requested (DELETE), key_revoked, key_expired or member_removed (whoever made it can no longer act: its jobs stop with it); null otherwise, and for jobs cancelled before 1.11
+             * @enum {string|null}
+             */
+            cancel_reason: "requested" | "key_revoked" | "key_expired" | "member_removed" | "lookup_job_cancelled" | null;
             /** @description ISO 8601, UTC */
             created_at: string;
             /** @description When the last address was answered, or the job cancelled */
@@ -901,6 +909,11 @@ export interface components {
                 /** @description RFC 3339, UTC */
                 since: string;
             } | null;
+            /**
+             * @description Once cancelled, why: requested (DELETE), paused_too_long (paused for LOOKUP_JOB_MAX_PAUSE_SECONDS), key_revoked, key_expired or member_removed (whoever made it can no longer act: its jobs stop with it); null otherwise, and for jobs cancelled before 1.11
+             * @enum {string|null}
+             */
+            cancel_reason: "requested" | "paused_too_long" | "key_revoked" | "key_expired" | "member_removed" | null;
             created_at: string;
             /** @description When the job completed or was cancelled */
             completed_at: string | null;
@@ -1603,7 +1616,7 @@ export interface components {
             /** @description Increasing with time */
             id: string;
             /** @enum {string} */
-            action: "key.created" | "key.rolled" | "key.revoked" | "key.expired" | "member.invited" | "member.joined" | "member.role_changed" | "member.removed" | "member.invite_revoked" | "passkey.added" | "passkey.removed" | "session.signed_in" | "session.signed_out" | "session.sign_in_failed" | "account.disabled" | "account.enabled" | "account.webhook_secret_rotated";
+            action: "key.created" | "key.rolled" | "key.revoked" | "key.expired" | "member.invited" | "member.joined" | "member.role_changed" | "member.removed" | "member.invite_revoked" | "passkey.added" | "passkey.removed" | "session.signed_in" | "session.signed_out" | "session.sign_in_failed" | "account.disabled" | "account.enabled" | "account.webhook_secret_rotated" | "account.people_events_url_set" | "account.people_events_url_removed";
             /** @description "operator" (the admin CLI), "system" (the cron, for key.expired; an invite voided with its maker's authority), or the id of the key or member that acted */
             actor: string;
             /**
@@ -2100,7 +2113,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description This Idempotency-Key was already used for a different request; or A request with this Idempotency-Key is still being answered; retry in a few seconds (with Retry-After) */
+            /** @description This Idempotency-Key was already used for a different request; This Idempotency-Key was used by another key or member of this account: its answer is replayed only to whoever made that call; or A request with this Idempotency-Key is still being answered; retry in a few seconds (with Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3022,6 +3035,15 @@ export interface operations {
             };
             /** @description No job found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The job is a lookup job's verify_emails phase: cancel that lookup job instead */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
