@@ -67,5 +67,9 @@ export default defineProject({
     deps: { optimizer: { ssr: { enabled: true, include: bundledEntries() } } },
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    // Console output goes straight to the terminal, not through Vitest's interceptor: a log line written from a queue
+    // handler's I/O context while the test's own context awaits parks the interceptor's flush, and the file then hangs
+    // at its end with every test passed (cloudflare/workers-sdk issues 15498 and 15719).
+    disableConsoleIntercept: true,
   },
 });
