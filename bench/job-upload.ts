@@ -1,17 +1,17 @@
 /**
  * Peak memory of reading a job's upload (POST /v1/email_verification_jobs) at the 10 MiB body limit,
- * through the functions the Worker runs (edge/jobs/input.ts), in Node. Each body is written to a
+ * through the functions the Worker runs (edge/jobs/verification/input.ts), in Node. Each body is written to a
  * file first; each case then runs in a fresh process that reads the file into one buffer, so the
  * process's peak resident set (VmHWM) read before and after the parse differs by what parsing added
  * at its peak.
  * A Worker isolate is stopped past 128 MB; the old parser built every row first (about 106 MB of
  * heap for 1 MiB of one-cell rows).
  *
- *   npx tsx bench/job-upload.ts [--impl edge/jobs/input.ts]
+ *   npx tsx bench/job-upload.ts [--impl edge/jobs/verification/input.ts]
  *
  * `--impl` measures another copy of input.ts (e.g. an older one from git, saved beside it so its
  * imports resolve), with either signature: (type, text, query) or (type, bytes, query):
- *   git show 9ac4584:edge/jobs/input.ts > edge/jobs/input-before.tmp.ts
+ *   git show 9ac4584:edge/jobs/verification/input.ts > edge/jobs/input-before.tmp.ts
  *   npx tsx bench/job-upload.ts --impl edge/jobs/input-before.tmp.ts
  */
 import { execFileSync } from "node:child_process";
@@ -85,7 +85,7 @@ process.stdout.write(JSON.stringify({ bodyMiB: body.byteLength / 1048576, ms, pe
 export type UploadRow = { name: string; bodyMiB: number; ms: number; peakAddedMiB: number; outcome: string };
 
 export async function runJobUpload(opts: { impl?: string; log?: (m: string) => void } = {}): Promise<UploadRow[]> {
-  const impl = resolve(root, opts.impl ?? "edge/jobs/input.ts");
+  const impl = resolve(root, opts.impl ?? "edge/jobs/verification/input.ts");
   // The older parser took the body as text; the current one takes its bytes.
   const takesText = /parseJobBody\([^)]*text: string/.test(readFileSync(impl, "utf8")) ? "1" : "0";
   const dir = mkdtempSync(join(tmpdir(), "job-upload-"));
@@ -113,6 +113,6 @@ export function jobUploadMarkdown(rows: UploadRow[]): string {
 }
 
 if (isMainModule(import.meta.url)) {
-  const { values } = parseArgs({ options: { impl: { type: "string", default: "edge/jobs/input.ts" } } });
+  const { values } = parseArgs({ options: { impl: { type: "string", default: "edge/jobs/verification/input.ts" } } });
   process.stdout.write(`${jobUploadMarkdown(await runJobUpload({ impl: values.impl, log: (m) => process.stderr.write(`${m}\n`) }))}\n`);
 }

@@ -348,7 +348,7 @@ ${jobsScaleMarkdown(jobsScale)}
 
 ## 8. A job's upload at the body limit
 
-bench/job-upload.ts: POST /v1/email_verification_jobs's body parser (edge/jobs/input.ts, bundled by esbuild) in a fresh Node process per row,
+bench/job-upload.ts: POST /v1/email_verification_jobs's body parser (edge/jobs/verification/input.ts, bundled by esbuild) in a fresh Node process per row,
 reading a 10 MiB body (the limit) from a file. "Peak memory added" is the rise of the process's peak resident set (VmHWM) across the parse:
 what a Worker isolate, which Cloudflare stops past 128 MB, would have to hold at once. The parser before issue 20 built every CSV row first
 (308 MiB for the first row's file, measured with \`--impl\` on commit 9ac4584's input.ts); a CSV file is now parsed as a stream down to its

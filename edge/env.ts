@@ -4,22 +4,18 @@
  */
 import { z } from "zod";
 import type { JobMessage } from "../shared/jobs.ts";
-import type { LookupJobMessage } from "../shared/lookup-jobs.ts";
 import { probeSecretProblem } from "../shared/probe-contract.ts";
 import type { Caller } from "./caller.ts";
 import type { Database } from "./db/client.ts";
 import { emptyToUndefined } from "../shared/config-values.ts";
 
-/** The parts of a Queues producer binding (workerd's Queue) that jobs use (edge/jobs/queue.ts puts turns on it). */
+/**
+ * The parts of a Queues producer binding (workerd's Queue) that jobs use (edge/jobs/queue.ts puts their messages on
+ * it): the verification jobs' queue and the lookup jobs' take the same messages (shared/jobs.ts JobMessage).
+ */
 export type JobsQueue = {
   send(body: JobMessage, options?: { delaySeconds?: number }): Promise<unknown>;
   sendBatch(messages: { body: JobMessage; delaySeconds?: number }[]): Promise<unknown>;
-};
-
-/** The lookup-jobs queue's producer binding, as edge/lookup-jobs/queue.ts uses it. */
-export type LookupJobsQueue = {
-  send(body: LookupJobMessage, options?: { delaySeconds?: number }): Promise<unknown>;
-  sendBatch(messages: { body: LookupJobMessage; delaySeconds?: number }[]): Promise<unknown>;
 };
 
 /** The part of the Rate Limiting binding we use (workerd's RateLimit). */
@@ -45,7 +41,7 @@ export type Bindings = RateLimitBindings & {
   /** The queue bulk jobs run on: this Worker is its producer and its consumer (wrangler.toml). */
   JOBS_QUEUE?: JobsQueue;
   /** The queue lookup jobs run on (docs/lookup-jobs.md): database work only, apart from the verification jobs' probe work. */
-  LOOKUP_JOBS_QUEUE?: LookupJobsQueue;
+  LOOKUP_JOBS_QUEUE?: JobsQueue;
   LOOKUP_VERIFY_MAX_AGE_SECONDS?: string;
   LOOKUP_JOB_MAX_PAUSE_SECONDS?: string;
   JOB_MAX_RUNNING?: string;

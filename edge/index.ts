@@ -1,21 +1,22 @@
 /**
- * The Worker: the HTTP API, and the queue consumers and cron that run bulk verification jobs
- * (docs/jobs.md "Bulk verification jobs") and lookup jobs (docs/lookup-jobs.md).
+ * The Worker: the HTTP API, and the queue consumer and cron of the one job engine (edge/jobs/), which runs bulk
+ * verification jobs (docs/jobs.md "Bulk verification jobs") and lookup jobs (docs/lookup-jobs.md).
  */
 import { createApp } from "./app.ts";
 import { openRequestDatabase } from "./db/client.ts";
 import { loadConfig, type Bindings, type EdgeConfig } from "./env.ts";
-import { handleJobMessages, requeueStalledWork, type JobsDeps } from "./jobs/consumer.ts";
-import { applyJobRetention } from "./jobs/store/retention.ts";
+import { handleJobMessages } from "./jobs/consumer.ts";
+import { runJobsCron } from "./jobs/cron.ts";
+import type { EngineDeps } from "./jobs/deps.ts";
+import { jobQueues } from "./jobs/queue.ts";
 import { describeError, writeLog } from "./log.ts";
 import { runPersonalDataCron } from "./personal-data-cron.ts";
-import { handlePeopleEventMessages, runPeopleEventsCron, type PeopleEventsDeps } from "./people-events.ts";
+import { runPeopleEventsCron, type PeopleEventsDeps } from "./people-events.ts";
+import { deleteExpiredBatches } from "./people/bulk-store.ts";
 import { recordExpiredKeys } from "./identity/store/keys.ts";
 import { deleteOldAuditEvents } from "./identity/store/audit.ts";
 import { cleanUpSignInData } from "./identity/sessions.ts";
-import { handleLookupJobMessages, runLookupJobsCron, type LookupJobsDeps } from "./lookup-jobs/consumer.ts";
-import { isLookupJobsQueue } from "./lookup-jobs/queue.ts";
-import { stopJobsOfGoneMakersNow } from "./lookup-jobs/gone-makers.ts";
+import { stopJobsOfGoneMakersNow } from "./jobs/makers.ts";
 
 const app = createApp();
 
@@ -23,14 +24,15 @@ const app = createApp();
  * The cron's tasks, in the order they run, each named by the log line it writes when it did something (docs/operations.md
  * "Logs") and the one it writes when it failed.
  */
-type CronTask = { event: string; failedEvent: string; run(deps: JobsDeps, config: EdgeConfig, env: Bindings): Promise<Record<string, number | string | null>> };
+type CronTask = { event: string; failedEvent: string; run(deps: EngineDeps, config: EdgeConfig): Promise<Record<string, number | string | null>> };
 const CRON_TASKS: CronTask[] = [
-  { event: "stalled_work_requeued", failedEvent: "stalled_work_check_failed", run: (deps) => requeueStalledWork(deps) },
+  // Every kind's stalled work, due callbacks and retention (edge/jobs/cron.ts).
+  { event: "jobs_cron", failedEvent: "jobs_cron_failed", run: (deps, config) => runJobsCron(deps, config.JOB_RETENTION_SECONDS) },
   {
     event: "people_data_cron",
     failedEvent: "people_data_cron_failed",
     run: (deps, config) =>
-      runPersonalDataCron(deps.db, deps.queue, {
+      runPersonalDataCron(deps.db, deps.queues, {
         maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS,
         recheckSeconds: config.EMAIL_RECHECK_SECONDS,
         refreshBatch: config.EMAIL_REFRESH_BATCH,
@@ -54,22 +56,22 @@ const CRON_TASKS: CronTask[] = [
     },
   },
   { event: "sign_in_cron", failedEvent: "sign_in_cron_failed", run: (deps, config) => cleanUpSignInData(deps.db, Date.now(), config.SESSION_IDLE_SECONDS * 1000) },
-  { event: "job_retention", failedEvent: "job_retention_failed", run: (deps, config) => applyJobRetention(deps.db, config.JOB_RETENTION_SECONDS) },
-  { event: "lookup_jobs_cron", failedEvent: "lookup_jobs_cron_failed", run: (deps, config, env) => runLookupJobsCron(lookupJobsDeps(env, deps), config.JOB_RETENTION_SECONDS) },
+  // The batch call's answers kept for their Idempotency-Keys (docs/api.md "Batch lookups"): gone after 24 hours.
+  { event: "batch_answers_cron", failedEvent: "batch_answers_cron_failed", run: async (deps) => ({ batch_answers_deleted: await deleteExpiredBatches(deps.db, Date.now()) }) },
   // After the personal-data part, whose answers may have made addresses undeliverable: their events go out in this run.
   { event: "people_events_cron", failedEvent: "people_events_cron_failed", run: (deps, config) => runPeopleEventsCron(peopleEventsDeps(deps), config.PEOPLE_EVENTS_WINDOW_SECONDS) },
 ];
 
-function peopleEventsDeps(deps: JobsDeps): PeopleEventsDeps {
-  return { db: deps.db, queue: deps.queue, dohUrl: deps.dohUrl, allowPrivateCallbacks: deps.allowPrivateCallbacks, webhookSecretKey: deps.webhookSecretKey };
+function peopleEventsDeps(deps: EngineDeps): PeopleEventsDeps {
+  return { db: deps.db, queue: deps.queues.verification, dohUrl: deps.dohUrl, allowPrivateCallbacks: deps.allowPrivateCallbacks, webhookSecretKey: deps.webhookSecretKey };
 }
 
-function jobsDeps(env: Bindings): JobsDeps {
+/** What the engine needs (edge/jobs/deps.ts), from the bindings and the configuration. */
+function engineDeps(env: Bindings): EngineDeps {
   const config = loadConfig(env);
-  if (!env.JOBS_QUEUE) throw new Error("The JOBS_QUEUE binding is missing: declare the queue in wrangler.toml for this environment");
   return {
     db: openRequestDatabase(config.DATABASE_URL, config.DATABASE_AUTH_TOKEN, config.DATABASE_TIMEOUT_MS),
-    queue: env.JOBS_QUEUE,
+    queues: jobQueues(env),
     dohUrl: config.DOH_URL,
     probeUrls: config.PROBE_URL,
     probeSecret: config.PROBE_SECRET,
@@ -78,24 +80,8 @@ function jobsDeps(env: Bindings): JobsDeps {
     stallMs: config.JOB_STALL_SECONDS * 1000,
     allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
     webhookSecretKey: config.WEBHOOK_SECRET_KEY,
-  };
-}
-
-/** The lookup jobs' consumer and cron (edge/lookup-jobs/consumer.ts): their own queue, and the verification jobs' for verify_emails. */
-function lookupJobsDeps(env: Bindings, jobs: JobsDeps): LookupJobsDeps {
-  const config = loadConfig(env);
-  if (!env.LOOKUP_JOBS_QUEUE) throw new Error("The LOOKUP_JOBS_QUEUE binding is missing: declare the queue in wrangler.toml for this environment");
-  return {
-    db: jobs.db,
-    queue: env.LOOKUP_JOBS_QUEUE,
-    jobsQueue: jobs.queue,
-    dohUrl: config.DOH_URL,
-    allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
-    webhookSecretKey: config.WEBHOOK_SECRET_KEY,
-    verifyMaxAgeMs: config.LOOKUP_VERIFY_MAX_AGE_SECONDS * 1000,
     verifyMaxAgeSeconds: config.LOOKUP_VERIFY_MAX_AGE_SECONDS,
     maxPauseMs: config.LOOKUP_JOB_MAX_PAUSE_SECONDS * 1000,
-    stallMs: config.JOB_STALL_SECONDS * 1000,
     storedEmailRules: { maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS, recheckSeconds: config.EMAIL_RECHECK_SECONDS },
   };
 }
@@ -104,21 +90,17 @@ export default {
   fetch: app.fetch,
   async queue(batch: MessageBatch<unknown>, env: Bindings): Promise<void> {
     const started = Date.now();
-    if (isLookupJobsQueue(batch.queue)) await handleLookupJobMessages(batch.messages, lookupJobsDeps(env, jobsDeps(env)));
-    else {
-      const deps = jobsDeps(env);
-      const isPeopleEvent = (m: { body: unknown }) => (m.body as { kind?: unknown } | null)?.kind === "people_event";
-      await Promise.all([handleJobMessages(batch.messages.filter((m) => !isPeopleEvent(m)), deps), handlePeopleEventMessages(batch.messages.filter(isPeopleEvent), peopleEventsDeps(deps))]);
-    }
+    // Either queue: every message says its kind (edge/jobs/consumer.ts).
+    await handleJobMessages(batch.messages, engineDeps(env));
     writeLog("info", { event: "queue_batch", queue: batch.queue, messages: batch.messages.length, duration_ms: Date.now() - started });
   },
   async scheduled(_controller: ScheduledController, env: Bindings): Promise<void> {
-    const deps = jobsDeps(env);
+    const deps = engineDeps(env);
     const config = loadConfig(env);
     // Each task on its own: one that fails (logged) does not keep the others from running.
     for (const task of CRON_TASKS) {
       try {
-        const report = await task.run(deps, config, env);
+        const report = await task.run(deps, config);
         if (Object.values(report).some((v) => v !== 0 && v !== null)) writeLog("info", { event: task.event, ...report });
       } catch (error) {
         writeLog("error", { event: task.failedEvent, error: describeError(error) });

@@ -1,17 +1,15 @@
 /**
  * People events (docs/api.md "People events"): what changed about a person to the accounts that received them lately,
- * pushed to each account's subscription URL, signed and retried exactly as job callbacks are (edge/jobs/callback.ts: the
+ * pushed to each account's subscription URL, signed and retried exactly as job callbacks are (edge/webhooks/delivery.ts: the
  * same URL rules, the account's whsec_ secret, the same schedule). Three events: an address the account received became
  * undeliverable, a new address appeared, the person was erased (with what to delete; the erasures feed stays for those
  * who poll). The statements are edge/people/events-store.ts; the admin CLI's erasure writes its events there too.
  */
 import type { Database } from "./db/client.ts";
 import type { JobsQueue } from "./env.ts";
-import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./jobs/callback.ts";
 import { enqueuePeopleEvent } from "./jobs/queue.ts";
-import { accountWebhookSecret } from "./jobs/webhook-secret.ts";
-import { isSealed, openWebhookSecret, WebhookKeyError } from "./jobs/webhook.ts";
 import { describeError, writeLog } from "./log.ts";
+import { sendWebhook } from "./webhooks/send.ts";
 import { claimOverdueEvent, deleteFailedEvents, fanOutChanges, overdueEvents, pendingEvent, recordEventAttempt } from "./people/events-store.ts";
 
 export type PeopleEventsDeps = {
@@ -30,29 +28,21 @@ export const FAILED_EVENT_RETENTION_MS = 7 * 86_400_000;
 /** One delivery attempt of an event; `attempt` counts those tried before it. */
 export async function deliverPeopleEvent(deps: PeopleEventsDeps, id: string, attempt: number): Promise<void> {
   const event = await pendingEvent(deps.db, id);
-  // Delivered, given up, erased, or unsubscribed meanwhile: nothing to send. A disabled account's events wait, as its callbacks do.
-  if (!event || !event.people_events_url || !event.active) return;
-  let secret: string | null;
-  try {
-    secret =
-      event.webhook_secret !== null && isSealed(event.webhook_secret)
-        ? await openWebhookSecret(event.webhook_secret, event.account_id, deps.webhookSecretKey)
-        : await accountWebhookSecret(deps.db, event.account_id, deps.webhookSecretKey);
-  } catch (error) {
-    if (!(error instanceof WebhookKeyError)) throw error;
-    writeLog("error", { event: "webhook_secret_unavailable", people_event_id: id, error: describeError(error) });
-    return failEvent(deps, id, attempt, "event not signed: WEBHOOK_SECRET_KEY is missing or wrong");
-  }
-  if (secret === null) return;
-  const delivery = await deliverCallback({ url: event.people_events_url, secret, eventId: id, body: event.body, dohUrl: deps.dohUrl, allowPrivate: deps.allowPrivateCallbacks });
-  if (delivery.ok) return recordEventAttempt(deps.db, id, { delivered: true });
-  return failEvent(deps, id, attempt, delivery.error);
-}
-
-async function failEvent(deps: PeopleEventsDeps, id: string, attempt: number, error: string): Promise<void> {
-  const delay = CALLBACK_RETRY_DELAYS_SECONDS[attempt];
-  await recordEventAttempt(deps.db, id, { delivered: false, error, nextAt: delay === undefined ? null : Date.now() + delay * 1000 });
-  if (delay !== undefined) await enqueuePeopleEvent(deps.queue, id, attempt + 1, delay);
+  // Delivered, given up, erased, or unsubscribed meanwhile: nothing to send.
+  if (!event || !event.people_events_url) return;
+  const outgoing = {
+    kind: "people_event" as const,
+    id,
+    accountId: event.account_id,
+    account: { active: Boolean(event.active), storedSecret: event.webhook_secret },
+    url: event.people_events_url,
+    eventId: id,
+    body: event.body,
+  };
+  await sendWebhook(deps, outgoing, attempt, {
+    record: (outcome) => recordEventAttempt(deps.db, id, outcome),
+    retry: (next, delay) => enqueuePeopleEvent(deps.queue, id, next, delay),
+  });
 }
 
 /**

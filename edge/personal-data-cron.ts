@@ -18,18 +18,13 @@
  * - Access-log rows, erasure notices and merge candidates older than ACCESS_LOG_RETENTION_SECONDS are deleted.
  */
 import { sql } from "drizzle-orm";
-import type { EmailVerificationResult } from "../shared/api.ts";
-import { verificationReason } from "../shared/email/verdict.ts";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
 import type { Database } from "./db/client.ts";
 import { REFRESH_ACCOUNT_ID } from "./identity/internal-accounts.ts";
-import type { JobsQueue } from "./env.ts";
-import { enqueueTurns } from "./jobs/queue.ts";
-import { prepareLines } from "./jobs/prepare-lines.ts";
-import { startJob, writeJobLines } from "./jobs/store/job-creation.ts";
 import { answeredLines, deleteJobsWithResultsDeleted, endedJobsWithResults, hasUnfinishedJob } from "./jobs/store/internal-jobs.ts";
-import { expireResults } from "./jobs/store/retention.ts";
-import { newId } from "./identity/tokens.ts";
+import { internalVerdict, startInternalJob } from "./jobs/child.ts";
+import { expireResults } from "./jobs/store/envelope.ts";
+import type { JobQueues } from "./jobs/queue.ts";
 import {
   ANSWERS_PER_WRITE,
   claimAddressesQuery,
@@ -42,7 +37,6 @@ import {
 } from "./people/store.ts";
 import { deleteOldFeedback, nameStoredAddresses } from "./people/feedback-store.ts";
 import { addressHasher } from "../shared/people/address-hash.ts";
-import { DEFAULT_SMTP_TIMEOUT_SECONDS } from "./verification/params.ts";
 
 export { REFRESH_ACCOUNT_ID };
 /** An address put in a refresh job is not due again for this long, unless the job's answer says otherwise. */
@@ -69,15 +63,12 @@ async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): 
     for (let from = 0; ; ) {
       const lines = await answeredLines(db, id, from, ANSWERS_PER_WRITE);
       if (lines.length === 0) break;
-      const answers = lines.map((line) => {
-        const result = JSON.parse(line.result) as EmailVerificationResult;
-        return { email: line.email, classification: line.classification, smtp_outcome: result.details?.smtp_outcome ?? null, reason: line.reason ?? result.reason ?? verificationReason(result), checked_at: Number(line.checked_at) };
-      });
+      const answers = lines.map(internalVerdict);
       rows += await writeStoredEmailAnswers(db, answers, config);
       addresses += answers.length;
       from = Number(lines.at(-1)!.position) + 1;
     }
-    await expireResults(db, id);
+    await expireResults(db, "verification", id);
   }
   // Refresh jobs whose lines retention has deleted leave nothing behind.
   await deleteJobsWithResultsDeleted(db, REFRESH_ACCOUNT_ID);
@@ -85,7 +76,7 @@ async function applyEndedRefreshJobs(db: Database, config: PersonalDataConfig): 
 }
 
 /** When no refresh job is running: the addresses due, oldest first, claimed for REFRESH_CLAIM_MS and put in a new one. */
-async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
+async function startRefreshJob(db: Database, queues: JobQueues, config: PersonalDataConfig, now: number): Promise<{ job: string | null; addresses: number }> {
   if (await hasUnfinishedJob(db, REFRESH_ACCOUNT_ID)) return { job: null, addresses: 0 };
   // Twice the batch of rows by the next_check_at index: one address may be stored for several people.
   const due = await dueAddresses(db, now, config.refreshBatch * 2);
@@ -101,16 +92,9 @@ async function startRefreshJob(db: Database, queue: JobsQueue, config: PersonalD
     db.run(sql`insert into accounts (id, name) values (${REFRESH_ACCOUNT_ID}, 'Stored email re-verification (internal)') on conflict do nothing`),
     claimAddressesQuery(db, emails, now + REFRESH_CLAIM_MS),
   ]);
-  const id = newId("job");
-  const started = await startJob(
-    db,
-    { id, accountId: REFRESH_ACCOUNT_ID, smtpTimeout: DEFAULT_SMTP_TIMEOUT_SECONDS, callbackUrl: null, idempotencyKey: null, requestHash: "", total: emails.length, retentionSeconds: config.jobRetentionSeconds },
-    { maxRunning: Number.MAX_SAFE_INTEGER, maxLinesPerDay: Number.MAX_SAFE_INTEGER },
-  );
-  if (started.kind !== "started") return { job: null, addresses: 0 };
-  const job = await writeJobLines(db, id, await prepareLines(emails));
-  if (job.status !== "completed") await enqueueTurns(queue, id, emails.length);
-  return { job: id, addresses: emails.length };
+  const started = await startInternalJob(db, queues, { accountId: REFRESH_ACCOUNT_ID, parentJobId: null, actor: null, emails, retentionSeconds: config.jobRetentionSeconds, requestHash: "" });
+  if (started.id === null) return { job: null, addresses: 0 };
+  return { job: started.id, addresses: emails.length };
 }
 
 export type PersonalDataReport = {
@@ -126,9 +110,9 @@ export type PersonalDataReport = {
 };
 
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */
-export async function runPersonalDataCron(db: Database, queue: JobsQueue, config: PersonalDataConfig, now = Date.now()): Promise<PersonalDataReport> {
+export async function runPersonalDataCron(db: Database, queues: JobQueues, config: PersonalDataConfig, now = Date.now()): Promise<PersonalDataReport> {
   const applied = await applyEndedRefreshJobs(db, config);
-  const started = config.refreshBatch > 0 ? await startRefreshJob(db, queue, config, now) : { job: null, addresses: 0 };
+  const started = config.refreshBatch > 0 ? await startRefreshJob(db, queues, config, now) : { job: null, addresses: 0 };
   const before = now - config.accessLogRetentionSeconds * 1000;
   return {
     refresh_jobs_applied: applied.jobs,

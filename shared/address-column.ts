@@ -1,6 +1,6 @@
 /**
  * Which column of a CSV file holds the email addresses (docs/jobs.md "CSV files"): one rule for the jobs API
- * (edge/jobs/input.ts) and the console's preview (edge/console/browser/list-worker.ts), so the page never shows one
+ * (edge/jobs/verification/input.ts) and the console's preview (edge/console/browser/list-worker.ts), so the page never shows one
  * column and the API checks another. In order:
  *
  * 1. `email_column`, when given: a column's name in the first row, or its 1-based number.

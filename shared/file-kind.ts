@@ -2,7 +2,7 @@
  * Whether an upload is text at all, from its first bytes (docs/jobs.md "CSV files"): a spreadsheet, an image or an
  * archive sent where a CSV file is expected is refused as what it is, before the CSV parser sees it, so no message ever
  * quotes its bytes; and what the CSV parser found wrong, in words that do not quote the line either. One rule for the
- * jobs API (edge/jobs/input.ts) and the console's preview (list-worker.ts).
+ * jobs API (edge/jobs/verification/input.ts) and the console's preview (list-worker.ts).
  * Text in another single-byte encoding (Windows-1252 from an old Excel) is still text: only NUL and other C0 control
  * bytes, UTF-16 and the signatures below make a file "not text".
  */

@@ -58,7 +58,7 @@ const SmtpTimeoutParam = z
   .openapi({ description: "Integer seconds 1..60, default 10", example: 10 });
 
 /**
- * The JSON body of POST /v1/email_verification_jobs: this schema parses it (edge/jobs/input.ts)
+ * The JSON body of POST /v1/email_verification_jobs: this schema parses it (edge/jobs/verification/input.ts)
  * and documents it (OpenAPI). A CSV upload carries the addresses as a file and the two parameters
  * in the query (JobCreateQuery); a query value wins over the body's.
  */
@@ -195,19 +195,59 @@ export const JobResultsPage = z
   .openapi("JobResultsPage");
 export type JobResultsPage = z.infer<typeof JobResultsPage>;
 
-/** What the Worker puts on its queue: the database holds the work, a message only says where to look. */
+/** The kinds of job the one engine runs (edge/jobs/kinds.ts): a list of addresses verified, a list of people looked up. */
+export const JOB_KINDS = ["verification", "lookup"] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+
+/**
+ * What a job's message asks (edge/jobs/consumer.ts): a turn of its lines (for whichever job of the kind is next: the
+ * fair share); a paused job's look at what it waits for (resume); its phase after the lines (a lookup job's
+ * verify_emails, woken by its verification job's end); its callback (`attempt`: deliveries tried before this one).
+ */
+export const JOB_MESSAGE_TYPES = ["turn", "resume", "phase", "callback"] as const;
+
+const jobMessage = <K extends JobKind>(kind: K) =>
+  z.object({ kind: z.literal(kind), type: z.enum(JOB_MESSAGE_TYPES), job: z.string(), attempt: z.number().int().min(0).optional() });
+
+/**
+ * What the Worker puts on its two queues (the verification jobs' and the lookup jobs': one schema for both): the
+ * database holds the work, a message only says where to look. The jobs queue also carries people events' deliveries
+ * (docs/api.md "People events"), retried as callbacks are.
+ */
 export const JobMessage = z.discriminatedUnion("kind", [
-  /**
-   * One turn of bulk work (docs/jobs.md "Scheduling"): the consumer claims the next due lines of the
-   * job whose turn it is, whichever account sent the message. `job` is the job it was sent for, for
-   * the logs.
-   */
-  z.object({ kind: z.literal("work"), job: z.string() }),
-  /** The earlier form of a turn, a range of one job's lines: one still on the queue after an upgrade counts as a turn. */
-  z.object({ kind: z.literal("chunk"), job: z.string(), from: z.number().int().min(0), to: z.number().int().min(1) }),
-  /** Deliver the job's callback; `attempt` counts deliveries tried before this one. */
-  z.object({ kind: z.literal("callback"), job: z.string(), attempt: z.number().int().min(0) }),
-  /** Deliver a people event (docs/api.md "People events"), retried as a callback is; the same queue carries it. */
+  jobMessage("verification"),
+  jobMessage("lookup"),
   z.object({ kind: z.literal("people_event"), event: z.string(), attempt: z.number().int().min(0) }),
 ]);
 export type JobMessage = z.infer<typeof JobMessage>;
+export type JobKindMessage = Extract<JobMessage, { kind: JobKind }>;
+
+/** The forms messages had before 1.11: one still on a queue after an upgrade is read as the message it meant. */
+const LegacyJobMessage = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("work"), job: z.string() }),
+  z.object({ kind: z.literal("chunk"), job: z.string() }),
+  z.object({ kind: z.literal("callback"), job: z.string(), attempt: z.number().int().min(0) }),
+  z.object({ kind: z.literal("lookup_turn"), job: z.string() }),
+  z.object({ kind: z.literal("lookup_resume"), job: z.string() }),
+  z.object({ kind: z.literal("lookup_verify"), job: z.string() }),
+  z.object({ kind: z.literal("lookup_callback"), job: z.string(), attempt: z.number().int().min(0) }),
+]);
+const LEGACY: Record<z.infer<typeof LegacyJobMessage>["kind"], [JobKind, (typeof JOB_MESSAGE_TYPES)[number]]> = {
+  work: ["verification", "turn"],
+  chunk: ["verification", "turn"],
+  callback: ["verification", "callback"],
+  lookup_turn: ["lookup", "turn"],
+  lookup_resume: ["lookup", "resume"],
+  lookup_verify: ["lookup", "phase"],
+  lookup_callback: ["lookup", "callback"],
+};
+
+/** A delivered message's body as a JobMessage (an earlier form read as what it meant), or null: not ours to understand. */
+export function readJobMessage(body: unknown): JobMessage | null {
+  const parsed = JobMessage.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const legacy = LegacyJobMessage.safeParse(body);
+  if (!legacy.success) return null;
+  const [kind, type] = LEGACY[legacy.data.kind];
+  return { kind, type, job: legacy.data.job, ...("attempt" in legacy.data ? { attempt: legacy.data.attempt } : {}) };
+}

@@ -6,8 +6,6 @@ export const LOOKUP_JOB_LIMITS = {
   maxLines: 100_000,
   /** The upload: a CRM export keeps its own columns, so more room per line than an address list's 10 MB. */
   maxBodyBytes: 32 * 1024 * 1024,
-  /** One CSV record, or one JSON Lines line. */
-  maxLineBytes: 64 * 1024,
 } as const;
 
 /** The input types a lookup job takes, by content type. */

@@ -25,7 +25,6 @@ export const LOOKUP_JOB_MESSAGES = {
   noSuchColumn: (param: string, name: string, header: readonly string[]) =>
     `${param} "${name.slice(0, 80)}": the header has no such column (it has: ${header.slice(0, 30).map((h) => h.slice(0, 40)).join(", ") || "nothing"})`,
   badColumnParam: (param: string) => `${param} must name a column of 1 to 256 characters`,
-  lineTooLong: (line: number) => `Line ${line}: a line is at most ${LOOKUP_JOB_LIMITS.maxLineBytes / 1024} KiB`,
   notAnObject: (line: number) => `Line ${line}: each line of JSON Lines must be a JSON object`,
   badInclude: `include must be a comma-separated list of: ${PEOPLE_INCLUDES.join(", ")}`,
   badBoolean: (name: string) => `${name} must be true or false`,
@@ -140,7 +139,7 @@ export const LookupJobResult = z
   .object({
     line: z.number().int().openapi({ description: "The line's number in the list, from 1 (a CSV's header row not counted)" }),
     status: z.enum(LOOKUP_LINE_STATUSES),
-    input: z.record(z.string(), z.unknown()).openapi({ description: "The line as given: a CSV row by its header's names (an empty or repeated name as column_<n>), or the JSON Lines object" }),
+    input: z.record(z.string(), z.unknown()).openapi({ description: "The line as given: a CSV row by its columns' names (a column without a name as column_<n>, a repeated name with \" (2)\"), or the JSON Lines object" }),
     data: ContactInfo.optional().openapi({ description: "With found" }),
     error: z.string().optional().openapi({ description: "With any other status: the message GET /v1/people would give (or why the line was erased)" }),
     reason: z.enum(ERROR_REASONS).optional().openapi({ description: "daily_credit_cap with a refused line the key's cap refused" }),
@@ -159,15 +158,3 @@ export const LookupJobResultsPage = z
   .openapi("LookupJobResultsPage");
 export type LookupJobResultsPage = z.infer<typeof LookupJobResultsPage>;
 
-/** What the Worker puts on its lookup-jobs queue: the database holds the work, a message only says where to look. */
-export const LookupJobMessage = z.discriminatedUnion("kind", [
-  /** One turn: the lines of whichever account's job it is (edge/jobs/fair-share.ts); `job` is the one it was sent for. */
-  z.object({ kind: z.literal("lookup_turn"), job: z.string() }),
-  /** A paused job: resume it if the credits are there, else look again later. */
-  z.object({ kind: z.literal("lookup_resume"), job: z.string() }),
-  /** verify_emails: look at the job's verification job, and apply its verdicts once it has ended. */
-  z.object({ kind: z.literal("lookup_verify"), job: z.string() }),
-  /** Deliver the job's callback; `attempt` counts deliveries tried before this one. */
-  z.object({ kind: z.literal("lookup_callback"), job: z.string(), attempt: z.number().int().min(0) }),
-]);
-export type LookupJobMessage = z.infer<typeof LookupJobMessage>;

@@ -862,7 +862,7 @@ export const lookupJobs = sqliteTable(
     lastTurnAt: integer("last_turn_at"),
     /** Last progress, or the last time the cron or a resume check looked at it: what stalled-work detection reads. */
     updatedAt: integer("updated_at").notNull(),
-    /** The charge budget of the turn being answered, for the statements of its transaction (edge/lookup-jobs/store/lines.ts). */
+    /** The charge budget of the turn being answered, for the statements of its transaction (edge/jobs/store/lookup-lines.ts). */
     turnBudget: integer("turn_budget").notNull().default(0),
     /** 1 while its lines are being written: nothing reads, claims or lists the job until then. */
     creating: integer("creating").notNull().default(1),

@@ -1,304 +1,56 @@
 /**
- * The Worker's queue consumer and cron for bulk jobs (docs/jobs.md "Bulk verification jobs", "How a job
- * runs"). A message names a range of a job's lines or a callback to deliver; the database says what
- * is left to do. Answers are written as they come, a batch at a time, so a job's results can be read
- * while it runs and a consumer that dies loses at most the answers of its last unwritten batch, which
- * the cron then gives to another.
+ * The engine's queue consumer (docs/jobs.md "How a job runs"): one for both queues and every kind. A message names a
+ * kind, a job and what to do (shared/jobs.ts JobMessage; an earlier form is read as what it meant); the database says
+ * what is left. Turns go to their kind (verification/turns.ts, lookup/turns.ts), a lookup job's resume check and
+ * verify_emails phase to the lookup kind, callbacks of either kind to the one callback path (callbacks.ts), and people
+ * events' deliveries to edge/people-events.ts. A message is acknowledged when its work is written, retried later when it
+ * failed (messages.ts).
  */
-import { JobMessage } from "../../shared/jobs.ts";
-import type { Database } from "../db/client.ts";
-import type { JobsQueue } from "../env.ts";
-import { accountWebhookSecret } from "./webhook-secret.ts";
-import { CALLBACK_RETRY_DELAYS_SECONDS, deliverCallback } from "./callback.ts";
-import { isSealed, openWebhookSecret, WebhookKeyError } from "./webhook.ts";
-import { answerWriter } from "./answer-writer.ts";
-import { checkLines } from "./check-lines.ts";
-import { LINE_POLICY, parkedDelaySeconds, requeueDelaySeconds } from "./line-policy.ts";
-import { FairShare } from "./fair-share.ts";
-import { describeError, writeLog } from "../log.ts";
-import { probeTenant } from "../verification/probe-ranking.ts";
-import { UNTRUSTED_RECHECK_DELAY_MS } from "./untrusted.ts";
-import { callbackAccount, deleteAbandonedJobs, recordCallback } from "./store/cleanup.ts";
-import { jobById, jobJson, type JobRow } from "./store/job-rows.ts";
-import { lessonsFor, recordLessons } from "./store/receiver-lessons.ts";
-import { claimTurns, newLease, renewClaims, takeBackRefusals, untrustValids, writeAnswers, type ClaimedLine, type Lease } from "./store/lines.ts";
-import { bulkCandidates, stalledWork } from "./store/scheduling.ts";
-import { enqueueCallback, enqueueTurns, LINES_PER_TURN } from "./queue.ts";
+import { readJobMessage, type JobMessage } from "../../shared/jobs.ts";
+import { handlePeopleEventMessages } from "../people-events.ts";
+import { runCallback } from "./callbacks.ts";
+import type { EngineDeps } from "./deps.ts";
+import { lookupJobPhase, resumeLookupJob, runLookupTurns } from "./lookup/turns.ts";
+import { settle, type DeliveredMessage } from "./messages.ts";
+import { runVerificationTurns } from "./verification/turns.ts";
 
-/** The parts of a delivered message (workerd's Message) that the consumer uses. */
-export type DeliveredMessage = { readonly body: unknown; ack(): void; retry(options?: { delaySeconds?: number }): void };
+export type { DeliveredMessage } from "./messages.ts";
 
-export type JobsDeps = {
-  db: Database;
-  queue: JobsQueue;
-  dohUrl: string;
-  probeUrls: string[];
-  probeSecret: string | undefined;
-  /** JOB_RETRY_DELAY_SECONDS: how long a temporary answer waits for its recheck. */
-  recheckDelaySeconds: number;
-  /** JOB_RECEIVER_WAIT_MAX_SECONDS, in ms: the longest a line waits on a receiver's budget before it is answered. */
-  receiverWaitMaxMs: number;
-  /** A job with no progress for this long is stalled (JOB_STALL_SECONDS). */
-  stallMs: number;
-  allowPrivateCallbacks: boolean;
-  /** WEBHOOK_SECRET_KEY: opens the accounts' sealed webhook secrets. */
-  webhookSecretKey: string | undefined;
-};
-
-/**
- * How long claimed lines are held without a sign of life; the consumer renews the lease of the lines
- * it still works on every third of it. A consumer that dies (a crash, a stopped stack) lets its lines
- * go within this time, and the next message or the cron gives them to another.
- */
-export const CLAIM_LEASE_MS = 30_000;
-
-/** What one delivery's turns claimed of one job, and the messages that paid for it (none: taken for an idle account). */
-type JobWork = { job: JobRow; lines: ClaimedLine[]; messages: DeliveredMessage[] };
-
-/**
- * Claims a delivery's turns, one per message, planned in fair order (edge/jobs/fair-share.ts) and
- * claimed in one transaction under one lease; returns the work by job, and the messages whose turn
- * found nothing to claim.
- */
-async function claimWork(deps: JobsDeps, messages: DeliveredMessage[], lease: Lease): Promise<{ work: Map<string, JobWork>; idle: DeliveredMessage[] }> {
-  const share = new FairShare(await bulkCandidates(deps.db));
-  const planned: { message: DeliveredMessage | null; job: string; max: number }[] = [];
-  const idle: DeliveredMessage[] = [];
-  for (const message of messages) {
-    const turn = share.take(LINES_PER_TURN);
-    if (turn) planned.push({ message, job: turn.job, max: turn.lines });
-    else idle.push(message);
-  }
-  const work = await claimPlanned(deps, planned, lease, idle);
-  logTurns(share, messages.length, work, false);
-  return { work, idle };
-}
-
-/**
- * Turns for accounts whose lines nobody holds (an account that got work while this delivery runs:
- * where deliveries come one at a time, its own messages wait behind this one). One turn each, taken
- * by this delivery, so its lines reach the probe, whose queues then share each mail server with it,
- * at once and not when the lines ahead are done. Their messages, when they come, find less to claim.
- */
-async function claimForIdleAccounts(deps: JobsDeps, lease: Lease): Promise<JobWork[]> {
-  const share = new FairShare(await bulkCandidates(deps.db));
-  const planned: { message: null; job: string; max: number }[] = [];
-  for (let turn = share.take(LINES_PER_TURN, { onlyIdle: true }); turn; turn = share.take(LINES_PER_TURN, { onlyIdle: true })) {
-    planned.push({ message: null, job: turn.job, max: turn.lines });
-  }
-  if (planned.length === 0) return [];
-  const work = await claimPlanned(deps, planned, lease, []);
-  logTurns(share, 0, work, true);
-  return [...work.values()];
-}
-
-async function claimPlanned(deps: JobsDeps, planned: { message: DeliveredMessage | null; job: string; max: number }[], lease: Lease, idle: DeliveredMessage[]): Promise<Map<string, JobWork>> {
-  const claimed = await claimTurns(deps.db, planned, lease);
-  const work = new Map<string, JobWork>();
-  for (const [i, turn] of planned.entries()) {
-    const job = claimed.jobs.get(turn.job);
-    const lines = claimed.lines[i]!;
-    if (!job || lines.length === 0) {
-      if (turn.message) idle.push(turn.message);
-      continue;
-    }
-    const entry = work.get(turn.job) ?? { job, lines: [], messages: [] };
-    entry.lines.push(...lines);
-    if (turn.message) entry.messages.push(turn.message);
-    work.set(turn.job, entry);
-  }
-  return work;
-}
-
-function logTurns(share: FairShare, turns: number, work: Map<string, JobWork>, forIdleAccounts: boolean): void {
-  if (work.size === 0) return;
-  writeLog("info", {
-    event: "job_turns",
-    turns,
-    for_idle_accounts: forIdleAccounts,
-    claimed: [...work.values()].map((w) => ({ job_id: w.job.id, account_id: w.job.account_id, lines: w.lines.length })),
-    accounts_waiting: share.waiting,
-    lines_in_hand: share.shares(),
-  });
-}
-
-async function runLines(deps: JobsDeps, job: JobRow, lines: ClaimedLine[], lease: Lease): Promise<void> {
-  const jobId = job.id;
-  // Lines stay this consumer's until their answers are written, not merely handed to the writer.
-  const held = new Set(lines.map((l) => l.position));
-  const writer = answerWriter((answers) => writeAnswers(deps.db, jobId, lease, answers), {
-    onWritten: (answers) => answers.forEach((a) => held.delete(a.position)),
-  });
-  const renewal = setInterval(() => void renewLease(deps.db, jobId, lease, held), CLAIM_LEASE_MS / 3);
-  let completed: JobRow | null;
-  try {
-    const config = {
-      dohUrl: deps.dohUrl,
-      probeUrls: deps.probeUrls,
-      probeSecret: deps.probeSecret,
-      smtpTimeoutSeconds: Number(job.smtp_timeout),
-      recheckDelaySeconds: deps.recheckDelaySeconds,
-      receiverWaitMaxMs: deps.receiverWaitMaxMs,
-      tenant: await probeTenant(job.account_id),
-      lessonsFor: (keys: string[]) => lessonsFor(deps.db, keys),
-    };
-    const untrusted = new Map<string, number>();
-    const refused = new Map<string, number>();
-    await checkLines(lines, config, (a) => writer.add(a), {
-      untrusted: async (notice) => {
-        for (const [job, n] of await untrustValids(deps.db, notice)) untrusted.set(job, (untrusted.get(job) ?? 0) + n);
-      },
-      refused: async (notice) => {
-        for (const [job, n] of await takeBackRefusals(deps.db, notice)) refused.set(job, (refused.get(job) ?? 0) + n);
-      },
-      // What receivers taught this probe, kept for the whole fleet (edge/jobs/store/receiver-lessons.ts).
-      learned: (rules) => recordLessons(deps.db, rules),
-    });
-    completed = await writer.finish();
-    // Lines a receiver's notice sent back (edge/jobs/untrusted.ts, store/lines.ts), in any job: a turn at their recheck.
-    for (const [job, n] of untrusted) await enqueueTurns(deps.queue, job, n, Math.ceil(UNTRUSTED_RECHECK_DELAY_MS / 1000));
-    // Refusals that were a block of our probe, taken back (store/lines.ts takeBackRefusals): a turn now; the probe hands them on.
-    for (const [job, n] of refused) await enqueueTurns(deps.queue, job, n, 0);
-  } finally {
-    clearInterval(renewal);
-  }
-  // Lines that are not done go back on the queue as turns, when line-policy says.
-  for (const [kind, positions] of [["defer", writer.deferred], ["release", writer.released], ["recheck", writer.rechecks]] as const) {
-    if (positions.size > 0) await enqueueTurns(deps.queue, jobId, positions.size, requeueDelaySeconds(kind, deps.recheckDelaySeconds));
-  }
-  // Parked lines: a turn at each relief, never before (the cron finds those parked past a message's longest delay).
-  const byDelay = new Map<number, number>();
-  for (const until of writer.parked.values()) byDelay.set(parkedDelaySeconds(until), (byDelay.get(parkedDelaySeconds(until)) ?? 0) + 1);
-  for (const [delay, lines] of byDelay) await enqueueTurns(deps.queue, jobId, lines, delay);
-  if (completed && completed.callback_state === "pending") await enqueueCallback(deps.queue, jobId, 0);
-}
-
-/** Renews the lease on the lines still held; a renewal that fails or finds lines taken over is logged, and the run goes on (its writes check the lease). */
-async function renewLease(db: JobsDeps["db"], jobId: string, lease: Lease, held: Set<number>): Promise<void> {
-  const positions = [...held];
-  try {
-    const renewed = await renewClaims(db, jobId, positions, lease);
-    // A line answered between the read of `held` and the renewal is no longer claimed: not lost.
-    const lost = positions.filter((p) => held.has(p)).length - renewed;
-    if (lost > 0) writeLog("warn", { event: "job_lease_lost", job_id: jobId, lines: lost });
-  } catch (error) {
-    writeLog("warn", { event: "job_lease_renewal_failed", job_id: jobId, lines: positions.length, error: describeError(error) });
-  }
-}
-
-async function runCallback(deps: JobsDeps, jobId: string, attempt: number): Promise<void> {
-  const job = await jobById(deps.db, jobId);
-  if (!job || job.callback_state !== "pending" || !job.callback_url) return;
-  const account = await callbackAccount(deps.db, job.account_id);
-  // A disabled account's callback waits, pending and not counted as an attempt; the cron sends it
-  // once the account is enabled again.
-  if (!account?.active) return;
-  let secret: string | null;
-  try {
-    secret =
-      account.storedSecret !== null && isSealed(account.storedSecret)
-        ? await openWebhookSecret(account.storedSecret, job.account_id, deps.webhookSecretKey)
-        : await accountWebhookSecret(deps.db, job.account_id, deps.webhookSecretKey);
-  } catch (error) {
-    if (!(error instanceof WebhookKeyError)) throw error;
-    // A configuration error: logged, and the attempt fails like any other, to be retried.
-    writeLog("error", { event: "webhook_secret_unavailable", job_id: jobId, error: describeError(error) });
-    return failCallback(deps, jobId, attempt, "callback not signed: WEBHOOK_SECRET_KEY is missing or wrong");
-  }
-  // The account is gone (deleted since the callback account was read): nobody to sign for.
-  if (secret === null) return;
-  const delivery = await deliverCallback({
-    url: job.callback_url,
-    secret,
-    eventId: `evt_${job.id}_${job.status}`,
-    body: JSON.stringify(jobJson(job)),
-    dohUrl: deps.dohUrl,
-    allowPrivate: deps.allowPrivateCallbacks,
-  });
-  if (delivery.ok) return recordCallback(deps.db, jobId, { delivered: true });
-  return failCallback(deps, jobId, attempt, delivery.error);
-}
-
-/** A failed attempt: recorded, and tried again on the schedule, or given up after the last. */
-async function failCallback(deps: JobsDeps, jobId: string, attempt: number, error: string): Promise<void> {
-  const delay = CALLBACK_RETRY_DELAYS_SECONDS[attempt];
-  await recordCallback(deps.db, jobId, { delivered: false, error, nextAt: delay === undefined ? null : Date.now() + delay * 1000 });
-  if (delay !== undefined) await enqueueCallback(deps.queue, jobId, attempt + 1, delay);
-}
-
-/**
- * One delivery of messages. Its turns are claimed in fair order, and each job's lines are checked
- * together (one probe batch for all of them); a turn's message is acknowledged when its work is
- * written, or retried later when the database or the probe failed it.
- */
-export async function handleJobMessages(messages: readonly DeliveredMessage[], deps: JobsDeps): Promise<void> {
-  const turns: DeliveredMessage[] = [];
+/** One delivery, from either queue: each message to its kind's handler, the kinds' turns side by side. */
+export async function handleJobMessages(messages: readonly DeliveredMessage[], deps: EngineDeps): Promise<void> {
+  const turns = { verification: [] as DeliveredMessage[], lookup: [] as DeliveredMessage[] };
+  const events: { message: DeliveredMessage; body: Extract<JobMessage, { kind: "people_event" }> }[] = [];
   const work: Promise<void>[] = [];
+  const lookupSingles: (() => Promise<void>)[] = [];
   for (const message of messages) {
-    const parsed = JobMessage.safeParse(message.body);
-    if (!parsed.success) {
+    const body = readJobMessage(message.body);
+    if (!body) {
       message.ack(); // not ours to understand; retrying it would not help
       continue;
     }
-    const body = parsed.data;
-    if (body.kind === "callback") work.push(settle([message], body.job, () => runCallback(deps, body.job, body.attempt)));
-    // edge/index.ts hands people events to edge/people-events.ts, so none comes here.
-    else if (body.kind !== "people_event") turns.push(message);
+    if (body.kind === "people_event") events.push({ message, body });
+    else if (body.type === "turn") turns[body.kind].push(message);
+    else if (body.type === "callback") work.push(settle([message], body.job, () => runCallback(deps, body.kind, body.job, body.attempt ?? 0)));
+    else if (body.kind === "lookup") {
+      // A lookup job's resume checks and phases, one after the other (each a few statements).
+      const run = body.type === "resume" ? () => resumeLookupJob(deps, body.job) : () => lookupJobPhase(deps, body.job);
+      lookupSingles.push(() => settle([message], body.job, run, "lookup_job_message_failed"));
+    } else message.ack(); // a verification job has no resume or phase message
   }
-  if (turns.length > 0) work.push(runTurns(deps, turns));
+  if (events.length > 0) {
+    work.push(
+      handlePeopleEventMessages(
+        events.map(({ message, body }) => ({ body, ack: () => message.ack(), retry: (o) => message.retry(o) })),
+        { db: deps.db, queue: deps.queues.verification, dohUrl: deps.dohUrl, allowPrivateCallbacks: deps.allowPrivateCallbacks, webhookSecretKey: deps.webhookSecretKey },
+      ),
+    );
+  }
+  if (turns.verification.length > 0) work.push(runVerificationTurns(deps, turns.verification));
+  work.push(
+    (async () => {
+      for (const run of lookupSingles) await run();
+      if (turns.lookup.length > 0) await runLookupTurns(deps, turns.lookup);
+    })(),
+  );
   await Promise.all(work);
-}
-
-/** How often a delivery whose lines are being checked looks for accounts whose lines nobody holds. */
-export const IDLE_ACCOUNT_CHECK_MS = 1_000;
-
-async function runTurns(deps: JobsDeps, messages: DeliveredMessage[]): Promise<void> {
-  const lease = newLease(CLAIM_LEASE_MS);
-  let claimed: Awaited<ReturnType<typeof claimWork>>;
-  try {
-    claimed = await claimWork(deps, messages, lease);
-  } catch (error) {
-    // Whatever was claimed before the failure comes back when its lease runs out.
-    return settle(messages, null, () => Promise.reject(error));
-  }
-  for (const m of claimed.idle) m.ack();
-  const running = new Set<Promise<void>>();
-  const start = (w: JobWork) => {
-    const run = settle(w.messages, w.job.id, () => runLines(deps, w.job, w.lines, lease)).finally(() => running.delete(run));
-    running.add(run);
-  };
-  for (const w of claimed.work.values()) start(w);
-  // While its lines are checked, the delivery gives accounts that nobody serves a turn.
-  while (running.size > 0) {
-    const tick = new Promise<"tick">((resolve) => setTimeout(() => resolve("tick"), IDLE_ACCOUNT_CHECK_MS));
-    if ((await Promise.race([Promise.all(running).then(() => "done" as const), tick])) === "done") break;
-    try {
-      for (const w of await claimForIdleAccounts(deps, lease)) start(w);
-    } catch (error) {
-      // A failed look costs nothing: those accounts' own messages still come.
-      writeLog("warn", { event: "job_idle_account_check_failed", error: describeError(error) });
-    }
-  }
-}
-
-async function settle(messages: DeliveredMessage[], jobId: string | null, run: () => Promise<void>): Promise<void> {
-  try {
-    await run();
-    for (const m of messages) m.ack();
-  } catch (err) {
-    writeLog("error", { event: "job_message_failed", job_id: jobId, messages: messages.length, retry_in_s: LINE_POLICY.redeliverDelaySeconds, error: describeError(err) });
-    for (const m of messages) m.retry({ delaySeconds: LINE_POLICY.redeliverDelaySeconds });
-  }
-}
-
-/**
- * The cron: stalled jobs' remaining lines and callbacks whose time has come go back on the queue,
- * and creates that died half way are cleaned up, a bounded slice per run.
- */
-export async function requeueStalledWork(deps: Pick<JobsDeps, "db" | "queue" | "stallMs">): Promise<{ turns: number; callbacks: number; abandoned_jobs_deleted: number }> {
-  const abandoned = await deleteAbandonedJobs(deps.db);
-  const work = await stalledWork(deps.db, Date.now() - deps.stallMs);
-  for (const t of work.turns) await enqueueTurns(deps.queue, t.job, t.turns * LINES_PER_TURN);
-  for (const c of work.callbacks) await enqueueCallback(deps.queue, c.job, c.attempt);
-  return { turns: work.turns.reduce((n, t) => n + t.turns, 0), callbacks: work.callbacks.length, abandoned_jobs_deleted: abandoned };
 }

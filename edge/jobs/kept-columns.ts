@@ -1,6 +1,6 @@
 /**
  * The customer's own columns of a job made from a CSV file (docs/jobs.md "CSV files"): each line is kept as it was in
- * the file (edge/jobs/input.ts), a record the CSV parser accepted (RFC 4180: comma-separated, a quoted cell may hold
+ * the file (edge/jobs/verification/input.ts), a record the CSV parser accepted (RFC 4180: comma-separated, a quoted cell may hold
  * commas, line breaks and doubled quotes), so what a job keeps is its upload and no more; read back into cells here,
  * and named as results and downloads give them.
  */

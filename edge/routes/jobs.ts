@@ -9,17 +9,18 @@ import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateQuery, JobCreateRequest, Verific
 import { limitRequestBody } from "../body-limit.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
-import { enqueueCallback, enqueueTurns } from "../jobs/queue.ts";
-import { parseJobBody, parseRetentionSeconds } from "../jobs/input.ts";
-import { purgeResults } from "../jobs/store/retention.ts";
-import { giveUpCreate, startJob, writeJobLines } from "../jobs/store/job-creation.ts";
-import { cancelJob, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
+import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../webhooks/delivery.ts";
+import { jobCreated, jobEnded } from "../jobs/ended.ts";
+import { jobQueues } from "../jobs/queue.ts";
+import { parseJobBody, parseRetentionSeconds } from "../jobs/verification/input.ts";
+import { giveUpCreate, purgeResults } from "../jobs/store/envelope.ts";
+import { startJob, writeJobLines } from "../jobs/store/job-creation.ts";
+import { cancelJob, jobById, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../identity/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification/params.ts";
-import { prepareLines } from "../jobs/prepare-lines.ts";
+import { prepareLines } from "../jobs/verification/prepare-lines.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobOr404, json, MAX_IDEMPOTENCY_KEY_LENGTH } from "./job-common.ts";
 import { registerJobResultsRoute } from "./job-results.ts";
@@ -115,7 +116,7 @@ export const cancelJobRoute = createRoute({
   },
 });
 
-/** The job callback, in the document's webhooks: sent by the queue consumer (edge/jobs/callback.ts), not a route. */
+/** The job callback, in the document's webhooks: sent by the queue consumer (edge/webhooks/delivery.ts), not a route. */
 function registerCallbackDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerWebhook({
     method: "post",
@@ -223,14 +224,13 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>,
   } catch (error) {
     // Nothing of a failed create may count: its job stops counting against both limits at once,
     // and the cron deletes what was written. Should this fail too, the cron finds the job later.
-    await giveUpCreate(db, id).catch(() => undefined);
+    await giveUpCreate(db, "verification", id).catch(() => undefined);
     throw error;
   }
   c.get("accessLog").job_lines = request.addresses.length;
   try {
     // A list that failed the syntax check line by line is complete already: only its callback is left.
-    if (job.status !== "completed") await enqueueTurns(c.env.JOBS_QUEUE!, id, request.addresses.length);
-    else if (job.callback_state === "pending") await enqueueCallback(c.env.JOBS_QUEUE!, id, 0);
+    await jobCreated(jobQueues(c.env), "verification", job, job.status === "completed" ? 0 : request.addresses.length);
   } catch (error) {
     // The job is safe in the database; the cron puts its work on the queue once it looks stalled.
     writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: id, error: describeError(error) });
@@ -258,10 +258,11 @@ export function registerJobRoutes(app: OpenAPIHono<AppEnv>): void {
     if (!outcome) throw new ApiError(404, JOB_MESSAGES.notFound);
     const { cancelled } = outcome;
     // A purge deletes the results now: reads answer 410 at once, the first lines go in this request and any rest in the cron's next runs.
-    const job = purge ? ((await purgeResults(db, outcome.job)) ?? outcome.job) : outcome.job;
-    if (cancelled && job.callback_state === "pending") {
+    if (purge) await purgeResults(db, "verification", outcome.job.id);
+    const job = purge ? ((await jobById(db, outcome.job.id)) ?? outcome.job) : outcome.job;
+    if (cancelled) {
       // Its callback says it ended; should the queue refuse the message, the cron sends it.
-      await enqueueCallback(c.env.JOBS_QUEUE!, job.id, 0).catch((error: unknown) =>
+      await jobEnded(jobQueues(c.env), "verification", job).catch((error: unknown) =>
         writeLog("error", { event: "job_enqueue_failed", request_id: c.get("requestId"), job_id: job.id, error: describeError(error) }),
       );
     }

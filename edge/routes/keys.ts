@@ -17,7 +17,7 @@ import type { AppEnv } from "../env.ts";
 import { dominatesKey, strongerThanCaller, type KeyPower } from "../identity/authority.ts";
 import { authorityHeld } from "../identity/store/authority.ts";
 import { ApiError } from "../lib/errors.ts";
-import { stopJobsOfGoneMakers } from "../lookup-jobs/gone-makers.ts";
+import { stopJobsOfGoneMakers } from "../jobs/makers.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { missingScope } from "../identity/scopes.ts";
 import { access, SMALL_BODY_MAX_BYTES } from "./access.ts";

@@ -3,6 +3,7 @@
  * readable while it runs, or downloaded whole as CSV (the customer's columns, then what was found) or JSON Lines (one
  * result per line), narrowed by status. What the route declares and shares with the job routes (tag, id, 404) is here.
  */
+import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { ContactInfo, EmailDetail } from "../../shared/api.ts";
@@ -14,9 +15,10 @@ import { csvCell } from "../jobs/csv-export.ts";
 import { ApiError } from "../lib/errors.ts";
 import { attachment } from "../lib/attachment.ts";
 import { cursorPaging, withinPageBudget } from "../lib/paging.ts";
-import { headerNames, inputObject, type ListFormat } from "../lookup-jobs/input.ts";
-import { columnsOf, findLookupJob, isEnded, processedOf, type LookupJobRow } from "../lookup-jobs/store/job-rows.ts";
-import { firstUnansweredQuery, resultRowsQuery, rowsWithOutcomesQuery, verdictsOfQuery, widestInput, type ResultRow, type VerdictRow } from "../lookup-jobs/store/lines.ts";
+import { keptColumnNames } from "../jobs/intake.ts";
+import { inputObject, type ListFormat } from "../jobs/lookup/input.ts";
+import { columnsOf, findLookupJob, isEnded, processedOf, type LookupJobRow } from "../jobs/store/lookup-rows.ts";
+import { firstUnansweredQuery, resultRowsQuery, rowsWithOutcomesQuery, verdictsOfQuery, widestInput, type ResultRow, type VerdictRow } from "../jobs/store/lookup-lines.ts";
 import { contactInfoFromSnapshot, type PeopleInclude } from "../people/lookup.ts";
 import { access } from "./access.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
@@ -88,7 +90,7 @@ type View = { format: ListFormat; header: string[] | null; names: string[]; name
 
 function viewOf(job: LookupJobRow): View {
   const header = columnsOf(job).header;
-  const names = headerNames(header ?? []);
+  const names = keptColumnNames(header, header?.length ?? 0);
   return {
     format: job.format,
     header,
@@ -116,7 +118,8 @@ async function verdictsFor(db: Database, job: LookupJobRow, view: View, rows: re
 function withVerdicts(data: ContactInfo, verdicts: ReadonlyMap<string, VerdictRow>): ContactInfo {
   if (!data.email_details) return data;
   const details = data.email_details.map((d): EmailDetail => {
-    const v = verdicts.get(d.email.toLowerCase());
+    // Keyed as the database folds it (store/lookup-verdicts.ts: lower(), ASCII only): the one address key.
+    const v = verdicts.get(sqliteLower(d.email));
     return { ...d, verification: v ? { classification: v.classification, smtp_outcome: v.smtp_outcome as NonNullable<EmailDetail["verification"]>["smtp_outcome"], checked_at: iso(Number(v.checked_at)) } : null };
   });
   return { ...data, email_details: details };
@@ -223,7 +226,7 @@ async function download(c: Context<AppEnv>, job: LookupJobRow, view: View, forma
     async pull(controller) {
       if (!headerSent) {
         headerSent = true;
-        const own = view.format === "csv" ? headerNames([...(view.header ?? []), ...Array.from({ length: Math.max(0, width - (view.header?.length ?? 0)) }, () => "")]) : ["input"];
+        const own = view.format === "csv" ? keptColumnNames(view.header, width) : ["input"];
         return controller.enqueue(encoder.encode(csvLine([...own, ...LOOKUP_CSV_COLUMNS, ...(view.verify ? ["lookup_email_verdicts"] : [])])));
       }
       const rows = filter.length > 0 ? await rowsWithOutcomesQuery(db, job.id, filter, position, DOWNLOAD_PAGE) : await resultRowsQuery(db, job.id, position, DOWNLOAD_PAGE);

@@ -1,7 +1,7 @@
 /**
  * Lookup jobs (docs/lookup-jobs.md): create one from a CSV or JSON Lines list (or ask what it would cost, dry_run), list
  * them, read one, cancel or purge it; its results are lookup-job-results.ts. The work runs on the lookup-jobs queue
- * (edge/lookup-jobs/consumer.ts); the database is the source of truth.
+ * (edge/jobs/lookup/consumer.ts); the database is the source of truth.
  */
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -11,18 +11,19 @@ import { balanceQuery } from "../credits.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { newId } from "../identity/tokens.ts";
-import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../jobs/callback.ts";
-import { parseRetentionSeconds } from "../jobs/input.ts";
+import { CALLBACK_RETRY_DELAYS_SECONDS, CALLBACK_TIMEOUT_MS, checkCallbackUrl } from "../webhooks/delivery.ts";
+import { parseRetentionSeconds } from "../jobs/verification/input.ts";
 import { ApiError } from "../lib/errors.ts";
 import { readIdempotencyKey, sha256Hex } from "../lib/idempotency.ts";
 import { pageLimit } from "../lib/paging.ts";
 import { describeError, writeLog } from "../log.ts";
-import { listFormat, listLines, namedColumns, scanList } from "../lookup-jobs/input.ts";
-import { enqueueLookupMessage, enqueueLookupTurns } from "../lookup-jobs/queue.ts";
-import { finishLookupJob, giveUpLookupCreate, startLookupJob, writeLookupLines } from "../lookup-jobs/store/job-creation.ts";
-import { cancelLookupJob, listLookupJobs, lookupJobJson, type LookupJobRow } from "../lookup-jobs/store/job-rows.ts";
-import { purgeLookupResults } from "../lookup-jobs/store/retention.ts";
-import { cancelVerification } from "../lookup-jobs/verification.ts";
+import { listFormat, listLines, namedColumns, scanList } from "../jobs/lookup/input.ts";
+import { jobCreated, jobEnded } from "../jobs/ended.ts";
+import { jobQueues } from "../jobs/queue.ts";
+import { giveUpCreate, purgeResults } from "../jobs/store/envelope.ts";
+import { finishLookupJob, startLookupJob, writeLookupLines } from "../jobs/store/lookup-creation.ts";
+import { cancelLookupJob, listLookupJobs, lookupJobById, lookupJobJson, type LookupJobRow } from "../jobs/store/lookup-rows.ts";
+import { cancelVerification } from "../jobs/lookup/verify-emails.ts";
 import { parseIncludes, parseMinConfidence } from "../people/lookup.ts";
 import { access } from "./access.ts";
 import { registerLookupJobResultsRoute, LOOKUP_JOBS_TAG, LookupJobIdParam, lookupJobOr404 } from "./lookup-job-results.ts";
@@ -208,14 +209,12 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
     finished = await finishLookupJob(linesDb, id);
   } catch (error) {
     // Nothing of a failed create may count or be seen; the cron deletes what was written.
-    await giveUpLookupCreate(db, id).catch(() => undefined);
+    await giveUpCreate(db, "lookup", id).catch(() => undefined);
     throw error;
   }
   c.get("accessLog").lookup_job_lines = scanned.lines;
   try {
-    const queue = c.env.LOOKUP_JOBS_QUEUE!;
-    if (finished.pending > 0) await enqueueLookupTurns(queue, id, finished.pending);
-    else if (finished.job.callback_state === "pending") await enqueueLookupMessage(queue, { kind: "lookup_callback", job: id, attempt: 0 });
+    await jobCreated(jobQueues(c.env), "lookup", finished.job, finished.pending);
   } catch (error) {
     // The job is safe in the database; the cron puts its work on the queue once it looks stalled.
     writeLog("error", { event: "lookup_job_enqueue_failed", request_id: c.get("requestId"), job_id: id, error: describeError(error) });
@@ -269,9 +268,10 @@ export function registerLookupJobRoutes(app: OpenAPIHono<AppEnv>): void {
       if (!outcome) throw new ApiError(404, LOOKUP_JOB_MESSAGES.notFound);
       const { cancelled } = outcome;
       if (cancelled) await cancelVerification(db, outcome.job);
-      const job = purge ? ((await purgeLookupResults(db, outcome.job)) ?? outcome.job) : outcome.job;
-      if (cancelled && job.callback_state === "pending") {
-        await enqueueLookupMessage(c.env.LOOKUP_JOBS_QUEUE!, { kind: "lookup_callback", job: job.id, attempt: 0 }).catch((error: unknown) =>
+      if (purge) await purgeResults(db, "lookup", outcome.job.id);
+      const job = purge ? ((await lookupJobById(db, outcome.job.id)) ?? outcome.job) : outcome.job;
+      if (cancelled) {
+        await jobEnded(jobQueues(c.env), "lookup", job).catch((error: unknown) =>
           writeLog("error", { event: "lookup_job_enqueue_failed", request_id: c.get("requestId"), job_id: job.id, error: describeError(error) }),
         );
       }

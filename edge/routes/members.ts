@@ -13,7 +13,7 @@ import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import { Invite, InviteCreateRequest, InviteList, Member, MemberList, MemberPatch, MemberRemoval, PendingInvite } from "../../shared/members.ts";
 import { requestDatabase } from "../db/client.ts";
 import { keyJson, keysMadeBy, revokeKeysStatements } from "../identity/store/keys.ts";
-import { stopJobsOfGoneMakers } from "../lookup-jobs/gone-makers.ts";
+import { stopJobsOfGoneMakers } from "../jobs/makers.ts";
 import { createInvite, getInvite, inviteJson, listInvites, revokeInvite } from "../identity/store/invites.ts";
 import { changeRole, getMember, listMembers, memberJson, removeMember, type ChangeOutcome } from "../identity/store/members.ts";
 import type { AppEnv } from "../env.ts";

@@ -1,6 +1,6 @@
 /**
  * POST /v1/people/bulk (docs/api.md "POST /v1/people/bulk"): up to 100 lookups in one call, each answered as GET
- * /v1/people would answer it, in request order, in two database round trips (edge/lookup-jobs/store/batches.ts).
+ * /v1/people would answer it, in request order, in two database round trips (edge/people/bulk-store.ts).
  */
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -15,7 +15,7 @@ import type { AppEnv } from "../env.ts";
 import { takeDueActivity } from "../identity/key-activity.ts";
 import { ApiError } from "../lib/errors.ts";
 import { readIdempotencyKey, sha256Hex } from "../lib/idempotency.ts";
-import { answerStatements, claimKeyStatements, matchItemsQuery, type BatchAnswer, type StoredItem } from "../lookup-jobs/store/batches.ts";
+import { answerStatements, claimKeyStatements, matchItemsQuery, type BatchAnswer, type StoredItem } from "../people/bulk-store.ts";
 import { contactInfoFromSnapshot, parseMinConfidence, type PeopleInclude } from "../people/lookup.ts";
 import { countMoreAgainstLimit } from "../rate-limits.ts";
 import { access } from "./access.ts";

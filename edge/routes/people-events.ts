@@ -5,7 +5,7 @@ import type { Context } from "hono";
 import { PeopleEvent, PeopleEventsSubscription, PeopleEventsSubscriptionBody } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { checkCallbackUrl } from "../jobs/callback.ts";
+import { checkCallbackUrl } from "../webhooks/delivery.ts";
 import { auditEvent } from "../identity/store/audit.ts";
 import { ApiError } from "../lib/errors.ts";
 import { peopleEventsUrl, setPeopleEventsUrl } from "../people/events-store.ts";

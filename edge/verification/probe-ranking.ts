@@ -2,7 +2,7 @@
  * Which probe asks for an address (docs/probe.md "Several probes"): the rendezvous ranking of the fleet by the
  * address's key, what each probe last said of its own reputation (a degraded one goes last), and the opaque tenant
  * each probe shares its mail servers and receivers' budgets by. The single call (probe-call.ts) and a job's batches
- * (edge/jobs/check-lines.ts, probe-batch.ts) both rank by it.
+ * (edge/jobs/verification/check-lines.ts, probe-batch.ts) both rank by it.
  */
 import { PROBE_REPUTATION_HEADER } from "../../shared/probe-contract.ts";
 import { TtlCache } from "../../shared/ttl-cache.ts";

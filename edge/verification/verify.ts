@@ -3,7 +3,7 @@
  * the verdict. Every I/O step is bounded in time; no failure here becomes a 500 or a hang.
  * `verifyEmail` is one address end to end (GET /v1/email_verifications); a job's lines go through the same steps
  * (`prepareAddress`, `resolveDomain`, `probeHostsFor`, `completeVerification`) with their I/O shared
- * (edge/jobs/check-lines.ts).
+ * (edge/jobs/verification/check-lines.ts).
  */
 import type { EmailVerificationResult, VerificationDetails } from "../../shared/api.ts";
 import { addressKey, parseEmailAddress, type ParsedEmailAddress } from "../../shared/email/syntax.ts";

@@ -3,13 +3,13 @@
  * Drizzle database so they run the same against a local file, the local libSQL server, or Turso.
  */
 import { desc, eq, sql } from "drizzle-orm";
-import { accountWebhookSecret } from "../../edge/jobs/webhook-secret.ts";
+import { accountWebhookSecret } from "../../edge/webhooks/secret.ts";
 import { isInternalAccount } from "../../edge/identity/internal-accounts.ts";
 import { decodeScopes, SCOPES, type Scope } from "../../shared/scopes.ts";
 import { newId } from "../../edge/identity/tokens.ts";
 import { auditEvent } from "../../edge/identity/store/audit.ts";
 import { accountOfKey, createKey, listKeys, revokeKey } from "../../edge/identity/store/keys.ts";
-import { stopJobsOfGoneMakers } from "../../edge/lookup-jobs/gone-makers.ts";
+import { stopJobsOfGoneMakers } from "../../edge/jobs/makers.ts";
 import { accounts, creditLedger } from "../../edge/db/schema.ts";
 import type * as schema from "../../edge/db/schema.ts";
 import { type Db } from "../../edge/db/rows.ts";
@@ -144,7 +144,7 @@ export async function showAccount(db: Db, accountId: string, ledgerLimit = 20) {
   };
 }
 
-/** The account's webhook signing secret (edge/jobs/webhook-secret.ts), made on first use; with `rotate`, a new one. */
+/** The account's webhook signing secret (edge/webhooks/secret.ts), made on first use; with `rotate`, a new one. */
 export async function webhookSecret(db: Db, accountId: string, keyBase64: string | undefined, rotate = false): Promise<{ secret: string }> {
   const secret = await accountWebhookSecret(db, accountId, keyBase64, rotate);
   if (secret === null) throw new AdminError(`No account ${accountId}`);

@@ -6,11 +6,12 @@
  * stop disclosing them, and what customers reported of them (bounce feedback) is deleted. One write batch does it all.
  */
 import type { Client, InArgs, InStatement } from "@libsql/client";
-import type { SQL } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { REFRESH_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
 import { removeAddressesFromOpenJobs, removeAddressesFromPhaseJobs } from "../../edge/jobs/store/internal-jobs.ts";
-import { eraseFromBulkLookups } from "../../edge/lookup-jobs/store/erasure.ts";
+import { eraseFromLookupJobs } from "../../edge/jobs/store/lookup-erasure.ts";
+import { eraseFromBatchAnswers } from "../../edge/people/bulk-store.ts";
 import {
   checkSuppressionKey,
   emailHashes,
@@ -126,7 +127,8 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     // And the lookup jobs' verify_emails phases, whoever's: neither listed nor written back when the phase ends.
     ...removeAddressesFromPhaseJobs(addresses, now).map(inBatch),
     // What the bulk lookups keep of them (a batch's first answer, lookup jobs' lines and verdicts) stops disclosing them.
-    ...eraseFromBulkLookups(people.map((p) => p.id), addresses).map(inBatch),
+    inBatch(eraseFromBatchAnswers(sql`select value from json_each(${peopleIds})`)),
+    ...eraseFromLookupJobs(people.map((p) => p.id), addresses).map(inBatch),
   ];
   await client.batch(statements, "write");
   return { erased: people.length, suppressed: [...hashes.values()].length };

@@ -16,7 +16,8 @@ import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { auditEvent } from "../../edge/identity/store/audit.ts";
 import { PEOPLE_AUDIT_ACCOUNT_ID } from "../../edge/identity/internal-accounts.ts";
 import { iso } from "../../edge/db/rows.ts";
-import { moveBulkLookupsStatements, movedAnswers, restoreBulkLookupsStatements, type MovedAnswers } from "../../edge/lookup-jobs/store/erasure.ts";
+import { moveLookupLinesStatement, movedRows, restoreLookupLinesStatement, type MovedRows } from "../../edge/jobs/store/lookup-erasure.ts";
+import { moveBatchItemsStatement, restoreBatchItemsStatement } from "../../edge/people/bulk-store.ts";
 import { AdminError } from "./accounts.ts";
 import { loadPerson, type HeldPerson } from "./people-privacy.ts";
 import { IDENTIFIER_FIELDS, PERSON_FIELDS, type PersonRecord } from "./people-record.ts";
@@ -26,7 +27,8 @@ export const MERGE_STATES = ["open", "applied", "dismissed", "undone"] as const;
 export type MergeState = (typeof MERGE_STATES)[number];
 
 type CandidateRow = { id: number; people: string; record: string; reason: string; source: string; line: number; created_at: number; state: MergeState; decided_at: number | null; snapshot: string | null };
-type Snapshot = { kept: HeldPerson; merged: HeldPerson; after: HeldPerson; movedLog: number[]; movedAnswers?: MovedAnswers };
+/** movedAnswers: the lookup job lines and batch answers the merge moved (absent for merges applied before 1.11). */
+type Snapshot = { kept: HeldPerson; merged: HeldPerson; after: HeldPerson; movedLog: number[]; movedAnswers?: { lines: MovedRows; items: MovedRows } };
 
 export type MergeCandidate = {
   id: number;
@@ -185,7 +187,7 @@ export async function applyMergeCandidate(client: Client, id: number): Promise<{
   );
   // What the bulk lookups kept of the merged person (lookup job lines, batch answers) is the kept person's: an erasure of it reaches them.
   const movesAt = statements.length;
-  statements.push(...moveBulkLookupsStatements(keptId, mergedId).map(inBatch));
+  statements.push(inBatch(moveLookupLinesStatement(keptId, mergedId)), inBatch(moveBatchItemsStatement(keptId, mergedId)));
   statements.push(
     { sql: "delete from people where id = ?", args: [mergedId] },
     { sql: "update merge_candidates set state = 'applied', decided_at = ? where id = ? and state = 'open'", args: [now, id] },
@@ -195,7 +197,7 @@ export async function applyMergeCandidate(client: Client, id: number): Promise<{
   // Now one person: the line is an ordinary import line.
   await upsertPeopleBatch(client, [{ line: Number(row.line), record: JSON.parse(row.record) as PersonRecord }], row.source);
   const after = await loadPerson(client, keptId);
-  const snapshot: Snapshot = { kept, merged, after: after!, movedLog, movedAnswers: movedAnswers(results.slice(movesAt, movesAt + 2)) };
+  const snapshot: Snapshot = { kept, merged, after: after!, movedLog, movedAnswers: { lines: movedRows(results[movesAt]), items: movedRows(results[movesAt + 1]) } };
   await client.execute({ sql: "update merge_candidates set snapshot = ? where id = ?", args: [JSON.stringify(snapshot), id] });
   return { kept: keptId, merged: mergedId };
 }
@@ -279,7 +281,8 @@ export async function undoMergeCandidate(client: Client, id: number): Promise<{ 
     // After the rows: the access log going back does not make them look like new addresses for the recipients.
     { sql: "update person_access_log set person_id = ? where id in (select value from json_each(?))", args: [merged.id, JSON.stringify(movedLog)] },
     // The bulk lookups' rows the merge moved are the merged person's again (a merge applied before 1.11 moved none).
-    ...restoreBulkLookupsStatements(kept.id, merged.id, moved ?? { lines: [], items: [] }).map(inBatch),
+    inBatch(restoreLookupLinesStatement(kept.id, merged.id, moved?.lines ?? [])),
+    inBatch(restoreBatchItemsStatement(kept.id, merged.id, moved?.items ?? [])),
     { sql: "update merge_candidates set state = 'undone', decided_at = ? where id = ? and state = 'applied'", args: [now, id] },
     audit("person.merge_undone", id, { kept: kept.id, merged: merged.id }, now),
   );

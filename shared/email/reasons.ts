@@ -1,7 +1,7 @@
 /**
  * The answer vocabulary and what each answer proves, in one place (docs/api.md "Reasons"). Every rule about what an
  * answer means reads these tables: how the Worker counts a probe's outcome (edge/verify.ts) and the verdict's reason
- * for it (shared/email/verdict.ts), which answers a job line asks again (edge/jobs/line-policy.ts), which answers
+ * for it (shared/email/verdict.ts), which answers a job line asks again (edge/jobs/verification/line-policy.ts), which answers
  * bring back, keep or retry a stored address (edge/personal-data-cron.ts), and which RCPT replies a receiver's
  * harvest defence counts (probe/policy/budget.ts). A reason or an outcome without a row fails the type check and
  * test/node/answer-meaning.test.ts.
@@ -60,7 +60,7 @@ export const REASON_MEANING: Readonly<Record<VerificationReason, AnswerMeaning>>
   disposable: { proves: "settled_elsewhere", recheckSoon: false },
   catch_all: { proves: "accepts_any", recheckSoon: false },
   policy_block: { proves: "nothing_yet", recheckSoon: false },
-  // Our probe was refused, not the mailbox: a job's line waits for the block to end (edge/jobs/line-policy.ts).
+  // Our probe was refused, not the mailbox: a job's line waits for the block to end (edge/jobs/verification/line-policy.ts).
   probe_refused: { proves: "nothing_yet", recheckSoon: false },
   temporary_failure: { proves: "nothing_yet", recheckSoon: true },
   // An over-quota refusal (5.2.2, 552, 4.2.2) names a mailbox the server has: proof that it exists, though mail may

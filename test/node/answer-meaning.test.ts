@@ -4,7 +4,7 @@
  * rules: test/workers/personal-data-cron.test.ts).
  */
 import { describe, expect, it } from "vitest";
-import { isTemporary } from "../../edge/jobs/line-policy.ts";
+import { isTemporary } from "../../edge/jobs/verification/line-policy.ts";
 import { isUnknownUser } from "../../probe/policy/budget.ts";
 import type { RcptClass } from "../../probe/smtp/classify.ts";
 import { BY_OUTCOME, REASON_MEANING, VERIFICATION_REASONS, outcomeMeaning, reasonsProving } from "../../shared/email/reasons.ts";

@@ -9,7 +9,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { answerWriter, type AnswerWriterLimits } from "../../edge/jobs/answer-writer.ts";
+import { answerWriter, type AnswerWriterLimits } from "../../edge/jobs/verification/answer-writer.ts";
 import type { LineAnswer } from "../../edge/jobs/store/lines.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -70,7 +70,7 @@ describe("the answer writer", () => {
     // Two answers start a write; a third arrives meanwhile (arming the timer) and is taken by that
     // same write; the timer then fires with nothing to write. finish() must still return.
     const script = `
-      const { answerWriter } = await import(${JSON.stringify(`${root}edge/jobs/answer-writer.ts`)});
+      const { answerWriter } = await import(${JSON.stringify(`${root}edge/jobs/verification/answer-writer.ts`)});
       const written = [];
       const write = async (answers) => { await new Promise((r) => setTimeout(r, 20)); written.push(...answers.map((a) => a.position)); return null; };
       const writer = answerWriter(write, { limits: { writeBatch: 2, maxWrite: 10, maxPending: 100, flushAfterMs: 100 } });

@@ -1,11 +1,11 @@
 /**
- * Where job callbacks may go (edge/jobs/callback.ts, docs/jobs.md "Callbacks"): the URL rules at creation,
+ * Where job callbacks may go (edge/webhooks/delivery.ts, docs/jobs.md "Callbacks"): the URL rules at creation,
  * and the DNS check at delivery against the DoH fixture in RFC 8484 wire format. Every refusal here
  * happens before any connection: the refused hosts exist only in the fixture's zone.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkCallbackUrl, deliverCallback } from "../../edge/jobs/callback.ts";
-import { generateWebhookSecret } from "../../edge/jobs/webhook.ts";
+import { checkCallbackUrl, deliverCallback } from "../../edge/webhooks/delivery.ts";
+import { generateWebhookSecret } from "../../edge/webhooks/signing.ts";
 import { startDohServer, type DohServer } from "../fixtures/doh-server.ts";
 import { testZone } from "../fixtures/test-zone.ts";
 

@@ -10,13 +10,14 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { EdgeConfigSchema } from "../../edge/env.ts";
-import { CLAIM_LEASE_MS } from "../../edge/jobs/consumer.ts";
-import { LINE_POLICY } from "../../edge/jobs/line-policy.ts";
+import { CLAIM_LEASE_MS } from "../../edge/jobs/verification/turns.ts";
+import { LINE_POLICY } from "../../edge/jobs/verification/line-policy.ts";
 import { LINES_PER_TRANSACTION } from "../../edge/jobs/store/job-creation.ts";
-import { DUE_CALLBACKS_PER_RUN, STALLED_JOBS_PER_RUN, TURNS_PER_STALLED_JOB } from "../../edge/jobs/store/scheduling.ts";
+import { STALLED_JOBS_PER_RUN, TURNS_PER_STALLED_JOB } from "../../edge/jobs/store/scheduling.ts";
+import { DUE_CALLBACKS_PER_RUN } from "../../edge/jobs/store/envelope.ts";
 import { LINES_PER_TURN } from "../../edge/jobs/queue.ts";
-import { QUEUE_ALLOWANCE_MS } from "../../edge/jobs/check-lines.ts";
-import { IDLE_ACCOUNT_CHECK_MS } from "../../edge/jobs/consumer.ts";
+import { QUEUE_ALLOWANCE_MS } from "../../edge/jobs/verification/check-lines.ts";
+import { IDLE_ACCOUNT_CHECK_MS } from "../../edge/jobs/verification/turns.ts";
 import { PROBE_SETTINGS } from "../../probe/config.ts";
 import { JOB_LIMITS } from "../../shared/jobs.ts";
 import { CHECK_AGE_DAYS, CONFIDENCE_TABLE, DELIVERIES_WINDOW_DAYS, INDEPENDENT_ACCOUNTS, LABEL_FLOORS, SEEN_AGE_DAYS } from "../../shared/people/confidence.ts";
@@ -62,7 +63,7 @@ describe("docs/jobs.md states the limits and the engine's numbers the code uses"
     [`${JOB_LIMITS.maxBodyBytes / 1024 / 1024} MB`, "the body limit"],
     [en(JOB_LIMITS.maxAddresses), "addresses per job"],
     [`${JOB_LIMITS.maxLineBytes} bytes`, "the address length"],
-    [`turn of ${LINES_PER_TURN} lines`, "lines per queue message"],
+    [`turn of ${LINES_PER_TURN.verification} lines`, "lines per queue message"],
     [`after ${QUEUE_ALLOWANCE_MS / 1000} s comes back unasked`, "the queue allowance"],
     [`every ${IDLE_ACCOUNT_CHECK_MS / 1000} s (\`IDLE_ACCOUNT_CHECK_MS\`)`, "how often a delivery looks for idle accounts"],
     [`(at most ${TURNS_PER_STALLED_JOB})`, "turns per stalled job and cron run"],

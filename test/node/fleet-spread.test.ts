@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProbe } from "../../edge/verification/probe-call.ts";
 import { probeOrder, rankingKey } from "../../edge/verification/probe-ranking.ts";
-import { checkLines } from "../../edge/jobs/check-lines.ts";
+import { checkLines } from "../../edge/jobs/verification/check-lines.ts";
 import type { LineAnswer } from "../../edge/jobs/store/lines.ts";
 import { loadProbeConfig } from "../../probe/config.ts";
 import { startProbeServer, type RunningProbe } from "../../probe/http/server.ts";

@@ -135,8 +135,21 @@ describe("the import graph", () => {
     expect(out).toEqual([]);
   });
 
-  it("the job tables' store (edge/jobs/store/) is reached only by the jobs room, the job routes and /v1/account, the crons and the admin CLI's erasure", () => {
-    const allowed = ["edge/jobs/", "edge/routes/jobs.ts", "edge/routes/job-common.ts", "edge/routes/job-list.ts", "edge/routes/job-results.ts", "edge/routes/account.ts", "edge/index.ts", "edge/personal-data-cron.ts", "scripts/admin/people-erase.ts", "edge/lookup-jobs/"];
+  it("the job tables' store (edge/jobs/store/) is reached only by the jobs room, the job routes and /v1/account, the crons and the admin CLI's erasure and merges", () => {
+    const allowed = [
+      "edge/jobs/",
+      "edge/routes/jobs.ts",
+      "edge/routes/job-common.ts",
+      "edge/routes/job-list.ts",
+      "edge/routes/job-results.ts",
+      "edge/routes/lookup-jobs.ts",
+      "edge/routes/lookup-job-results.ts",
+      "edge/routes/account.ts",
+      "edge/index.ts",
+      "edge/personal-data-cron.ts",
+      "scripts/admin/people-erase.ts",
+      "scripts/admin/people-merge.ts",
+    ];
     const out = Object.entries(graph)
       .filter(([file]) => !allowed.some((a) => (a.endsWith("/") ? file.startsWith(a) : file === a)))
       .flatMap(([file, deps]) => deps.filter((d) => d.startsWith("edge/jobs/store/")).map((d) => `${file} -> ${d}`));
@@ -144,38 +157,32 @@ describe("the import graph", () => {
   });
 
   it("the job tables' store imports nothing of the jobs room above it but the small rules it applies", () => {
-    const rules = ["edge/jobs/line-policy.ts", "edge/jobs/untrusted.ts", "edge/jobs/queue.ts"];
+    const rules = ["edge/jobs/verification/line-policy.ts", "edge/jobs/verification/untrusted.ts", "edge/jobs/queue.ts", "edge/jobs/kinds.ts", "edge/jobs/lookup/input.ts"];
     const out = importsOf("edge/jobs/store/").flatMap(([file, deps]) =>
       deps.filter((d) => d.startsWith("edge/jobs/") && !d.startsWith("edge/jobs/store/") && !rules.includes(d)).map((d) => `${file} -> ${d}`),
     );
+    expect(importsOf("edge/jobs/store/").length).toBeGreaterThan(5);
     expect(out).toEqual([]);
   });
 
-  it("the bulk lookups' store (edge/lookup-jobs/store/) is reached only by its room, the batch and lookup-job routes and the admin CLI's erasure and merges", () => {
-    const allowed = ["edge/lookup-jobs/", "edge/routes/people-bulk.ts", "edge/routes/lookup-jobs.ts", "edge/routes/lookup-job-results.ts", "scripts/admin/people-erase.ts", "scripts/admin/people-merge.ts"];
-    const out = Object.entries(graph)
-      .filter(([file]) => !allowed.some((a) => (a.endsWith("/") ? file.startsWith(a) : file === a)))
-      .flatMap(([file, deps]) => deps.filter((d) => d.startsWith("edge/lookup-jobs/store/")).map((d) => `${file} -> ${d}`));
-    expect(out).toEqual([]);
-  });
-
-  it("the bulk lookups' store imports nothing of its room above it but the rules it applies, and of the verification jobs only their store's rules (retention, the fair share's type)", () => {
-    const out = importsOf("edge/lookup-jobs/store/").flatMap(([file, deps]) =>
-      deps
-        .filter((d) => (d.startsWith("edge/lookup-jobs/") && !d.startsWith("edge/lookup-jobs/store/") && d !== "edge/lookup-jobs/input.ts") || (d.startsWith("edge/jobs/") && !d.startsWith("edge/jobs/store/")))
-        .map((d) => `${file} -> ${d}`),
+  it("there is one job engine: no edge/lookup-jobs/ room, and no kind imports another kind's files", () => {
+    expect(Object.keys(graph).filter((file) => file.startsWith("edge/lookup-jobs/"))).toEqual([]);
+    const kinds = ["edge/jobs/verification/", "edge/jobs/lookup/"];
+    const out = kinds.flatMap((kind) =>
+      importsOf(kind).flatMap(([file, deps]) => deps.filter((d) => kinds.some((other) => other !== kind && d.startsWith(other))).map((d) => `${file} -> ${d}`)),
     );
-    expect(importsOf("edge/lookup-jobs/store/").length).toBeGreaterThan(5);
+    expect(importsOf("edge/jobs/lookup/").length).toBeGreaterThan(2);
     expect(out).toEqual([]);
   });
 
   it("edge/routes/lookup-jobs.ts starts lookup jobs without loading the consumer that runs them", () => {
-    expect(runtime["edge/routes/lookup-jobs.ts"]).toContain("edge/lookup-jobs/queue.ts");
-    expect(loads("edge/routes/lookup-jobs.ts").has("edge/lookup-jobs/consumer.ts")).toBe(false);
+    expect(runtime["edge/routes/lookup-jobs.ts"]).toContain("edge/jobs/queue.ts");
+    expect(loads("edge/routes/lookup-jobs.ts").has("edge/jobs/consumer.ts")).toBe(false);
+    expect(loads("edge/routes/lookup-jobs.ts").has("edge/jobs/lookup/turns.ts")).toBe(false);
   });
 
-  it("the lookup's room (edge/people/) imports, of the Worker, only itself, edge/db/ and edge/lib/", () => {
-    const allowed = (d: string) => !d.startsWith("edge/") || ["edge/people/", "edge/db/", "edge/lib/"].some((p) => d.startsWith(p));
+  it("the lookup's room (edge/people/) imports, of the Worker, only itself, edge/db/, edge/lib/ and the charge (edge/credits.ts: the batch call's)", () => {
+    const allowed = (d: string) => !d.startsWith("edge/") || ["edge/people/", "edge/db/", "edge/lib/", "edge/credits.ts"].some((p) => d.startsWith(p));
     expect(importsOf("edge/people/").map(([file]) => file)).toEqual(expect.arrayContaining(["edge/people/lookup.ts", "edge/people/store.ts"]));
     expect(importsOf("edge/people/").flatMap(([file, deps]) => deps.filter((d) => !allowed(d)).map((d) => `${file} -> ${d}`))).toEqual([]);
   });
@@ -185,8 +192,9 @@ describe("the import graph", () => {
   });
 
   it.each(["edge/routes/jobs.ts", "edge/personal-data-cron.ts"])("%s starts jobs without loading the consumer that runs them", (file) => {
-    expect(runtime[file]).toContain("edge/jobs/queue.ts");
+    expect(loads(file).has("edge/jobs/queue.ts")).toBe(true);
     expect(loads(file).has("edge/jobs/consumer.ts")).toBe(false);
+    expect(loads(file).has("edge/jobs/verification/turns.ts")).toBe(false);
   });
 
   describe("the probe's rooms", () => {

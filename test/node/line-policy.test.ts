@@ -1,5 +1,5 @@
 /**
- * edge/jobs/line-policy.ts, the one place that decides what becomes of a claimed job line: table
+ * edge/jobs/verification/line-policy.ts, the one place that decides what becomes of a claimed job line: table
  * driven, no database. The end-to-end behaviour (a recheck really happens, a dead probe hands its
  * lines to the next) is in test/workers/jobs.test.ts.
  */
@@ -19,7 +19,7 @@ import {
   waitedTooLong,
   waitsOnBlock,
   type LineHistory,
-} from "../../edge/jobs/line-policy.ts";
+} from "../../edge/jobs/verification/line-policy.ts";
 import type { EmailVerificationResult } from "../../shared/api.ts";
 import { SmtpOutcome } from "../../shared/smtp-outcome.ts";
 

@@ -31,16 +31,18 @@ type Owner = {
 const OWNERS: Owner[] = [
   {
     name: "the job tables",
-    // receiver_lessons: what probes learned by being blocked or throttled, kept and handed to the fleet with job batches.
-    tables: ["verification_jobs", "verification_job_items", "receiver_lessons"],
-    objects: ["verificationJobs", "verificationJobItems", "receiverLessons"],
+    // Both kinds of job, verification and lookup (edge/jobs/, one engine); receiver_lessons: what probes learned by
+    // being blocked or throttled, kept and handed to the fleet with job batches.
+    tables: ["verification_jobs", "verification_job_items", "receiver_lessons", "lookup_jobs", "lookup_job_lines", "lookup_job_verdicts"],
+    objects: ["verificationJobs", "verificationJobItems", "receiverLessons", "lookupJobs", "lookupJobLines", "lookupJobVerdicts"],
     owners: ["edge/jobs/store/"],
     alsoAllowed: {},
   },
   {
     name: "the people tables",
-    tables: ["people", "person_emails", "person_phones", "person_email_sources", "person_phone_sources", "person_handle_sources", "person_access_log", "erasure_notices", "suppressions", "email_feedback", "person_changes", "people_events", "merge_candidates"],
-    objects: ["people", "personEmails", "personPhones", "personEmailSources", "personPhoneSources", "personHandleSources", "personAccessLog", "erasureNotices", "suppressions", "emailFeedback", "personChanges", "peopleEvents", "mergeCandidates"],
+    // lookup_batches and lookup_batch_items: the batch call (POST /v1/people/bulk), a lookup of up to 100 people, not a job.
+    tables: ["people", "person_emails", "person_phones", "person_email_sources", "person_phone_sources", "person_handle_sources", "person_access_log", "erasure_notices", "suppressions", "email_feedback", "person_changes", "people_events", "merge_candidates", "lookup_batches", "lookup_batch_items"],
+    objects: ["people", "personEmails", "personPhones", "personEmailSources", "personPhoneSources", "personHandleSources", "personAccessLog", "erasureNotices", "suppressions", "emailFeedback", "personChanges", "peopleEvents", "mergeCandidates", "lookupBatches", "lookupBatchItems"],
     owners: ["edge/people/"],
     alsoAllowed: {
       // The operator's tools: the import's upsert, access reports and erasure run on Node's client in write batches of
@@ -49,13 +51,6 @@ const OWNERS: Owner[] = [
       // The three sample people `npm start` seeds into a new local database.
       "scripts/lib/samples.ts": "npm start's sample people",
     },
-  },
-  {
-    name: "the bulk lookups' tables",
-    tables: ["lookup_batches", "lookup_batch_items", "lookup_jobs", "lookup_job_lines", "lookup_job_verdicts"],
-    objects: ["lookupBatches", "lookupBatchItems", "lookupJobs", "lookupJobLines", "lookupJobVerdicts"],
-    owners: ["edge/lookup-jobs/store/"],
-    alsoAllowed: {},
   },
   {
     name: "identity's tables",

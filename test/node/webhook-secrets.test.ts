@@ -1,5 +1,5 @@
 /**
- * Webhook secrets at rest (edge/jobs/webhook.ts, scripts/admin/accounts.ts; docs/jobs.md "Callbacks"): sealed with
+ * Webhook secrets at rest (edge/webhooks/signing.ts, scripts/admin/accounts.ts; docs/jobs.md "Callbacks"): sealed with
  * AES-256-GCM under WEBHOOK_SECRET_KEY and bound to their account, on a real libSQL file database.
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount, webhookSecret } from "../../scripts/admin/accounts.ts";
-import { openWebhookSecret, sealWebhookSecret, WebhookKeyError } from "../../edge/jobs/webhook.ts";
+import { openWebhookSecret, sealWebhookSecret, WebhookKeyError } from "../../edge/webhooks/signing.ts";
 import { applyMigrations, openDatabase, type NodeDatabase } from "../../scripts/lib/database.ts";
 import { TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 

@@ -100,7 +100,7 @@ describe("a job whose answers cannot be written (the database fails mid-batch)",
     // The fixture probe answers one line every 100 ms; the consumer reaches the database through the proxy.
     const bindings = { ...viaProxy, PROBE_URL: inject("probeFixtureUrl") };
     const deliver = (to: number) => {
-      const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `m-${to}`, timestamp: new Date(), attempts: 1, body: { kind: "work", job: id } }]);
+      const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `m-${to}`, timestamp: new Date(), attempts: 1, body: { kind: "verification", type: "turn", job: id } }]);
       const ctx = createExecutionContext();
       return worker.queue(batch as MessageBatch<unknown>, { ...env, ...bindings } as never).then(() => getQueueResult(batch, ctx));
     };
@@ -133,7 +133,7 @@ describe("the cron, its database failing", () => {
     try {
       await worker.scheduled(createScheduledController(), { ...env, ...viaProxy } as never);
       const events = errors.mock.calls.map(([line]) => (JSON.parse(String(line)) as { event: string }).event);
-      expect(events).toEqual(["stalled_work_check_failed", "people_data_cron_failed", "audit_cron_failed", "sign_in_cron_failed", "job_retention_failed", "lookup_jobs_cron_failed", "people_events_cron_failed"]);
+      expect(events).toEqual(["jobs_cron_failed", "people_data_cron_failed", "audit_cron_failed", "sign_in_cron_failed", "batch_answers_cron_failed", "people_events_cron_failed"]);
     } finally {
       errors.mockRestore();
     }

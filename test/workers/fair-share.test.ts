@@ -31,7 +31,7 @@ async function queuedJob(accountId: string, lines: number, tag: string): Promise
 
 /** Hands turn messages to the Worker's queue handler, as the queue delivers them, with no probe configured. */
 async function deliverTurns(job: string, turns: number) {
-  const messages: JobMessage[] = Array.from({ length: turns }, () => ({ kind: "work", job }));
+  const messages: JobMessage[] = Array.from({ length: turns }, () => ({ kind: "verification", type: "turn", job }));
   const batch = createMessageBatch<JobMessage>(
     "verification-jobs-dev",
     messages.map((body, i) => ({ id: `turn-${Date.now()}-${i}`, timestamp: new Date(), attempts: 1, body })),
@@ -53,7 +53,7 @@ describe("turns shared between accounts", () => {
     const result = await deliverTurns(big, 4);
     expect(result.explicitAcks).toHaveLength(4);
     expect(await answered(small)).toBe(300);
-    expect(await answered(big)).toBe(2 * LINES_PER_TURN);
+    expect(await answered(big)).toBe(2 * LINES_PER_TURN.verification);
   });
 
   it("three accounts get equal shares, and a job with nothing due takes no turn", async () => {
@@ -77,7 +77,7 @@ describe("turns shared between accounts", () => {
     const splitAnswered = (await Promise.all(split.map(answered))).reduce((x, y) => x + y, 0);
     const wholeAnswered = await answered(whole);
     expect(splitAnswered + wholeAnswered).toBe(800);
-    expect(Math.abs(splitAnswered - wholeAnswered)).toBeLessThanOrEqual(LINES_PER_TURN);
+    expect(Math.abs(splitAnswered - wholeAnswered)).toBeLessThanOrEqual(LINES_PER_TURN.verification);
   });
 });
 
@@ -89,8 +89,8 @@ describe("what the job record shows of the scheduling", () => {
     await queuedJob(b.accountId, 300, "small");
     const queue = async () => VerificationJob.parse(await (await call(`${PATH}/${big}`, { token: a.token })).json()).queue;
     expect(await queue()).toEqual({ lines_waiting: 2_000, lines_in_progress: 0, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
-    await claimTurn(db, big, newLease(30_000), LINES_PER_TURN);
-    expect(await queue()).toEqual({ lines_waiting: 1_800, lines_in_progress: LINES_PER_TURN, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
+    await claimTurn(db, big, newLease(30_000), LINES_PER_TURN.verification);
+    expect(await queue()).toEqual({ lines_waiting: 1_800, lines_in_progress: LINES_PER_TURN.verification, accounts_sharing: 2, waiting_on: {}, estimated_completion_at: null });
     await call(`${PATH}/${big}`, { method: "DELETE", token: a.token });
     expect(await queue()).toEqual({ lines_waiting: 0, lines_in_progress: 0, accounts_sharing: 0, waiting_on: {}, estimated_completion_at: null });
   });

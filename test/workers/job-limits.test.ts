@@ -10,7 +10,7 @@ import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
 import worker from "../../edge/index.ts";
-import { ABANDONED_CREATE_MS } from "../../edge/jobs/store/cleanup.ts";
+import { ABANDONED_CREATE_MS } from "../../edge/jobs/store/envelope.ts";
 import { LINES_PER_TRANSACTION } from "../../edge/jobs/store/job-creation.ts";
 import { claimTurn, newLease } from "../../edge/jobs/store/lines.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";

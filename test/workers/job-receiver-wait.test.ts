@@ -46,7 +46,7 @@ describe("a line held by a receiver's budget", () => {
     expect(Number(parked.wait_until)).toBeGreaterThanOrEqual(started + HELD_RETRY_AFTER_MS);
     expect((await line(id, 1)).state).toBe("done");
     // Its turn goes back on the queue at the relief, not at once.
-    expect(sent).toEqual([{ body: { kind: "work", job: id }, delaySeconds: Math.ceil(HELD_RETRY_AFTER_MS / 1000) }]);
+    expect(sent).toEqual([{ body: { kind: "verification", type: "turn", job: id }, delaySeconds: Math.ceil(HELD_RETRY_AFTER_MS / 1000) }]);
 
     const job = await getJob(token, id);
     expect(job).toMatchObject({ status: "running", processed: 1, queue: { waiting_on: { google: 1 }, lines_waiting: 1, lines_in_progress: 0 } });
@@ -104,11 +104,11 @@ describe("a job whose lines only wait", () => {
 
     // Stalled, but nothing due: no turn. Due: one.
     await db.run(sql`update verification_jobs set updated_at = 0 where id = ${id}`);
-    expect((await stalledWork(db, Date.now())).turns.filter((t) => t.job === id)).toEqual([]);
+    expect((await stalledWork(db, Date.now())).filter((t) => t.job === id)).toEqual([]);
     // Not marked as requeued either: a job that only waits takes none of the places of the stalled jobs per run.
     expect((await db.all<{ updated_at: number }>(sql`select updated_at from verification_jobs where id = ${id}`))[0]!.updated_at).toBe(0);
     await db.run(sql`update verification_job_items set wait_until = ${Date.now() - 1} where job_id = ${id} and position = 0`);
-    expect((await stalledWork(db, Date.now())).turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: 1 }]);
+    expect((await stalledWork(db, Date.now())).filter((t) => t.job === id)).toEqual([{ job: id, turns: 1 }]);
   });
 });
 

@@ -6,7 +6,7 @@
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { VerificationJob } from "../../shared/jobs.ts";
-import { applyJobRetention } from "../../edge/jobs/store/retention.ts";
+import { applyRetention } from "../../edge/jobs/store/envelope.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 import { queuedJob } from "./job-turns.ts";
 
@@ -36,7 +36,7 @@ describe("retention of bulk jobs", () => {
     const short = await finishedJob(token, { email_addresses: ["ana@ok.test", "nobody@ok.test", "x"], retention_seconds: 60 });
     expect([kept.retention_seconds, kept.results_expired, short.retention_seconds]).toEqual([2_592_000, false, 60]);
     // 61 s later by the cron's clock: only the short one has run out.
-    const report = await applyJobRetention(db, 2_592_000, Date.now() + 61_000);
+    const report = await applyRetention(db, "verification", 2_592_000, Date.now() + 61_000);
     expect(report.jobs_expired).toBeGreaterThanOrEqual(1);
     expect(await lines(short.id)).toEqual([]);
     expect((await lines(kept.id)).length).toBe(2);
@@ -52,9 +52,9 @@ describe("retention of bulk jobs", () => {
   it("retention_seconds 0 without a callback keeps results one hour; DELETE ?purge=true deletes them at once; bad values are 400", async () => {
     const { token } = await newAccount(0);
     const zero = await finishedJob(token, { email_addresses: ["ana@ok.test"], retention_seconds: 0 });
-    await applyJobRetention(db, 2_592_000, Date.now() + 30 * 60_000);
+    await applyRetention(db, "verification", 2_592_000, Date.now() + 30 * 60_000);
     expect((await lines(zero.id)).length).toBe(1);
-    await applyJobRetention(db, 2_592_000, Date.now() + 61 * 60_000);
+    await applyRetention(db, "verification", 2_592_000, Date.now() + 61 * 60_000);
     expect(await lines(zero.id)).toEqual([]);
 
     const purged = await finishedJob(token, { email_addresses: ["ana@ok.test", "nobody@ok.test"] });
@@ -78,9 +78,9 @@ describe("retention of bulk jobs", () => {
     const short = await finishedJob(token, { email_addresses: ["ana@ok.test"], retention_seconds: 60 });
     const at = Date.parse(short.completed_at!) + 60_000;
     expect(short.results_delete_at).toBe(new Date(at).toISOString());
-    await applyJobRetention(db, 2_592_000, at - 1);
+    await applyRetention(db, "verification", 2_592_000, at - 1);
     expect((await lines(short.id)).length).toBe(1);
-    await applyJobRetention(db, 2_592_000, at);
+    await applyRetention(db, "verification", 2_592_000, at);
     expect(await lines(short.id)).toEqual([]);
     expect(await read(short.id)).toMatchObject({ results_expired: true, results_delete_at: null });
 
@@ -93,7 +93,7 @@ describe("retention of bulk jobs", () => {
       await db.run(sql`update verification_jobs set callback_url = 'https://hooks.example/jobs', callback_state = ${state} where id = ${zero.id}`);
       expect([state, (await read(zero.id)).results_delete_at]).toEqual([state, expected]);
     }
-    await applyJobRetention(db, 2_592_000, ended);
+    await applyRetention(db, "verification", 2_592_000, ended);
     expect(await lines(zero.id)).toEqual([]);
 
     // A job that runs has no date yet; one from before retention_seconds existed (null) keeps JOB_RETENTION_SECONDS' default.
@@ -109,7 +109,7 @@ describe("retention of bulk jobs", () => {
     const body = JSON.stringify({ email_addresses: ["ana@ok.test"] });
     const first = (await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string };
     expect(((await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string }).id).toBe(first.id);
-    await applyJobRetention(db, 2_592_000, Date.now() + 24 * 3_600_000 + 1_000);
+    await applyRetention(db, "verification", 2_592_000, Date.now() + 24 * 3_600_000 + 1_000);
     const second = (await (await call(PATH, { method: "POST", token, headers, body })).json()) as { id: string };
     expect(second.id).not.toBe(first.id);
     // Let its queue message be consumed before the file ends: a message still on the local queue when the

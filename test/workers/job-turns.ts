@@ -24,7 +24,7 @@ export function recordingQueue() {
 
 /** Hands one turn to the Worker's queue handler, with the stand-in probe. */
 export async function deliverTurn(job: string, bindings: Partial<Bindings>) {
-  const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `t-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { kind: "work", job } }]);
+  const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `t-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { kind: "verification", type: "turn", job } }]);
   const ctx = createExecutionContext();
   await worker.queue(batch as MessageBatch<unknown>, { ...env, PROBE_URL: inject("probeFixtureUrl"), ...bindings } as never);
   return getQueueResult(batch, ctx);

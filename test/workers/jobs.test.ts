@@ -19,6 +19,7 @@ import worker from "../../edge/index.ts";
 import { probeOrder } from "../../edge/verification/probe-ranking.ts";
 import { claimTurn, newLease, renewClaims, writeAnswers } from "../../edge/jobs/store/lines.ts";
 import { STALLED_JOBS_PER_RUN, stalledWork } from "../../edge/jobs/store/scheduling.ts";
+import { dueCallbacks } from "../../edge/jobs/store/envelope.ts";
 import { LINES_PER_TURN } from "../../edge/jobs/queue.ts";
 import { JOB_MESSAGES } from "../../edge/routes/jobs.ts";
 import type { Bindings, JobsQueue } from "../../edge/env.ts";
@@ -358,7 +359,7 @@ describe("reading and cancelling", () => {
     expect(cancelled).toMatchObject({ status: "cancelled", processed: 1 });
     expect(cancelled.completed_at).not.toBeNull();
     // A message for its lines arrives anyway: nothing is claimed, nothing checked.
-    const result = await deliver([{ kind: "work", job: id }]);
+    const result = await deliver([{ kind: "verification", type: "turn", job: id }]);
     expect(result.explicitAcks).toHaveLength(1);
     expect((await getJob(token, id)).processed).toBe(1);
     const results = JobResultsPage.strict().parse(await (await call(`${PATH}/${id}/results`, { token })).json());
@@ -397,8 +398,8 @@ describe("how a job runs", () => {
     const done = await waitFor(token, job.id);
     const before = await allResults(token, job.id);
     const result = await deliver([
-      { kind: "work", job: job.id },
-      { kind: "work", job: job.id },
+      { kind: "verification", type: "turn", job: job.id },
+      { kind: "verification", type: "turn", job: job.id },
     ]);
     expect(result.explicitAcks).toHaveLength(2);
     expect(await getJob(token, job.id)).toEqual(done);
@@ -410,10 +411,10 @@ describe("how a job runs", () => {
     const id = await queuedJob(accountId, ["ana@ok.test"]);
     await db.run(sql`update verification_jobs set status = 'running' where id = ${id}`);
     await db.run(sql`update verification_job_items set state = 'claimed', lease_token = 'other-consumer', lease_until = ${Date.now() + 60_000}, claims = 1 where job_id = ${id}`);
-    await deliver([{ kind: "work", job: id }]);
+    await deliver([{ kind: "verification", type: "turn", job: id }]);
     expect((await getJob(token, id)).processed).toBe(0);
     await db.run(sql`update verification_job_items set lease_until = ${Date.now() - 1} where job_id = ${id}`);
-    await deliver([{ kind: "work", job: id }]);
+    await deliver([{ kind: "verification", type: "turn", job: id }]);
     expect(await getJob(token, id)).toMatchObject({ status: "completed", processed: 1, counts: { valid: 1 } });
   });
 
@@ -490,7 +491,7 @@ describe("how a job runs", () => {
       send: (body, options) => (sent.push({ body, ...options }), queue.send(body, options)),
       sendBatch: (messages) => (sent.push(...messages), queue.sendBatch(messages)),
     };
-    const first = await deliver([{ kind: "work", job: id }], { ...probes, JOBS_QUEUE: watched });
+    const first = await deliver([{ kind: "verification", type: "turn", job: id }], { ...probes, JOBS_QUEUE: watched });
     expect(first.explicitAcks).toHaveLength(1);
     const rows = await db.all<{ state: string; claims: number; probe_failures: number }>(sql`
       select state, claims, probe_failures from verification_job_items where job_id = ${id} order by position`);
@@ -498,9 +499,9 @@ describe("how a job runs", () => {
       ["pending", 1, 1],
       ["pending", 1, 1],
     ]);
-    expect(sent).toEqual([{ body: { kind: "work", job: id }, delaySeconds: 30 }]);
+    expect(sent).toEqual([{ body: { kind: "verification", type: "turn", job: id }, delaySeconds: 30 }]);
     // That message, delivered: the lines' second claim goes to the next probe, which answers.
-    await deliver([{ kind: "work", job: id }], probes);
+    await deliver([{ kind: "verification", type: "turn", job: id }], probes);
     expect(await getJob(token, id)).toMatchObject({ status: "completed", counts: { valid: 1, invalid: 1 } });
   });
 
@@ -513,9 +514,9 @@ describe("how a job runs", () => {
     await db.run(sql`update verification_jobs set total = 450, status = 'running' where id = ${id}`);
     const work = await stalledWork(db, Date.now() - 60_000);
     // 250 lines due: two turns.
-    expect(work.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: 2 }]);
+    expect(work.filter((t) => t.job === id)).toEqual([{ job: id, turns: 2 }]);
     // Requeued now: not again before another stall period has passed.
-    expect((await stalledWork(db, Date.now() - 60_000)).turns.filter((t) => t.job === id)).toEqual([]);
+    expect((await stalledWork(db, Date.now() - 60_000)).filter((t) => t.job === id)).toEqual([]);
   });
 
   it("the cron marks as requeued exactly the stalled jobs whose turns it sends, and the rest come next run", async () => {
@@ -538,11 +539,11 @@ describe("how a job runs", () => {
       const marked = [...(await updatedAt())].filter(([, at]) => at >= runStarted).map(([id]) => id);
       // The longest stalled first, and every job marked had turns for all 300 of its lines sent.
       expect(marked.sort()).toEqual(jobs.slice(0, STALLED_JOBS_PER_RUN).sort());
-      for (const id of marked) expect(first.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: Math.ceil(300 / LINES_PER_TURN) }]);
-      expect(first.turns.filter((t) => jobs.includes(t.job) && !marked.includes(t.job))).toEqual([]);
+      for (const id of marked) expect(first.filter((t) => t.job === id)).toEqual([{ job: id, turns: Math.ceil(300 / LINES_PER_TURN.verification) }]);
+      expect(first.filter((t) => jobs.includes(t.job) && !marked.includes(t.job))).toEqual([]);
       // The two left over were not marked: the next run sends them.
       const second = await stalledWork(db, Date.now() - 60_000);
-      expect(new Set(second.turns.filter((t) => jobs.includes(t.job)).map((t) => t.job))).toEqual(new Set(jobs.slice(STALLED_JOBS_PER_RUN)));
+      expect(new Set(second.filter((t) => jobs.includes(t.job)).map((t) => t.job))).toEqual(new Set(jobs.slice(STALLED_JOBS_PER_RUN)));
     } finally {
       await db.run(sql`update verification_jobs set status = 'cancelled' where account_id = ${accountId}`);
     }
@@ -641,15 +642,15 @@ describe("callbacks", () => {
       (await db.all<{ callback_state: string; callback_attempts: number; callback_next_at: number | null; callback_last_error: string | null }>(sql`
         select callback_state, callback_attempts, callback_next_at, callback_last_error from verification_jobs where id = ${id}`))[0]!;
 
-    await deliver([{ kind: "callback", job: id, attempt: 0 }]);
+    await deliver([{ kind: "verification", type: "callback", job: id, attempt: 0 }]);
     expect(await state()).toMatchObject({ callback_state: "pending", callback_attempts: 1, callback_last_error: "HTTP 500" });
     expect((await state()).callback_next_at! - Date.now()).toBeGreaterThan(3_000); // the first retry comes 5 s later
-    await deliver([{ kind: "callback", job: id, attempt: 1 }]);
+    await deliver([{ kind: "verification", type: "callback", job: id, attempt: 1 }]);
     expect((await state()).callback_next_at! - Date.now()).toBeGreaterThan(250_000); // then 5 minutes
-    await deliver([{ kind: "callback", job: id, attempt: 2 }]);
+    await deliver([{ kind: "verification", type: "callback", job: id, attempt: 2 }]);
     expect(await state()).toMatchObject({ callback_state: "delivered", callback_attempts: 3, callback_next_at: null });
     // A late duplicate of an attempt finds it delivered and sends nothing.
-    await deliver([{ kind: "callback", job: id, attempt: 1 }]);
+    await deliver([{ kind: "verification", type: "callback", job: id, attempt: 1 }]);
     const received = await deliveries(url);
     expect(received.map((d) => d.answered)).toEqual([500, 500, 204]);
     expect(new Set(received.map((d) => d.headers["webhook-id"])).size).toBe(1);
@@ -662,7 +663,7 @@ describe("callbacks", () => {
     await fetch(url.replace("/hooks/", "/__script/"), { method: "POST", body: JSON.stringify({ redirect: `${inject("webhookUrl")}/hooks/elsewhere` }) });
     const id = await queuedJob(accountId, []);
     await db.run(sql`update verification_jobs set status = 'completed', completed_at = ${Date.now()}, callback_url = ${url}, callback_state = 'pending', callback_attempts = 7 where id = ${id}`);
-    await deliver([{ kind: "callback", job: id, attempt: 7 }]);
+    await deliver([{ kind: "verification", type: "callback", job: id, attempt: 7 }]);
     const [row] = await db.all<{ callback_state: string; callback_last_error: string }>(sql`select callback_state, callback_last_error from verification_jobs where id = ${id}`);
     expect(row).toEqual({ callback_state: "failed", callback_last_error: "redirects are not followed" });
     expect((await deliveries(url)).map((d) => d.answered)).toEqual([307]);
@@ -679,20 +680,20 @@ describe("callbacks", () => {
         sql`select status, processed, callback_state, callback_attempts from verification_jobs where id = ${id}`,
       ))[0]!;
 
-    await deliver([{ kind: "work", job: id }]);
+    await deliver([{ kind: "verification", type: "turn", job: id }]);
     expect(await jobRow()).toMatchObject({ status: "queued", processed: 0 });
-    expect((await stalledWork(db, Date.now() - 60_000)).turns.filter((t) => t.job === id)).toEqual([]);
+    expect((await stalledWork(db, Date.now() - 60_000)).filter((t) => t.job === id)).toEqual([]);
 
     // Its callback, once the job has ended: not delivered, not counted, not requeued.
     await db.run(sql`update verification_jobs set status = 'cancelled', completed_at = ${Date.now()}, callback_state = 'pending', callback_next_at = ${Date.now() - 20 * 60_000} where id = ${id}`);
-    await deliver([{ kind: "callback", job: id, attempt: 0 }]);
+    await deliver([{ kind: "verification", type: "callback", job: id, attempt: 0 }]);
     expect(await jobRow()).toMatchObject({ callback_state: "pending", callback_attempts: 0 });
     expect(await deliveries(url)).toEqual([]);
-    expect((await stalledWork(db, Date.now() - 60_000)).callbacks.filter((c) => c.job === id)).toEqual([]);
+    expect((await dueCallbacks(db, "verification", Date.now() - 60_000)).filter((c) => c.job === id)).toEqual([]);
 
     await setAccountStatus(db, accountId, "active");
-    expect((await stalledWork(db, Date.now() - 60_000)).callbacks.filter((c) => c.job === id)).toEqual([{ job: id, attempt: 0 }]);
-    await deliver([{ kind: "callback", job: id, attempt: 0 }]);
+    expect((await dueCallbacks(db, "verification", Date.now() - 60_000)).filter((c) => c.job === id)).toEqual([{ job: id, attempt: 0 }]);
+    await deliver([{ kind: "verification", type: "callback", job: id, attempt: 0 }]);
     expect(await received(url)).toHaveLength(1);
     expect(await jobRow()).toMatchObject({ callback_state: "delivered", callback_attempts: 1 });
   });
@@ -701,11 +702,11 @@ describe("callbacks", () => {
     const { token, accountId } = await newAccount(0);
     const id = await queuedJob(accountId, ["ana@ok.test"], Date.now() - 20 * 60_000);
     await setAccountStatus(db, accountId, "disabled");
-    expect((await stalledWork(db, Date.now() - 60_000)).turns.filter((t) => t.job === id)).toEqual([]);
+    expect((await stalledWork(db, Date.now() - 60_000)).filter((t) => t.job === id)).toEqual([]);
     await setAccountStatus(db, accountId, "active");
     const work = await stalledWork(db, Date.now() - 60_000);
-    expect(work.turns.filter((t) => t.job === id)).toEqual([{ job: id, turns: 1 }]);
-    await deliver([{ kind: "work", job: id }]);
+    expect(work.filter((t) => t.job === id)).toEqual([{ job: id, turns: 1 }]);
+    await deliver([{ kind: "verification", type: "turn", job: id }]);
     expect(await waitFor(token, id)).toMatchObject({ status: "completed", counts: { valid: 1 } });
   });
 });

@@ -14,7 +14,7 @@ import type { JobMessage } from "../../shared/jobs.ts";
 import { LookupJob } from "../../shared/lookup-jobs.ts";
 import worker from "../../edge/index.ts";
 import { openRequestDatabase } from "../../edge/db/client.ts";
-import { stopJobsOfGoneMakersNow } from "../../edge/lookup-jobs/gone-makers.ts";
+import { stopJobsOfGoneMakersNow } from "../../edge/jobs/makers.ts";
 import type { Bindings } from "../../edge/env.ts";
 import { addCredits, createApiKey } from "../../scripts/admin/accounts.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
@@ -54,7 +54,7 @@ async function getJob(token: string, id: string) {
 
 /** One turn of the verification jobs' queue, handed to the Worker with the real probe. */
 async function deliverJobTurn(job: string, bindings: Partial<Bindings>) {
-  const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `t-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { kind: "work", job } }]);
+  const batch = createMessageBatch<JobMessage>("verification-jobs-dev", [{ id: `t-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { kind: "verification", type: "turn", job } }]);
   const ctx = createExecutionContext();
   await worker.queue(batch as MessageBatch<unknown>, { ...env, ...bindings } as never);
   return getQueueResult(batch, ctx);
@@ -62,8 +62,8 @@ async function deliverJobTurn(job: string, bindings: Partial<Bindings>) {
 
 /** Runs the job's lookups (one turn at a time) until its verify_emails phase has started; returns the job then. */
 async function toVerifyPhase(token: string, id: string, bindings: Partial<Bindings>) {
-  await deliverLookup([{ kind: "lookup_turn", job: id }], bindings);
-  await deliverLookup([{ kind: "lookup_verify", job: id }], bindings);
+  await deliverLookup([{ kind: "lookup", type: "turn", job: id }], bindings);
+  await deliverLookup([{ kind: "lookup", type: "phase", job: id }], bindings);
   const job = await getJob(token, id);
   expect(job.verification?.state).toBe("verifying");
   return job;
@@ -77,7 +77,7 @@ async function finishVerifyPhase(token: string, lookupJob: string, child: string
     await deliverJobTurn(child, bindings);
     await new Promise((r) => setTimeout(r, 50));
   }
-  await deliverLookup([{ kind: "lookup_verify", job: lookupJob }], bindings);
+  await deliverLookup([{ kind: "lookup", type: "phase", job: lookupJob }], bindings);
   return getJob(token, lookupJob);
 }
 
@@ -108,7 +108,7 @@ describe("the verify_emails phase is ours alone (finding 1)", () => {
     const mine = [await person(["ana@ok.test"]), await person(["info@ok.test"])];
     const held = heldQueues();
     const job = await createJob(attacker.token, csv([["profnet_id"], ...mine.map((p) => [p.profnet_id])]), "?verify_emails=true", held.bindings);
-    await deliverLookup([{ kind: "lookup_turn", job: job.id }], held.bindings);
+    await deliverLookup([{ kind: "lookup", type: "turn", job: job.id }], held.bindings);
     expect((await getJob(attacker.token, job.id)).status).toBe("paused");
     const own = await call("/v1/email_verification_jobs", {
       method: "POST",
@@ -120,7 +120,7 @@ describe("the verify_emails phase is ours alone (finding 1)", () => {
     const ownJob = ((await own.json()) as { id: string }).id;
 
     await addCredits(db, attacker.accountId, 1);
-    await deliverLookup([{ kind: "lookup_resume", job: job.id }], held.bindings);
+    await deliverLookup([{ kind: "lookup", type: "resume", job: job.id }], held.bindings);
     const verifying = await toVerifyPhase(attacker.token, job.id, held.bindings);
     const child = verifying.verification!.job_id!;
     expect(child).not.toBe(ownJob);
@@ -207,7 +207,7 @@ describe("a job stops with whoever made it (finding 7)", () => {
   async function pausedJobs(makerToken: string, bindings: Partial<Bindings>) {
     const found = [await person([]), await person([]), await person([])];
     const job = await createJob(makerToken, csv([["profnet_id"], ...found.map((p) => [p.profnet_id])]), "", bindings);
-    await deliverLookup([{ kind: "lookup_turn", job: job.id }], bindings);
+    await deliverLookup([{ kind: "lookup", type: "turn", job: job.id }], bindings);
     expect((await getJob(makerToken, job.id)).status).toBe("paused");
     const res = await callWith(bindings, "/v1/email_verification_jobs", {
       method: "POST",
@@ -238,7 +238,7 @@ describe("a job stops with whoever made it (finding 7)", () => {
     const seen = LookupJob.strict().parse(await (await call(`${PATH}/${lookupJob}`, { token: owner })).json());
     expect([seen.status, seen.cancel_reason]).toEqual(["cancelled", "key_revoked"]);
     await addCredits(db, accountId, 50);
-    await deliverLookup([{ kind: "lookup_resume", job: lookupJob }, { kind: "lookup_turn", job: lookupJob }], held.bindings);
+    await deliverLookup([{ kind: "lookup", type: "resume", job: lookupJob }, { kind: "lookup", type: "turn", job: lookupJob }], held.bindings);
     expect((await state(lookupJob, verificationJob)).lookup).toEqual({ status: "cancelled", cancel_reason: "key_revoked", credits_charged: 1 });
     const ledger = await db.all(sql`select 1 from credit_ledger where key_id = ${maker.id} and reason = 'lookup'`);
     expect(ledger).toHaveLength(1);
@@ -251,7 +251,7 @@ describe("a job stops with whoever made it (finding 7)", () => {
     const { lookupJob, verificationJob } = await pausedJobs(maker.token, held.bindings);
     await db.run(sql`update api_keys set expires_at = ${Date.now() - 1_000} where id = ${maker.id}`);
     await addCredits(db, accountId, 50);
-    await deliverLookup([{ kind: "lookup_resume", job: lookupJob }], held.bindings);
+    await deliverLookup([{ kind: "lookup", type: "resume", job: lookupJob }], held.bindings);
     expect((await state(lookupJob, verificationJob)).lookup).toEqual({ status: "cancelled", cancel_reason: "key_expired", credits_charged: 1 });
     // The verification job waits for the cron's next run (it spends no credits).
     const bindings = env as unknown as { DATABASE_URL: string; DATABASE_AUTH_TOKEN: string };
@@ -268,7 +268,7 @@ describe("a job stops with whoever made it (finding 7)", () => {
     expect(rolled.status, await rolled.clone().text()).toBe(201);
     const replacement = ((await rolled.json()) as { id: string }).id;
     await addCredits(db, accountId, 1);
-    await deliverLookup([{ kind: "lookup_resume", job: lookupJob }, { kind: "lookup_turn", job: lookupJob }], held.bindings);
+    await deliverLookup([{ kind: "lookup", type: "resume", job: lookupJob }, { kind: "lookup", type: "turn", job: lookupJob }], held.bindings);
     expect((await state(lookupJob, verificationJob)).lookup).toEqual({ status: "paused", cancel_reason: null, credits_charged: 2 });
     expect((await call(`/v1/keys/${replacement}`, { method: "DELETE", token: owner })).status).toBe(200);
     expect(await state(lookupJob, verificationJob)).toEqual({
@@ -285,7 +285,7 @@ describe("a job stops with whoever made it (finding 7)", () => {
     const create = await consoleCall(PATH, { method: "POST", cookie: dev.cookie, headers: { "content-type": "text/csv" }, body: csv([["profnet_id"], ...found.map((p) => [p.profnet_id])]) });
     expect(create.status, await create.clone().text()).toBe(202);
     const job = ((await create.json()) as { id: string }).id;
-    await deliverLookup([{ kind: "lookup_turn", job }], held.bindings);
+    await deliverLookup([{ kind: "lookup", type: "turn", job }], held.bindings);
     expect((await call(`/v1/members/${dev.memberId}`, { method: "DELETE", token: owner })).status).toBe(200);
     const [row] = await db.all<{ status: string; cancel_reason: string }>(sql`select status, cancel_reason from lookup_jobs where id = ${job}`);
     expect(row).toEqual({ status: "cancelled", cancel_reason: "member_removed" });

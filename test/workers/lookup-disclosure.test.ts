@@ -91,11 +91,11 @@ describe("nothing is told free of who is held (finding 2)", () => {
     const bindings = { LOOKUP_JOBS_QUEUE: recording.queue };
     const res = await callWith(bindings, PATH, { method: "POST", token, headers: { "content-type": "text/csv" }, body: csv([["profnet_id"], [p.profnet_id], [q.profnet_id], [r.profnet_id]]) });
     const job = LookupJob.strict().parse(await res.json());
-    await deliverLookup([{ kind: "lookup_turn", job: job.id }], bindings);
+    await deliverLookup([{ kind: "lookup", type: "turn", job: job.id }], bindings);
     const paused = LookupJob.strict().parse(await (await call(`${PATH}/${job.id}`, { token })).json());
     expect([paused.status, paused.counts]).toEqual(["paused", { found: 0, not_found: 0, invalid: 0, refused: 3, erased: 0 }]);
     await addCredits(db, accountId, 5);
-    await deliverLookup([{ kind: "lookup_resume", job: job.id }, { kind: "lookup_turn", job: job.id }], bindings);
+    await deliverLookup([{ kind: "lookup", type: "resume", job: job.id }, { kind: "lookup", type: "turn", job: job.id }], bindings);
     const done = LookupJob.strict().parse(await (await call(`${PATH}/${job.id}`, { token })).json());
     expect([done.status, done.counts, done.credits.charged]).toEqual(["completed", { found: 2, not_found: 1, invalid: 0, refused: 0, erased: 0 }, 2]);
   });

@@ -12,8 +12,9 @@ import { REASON_MEANING, VERIFICATION_REASONS } from "../../shared/email/reasons
 import { confidence, confidenceLabel } from "../../shared/people/confidence.ts";
 import { REFRESH_ACCOUNT_ID, runPersonalDataCron, type PersonalDataConfig } from "../../edge/personal-data-cron.ts";
 import { writeStoredEmailAnswers } from "../../edge/people/store.ts";
-import type { JobsQueue } from "../../edge/env.ts";
-import { applyJobRetention } from "../../edge/jobs/store/retention.ts";
+import type { Bindings } from "../../edge/env.ts";
+import { jobQueues } from "../../edge/jobs/queue.ts";
+import { applyRetention } from "../../edge/jobs/store/envelope.ts";
 import { erasePeople } from "../../scripts/admin/people-erase.ts";
 import { accessReport } from "../../scripts/admin/people-privacy.ts";
 import { addressHasher } from "../../shared/people/address-hash.ts";
@@ -32,8 +33,7 @@ async function lookup(token: string, query: string) {
 
 /** The cron's personal-data part, with these settings, on the Worker's own queue (the consumer runs the refresh job's turns). */
 async function runCron(settings: Partial<PersonalDataConfig> = {}) {
-  const queue = (env as unknown as { JOBS_QUEUE: JobsQueue }).JOBS_QUEUE;
-  await runPersonalDataCron(db, queue, {
+  await runPersonalDataCron(db, jobQueues(env as unknown as Bindings), {
     maxAgeSeconds: 2_592_000,
     recheckSeconds: 86_400,
     refreshBatch: 2_000,
@@ -166,7 +166,7 @@ describe("re-verification of stored addresses through the bulk engine", () => {
     expect(after.body.email_addresses).toEqual(["ana@ok.test", "someone@catchall.test", "policy@ok.test", "grey@ok.test"]);
     expect((after.body.email_details as { email: string }[]).map((d) => d.email)).toEqual(after.body.email_addresses);
     // The refresh jobs leave nothing behind once retention has run.
-    for (let i = 0; i < 3; i++) await applyJobRetention(db, 2_592_000);
+    for (let i = 0; i < 3; i++) await applyRetention(db, "verification", 2_592_000);
     await runCron({ refreshBatch: 0 });
     expect(await db.all(sql`select id from verification_jobs where account_id = ${REFRESH_ACCOUNT_ID}`)).toEqual([]);
   });

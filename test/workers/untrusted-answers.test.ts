@@ -1,5 +1,5 @@
 /**
- * A probe's notice that a receiver's answers are not trusted (edge/jobs/untrusted.ts, probe/policy/untrusted.ts;
+ * A probe's notice that a receiver's answers are not trusted (edge/jobs/verification/untrusted.ts, probe/policy/untrusted.ts;
  * issue 26 item 5), inside workerd with the real database and the Worker's own queue handler: the `valid`
  * lines of an unfinished job at the named domain, answered in the notice's span, go back for a recheck
  * after the hour, the job's counts follow and it runs again until they are answered; other domains' lines
@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { VerificationJob } from "../../shared/jobs.ts";
-import { NOTICE_CLOCK_SKEW_MS, UNTRUSTED_RECHECK_DELAY_MS, untrustedSpan } from "../../edge/jobs/untrusted.ts";
+import { NOTICE_CLOCK_SKEW_MS, UNTRUSTED_RECHECK_DELAY_MS, untrustedSpan } from "../../edge/jobs/verification/untrusted.ts";
 import { UNTRUSTED_NOTICE_WINDOW_MS } from "../../shared/probe-contract.ts";
 import { call, cancelUnfinishedJobs, db, newAccount } from "./helpers.ts";
 import { deliverTurn, queuedJob, recordingQueue } from "./job-turns.ts";
@@ -52,7 +52,7 @@ describe("a receiver's answers no longer trusted", () => {
     expect(after[0]!.recheck_at).toBeGreaterThanOrEqual(before + UNTRUSTED_RECHECK_DELAY_MS);
     expect(await getJob(token, a)).toMatchObject({ status: "running", processed: 1, summary: expect.objectContaining({ classification: { valid: 1, risky: 0, invalid: 0 } }) });
     // A turn for job A at the recheck, not before.
-    expect(sent.filter((m) => m.body.kind === "work" && m.body.job === a)).toEqual([{ body: { kind: "work", job: a }, delaySeconds: UNTRUSTED_RECHECK_DELAY_MS / 1000 }]);
+    expect(sent.filter((m) => m.body.kind === "verification" && m.body.type === "turn" && m.body.job === a)).toEqual([{ body: { kind: "verification", type: "turn", job: a }, delaySeconds: UNTRUSTED_RECHECK_DELAY_MS / 1000 }]);
 
     // The hour passes: the recheck is asked and answered (here the stand-in accepts; the real probe answers catch-all meanwhile).
     await db.run(sql`update verification_job_items set recheck_at = ${Date.now() - 1} where job_id = ${a} and state = 'recheck'`);

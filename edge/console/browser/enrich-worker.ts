@@ -7,7 +7,7 @@
  */
 import { parse } from "csv-parse/browser/esm/sync";
 import { checkIdentifiers, guessIdentifierColumns, identifiersKey, IDENTIFIER_NAMES, type IdentifierName } from "../../../shared/identifiers.ts";
-import { LOOKUP_JOB_LIMITS } from "../../../shared/lookup-job-limits.ts";
+import { JOB_LIMITS } from "../../../shared/job-limits.ts";
 
 export type Columns = Partial<Record<IdentifierName, number>>;
 export type Parsed = { type: "parsed"; format: "csv" | "jsonl"; columns: string[]; preview: string[][]; rows: number; guess: Columns };
@@ -20,7 +20,7 @@ let lines: unknown[][] = [];
 
 /** The file's records, parsed at once (the synchronous parser: a fraction of the streaming one's weight, for a worker that holds the rows anyway). */
 async function csvRecords(file: File): Promise<string[][]> {
-  return parse(await file.text(), { bom: true, relax_column_count: true, skip_empty_lines: true, max_record_size: LOOKUP_JOB_LIMITS.maxLineBytes }) as string[][];
+  return parse(await file.text(), { bom: true, relax_column_count: true, skip_empty_lines: true, max_record_size: JOB_LIMITS.maxCsvLineChars }) as string[][];
 }
 
 async function parseFile(file: File): Promise<Parsed | Failed> {

@@ -4,7 +4,7 @@
  * rules (shared/file-kind.ts: not text; shared/address-column.ts: no column of addresses, named; the line bounds of
  * shared/job-limits.ts); answers the first rows and the address column the API would pick; then, for the column
  * picked, counts duplicates and malformed addresses with the API's own syntax check and duplicate key
- * (shared/email/syntax.ts `addressKey`, as edge/jobs/prepare-lines.ts). Pasted text is addresses one per line.
+ * (shared/email/syntax.ts `addressKey`, as edge/jobs/verification/prepare-lines.ts). Pasted text is addresses one per line.
  * The page then uploads the file itself: the API keeps every column.
  */
 import { parse } from "csv-parse/browser/esm/sync";

@@ -140,7 +140,7 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
         line.done ? JSON.stringify(line.done) : null,
         line.done?.reason ?? null,
         line.done ? checkedAt : null,
-        // A CSV file's kept line, read out of the upload as this batch is written (edge/jobs/input.ts).
+        // A CSV file's kept line, read out of the upload as this batch is written (edge/jobs/verification/input.ts).
         fieldsOf ? fieldsOf(start + i) : null,
       ]);
       statements.push(
@@ -163,13 +163,4 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
   ]);
   if (rowsAffected(finished) !== 1 || !job[0]) throw new Error(`job ${jobId} was given up while its lines were written`);
   return job[0];
-}
-
-/**
- * A create whose lines could not all be written: its job leaves both limits (cancelled, dated at
- * the epoch, so neither JOB_MAX_RUNNING nor the daily quota counts it), frees its Idempotency-Key
- * for the client's retry, and is the cron's to delete.
- */
-export async function giveUpCreate(db: Database, jobId: string): Promise<void> {
-  await db.run(sql`update verification_jobs set status = 'cancelled', created_at = 0, idempotency_key = null where id = ${jobId} and creating = 1`);
 }

@@ -7,8 +7,8 @@ import type { EmailVerificationResult } from "../../../shared/api.ts";
 import type { Database } from "../../db/client.ts";
 import { rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { verificationJobItems } from "../../db/schema.ts";
-import type { LineHistory } from "../line-policy.ts";
-import { UNTRUSTED_RECHECK_DELAY_MS, untrustedSpan, type UntrustedNotice } from "../untrusted.ts";
+import type { LineHistory } from "../verification/line-policy.ts";
+import { UNTRUSTED_RECHECK_DELAY_MS, untrustedSpan, type UntrustedNotice } from "../verification/untrusted.ts";
 import { ACCOUNT_ACTIVE, batch, completeIfDone, JOB_COLUMNS, type JobRow, type Statement } from "./job-rows.ts";
 
 type LineRow = RawRow<typeof verificationJobItems.$inferSelect>;
@@ -50,7 +50,7 @@ export function firstUnansweredQuery(db: Database, jobId: string, from: number) 
     select position from verification_job_items where job_id = ${jobId} and position >= ${from} and state != 'done' order by position limit 1`);
 }
 
-/** A line this consumer holds: its address and its history (edge/jobs/line-policy.ts decides with it). */
+/** A line this consumer holds: its address and its history (edge/jobs/verification/line-policy.ts decides with it). */
 export type ClaimedLine = LineHistory & { position: number; email: string };
 
 /** Who holds a claim and for how long: a fresh token per consumer run, checked by every renewal and write. */
@@ -210,7 +210,7 @@ function answeredInNoticeSpan(notice: UntrustedNotice, now: number, answer: SQL)
 }
 
 /**
- * A probe's notice applied (edge/jobs/untrusted.ts): the `valid` lines of unfinished jobs at its domains, answered in its
+ * A probe's notice applied (edge/jobs/verification/untrusted.ts): the `valid` lines of unfinished jobs at its domains, answered in its
  * span as far as the probe's window lets it reach (untrustedSpan), go back for a recheck after UNTRUSTED_RECHECK_DELAY_MS, a duplicate to pending behind its original; the lease
  * columns are cleared as a written answer leaves them, so no consumer's write lands on them. Returns, per job, how many
  * original lines will be checked again (for their queue turns).
@@ -230,7 +230,7 @@ export async function untrustValids(db: Database, notice: UntrustedNotice, now =
 }
 
 /**
- * A probe's refused notice applied (edge/jobs/untrusted.ts, docs/jobs.md "While our probe is blocked"): the `policy_block`
+ * A probe's refused notice applied (edge/jobs/verification/untrusted.ts, docs/jobs.md "While our probe is blocked"): the `policy_block`
  * answers of unfinished jobs at its domains, written in its span (as far as the window lets it reach), were a receiver's
  * block of our probe, not answers: back to pending to be asked again (a duplicate too, behind its original). Returns,
  * per job, how many original lines (for their queue turns).

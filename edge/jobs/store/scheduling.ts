@@ -5,6 +5,8 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { LINES_PER_TURN } from "../queue.ts";
+
+const TURN = LINES_PER_TURN.verification;
 import { ACCOUNT_ACTIVE } from "./job-rows.ts";
 
 /**
@@ -23,7 +25,7 @@ const dueLine = (now: number, alias = "") =>
 export type BulkCandidate = { job: string; account: string; due: number; inHand: number; lastClaimAt: number | null; createdAt: number };
 
 /** Due lines are counted up to this: more than one delivery (10 turns of LINES_PER_TURN) can take. */
-export const MAX_DUE_COUNTED = 10 * LINES_PER_TURN;
+export const MAX_DUE_COUNTED = 10 * TURN;
 
 /**
  * Every unfinished job of an active account, with its due lines and the lines held for it. Each
@@ -56,17 +58,14 @@ export async function bulkCandidates(db: Database, now = Date.now()): Promise<Bu
 export const STALLED_JOBS_PER_RUN = 20;
 /** Turns the cron sends per stalled job and run, at most: LINES_PER_TURN lines each. */
 export const TURNS_PER_STALLED_JOB = 500;
-/** Callbacks the cron requeues per run, the longest waiting first. */
-export const DUE_CALLBACKS_PER_RUN = 1_000;
-
 /**
- * What the cron requeues: turns for the due lines of stalled unfinished jobs that have some (one per LINES_PER_TURN),
- * and callbacks whose time has come. A bounded number of each per run, oldest first; exactly those
- * are marked as requeued (not again before another stall period has passed), in the same
+ * What the cron requeues of the verification kind: turns for the due lines of stalled unfinished jobs that have some
+ * (one per LINES_PER_TURN; callbacks whose time has come are the engine's, store/envelope.ts). A bounded number per
+ * run, oldest first; exactly those are marked as requeued (not again before another stall period has passed), in the same
  * transaction that reads them, so nothing is marked that was not sent and what is left over comes
  * first in the next run.
  */
-export async function stalledWork(db: Database, stalledBefore: number): Promise<{ turns: { job: string; turns: number }[]; callbacks: { job: string; attempt: number }[] }> {
+export async function stalledWork(db: Database, stalledBefore: number): Promise<{ job: string; turns: number }[]> {
   const now = Date.now();
   // Only jobs with due lines: one whose lines all wait on a receiver (parked) has nothing to send and
   // must not take the places of jobs that do.
@@ -74,20 +73,12 @@ export async function stalledWork(db: Database, stalledBefore: number): Promise<
     where status in ('queued', 'running') and creating = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
       and exists (select 1 from verification_job_items i where i.job_id = verification_jobs.id and i.duplicate_of is null and ${dueLine(now, "i.")})
     order by updated_at, id limit ${sql.raw(String(STALLED_JOBS_PER_RUN))}`;
-  const dueCallbacks = sql`select id from verification_jobs
-    where status in ('completed', 'cancelled') and callback_state = 'pending' and callback_next_at < ${stalledBefore} and ${ACCOUNT_ACTIVE}
-    order by callback_next_at, id limit ${sql.raw(String(DUE_CALLBACKS_PER_RUN))}`;
-  const [due, callbacks] = await db.batch([
+  const [due] = await db.batch([
     db.all<{ job_id: string; lines: number }>(sql`
       select job_id, count(*) as lines from verification_job_items
       where job_id in (${stalledJobs}) and duplicate_of is null and ${dueLine(now)}
       group by job_id order by job_id`),
-    db.all<{ id: string; callback_attempts: number }>(sql`select id, callback_attempts from verification_jobs where id in (${dueCallbacks})`),
     db.run(sql`update verification_jobs set updated_at = ${now} where id in (${stalledJobs})`),
-    db.run(sql`update verification_jobs set callback_next_at = ${now} where id in (${dueCallbacks})`),
   ]);
-  return {
-    turns: due.map((d) => ({ job: String(d.job_id), turns: Math.min(TURNS_PER_STALLED_JOB, Math.ceil(Number(d.lines) / LINES_PER_TURN)) })),
-    callbacks: callbacks.map((c) => ({ job: String(c.id), attempt: Number(c.callback_attempts) })),
-  };
+  return due.map((d) => ({ job: String(d.job_id), turns: Math.min(TURNS_PER_STALLED_JOB, Math.ceil(Number(d.lines) / TURN)) }));
 }

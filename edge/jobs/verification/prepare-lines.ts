@@ -1,7 +1,7 @@
 /** A job's lines as stored, from its addresses: the same for a customer's upload and the cron's re-verification batches. */
-import { addressKey } from "../../shared/email/syntax.ts";
-import { prepareAddress } from "../verification/verify.ts";
-import type { NewLine } from "./store/job-creation.ts";
+import { addressKey } from "../../../shared/email/syntax.ts";
+import { prepareAddress } from "../../verification/verify.ts";
+import type { NewLine } from "../store/job-creation.ts";
 
 /** Addresses checked between two yields to the event loop while a job's lines are prepared. */
 const PREPARE_SLICE = 2_000;

@@ -11,10 +11,10 @@ import type { Database } from "../../db/client.ts";
 import { iso, rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { lookupJobs } from "../../db/schema.ts";
 import { actorGoneReason, actorLive } from "../../identity/store/keys.ts";
-import { DEFAULT_JOB_RETENTION_SECONDS, resultsDeleteAt } from "../../jobs/store/job-rows.ts";
+import { ACCOUNT_ACTIVE, DEFAULT_JOB_RETENTION_SECONDS, resultsDeleteAt } from "./job-rows.ts";
 
-export type Statement = BatchItem<"sqlite">;
-export const batch = (db: Database, statements: Statement[]) => db.batch(statements as [Statement, ...Statement[]]) as Promise<unknown[]>;
+// The envelope's pieces, the same for both kinds' tables.
+export { ACCOUNT_ACTIVE, batch, type Statement } from "./job-rows.ts";
 
 export type LookupJobRow = RawRow<Omit<typeof lookupJobs.$inferSelect, "idempotencyKey" | "callbackNextAt" | "callbackLastError" | "turnBudget" | "creating">> & {
   /** verify_emails: the addresses answered from a stored verification, when the read asked for it. */
@@ -95,8 +95,6 @@ export async function listLookupJobs(db: Database, accountId: string, before: st
   return { jobs: rows.slice(0, limit), more: rows.length > limit };
 }
 
-/** "The job's account is active": a disabled account's jobs take no turn and send no callback until it is enabled again. */
-export const ACCOUNT_ACTIVE = sql.raw("account_id in (select id from accounts where status = 'active')");
 
 /** What a job's end sets: its time, and its callback due when it has a URL. */
 const ENDED = (now: number) => sql`completed_at = ${now}, updated_at = ${now}, callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}`;

@@ -22,9 +22,10 @@
  * database error), `probeFailures` (only releases) and whether the line is on its recheck. Only
  * probe failures move a line to another probe, so a recheck goes where greylisting remembers us.
  */
-import { outcomeMeaning, REASON_MEANING } from "../../shared/email/reasons.ts";
-import type { SmtpOutcome } from "../../shared/smtp-outcome.ts";
-import type { EmailVerificationResult } from "../../shared/api.ts";
+import { REDELIVER_DELAY_SECONDS } from "../messages.ts";
+import { outcomeMeaning, REASON_MEANING } from "../../../shared/email/reasons.ts";
+import type { SmtpOutcome } from "../../../shared/smtp-outcome.ts";
+import type { EmailVerificationResult } from "../../../shared/api.ts";
 
 export const LINE_POLICY = {
   /** Releases (the probe could not be asked) before a line is answered without an SMTP check. */
@@ -36,8 +37,8 @@ export const LINE_POLICY = {
   maxClaims: 20,
   /** Before released lines are claimed again (the probe may be restarting). */
   releaseDelaySeconds: 30,
-  /** Before a queue message whose work failed (the database out of reach) is delivered again. */
-  redeliverDelaySeconds: 30,
+  /** Before a queue message whose work failed (the database out of reach) is delivered again (the engine's rule). */
+  redeliverDelaySeconds: REDELIVER_DELAY_SECONDS,
 } as const;
 
 /**

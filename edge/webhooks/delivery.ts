@@ -1,5 +1,6 @@
 /**
- * Job callbacks: where they may go, and one signed delivery attempt. Only https URLs on the default
+ * Outgoing webhooks (job callbacks, people events): where they may go, and one signed delivery attempt (send.ts runs
+ * an attempt end to end). Only https URLs on the default
  * port, without userinfo, whose host is public (an IP literal checked at once, a name resolved over
  * DoH at delivery: DNS can change between the two, and every lookup must succeed and give only
  * public addresses), unless CALLBACK_ALLOW_PRIVATE_TARGETS=true (tests), which also allows http and
@@ -10,7 +11,7 @@
 import { queryDoh } from "../../shared/doh.ts";
 import { checkTarget } from "../../shared/targets.ts";
 import { JOB_INPUT_ERRORS } from "../../shared/jobs.ts";
-import { signWebhook } from "./webhook.ts";
+import { signWebhook } from "./signing.ts";
 
 export const CALLBACK_TIMEOUT_MS = 5_000;
 const MAX_URL_LENGTH = 2_048;

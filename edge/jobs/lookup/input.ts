@@ -1,16 +1,16 @@
 /**
  * The body of POST /v1/lookup_jobs (docs/lookup-jobs.md "Creating a job"): a CSV file whose header names the identifier
  * columns (guessed from the names, or named by <identifier>_column parameters), or JSON Lines whose objects carry them.
- * The body is bounded before it is read (LOOKUP_JOB_LIMITS.maxBodyBytes). It is read twice, never held as rows: a scan
+ * The body is bounded before it is read (LOOKUP_JOB_LIMITS.maxBodyBytes), and read by the one intake (edge/jobs/intake.ts:
+ * the not-text sniff, the bounds per line, one wording of every problem). It is read twice, never held as rows: a scan
  * decides every problem of the whole file (a 4xx that names it) and the quote before anything is written; then the
  * lines are handed out a chunk at a time to be written. Each line is checked by the single lookup's rules
  * (shared/identifiers.ts): one that fails them is answered invalid, with the message GET /v1/people would give.
  */
-import { parse as csvParser, type CsvError } from "csv-parse";
-import { checkIdentifiers, guessIdentifierColumns, columnName, identifiersKey, IDENTIFIER_NAMES, MAX_IDENTIFIER_LENGTH, type IdentifierName, type Identifiers } from "../../shared/identifiers.ts";
-import { CSV_LINE_ERRORS, JOB_LIMITS } from "../../shared/job-limits.ts";
-import { LOOKUP_JOB_CONTENT_TYPES, LOOKUP_JOB_LIMITS, LOOKUP_JOB_MESSAGES } from "../../shared/lookup-jobs.ts";
-import { ApiError } from "../lib/errors.ts";
+import { checkIdentifiers, guessIdentifierColumns, columnName, identifiersKey, IDENTIFIER_NAMES, MAX_IDENTIFIER_LENGTH, type IdentifierName, type Identifiers } from "../../../shared/identifiers.ts";
+import { LOOKUP_JOB_CONTENT_TYPES, LOOKUP_JOB_LIMITS, LOOKUP_JOB_MESSAGES } from "../../../shared/lookup-jobs.ts";
+import { ApiError } from "../../lib/errors.ts";
+import { csvRecords, jsonlLines } from "../intake.ts";
 
 export type ListFormat = "csv" | "jsonl";
 
@@ -24,9 +24,6 @@ export type NamedColumns = Partial<Record<IdentifierName, string>>;
 export type PreparedLine = { input: string; ids: Identifiers | null; error: string | null };
 
 export type ScannedList = { plan: ListPlan; lines: number; wellFormed: number; invalid: number; repeated: number };
-
-/** The bytes handed to the CSV parser at a time. */
-const CSV_SLICE_BYTES = 64 * 1024;
 
 export function listFormat(contentType: string): ListFormat {
   const type = contentType.split(";")[0]!.trim().toLowerCase();
@@ -87,88 +84,17 @@ function prepare(plan: ListPlan, line: string[] | Record<string, unknown>, input
   return checked.ok ? { input, ids: checked.ids, error: null } : { input, ids: null, error: checked.error };
 }
 
-/**
- * The CSV's records, a chunk at a time, each with the file's line number where it ends: parsed from the bytes in
- * slices (csv-parse calls on_record as it goes), never the whole file as one string.
- */
-async function* csvRecords(bytes: Uint8Array, chunk: number): AsyncGenerator<{ record: string[]; line: number }[]> {
-  let out: { record: string[]; line: number }[] = [];
-  let failure: Error | null = null;
-  const parser = csvParser({
-    bom: true,
-    relax_column_count: true,
-    skip_empty_lines: true,
-    max_record_size: LOOKUP_JOB_LIMITS.maxLineBytes,
-    on_record: (record: string[], context: { lines: number }) => {
-      // The verification jobs' bound (shared/job-limits.ts): a line is read into that many cells at most.
-      if (record.length > JOB_LIMITS.maxColumns) failure ??= new ApiError(400, CSV_LINE_ERRORS.tooManyColumns(context.lines));
-      else out.push({ record, line: context.lines });
-      return null;
-    },
-  });
-  parser.on("error", (error: Error) => (failure = error));
-  parser.resume();
-  const failed = async () => {
-    // The parser reports a failure as an event on the next tick.
-    await new Promise((resolve) => setTimeout(resolve, 0));
-    const error = failure as (CsvError & { lines?: number }) | Error | null;
-    if (error instanceof ApiError) throw error;
-    if (error && "code" in error && error.code === "CSV_MAX_RECORD_SIZE") throw new ApiError(400, LOOKUP_JOB_MESSAGES.lineTooLong(Number((error as { lines?: number }).lines ?? 0)));
-    throw new ApiError(400, `Malformed CSV: ${(error?.message ?? "unreadable").slice(0, 200)}`);
-  };
-  for (let at = 0; at < bytes.byteLength; at += CSV_SLICE_BYTES) {
-    parser.write(bytes.subarray(at, at + CSV_SLICE_BYTES));
-    if (parser.destroyed || failure) await failed();
-    if (out.length >= chunk) {
-      yield out;
-      out = [];
-    }
-  }
-  parser.end();
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  if (failure) await failed();
-  if (out.length > 0) yield out;
-}
-
-/** The JSON Lines' lines, a chunk at a time: each non-blank line parsed, with its number in the file. */
-function* jsonlLines(bytes: Uint8Array, chunk: number): Generator<{ value: Record<string, unknown>; text: string; line: number }[]> {
-  const decoder = new TextDecoder();
-  let out: { value: Record<string, unknown>; text: string; line: number }[] = [];
-  let start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  for (let line = 1; start < bytes.byteLength; line++) {
-    let end = bytes.indexOf(0x0a, start);
-    if (end < 0) end = bytes.byteLength;
-    if (end - start > LOOKUP_JOB_LIMITS.maxLineBytes) throw new ApiError(400, LOOKUP_JOB_MESSAGES.lineTooLong(line));
-    const text = decoder.decode(bytes.subarray(start, end)).trim();
-    start = end + 1;
-    if (text === "") continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      throw new ApiError(400, LOOKUP_JOB_MESSAGES.notAnObject(line));
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError(400, LOOKUP_JOB_MESSAGES.notAnObject(line));
-    out.push({ value: value as Record<string, unknown>, text, line });
-    if (out.length >= chunk) {
-      yield out;
-      out = [];
-    }
-  }
-  if (out.length > 0) yield out;
-}
-
 /** The lines of a list by its plan, a chunk at a time, as they are stored. */
 export async function* listLines(bytes: Uint8Array, plan: ListPlan, chunk: number): AsyncGenerator<PreparedLine[]> {
   if (plan.format === "jsonl") {
-    for (const lines of jsonlLines(bytes, chunk)) yield lines.map((l) => prepare(plan, l.value, l.text));
+    for (const lines of jsonlLines(bytes, chunk, LOOKUP_JOB_MESSAGES.notAnObject)) yield lines.map((l) => prepare(plan, l.value, l.text));
     return;
   }
   let headerSeen = false;
   for await (const records of csvRecords(bytes, chunk)) {
     const rows = headerSeen ? records : records.slice(1);
     headerSeen = true;
-    if (rows.length > 0) yield rows.map((r) => prepare(plan, r.record, JSON.stringify(r.record)));
+    if (rows.length > 0) yield rows.map((r) => prepare(plan, r.cells, JSON.stringify(r.cells)));
   }
 }
 
@@ -195,14 +121,14 @@ export async function scanList(bytes: Uint8Array, format: ListFormat, named: Nam
     keys.add(identifiersKey(prepared.ids));
   };
   if (format === "jsonl") {
-    for (const chunk of jsonlLines(bytes, SCAN_CHUNK)) {
+    for (const chunk of jsonlLines(bytes, SCAN_CHUNK, LOOKUP_JOB_MESSAGES.notAnObject)) {
       for (const l of chunk) count(prepare(plan!, l.value, ""), valuesOf(plan!, l.value));
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
     if (lines > 0 && !identifierSeen) throw new ApiError(400, LOOKUP_JOB_MESSAGES.noIdentifierField);
   } else {
     for await (const records of csvRecords(bytes, SCAN_CHUNK)) {
-      for (const { record } of records) {
+      for (const { cells: record } of records) {
         if (plan === null) {
           plan = csvPlan(record, named);
           continue;
@@ -217,22 +143,11 @@ export async function scanList(bytes: Uint8Array, format: ListFormat, named: Nam
 }
 
 /**
- * A stored line's input as the results show it: a CSV row by its header's names (`names`: headerNames of the header,
- * computed once per read; a cell past them as column_<n>), a JSON Lines object as it is.
+ * A stored line's input as the results show it: a CSV row by its columns' names (`names`: keptColumnNames of the
+ * header and the job's widest line, computed once per read, the verification jobs' rule), a JSON Lines object as it is.
  */
 export function inputObject(format: ListFormat, names: readonly string[], stored: string): Record<string, unknown> {
   const value = JSON.parse(stored) as unknown;
   if (format === "jsonl" || !Array.isArray(value)) return value as Record<string, unknown>;
   return Object.fromEntries(value.map((cell, i) => [names[i] ?? `column_${i + 1}`, cell]));
-}
-
-/** A CSV header's names for the results' input objects: trimmed; an empty or repeated one as column_<n>. */
-export function headerNames(header: readonly string[]): string[] {
-  const seen = new Set<string>();
-  return header.map((cell, i) => {
-    const name = cell.trim();
-    if (name === "" || seen.has(name)) return `column_${i + 1}`;
-    seen.add(name);
-    return name;
-  });
 }

@@ -7,21 +7,16 @@
  * check comes back invalid, in place).
  *
  * Memory is what an isolate runs out of first (Cloudflare stops one past 128 MB, failing every request in it), so a
- * CSV file is parsed from its bytes as a stream, record by record: each record is reduced at once to its address cell
- * and where its bytes are in the upload (two numbers: the line is read out of the upload again when it is written,
- * never held twice), and parsing stops at the first row past a limit. Only the first ADDRESS_SAMPLE_ROWS records are
- * held as cells, until the address column is decided.
+ * CSV file is read by the one intake (intake.ts) as a stream: each record is reduced at once to its address cell and
+ * where its bytes are in the upload (two numbers: the line is read out of the upload again when it is written, never
+ * held twice), and reading stops at the first row past a limit. Only the first ADDRESS_SAMPLE_ROWS records are held as
+ * cells, until the address column is decided.
  */
-import { parse as csvParser, type CsvError } from "csv-parse";
-import { ADDRESS_SAMPLE_ROWS, chooseAddressColumn, noAddressColumn, UnknownColumnError, type AddressColumn } from "../../shared/address-column.ts";
-import { ERROR_MESSAGES } from "../../shared/api.ts";
-import { csvProblem, notTextMessage, sniffFileKind, SNIFF_BYTES } from "../../shared/file-kind.ts";
-import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateRequest, JobName, overLineLimit } from "../../shared/jobs.ts";
-import { ApiError } from "../lib/errors.ts";
-import { keptColumnNames } from "./kept-columns.ts";
-
-/** The bytes handed to the CSV parser at a time. */
-const CSV_SLICE_BYTES = 64 * 1024;
+import { ADDRESS_SAMPLE_ROWS, chooseAddressColumn, noAddressColumn, UnknownColumnError, type AddressColumn } from "../../../shared/address-column.ts";
+import { ERROR_MESSAGES } from "../../../shared/api.ts";
+import { JOB_INPUT_ERRORS, JOB_LIMITS, JobCreateRequest, JobName, overLineLimit } from "../../../shared/jobs.ts";
+import { ApiError } from "../../lib/errors.ts";
+import { csvRecords, keptColumnNames } from "../intake.ts";
 
 /**
  * What a CSV file keeps besides its addresses: each line as it was in the file (a CSV record, read back by
@@ -97,40 +92,23 @@ function fromJson(bytes: Uint8Array): Omit<JobRequest, "emailColumn"> {
   return { addresses: d.email_addresses, kept: null, name: d.name ?? null, smtpTimeout: d.smtp_timeout, callbackUrl: d.callback_url, retentionSeconds: d.retention_seconds };
 }
 
-/** The parser's refusals in words of ours: its own messages quote the file's bytes. */
-function csvRefusal(err: CsvError | Error): ApiError {
-  const code = "code" in err ? String(err.code) : "";
-  const line = "lines" in err && typeof err.lines === "number" ? err.lines : 0;
-  if (code === "CSV_MAX_RECORD_SIZE") return new ApiError(400, JOB_INPUT_ERRORS.csvRecordTooLong(line));
-  return new ApiError(400, JOB_INPUT_ERRORS.malformedCsv(line, csvProblem(code)));
-}
-
 /**
- * The lines of a CSV file: every record's address cell, and (when the file has more than one column) where each
- * line is in the upload, to be kept as it was. The first ADDRESS_SAMPLE_ROWS + 1 records wait as cells until the address column is decided from them
- * (shared/address-column.ts); every later record is reduced as it is parsed (on_record), so the parser never keeps a
- * row; the file's bytes go in by slices, and parsing stops at the first row past a limit.
+ * The lines of a CSV file (read by the one intake, intake.ts): every record's address cell, and (when the file has more
+ * than one column) where each line is in the upload, to be kept as it was. The first ADDRESS_SAMPLE_ROWS + 1 records
+ * wait as cells until the address column is decided from them (shared/address-column.ts); every later record is
+ * reduced at once to its address cell and its span, and reading stops at the first row past a limit.
  */
-export function linesFromCsv(bytes: Uint8Array, emailColumn?: string): Promise<{ addresses: string[]; kept: KeptColumns | null }> {
-  const kind = sniffFileKind(bytes.subarray(0, SNIFF_BYTES));
-  if (!kind.text) return Promise.reject(new ApiError(400, notTextMessage(kind.what)));
+export async function linesFromCsv(bytes: Uint8Array, emailColumn?: string): Promise<{ addresses: string[]; kept: KeptColumns | null }> {
   const addresses: string[] = [];
   const spans = new LineSpans(bytes);
   let width = 0;
   let choice: AddressColumn | null = null;
   let header: string[] | null = null;
   const waiting: { cells: string[]; line: number }[] = [];
-  // The refusal an on_record check decided; the parser then reports it as its error.
-  let refusal: ApiError | null = null;
-  const refuse = (error: ApiError): never => {
-    refusal = error;
-    throw error;
-  };
   const take = (cells: string[], line: number) => {
-    if (cells.length > JOB_LIMITS.maxColumns) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvTooManyColumns(line)));
     const cell = cells[choice!.column!] ?? "";
-    if (overLineLimit(cell)) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvLineTooLong(line)));
-    if (addresses.length === JOB_LIMITS.maxAddresses) refuse(tooMany());
+    if (overLineLimit(cell)) throw new ApiError(400, JOB_INPUT_ERRORS.csvLineTooLong(line));
+    if (addresses.length === JOB_LIMITS.maxAddresses) throw tooMany();
     addresses.push(cell);
     if (cells.length > width) width = cells.length;
   };
@@ -139,60 +117,41 @@ export function linesFromCsv(bytes: Uint8Array, emailColumn?: string): Promise<{
     try {
       choice = chooseAddressColumn(first!.cells, sample.map((r) => r.cells), emailColumn);
     } catch (error) {
-      if (error instanceof UnknownColumnError) refuse(new ApiError(400, error.message));
+      if (error instanceof UnknownColumnError) throw new ApiError(400, error.message);
       throw error;
     }
-    if (choice.column === null) refuse(new ApiError(400, JOB_INPUT_ERRORS.noAddressColumn(noAddressColumn(first!.cells, choice.hasHeader))));
+    if (choice.column === null) throw new ApiError(400, JOB_INPUT_ERRORS.noAddressColumn(noAddressColumn(first!.cells, choice.hasHeader)));
     if (choice.hasHeader) {
       header = first!.cells;
-      if (header.length > JOB_LIMITS.maxColumns) refuse(new ApiError(400, JOB_INPUT_ERRORS.csvTooManyColumns(first!.line)));
       width = header.length;
     }
     for (const row of choice.hasHeader ? sample : waiting) take(row.cells, row.line);
     waiting.length = 0;
   };
-  return new Promise((resolve, reject) => {
-    const parser = csvParser({
-      bom: true,
-      relax_column_count: true,
-      skip_empty_lines: true,
-      max_record_size: JOB_LIMITS.maxCsvLineChars,
-      on_record: (record: string[], context: { lines: number; bytes: number }) => {
-        spans.add(context.bytes);
-        if (choice !== null) take(record, context.lines);
-        else {
-          waiting.push({ cells: record, line: context.lines });
-          if (waiting.length > ADDRESS_SAMPLE_ROWS) decide();
-        }
-        // Nothing is passed on: the parser's output side stays empty.
-        return null;
-      },
-    });
-    parser.on("error", (err: CsvError | Error) => reject(refusal ?? csvRefusal(err)));
-    parser.on("end", () => {
-      try {
-        if (choice === null) {
-          if (waiting.length === 0) throw new ApiError(400, JOB_INPUT_ERRORS.emptyFile);
-          decide();
-        }
-      } catch (error) {
-        return reject(refusal ?? error);
+  for await (const records of csvRecords(bytes, RECORDS_PER_CHUNK)) {
+    for (const record of records) {
+      spans.add(record.end);
+      if (choice !== null) take(record.cells, record.line);
+      else {
+        waiting.push({ cells: record.cells, line: record.line });
+        if (waiting.length > ADDRESS_SAMPLE_ROWS) decide();
       }
-      const emailIndex = (choice as AddressColumn | null)!.column!;
-      // One column is the address alone: the results' own email holds it.
-      // The header, when there is one, is the first span: the job's line i is span i + 1.
-      const skip = (choice as AddressColumn | null)!.hasHeader ? 1 : 0;
-      const kept = width > 1 ? { record: (position: number) => spans.text(position + skip), names: keptColumnNames(header, width), emailColumn: emailIndex } : null;
-      resolve({ addresses, kept });
-    });
-    parser.resume();
-    // write() parses synchronously; after an error the parser is destroyed and takes no more.
-    for (let at = 0; at < bytes.byteLength && !parser.destroyed; at += CSV_SLICE_BYTES) {
-      parser.write(bytes.subarray(at, at + CSV_SLICE_BYTES));
     }
-    if (!parser.destroyed) parser.end();
-  });
+  }
+  if (choice === null) {
+    if (waiting.length === 0) throw new ApiError(400, JOB_INPUT_ERRORS.emptyFile);
+    decide();
+  }
+  const decided = choice as AddressColumn | null;
+  // One column is the address alone: the results' own email holds it. The header, when there is one, is the first
+  // span: the job's line i is span i + 1.
+  const skip = decided!.hasHeader ? 1 : 0;
+  const kept = width > 1 ? { record: (position: number) => spans.text(position + skip), names: keptColumnNames(header, width), emailColumn: decided!.column! } : null;
+  return { addresses, kept };
 }
+
+/** Records handed from the intake at a time. */
+const RECORDS_PER_CHUNK = 2_000;
 
 /** retention_seconds: an integer 0..max (a JSON number, or its decimal digits), or the default when absent. */
 export function parseRetentionSeconds(raw: unknown, max: number): number {

@@ -6,8 +6,8 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { rowsAffected } from "../../db/rows.ts";
-import type { PreparedLine } from "../input.ts";
-import { batch, completeIfDone, LOOKUP_JOB_COLUMNS, type LookupJobRow, type Statement } from "./job-rows.ts";
+import type { PreparedLine } from "../lookup/input.ts";
+import { batch, completeIfDone, LOOKUP_JOB_COLUMNS, type LookupJobRow, type Statement } from "./lookup-rows.ts";
 
 /** Rows per INSERT (one JSON argument each). */
 const INSERT_ROWS = 2_500;
@@ -121,9 +121,4 @@ export async function finishLookupJob(db: Database, jobId: string): Promise<{ jo
   ]);
   if (rowsAffected(finished) !== 1 || !job[0]) throw new Error(`lookup job ${jobId} was given up while its lines were written`);
   return { job: job[0], pending: Number(pending[0]?.n ?? 0) };
-}
-
-/** A create that could not finish: the job leaves the account's limit, frees its Idempotency-Key and is the cron's to delete. */
-export async function giveUpLookupCreate(db: Database, jobId: string): Promise<void> {
-  await db.run(sql`update lookup_jobs set status = 'cancelled', created_at = 0, idempotency_key = null where id = ${jobId} and creating = 1`);
 }

@@ -15,7 +15,7 @@
  * Left alone: jobs that completed before the notice (their results were delivered; reopening them would
  * change what a customer already read) and single verifications (answered, not stored).
  */
-import { UNTRUSTED_NOTICE_WINDOW_MS, type ProbeBatchNotice } from "../../shared/probe-contract.ts";
+import { UNTRUSTED_NOTICE_WINDOW_MS, type ProbeBatchNotice } from "../../../shared/probe-contract.ts";
 
 /** A probe's notice that what a receiver accepted in a span of time is not trusted (wall-clock milliseconds). */
 export type UntrustedNotice = ProbeBatchNotice["untrusted"];

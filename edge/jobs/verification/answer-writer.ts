@@ -10,8 +10,8 @@
  * in `inFlight`, and finish() then awaited it in a loop of microtasks that never yielded, freezing
  * the whole isolate (every request to the Worker hung).
  */
-import type { JobRow } from "./store/job-rows.ts";
-import type { LineAnswer } from "./store/lines.ts";
+import type { JobRow } from "../store/job-rows.ts";
+import type { LineAnswer } from "../store/lines.ts";
 
 export type AnswerWriterLimits = { writeBatch: number; maxWrite: number; maxPending: number; flushAfterMs: number };
 

@@ -8,8 +8,8 @@
 import type { SQL } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { rowsAffected } from "../db/rows.ts";
-import { cancelPhasesOf, stopVerificationJobsOfGoneMakers } from "../jobs/store/job-rows.ts";
-import { batch, stopLookupJobsOfGoneMakers } from "./store/job-rows.ts";
+import { cancelPhasesOf, stopVerificationJobsOfGoneMakers } from "./store/job-rows.ts";
+import { batch, stopLookupJobsOfGoneMakers } from "./store/lookup-rows.ts";
 
 /** The statements, for the account's jobs (null: every account's). */
 export const stopJobsOfGoneMakers = (accountId: string | null, now: number): SQL[] => [

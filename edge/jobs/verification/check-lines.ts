@@ -5,20 +5,20 @@
  * (the caller writes it at once: results are readable while the job runs).
  *
  * What becomes of each line (done, recheck, defer, release, give up) is decided in
- * edge/jobs/line-policy.ts; this file only gathers the facts and hands the answers over.
+ * edge/jobs/verification/line-policy.ts; this file only gathers the facts and hands the answers over.
  */
-import { addressKey } from "../../shared/email/syntax.ts";
-import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../shared/probe-contract.ts";
-import type { MailHostResolution } from "../verification/mx.ts";
-import { probeOrder, rankingKey } from "../verification/probe-ranking.ts";
-import { completeVerification, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../verification/verify.ts";
-import { receiverFamily } from "../../shared/email/receivers.ts";
+import { addressKey } from "../../../shared/email/syntax.ts";
+import { PROBE_MAX_BATCH_ADDRESSES, type ProbeBatchRequest, type ProbeMxHost } from "../../../shared/probe-contract.ts";
+import type { MailHostResolution } from "../../verification/mx.ts";
+import { probeOrder, rankingKey } from "../../verification/probe-ranking.ts";
+import { completeVerification, nothingSentAnswer, prepareAddress, probeHostsFor, resolveDomain, unprobedAnswer, type PreparedAddress } from "../../verification/verify.ts";
+import { receiverFamily } from "../../../shared/email/receivers.ts";
 import { afterAnswer, afterDeferral, afterProbeFailure, afterRefusal, overClaimed, probeRank, refusedWaitingOn, waitedTooLong, waitsOnBlock } from "./line-policy.ts";
-import { callProbeBatch } from "../verification/probe-batch.ts";
-import { lessonKeys } from "./store/receiver-lessons.ts";
-import type { ClaimedLine, LineAnswer } from "./store/lines.ts";
+import { callProbeBatch } from "../../verification/probe-batch.ts";
+import { lessonKeys } from "../store/receiver-lessons.ts";
+import type { ClaimedLine, LineAnswer } from "../store/lines.ts";
 import type { UntrustedNotice } from "./untrusted.ts";
-import type { LearnedRuleWire } from "../../shared/probe-contract.ts";
+import type { LearnedRuleWire } from "../../../shared/probe-contract.ts";
 
 /**
  * What a probe says after its answers (shared/probe-contract.ts): answers no longer trusted, refusals that were its

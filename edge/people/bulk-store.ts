@@ -7,14 +7,14 @@
  * at most once per call, and only while the call still holds its key's claim, so concurrent retries charge once.
  */
 import { sql, type SQL } from "drizzle-orm";
-import { ERROR_MESSAGES } from "../../../shared/api.ts";
-import type { Identifiers } from "../../../shared/identifiers.ts";
-import { balanceBelow, balanceNow, chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, type LookupCharge } from "../../credits.ts";
-import type { Database } from "../../db/client.ts";
-import { deleteInBatches, type RawRow } from "../../db/rows.ts";
-import type { lookupBatchItems } from "../../db/schema.ts";
-import { personExists, personIdMatching, personSnapshot, recordAccessesQuery, type LookupFilter } from "../../people/store.ts";
-import { BULK_LOOKUP_MESSAGES } from "../../../shared/bulk-lookups.ts";
+import { ERROR_MESSAGES } from "../../shared/api.ts";
+import type { Identifiers } from "../../shared/identifiers.ts";
+import { balanceBelow, balanceNow, chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, type LookupCharge } from "../credits.ts";
+import type { Database } from "../db/client.ts";
+import { deleteInBatches, type RawRow } from "../db/rows.ts";
+import type { lookupBatchItems } from "../db/schema.ts";
+import { personExists, personIdMatching, personSnapshot, recordAccessesQuery, type LookupFilter } from "./store.ts";
+import { BULK_LOOKUP_MESSAGES } from "../../shared/bulk-lookups.ts";
 
 /** How long an Idempotency-Key's first answer is kept and replayed. */
 export const BATCH_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -189,3 +189,15 @@ export function eraseFromBatchAnswers(personIds: SQL): SQL {
   return sql`update lookup_batch_items set status = 410, person_id = null, person = null, error = ${BULK_LOOKUP_MESSAGES.erased}, reason = null
     where person_id in (${personIds})`;
 }
+
+/**
+ * The statement a merge (scripts/admin/people-merge.ts) adds to its write batch: every kept batch answer of `mergedId`
+ * becomes `keptId`'s, so erasing that person reaches it; it returns the rows it moved (key, position) for the snapshot.
+ */
+export const moveBatchItemsStatement = (keptId: number, mergedId: number): SQL =>
+  sql`update lookup_batch_items set person_id = ${keptId} where person_id = ${mergedId} returning batch_id as key, position`;
+
+/** An undone merge's statement: the items the merge moved (and still the kept person's) are the merged person's again. */
+export const restoreBatchItemsStatement = (keptId: number, mergedId: number, moved: readonly [string, number][]): SQL =>
+  sql`update lookup_batch_items set person_id = ${mergedId} where person_id = ${keptId}
+    and (batch_id, position) in (select value ->> 0, value ->> 1 from json_each(${JSON.stringify(moved)}))`;

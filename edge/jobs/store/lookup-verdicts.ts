@@ -1,13 +1,13 @@
 /**
  * verify_emails (docs/lookup-jobs.md "Verified addresses"): the statements on a lookup job's verdicts and its
  * verification phase. Once every line is answered, the addresses no stored verification covered go to one verification
- * job of the account's (edge/lookup-jobs/verification.ts starts it with the verification jobs' own machinery); when it
+ * job of the account's (edge/jobs/lookup/verify-emails.ts starts it with the verification jobs' own machinery); when it
  * has ended its verdicts are written here, and the job completes.
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { peopleWithAddress } from "../../people/store.ts";
-import { batch, completeIfDone, type Statement } from "./job-rows.ts";
+import { batch, completeIfDone, type Statement } from "./lookup-rows.ts";
 
 /**
  * Claims the start of the verification phase for this caller: only when every line is answered for good, once per
@@ -77,9 +77,4 @@ export async function finishVerification(db: Database, jobId: string, now: numbe
     completeIfDone(db, jobId, now),
   ]);
   return completed.length === 1;
-}
-
-/** Marks a job in its verification phase as looked at (the cron leaves it alone for a while). */
-export async function touchJob(db: Database, jobId: string, now: number): Promise<void> {
-  await db.run(sql`update lookup_jobs set updated_at = ${now} where id = ${jobId}`);
 }

@@ -6,6 +6,7 @@
  * disclosures and counts the rest, and pauses the job when something was refused. Nothing is ever half done: a consumer
  * that dies, a message delivered twice or a failed write leaves each line as it was or answered, charged at most once.
  */
+import { LINES_PER_TURN } from "../queue.ts";
 import { sql } from "drizzle-orm";
 import { ERROR_MESSAGES } from "../../../shared/api.ts";
 import { chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, balanceBelow, type LookupCharge } from "../../credits.ts";
@@ -15,10 +16,10 @@ import { actorGoneReason, actorLive, decodeCreditCaps } from "../../identity/sto
 import { rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { lookupJobLines, lookupJobVerdicts } from "../../db/schema.ts";
 import { freshVerificationsOf, personIdMatching, personSnapshot, recordAccessesQuery } from "../../people/store.ts";
-import { ACCOUNT_ACTIVE, batch, cancelStatement, completeIfDone, LOOKUP_JOB_COLUMNS, type LookupJobRow, type Statement } from "./job-rows.ts";
+import { ACCOUNT_ACTIVE, batch, cancelStatement, completeIfDone, LOOKUP_JOB_COLUMNS, type LookupJobRow, type Statement } from "./lookup-rows.ts";
 
 /** Lines a turn takes (one queue message): hundreds per statement, so a 100,000-line job is a few hundred transactions. */
-export const LOOKUP_LINES_PER_TURN = 500;
+export const LOOKUP_LINES_PER_TURN = LINES_PER_TURN.lookup;
 
 /** What a turn needs of its job: who is charged, at what cost, against which caps, and whether it verifies addresses. */
 export type TurnJob = Pick<LookupJobRow, "id" | "account_id" | "actor" | "credit_caps" | "cost" | "verify_emails" | "min_confidence">;
@@ -46,10 +47,12 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
   const line = (column: string) => sql.raw(`lookup_job_lines.${column}`);
   // This turn's pending lines that found someone no earlier line of the job was charged for, each person once (their
   // first line here), ranked in line order: what the charge covers the first of.
-  const ranked = sql`select l.position as position, row_number() over (order by +l.position) as rank from lookup_job_lines l
-    where l.job_id = ${J} and l.turn = ${turn} and +l.state = 'pending' and +l.person_id is not null
-      and not exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = l.person_id and d.charged = 1)
-      and not exists (select 1 from lookup_job_lines e where e.job_id = ${J} and e.person_id = l.person_id and e.turn = ${turn} and e.state = 'pending' and e.position < l.position)`;
+  // Set-based: the turn's lines grouped by person (their first line), then those no earlier line charged; a correlated
+  // "no earlier line of this person" per line walked the turn's pending lines by position, quadratic in the turn's size.
+  const ranked = sql`select f.position as position, row_number() over (order by f.position) as rank from (
+      select min(l.position) as position, l.person_id as person_id from lookup_job_lines l
+      where l.job_id = ${J} and l.turn = ${turn} and +l.state = 'pending' and +l.person_id is not null group by l.person_id) f
+    where not exists (select 1 from lookup_job_lines d where d.job_id = ${J} and d.person_id = f.person_id and d.charged = 1)`;
   const budget = sql`(select turn_budget from lookup_jobs where id = ${J})`;
   // Once nothing more can be paid for (read after the charge), every line after the last one charged is refused,
   // whether or not it matched anyone: a turn that cannot pay tells nothing of who is held (docs/lookup-jobs.md

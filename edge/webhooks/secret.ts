@@ -1,11 +1,11 @@
 /**
- * The account's webhook signing secret in the database: what the queue consumer signs callbacks with and the admin
- * CLI shows or rotates (scripts/admin/accounts.ts). Sealing itself is edge/jobs/webhook.ts.
+ * The account's webhook signing secret in the database: what every webhook is signed with (send.ts) and the admin CLI
+ * shows or rotates (scripts/admin/accounts.ts); and what a webhook needs of its account. Sealing itself is signing.ts.
  */
-import { and, eq, isNull } from "drizzle-orm";
-import type { Db } from "../db/rows.ts";
+import { and, eq, isNull, sql } from "drizzle-orm";
+import type { Db, RawRow } from "../db/rows.ts";
 import { accounts } from "../db/schema.ts";
-import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "./webhook.ts";
+import { generateWebhookSecret, isSealed, openWebhookSecret, sealWebhookSecret } from "./signing.ts";
 
 /**
  * The account's webhook signing secret ("whsec_" + base64), made on first use; with `rotate`, a new
@@ -32,4 +32,10 @@ export async function accountWebhookSecret(db: Db, accountId: string, keyBase64:
       .where(and(eq(accounts.id, accountId), eq(accounts.webhookSecret, row.stored)));
   }
   return secret;
+}
+
+/** What a webhook needs of its account: whether it is active, and its stored (sealed) secret; null when there is no such account. */
+export async function callbackAccount(db: Db, accountId: string): Promise<{ active: boolean; storedSecret: string | null } | null> {
+  const [row] = await db.all<Pick<RawRow<typeof accounts.$inferSelect>, "status" | "webhook_secret">>(sql`select status, webhook_secret from accounts where id = ${accountId}`);
+  return row ? { active: row.status === "active", storedSecret: row.webhook_secret } : null;
 }
