@@ -10,6 +10,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     maxWorkers: 2,
+    // A run that stops making progress fails within TEST_STALL_SECONDS, naming the file (test/stall-guard.ts).
+    reporters: ["default", "./test/stall-guard.ts"],
     projects: [
       {
         test: {
