@@ -15,6 +15,7 @@ import worker from "../../edge/index.ts";
 import type { Bindings, JobsQueue } from "../../edge/env.ts";
 import { runJobsCron } from "../../edge/jobs/cron.ts";
 import { ABANDONED_CREATE_MS, IDEMPOTENCY_KEY_TTL_MS, KIND_TABLES } from "../../edge/jobs/store/envelope.ts";
+import { CALLBACK_RETRY_DELAYS_SECONDS } from "../../edge/webhooks/delivery.ts";
 import { call, callWith, cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 afterEach(async () => {
@@ -83,7 +84,7 @@ const lineCount = async (kind: JobKind, id: string) =>
   Number((await db.all<{ n: number }>(sql`select count(*) as n from ${sql.identifier(KIND_TABLES[kind].lines)} where job_id = ${id}`))[0]!.n);
 
 async function deliveries(url: string, count: number) {
-  let received: { headers: Record<string, string>; body: string }[] = [];
+  let received: { headers: Record<string, string>; body: string; answered: number }[] = [];
   for (let i = 0; i < 50 && received.length < count; i++) {
     received = (await (await fetch(url.replace("/hooks/", "/__deliveries/"))).json()) as typeof received;
     if (received.length < count) await new Promise((r) => setTimeout(r, 100));
@@ -117,6 +118,65 @@ describe.each(JOB_KINDS)("a %s job, run by the one engine", (kind) => {
     // Delivered: the same message again sends nothing.
     await deliver([callback], rec.bindings);
     expect(await deliveries(url, 2)).toHaveLength(1);
+  });
+
+  it("a retried create (same Idempotency-Key, same list) returns the first job; another list under that key is 409", async () => {
+    const { token } = await newAccount(10);
+    const rec = recordingQueues();
+    const key = `idem-${crypto.randomUUID()}`;
+    const first = await maker.make(token, "", rec.bindings, { "idempotency-key": key });
+    rec.sent[kind].length = 0;
+    // maker.make for a lookup job makes a new person, so its second list differs: a verification job's is the same.
+    if (kind === "verification") {
+      const again = await maker.make(token, "", rec.bindings, { "idempotency-key": key });
+      expect(again.id).toBe(first.id);
+      expect(rec.sent[kind]).toEqual([]);
+    }
+    const other = await callWith(rec.bindings, `${maker.path}?name=other`, {
+      method: "POST",
+      token,
+      headers: { "content-type": kind === "verification" ? "application/json" : "text/csv", "idempotency-key": key },
+      body: kind === "verification" ? JSON.stringify({ email_addresses: ["other@ok.test"] }) : "profnet_id\r\n1\r\n",
+    });
+    expect(other.status).toBe(409);
+    expect(((await other.json()) as { error: string }).error).toMatch(/Idempotency-Key/);
+  });
+
+  it("cancel ends it (its callback goes), further turns do nothing; purge expires its results now (410)", async () => {
+    const { token } = await newAccount(10);
+    const rec = recordingQueues();
+    const url = `${inject("webhookUrl")}/hooks/${crypto.randomUUID()}`;
+    const job = await maker.make(token, `?callback_url=${encodeURIComponent(url)}`, rec.bindings);
+    rec.sent[kind].length = 0;
+    const cancelled = await callWith(rec.bindings, `${maker.path}/${job.id}`, { method: "DELETE", token });
+    expect(await cancelled.json()).toMatchObject({ status: "cancelled", cancel_reason: "requested" });
+    expect(rec.sent[kind].map((s) => s.body)).toEqual([{ kind, type: "callback", job: job.id, attempt: 0 }]);
+    await deliver([{ kind, type: "turn", job: job.id }], rec.bindings);
+    expect((await jobRow(kind, job.id))!.status).toBe("cancelled");
+    expect((await call(`${maker.path}/${job.id}/results`, { token })).status).toBe(200);
+    const purged = await callWith(rec.bindings, `${maker.path}/${job.id}?purge=true`, { method: "DELETE", token });
+    expect(await purged.json()).toMatchObject({ status: "cancelled", results_expired: true });
+    expect((await call(`${maker.path}/${job.id}/results`, { token })).status).toBe(410);
+    expect(await lineCount(kind, job.id)).toBe(0);
+  });
+
+  it("a callback that fails is recorded and retried on the webhooks' schedule, then delivered with the same webhook-id", async () => {
+    const { token } = await newAccount(10);
+    const rec = recordingQueues();
+    const name = crypto.randomUUID();
+    const url = `${inject("webhookUrl")}/hooks/${name}`;
+    await fetch(`${inject("webhookUrl")}/__script/${name}`, { method: "POST", body: JSON.stringify({ fail: 1, status: 503 }) });
+    const job = await maker.make(token, `?callback_url=${encodeURIComponent(url)}`, rec.bindings);
+    await deliver([{ kind, type: "turn", job: job.id }], rec.bindings);
+    rec.sent[kind].length = 0;
+    await deliver([{ kind, type: "callback", job: job.id, attempt: 0 }], rec.bindings);
+    expect(await jobRow(kind, job.id)).toMatchObject({ callback_state: "pending", callback_attempts: 1 });
+    expect(rec.sent[kind]).toEqual([{ body: { kind, type: "callback", job: job.id, attempt: 1 }, delaySeconds: CALLBACK_RETRY_DELAYS_SECONDS[0] }]);
+    await deliver([rec.sent[kind][0]!.body], rec.bindings);
+    const received = await deliveries(url, 2);
+    expect(received.map((d) => d.answered)).toEqual([503, 204]);
+    expect(new Set(received.map((d) => d.headers["webhook-id"]))).toEqual(new Set([`evt_${job.id}_completed`]));
+    expect(await jobRow(kind, job.id)).toMatchObject({ callback_state: "delivered", callback_attempts: 2 });
   });
 
   it("the cron: a stalled job's turns go back on its queue, and a callback whose message was lost is sent again", async () => {
