@@ -7,6 +7,7 @@
  * request that makes none, after its answer is sent (waitUntil). An isolate that ends before writing
  * loses at most that much: last_used_at a few minutes stale, half a minute of verification counts.
  */
+import { countVerificationsStatement } from "../money/usage.ts";
 import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { utcDay } from "../db/rows.ts";
@@ -84,9 +85,7 @@ export function takeDueActivity(now: number): { statements: SQL[]; restore: () =
       a.usedAt = null;
     }
     for (const [day, n] of a.verifications) {
-      statements.push(sql`
-        insert into usage_daily (account_id, key_id, day, verifications) values (${a.accountId}, ${keyId}, ${day}, ${n})
-        on conflict (account_id, day, key_id) do update set verifications = verifications + excluded.verifications`);
+      statements.push(countVerificationsStatement(a.accountId, keyId, day, n));
     }
     a.verifications.clear();
     a.verificationsSince = null;

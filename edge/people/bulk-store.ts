@@ -9,7 +9,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { ERROR_MESSAGES } from "../../shared/api.ts";
 import type { Identifiers } from "../../shared/identifiers.ts";
-import { balanceBelow, balanceNow, chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, type LookupCharge } from "../credits.ts";
+import { balanceBelow, balanceNow, chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, type LookupCharge } from "../money/credits.ts";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, type RawRow } from "../db/rows.ts";
 import type { lookupBatchItems } from "../db/schema.ts";

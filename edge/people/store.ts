@@ -6,6 +6,7 @@
  * The admin CLI's import, access reports and erasure (scripts/admin/people-*.ts) keep their own statements, on Node's
  * client in their own write batches (test/node/table-owners.test.ts holds both to it).
  */
+import { chargedJustNow } from "../money/credits.ts";
 import { sql, type SQL } from "drizzle-orm";
 import { reasonsProving } from "../../shared/email/reasons.ts";
 import type { Identifiers } from "../../shared/identifiers.ts";
@@ -158,7 +159,7 @@ export function recordAccessQuery(db: Database, personId: SQL, accountId: string
     insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login)
     select p.id, ${accountId}, ${keyId}, ${Date.now()}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login
     from people p
-    where p.id = ${personId} and changes() = 1 and exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`);
+    where p.id = ${personId} and changes() = 1 and ${chargedJustNow(requestId)}`);
 }
 
 /** Answers written to person_emails per statement (and read back from a refresh job per read). */

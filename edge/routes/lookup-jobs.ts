@@ -7,7 +7,7 @@ import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { LOOKUP_JOB_LIMITS, LOOKUP_JOB_MESSAGES, LOOKUP_JOBS_PATH, LookupJob, LookupJobCreateQuery, LookupJobQuote } from "../../shared/lookup-jobs.ts";
 import { limitRequestBody } from "../body-limit.ts";
-import { balanceQuery } from "../credits.ts";
+import { balanceQuery } from "../money/credits.ts";
 import { openRequestDatabase, requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
 import { newId } from "../identity/tokens.ts";

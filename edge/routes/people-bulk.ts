@@ -8,7 +8,7 @@ import { ERROR_MESSAGES, PEOPLE_INCLUDES } from "../../shared/api.ts";
 import { BULK_LOOKUP_LIMITS, BULK_LOOKUP_MESSAGES, PeopleBulkRequest, PeopleBulkResponse, type PeopleBulkResult } from "../../shared/bulk-lookups.ts";
 import { checkIdentifiers, type IdentifierCheck } from "../../shared/identifiers.ts";
 import { limitRequestBody } from "../body-limit.ts";
-import { balanceQuery } from "../credits.ts";
+import { balanceQuery } from "../money/credits.ts";
 import { requestDatabase } from "../db/client.ts";
 import { rowsAffected } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";

@@ -1,7 +1,7 @@
 /** GET /v1/people (docs/api.md, the section of that name). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_MESSAGES, PeopleQuery } from "../../shared/api.ts";
-import { balanceQuery, capRefusalQuery, chargeForMatchQuery, countLookupQuery } from "../credits.ts";
+import { balanceQuery, capRefusalQuery, chargeForMatchQuery, countLookupQuery } from "../money/credits.ts";
 import { takeDueActivity } from "../identity/key-activity.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";

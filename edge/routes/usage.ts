@@ -4,7 +4,6 @@
  * is at most 90 rows per key, found by the table's primary key.
  */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
 import { MAX_USAGE_DAYS, USAGE_FIELDS, UsageQuery, UsageReport } from "../../shared/keys.ts";
 import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
@@ -13,7 +12,7 @@ import { ApiError } from "../lib/errors.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 import { access } from "./access.ts";
 import { csvCell } from "../jobs/csv-export.ts";
-import { nameOf } from "../identity/store/names.ts";
+import { usageRows } from "../money/usage.ts";
 
 const DEFAULT_DAYS = 30;
 const DAY_MS = 86_400_000;
@@ -83,14 +82,7 @@ export function registerUsageRoute(app: OpenAPIHono<AppEnv>): void {
     if (keyId !== undefined && !/^[A-Za-z0-9_-]{1,80}$/.test(keyId)) throw new ApiError(400, USAGE_MESSAGES.badKey);
     const accountId = c.get("auth").accountId;
     const csv = query.format === "csv" || (query.format === undefined && (c.req.header("accept") ?? "").includes("text/csv"));
-    const group = groupBy === "day" ? sql.raw("day") : sql.raw("key_id");
-    const sums = sql.raw(USAGE_FIELDS.map((f) => `sum(${f}) as ${f}`).join(", "));
-    // By key, each row names its key (or member) in the same statement.
-    const named = groupBy === "key" ? sql`, ${nameOf(accountId, sql`usage_daily.key_id`)} as name` : sql``;
-    const found = await requestDatabase(c).all<Record<string, unknown>>(sql`
-      select ${group} as grp, ${sums} ${named} from usage_daily
-      where account_id = ${accountId} and day between ${utcDay(from)} and ${utcDay(to)} ${keyId === undefined ? sql`` : sql`and key_id = ${keyId}`}
-      group by ${group} order by ${group}`);
+    const found = await usageRows(requestDatabase(c), accountId, { from: utcDay(from), to: utcDay(to), groupBy, keyId });
     const rows: Row[] = found.map((r) => ({
       ...(groupBy === "day" ? { day: String(r.grp) } : { key_id: String(r.grp), key_name: r.name === null || r.name === undefined ? null : String(r.name) }),
       ...counts(r),

@@ -135,7 +135,7 @@ describe("the import graph", () => {
     expect(out).toEqual([]);
   });
 
-  it("the job tables' store (edge/jobs/store/) is reached only by the jobs room, the job routes and /v1/account, the crons and the admin CLI's erasure and merges", () => {
+  it("the job tables' store (edge/jobs/store/) is reached only by the jobs room, the job routes, /v1/account's read (edge/money/account.ts: the running jobs and lines of the day), the crons and the admin CLI's erasure and merges", () => {
     const allowed = [
       "edge/jobs/",
       "edge/routes/jobs.ts",
@@ -144,7 +144,7 @@ describe("the import graph", () => {
       "edge/routes/job-results.ts",
       "edge/routes/lookup-jobs.ts",
       "edge/routes/lookup-job-results.ts",
-      "edge/routes/account.ts",
+      "edge/money/account.ts",
       "edge/index.ts",
       "edge/personal-data-cron.ts",
       "scripts/admin/people-erase.ts",
@@ -181,8 +181,8 @@ describe("the import graph", () => {
     expect(loads("edge/routes/lookup-jobs.ts").has("edge/jobs/lookup/turns.ts")).toBe(false);
   });
 
-  it("the lookup's room (edge/people/) imports, of the Worker, only itself, edge/db/, edge/lib/ and the charge (edge/credits.ts: the batch call's)", () => {
-    const allowed = (d: string) => !d.startsWith("edge/") || ["edge/people/", "edge/db/", "edge/lib/", "edge/credits.ts"].some((p) => d.startsWith(p));
+  it("the lookup's room (edge/people/) imports, of the Worker, only itself, edge/db/, edge/lib/ and the money room (edge/money/: the batch call's charge)", () => {
+    const allowed = (d: string) => !d.startsWith("edge/") || ["edge/people/", "edge/db/", "edge/lib/", "edge/money/"].some((p) => d.startsWith(p));
     expect(importsOf("edge/people/").map(([file]) => file)).toEqual(expect.arrayContaining(["edge/people/lookup.ts", "edge/people/store.ts"]));
     expect(importsOf("edge/people/").flatMap(([file, deps]) => deps.filter((d) => !allowed(d)).map((d) => `${file} -> ${d}`))).toEqual([]);
   });

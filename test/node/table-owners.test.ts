@@ -53,6 +53,17 @@ const OWNERS: Owner[] = [
     },
   },
   {
+    name: "the money tables",
+    // The credit ledger (a charge is one guarded INSERT; the trigger moves accounts.credit_balance) and the usage roll-up.
+    tables: ["credit_ledger", "usage_daily"],
+    objects: ["creditLedger", "usageDaily"],
+    owners: ["edge/money/"],
+    alsoAllowed: {
+      // The operator's credit grants and account setup, on Node's client; the Worker never loads them.
+      "scripts/admin/accounts.ts": "the admin CLI's credit grants",
+    },
+  },
+  {
     name: "identity's tables",
     tables: ["api_keys", "members", "passkeys", "invites", "sessions", "session_notes", "webauthn_challenges", "audit_events", "key_cap_spend"],
     objects: ["apiKeys", "members", "passkeys", "invites", "sessions", "sessionNotes", "webauthnChallenges", "auditEvents", "keyCapSpend"],
@@ -130,3 +141,11 @@ describe.each(OWNERS)("$name", (owner) => {
     expect(outside).toEqual([]);
   });
 });
+
+describe("the routes", () => {
+  it("hold no SQL: every statement is a store's (edge/routes/ only calls them)", () => {
+    const withSql = product.filter((path) => path.startsWith("edge/routes/") && /\bsql`|\bsql\.raw\(/.test(code(readFileSync(join(root, path), "utf8"))));
+    expect(withSql).toEqual([]);
+  });
+});
+

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { AccountInfo } from "../../shared/api.ts";
 import { FAILED_AUTHENTICATION_LIMIT, RATE_LIMITS } from "../../edge/rate-limits.ts";
-import { accountQuery } from "../../edge/routes/account.ts";
+import { accountQuery } from "../../edge/money/account.ts";
 import { cancelUnfinishedJobs, call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 
 afterEach(cancelUnfinishedJobs);

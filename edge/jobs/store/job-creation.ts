@@ -2,6 +2,7 @@
  * Creating a job: its row, admitted under the account's limits inside the INSERT itself, then its lines in work order,
  * a transaction at a time, then the job made visible; or given up (the cron deletes it: cleanup.ts).
  */
+import { countJobLinesStatement } from "../../money/usage.ts";
 import { sql } from "drizzle-orm";
 import { utcDay } from "../../db/rows.ts";
 import type { EmailVerificationResult } from "../../../shared/api.ts";
@@ -155,9 +156,7 @@ export async function writeJobLines(db: Database, jobId: string, lines: NewLine[
   const [finished, , , job] = await db.batch([
     db.run(sql`update verification_jobs set creating = 0, updated_at = ${now} where id = ${jobId} and creating = 1`),
     // The key's usage roll-up counts the lines once the job is visible (changes(): the update just before).
-    db.run(sql`insert into usage_daily (account_id, key_id, day, job_lines)
-      select account_id, ${keyId}, ${utcDay(now)}, total from verification_jobs where id = ${jobId} and ${keyId} is not null and changes() = 1
-      on conflict (account_id, day, key_id) do update set job_lines = job_lines + excluded.job_lines`),
+    db.run(countJobLinesStatement(keyId, utcDay(now), sql`select account_id, total from verification_jobs where id = ${jobId}`, sql`changes() = 1`)),
     completeIfDone(db, jobId, now),
     db.all<JobRow>(sql`select ${jobWithQueue(now)} from verification_jobs where id = ${jobId}`),
   ]);

@@ -9,7 +9,7 @@
 import { LINES_PER_TURN } from "../queue.ts";
 import { sql } from "drizzle-orm";
 import { ERROR_MESSAGES } from "../../../shared/api.ts";
-import { chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, balanceBelow, type LookupCharge } from "../../credits.ts";
+import { chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, balanceBelow, type LookupCharge } from "../../money/credits.ts";
 import type { Database } from "../../db/client.ts";
 import type { CreditCap } from "../../caller.ts";
 import { actorGoneReason, actorLive, decodeCreditCaps } from "../../identity/store/keys.ts";

@@ -4,10 +4,10 @@
  * balance, so concurrent lookups can never overspend.
  */
 import { sql, type SQL } from "drizzle-orm";
-import type { CreditCap } from "./caller.ts";
-import { capExceeded, capRoom } from "./identity/store/keys.ts";
-import type { Database } from "./db/client.ts";
-import { utcDay } from "./db/rows.ts";
+import type { CreditCap } from "../caller.ts";
+import { capExceeded, capRoom } from "../identity/store/keys.ts";
+import type { Database } from "../db/client.ts";
+import { utcDay } from "../db/rows.ts";
 
 /**
  * The statement that charges `cost` for a lookup only when `personId` (an SQL expression) finds
@@ -104,3 +104,6 @@ export function countBulkLookupsQuery(db: Database, charge: Pick<LookupCharge, "
       lookups_not_found = lookups_not_found + excluded.lookups_not_found,
       lookups_refused_credits = lookups_refused_credits + excluded.lookups_refused_credits`);
 }
+
+/** "The last row this connection inserted is this request's charge": for a statement right after the charge in its batch. */
+export const chargedJustNow = (requestId: string): SQL => sql`exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`;
