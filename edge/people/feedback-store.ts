@@ -36,8 +36,9 @@ export function recordFeedbackStatements(db: Database, accountId: string, report
   const hourAgo = now - HOUR_MS;
   const movedThisHour = sql`(select count(*) from email_feedback where account_id = ${accountId} and reverify = 1 and received_at > ${hourAgo})`;
   return [
+    // By the lower(email) index (the unary +: not by the address_hash index, over every address not named yet).
     db.run(sql`update person_emails set address_hash = (select value ->> 'hash' from json_each(${json}) where lower(value ->> 'email') = lower(person_emails.email) limit 1)
-      where address_hash is null and lower(email) in (select lower(value ->> 'email') from json_each(${json}))`),
+      where +address_hash is null and lower(email) in (select lower(value ->> 'email') from json_each(${json}))`),
     db.run(sql`insert into email_feedback (account_id, address_hash, outcome, occurred_at, received_at, smtp_reply, reverify)
       select ${accountId}, hash, outcome, at, ${now}, reply,
         coalesce(q and row_number() over (partition by q order by k) <= ${perHour} - ${movedThisHour}, 0)
@@ -59,7 +60,11 @@ export function recordFeedbackStatements(db: Database, accountId: string, report
 export const ADDRESSES_NAMED_PER_RUN = 20_000;
 const NAMED_PER_WRITE = 2_000;
 
-/** Gives stored addresses without a name their name (`hash`), up to `limit` per run; returns how many. */
+/**
+ * Gives stored addresses without a name their name (`hash`), up to `limit` per run; returns how many. Each write finds
+ * its rows by id (the unary + keeps SQLite from walking the address_hash index over every unnamed address for each of
+ * the slice's rows instead: 40.7 s for 200 rows with 200,000 unnamed, against 14 ms for 2,000 this way; bench/background-statements.ts).
+ */
 export async function nameStoredAddresses(db: Database, hash: (email: string) => Promise<string>, limit = ADDRESSES_NAMED_PER_RUN): Promise<number> {
   let named = 0;
   for (let read = 0; read < limit; ) {
@@ -68,7 +73,7 @@ export async function nameStoredAddresses(db: Database, hash: (email: string) =>
     if (rows.length === 0) break;
     const names = await Promise.all(rows.map(async (r) => ({ id: Number(r.id), hash: await hash(r.email) })));
     const result = await db.run(sql`update person_emails set address_hash = u.value ->> 'hash' from json_each(${JSON.stringify(names)}) u
-      where person_emails.id = u.value ->> 'id' and person_emails.address_hash is null`);
+      where person_emails.id = u.value ->> 'id' and +person_emails.address_hash is null`);
     named += rowsAffected(result);
     if (rows.length < NAMED_PER_WRITE) break;
   }

@@ -1,7 +1,7 @@
 /** The database the admin CLI works on: DATABASE_URL, or the local file `npm start` serves. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { applyMigrations, LOCAL_DATA_DIR, localServerTokenFile, openDatabase, type NodeDatabase } from "../lib/database.ts";
+import { ADMIN_BUSY_TIMEOUT_MS, applyMigrations, LOCAL_DATA_DIR, localServerTokenFile, openDatabase, type NodeDatabase } from "../lib/database.ts";
 import { ensurePrivateDatabaseFile, ensurePrivateDir } from "../lib/private-files.ts";
 
 /**
@@ -11,10 +11,10 @@ import { ensurePrivateDatabaseFile, ensurePrivateDir } from "../lib/private-file
 export async function openAdminDatabase(env: NodeJS.ProcessEnv = process.env, dataDir = LOCAL_DATA_DIR): Promise<{ db: NodeDatabase; url: string; narrowed: string[] }> {
   const localUrl = `file:${join(dataDir, "dev.db")}`;
   const url = env.DATABASE_URL?.trim() || localUrl;
-  if (url !== localUrl) return { db: openDatabase(url, env.DATABASE_AUTH_TOKEN || localServerToken(url, dataDir)), url, narrowed: [] };
+  if (url !== localUrl) return { db: openDatabase(url, env.DATABASE_AUTH_TOKEN || localServerToken(url, dataDir), ADMIN_BUSY_TIMEOUT_MS), url, narrowed: [] };
   // So the CLI works before `npm start` ever ran. Other databases are migrated by whoever owns them.
   const narrowed = [...ensurePrivateDir(dataDir), ...ensurePrivateDatabaseFile(url.slice("file:".length))];
-  const db = openDatabase(url);
+  const db = openDatabase(url, undefined, ADMIN_BUSY_TIMEOUT_MS);
   await applyMigrations(db);
   return { db, url, narrowed };
 }

@@ -62,8 +62,14 @@ export type NodeDatabase = LibSQLDatabase<typeof schema> & { $client: ReturnType
  */
 const FILE_BUSY_TIMEOUT_MS = 5_000;
 
-export function openDatabase(url: string, authToken?: string): NodeDatabase {
-  return drizzle(createClient({ url, authToken, timeout: FILE_BUSY_TIMEOUT_MS }), { schema }) as NodeDatabase;
+/**
+ * The admin CLI's wait (docs/operations.md "Admin CLI"): an operator's command beside a running stack waits its turn
+ * for the write lock (the stack's start, a cron run, an import) rather than failing with "database is locked".
+ */
+export const ADMIN_BUSY_TIMEOUT_MS = 60_000;
+
+export function openDatabase(url: string, authToken?: string, busyTimeoutMs = FILE_BUSY_TIMEOUT_MS): NodeDatabase {
+  return drizzle(createClient({ url, authToken, timeout: busyTimeoutMs }), { schema }) as NodeDatabase;
 }
 
 export async function applyMigrations(db: NodeDatabase): Promise<void> {

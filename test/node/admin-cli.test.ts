@@ -2,6 +2,7 @@
  * The admin CLI as an operator runs it: a child process against a real libSQL file database.
  * With --json, stdout must hold exactly one JSON object, errors included.
  */
+import { createClient } from "@libsql/client";
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -63,6 +64,27 @@ async function adminJson(...args: string[]): Promise<Run & { json: Record<string
   expect(Array.isArray(json)).toBe(false);
   return { ...run, json: json as Record<string, unknown> };
 }
+
+describe("beside a running stack", () => {
+  it(
+    "waits its turn for a write lock another process holds longer than the old 5 s, instead of failing with database is locked",
+    async () => {
+      const holder = createClient({ url: databaseUrl });
+      const tx = await holder.transaction("write");
+      await tx.execute("insert into accounts (id, name) values ('acc_lockholder', 'Holds the lock')");
+      const released = new Promise<void>((resolve) => setTimeout(() => void tx.commit().then(resolve), 12_000));
+      try {
+        const created = await adminJson("accounts", "create", "--name", "Waits its turn", "--credits", "1");
+        expect(created.status, created.stderr).toBe(0);
+        expect(String(created.json.id)).toMatch(/^acc_/);
+      } finally {
+        await released;
+        holder.close();
+      }
+    },
+    CLI_TEST_TIMEOUT,
+  );
+});
 
 describe("account lifecycle", () => {
   it(
