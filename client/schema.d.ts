@@ -1487,7 +1487,7 @@ export interface components {
             line: number;
             /** @enum {string} */
             status: "found" | "not_found" | "invalid" | "refused" | "erased";
-            /** @description The line as given: a CSV row by its header's names (an empty or repeated name as column_<n>), or the JSON Lines object */
+            /** @description The line as given: a CSV row by its columns' names (a column without a name as column_<n>, a repeated name with " (2)"), or the JSON Lines object */
             input: {
                 [key: string]: unknown;
             };
