@@ -49,6 +49,7 @@ export type Bindings = RateLimitBindings & {
   JOB_RETRY_DELAY_SECONDS?: string;
   JOB_RECEIVER_WAIT_MAX_SECONDS?: string;
   JOB_STALL_SECONDS?: string;
+  JOB_IDLE_CHECK_MS?: string;
   JOB_RETENTION_SECONDS?: string;
   EMAIL_MAX_AGE_SECONDS?: string;
   EMAIL_RECHECK_SECONDS?: string;
@@ -142,6 +143,8 @@ export const EdgeConfigSchema = z.object({
   JOB_RECEIVER_WAIT_MAX_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(604_800).default(14_400)),
   /** A job with no progress for this long gets its remaining work put back on the queue by the cron. */
   JOB_STALL_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(1).max(86_400).default(120)),
+  /** How often a delivery whose lines are being checked looks for accounts whose lines nobody holds (edge/jobs/verification/turns.ts). */
+  JOB_IDLE_CHECK_MS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(100).max(600_000).default(1_000)),
   /** How long a finished job's lines and results are kept; a job may ask for less (retention_seconds). */
   JOB_RETENTION_SECONDS: z.preprocess(emptyToUndefined, z.coerce.number().int().min(0).max(31_536_000).default(2_592_000)),
   /**

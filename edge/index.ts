@@ -78,6 +78,7 @@ function engineDeps(env: Bindings): EngineDeps {
     recheckDelaySeconds: config.JOB_RETRY_DELAY_SECONDS,
     receiverWaitMaxMs: config.JOB_RECEIVER_WAIT_MAX_SECONDS * 1000,
     stallMs: config.JOB_STALL_SECONDS * 1000,
+    idleAccountCheckMs: config.JOB_IDLE_CHECK_MS,
     allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE_TARGETS,
     webhookSecretKey: config.WEBHOOK_SECRET_KEY,
     verifyMaxAgeSeconds: config.LOOKUP_VERIFY_MAX_AGE_SECONDS,

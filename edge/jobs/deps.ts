@@ -18,6 +18,8 @@ export type EngineDeps = {
   receiverWaitMaxMs: number;
   /** A job with no progress for this long is stalled (JOB_STALL_SECONDS). */
   stallMs: number;
+  /** JOB_IDLE_CHECK_MS: how often a delivery checking lines looks for accounts nobody serves. */
+  idleAccountCheckMs: number;
   allowPrivateCallbacks: boolean;
   /** WEBHOOK_SECRET_KEY: opens the accounts' sealed webhook secrets. */
   webhookSecretKey: string | undefined;

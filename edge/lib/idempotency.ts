@@ -1,7 +1,7 @@
 /**
- * The Idempotency-Key header and the hash that tells one request's body from another's, for the bulk lookups (the
- * batch call and lookup jobs; docs/api.md "POST /v1/people/bulk"). The key's rule and message are the verification
- * jobs' (docs/jobs.md): 1 to 255 printable ASCII characters, trimmed, per account.
+ * The Idempotency-Key header and the hash that tells one request's body from another's, written once for every create
+ * that takes one: both kinds of job (docs/jobs.md, docs/lookup-jobs.md) and the batch call (docs/api.md "POST
+ * /v1/people/bulk"): 1 to 255 printable ASCII characters, trimmed, per account.
  */
 import { ApiError } from "./errors.ts";
 

@@ -12,12 +12,13 @@ import { ApiError } from "../lib/errors.ts";
 export const JOBS_PATH = "/v1/email_verification_jobs";
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1_000;
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+export { MAX_IDEMPOTENCY_KEY_LENGTH } from "../lib/idempotency.ts";
+import { BAD_IDEMPOTENCY_KEY } from "../lib/idempotency.ts";
 
 export const JOB_MESSAGES = {
   notFound: "No job found",
   idempotencyConflict: "This Idempotency-Key was already used for a different job",
-  badIdempotencyKey: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`,
+  badIdempotencyKey: BAD_IDEMPOTENCY_KEY,
   badLimit: `limit must be an integer between 1 and ${MAX_PAGE}`,
   badCursor: "Invalid cursor",
   resultsExpired: "Job results have expired",

@@ -17,12 +17,13 @@ import { giveUpCreate, purgeResults } from "../jobs/store/envelope.ts";
 import { startJob, writeJobLines } from "../jobs/store/job-creation.ts";
 import { cancelJob, jobById, jobJson, type JobRow } from "../jobs/store/job-rows.ts";
 import { ApiError } from "../lib/errors.ts";
+import { readIdempotencyKey, sha256Hex } from "../lib/idempotency.ts";
 import { newId } from "../identity/tokens.ts";
 import { writeLog, describeError } from "../log.ts";
 import { parseSmtpTimeout } from "../verification/params.ts";
 import { prepareLines } from "../jobs/verification/prepare-lines.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
-import { JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobOr404, json, MAX_IDEMPOTENCY_KEY_LENGTH } from "./job-common.ts";
+import { JOB_MESSAGES, JOBS_PATH, JOBS_TAG, JobIdParam, jobOr404, json } from "./job-common.ts";
 import { registerJobResultsRoute } from "./job-results.ts";
 import { access } from "./access.ts";
 
@@ -148,17 +149,6 @@ function registerCallbackDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.register("JobCreateRequest", JobCreateRequest);
 }
 
-async function sha256Hex(data: string | Uint8Array): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", typeof data === "string" ? new TextEncoder().encode(data) : data);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function idempotencyKey(raw: string | undefined): string | null {
-  if (raw === undefined) return null;
-  const key = raw.trim();
-  if (key === "" || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x20-\x7e]+$/.test(key)) throw new ApiError(400, JOB_MESSAGES.badIdempotencyKey);
-  return key;
-}
 
 function accepted(c: Context<AppEnv>, job: JobRow) {
   return c.json(jobJson(job), 202, { Location: `${JOBS_PATH}/${job.id}` });
@@ -177,7 +167,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof JobCreateQuery>,
     if (!checked.ok) throw new ApiError(400, checked.error);
     callbackUrl = checked.url;
   }
-  const key = idempotencyKey(rawKey);
+  const key = readIdempotencyKey(rawKey);
   // A retention, a name or an email_column asked for is part of the request (a retry with another is a different
   // request); a default is not, so a retry from before these existed still finds its job. A file's kept columns count
   // by the file's bytes.

@@ -29,7 +29,11 @@ async function queuedJob(accountId: string, lines: number, tag: string): Promise
   return id;
 }
 
-/** Hands turn messages to the Worker's queue handler, as the queue delivers them, with no probe configured. */
+/**
+ * Hands turn messages to the Worker's queue handler, as the queue delivers them, with no probe configured. The delivery
+ * looks for accounts nobody serves only once a minute here, so each count below is the delivery's own turns' however
+ * slow the machine (its default, every second, is the last test's).
+ */
 async function deliverTurns(job: string, turns: number) {
   const messages: JobMessage[] = Array.from({ length: turns }, () => ({ kind: "verification", type: "turn", job }));
   const batch = createMessageBatch<JobMessage>(
@@ -37,7 +41,7 @@ async function deliverTurns(job: string, turns: number) {
     messages.map((body, i) => ({ id: `turn-${Date.now()}-${i}`, timestamp: new Date(), attempts: 1, body })),
   );
   const ctx = createExecutionContext();
-  await worker.queue(batch as MessageBatch<unknown>, { ...env, PROBE_URL: "" } as never);
+  await worker.queue(batch as MessageBatch<unknown>, { ...env, PROBE_URL: "", JOB_IDLE_CHECK_MS: "60000" } as never);
   return getQueueResult(batch, ctx);
 }
 

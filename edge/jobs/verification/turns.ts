@@ -165,7 +165,7 @@ async function renewLease(db: EngineDeps["db"], jobId: string, lease: Lease, hel
   }
 }
 
-/** How often a delivery whose lines are being checked looks for accounts whose lines nobody holds. */
+/** How often a delivery whose lines are being checked looks for accounts whose lines nobody holds (the default of JOB_IDLE_CHECK_MS). */
 export const IDLE_ACCOUNT_CHECK_MS = 1_000;
 
 /** A delivery's verification turns: claimed in fair order, each job's lines checked together; a message is acknowledged when its work is written. */
@@ -187,8 +187,11 @@ export async function runVerificationTurns(deps: EngineDeps, messages: Delivered
   for (const w of claimed.work.values()) start(w);
   // While its lines are checked, the delivery gives accounts that nobody serves a turn.
   while (running.size > 0) {
-    const tick = new Promise<"tick">((resolve) => setTimeout(() => resolve("tick"), IDLE_ACCOUNT_CHECK_MS));
-    if ((await Promise.race([Promise.all(running).then(() => "done" as const), tick])) === "done") break;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const tick = new Promise<"tick">((resolve) => (timer = setTimeout(() => resolve("tick"), deps.idleAccountCheckMs ?? IDLE_ACCOUNT_CHECK_MS)));
+    const first = await Promise.race([Promise.all(running).then(() => "done" as const), tick]);
+    clearTimeout(timer);
+    if (first === "done") break;
     try {
       for (const w of await claimForIdleAccounts(deps, lease)) start(w);
     } catch (error) {
