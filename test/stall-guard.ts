@@ -1,6 +1,6 @@
 /**
- * A Vitest reporter that fails a run which stops making progress (docs/operations.md "Tests"): when no test case has
- * finished and no file has started or ended for TEST_STALL_SECONDS (300 by default), it names the files still running,
+ * A Vitest reporter that fails a run which stops making progress (README "Tests"): when, from the run's start (its
+ * global setup included), no test case has finished and no file has started or ended for TEST_STALL_SECONDS (300 by default), it names the files still running,
  * says so on stderr, and ends the process with exit code 1 — minutes, not CI's 90-minute limit. A run once hung this way
  * at the end of a Worker test file whose every test had passed (Vitest's console interceptor parked by a queue
  * handler's log line from another I/O context: cloudflare/workers-sdk 15498 and 15719, avoided in
@@ -20,10 +20,15 @@ export default class StallGuard implements Reporter {
     this.last = Date.now();
   }
 
+  /** From the start: a global setup that never returns (a server that never listens) is a stall too. */
+  onInit(): void {
+    this.progress();
+    this.timer ??= setInterval(() => this.check(), Math.min(10_000, seconds * 250));
+    this.timer.unref();
+  }
+
   onTestRunStart(): void {
     this.progress();
-    this.timer = setInterval(() => this.check(), Math.min(10_000, seconds * 250));
-    this.timer.unref();
   }
 
   onTestModuleStart(module: TestModule): void {
