@@ -227,9 +227,11 @@ describe("a polite client: its balance, then batches of 100", () => {
   it("reading the account, keys, usage and audit events spends none of the lookup budgets: a balance read, then a batch of 100, is 200", async () => {
     const { token } = await newAccount(5);
     for (let attempt = 0; attempt < 3; attempt++) {
+      if (attempt > 0) await nextWindow();
       const started = Date.now();
-      // More account reads in one window than the lookup family allows (100): before issue 48 they were lookups.
-      for (let i = 0; i < 30; i++) for (const path of ["/v1/account", "/v1/keys", "/v1/usage", "/v1/audit-events"]) {
+      // As many account reads in one window as the lookup family allows (100): before issue 48 they were lookups, and
+      // the batch after them was a 429.
+      for (let i = 0; i < 25; i++) for (const path of ["/v1/account", "/v1/keys", "/v1/usage", "/v1/audit-events"]) {
         const res = await callWith({}, path, { token });
         expect(res.status, path).toBe(200);
         expect(res.headers.get("ratelimit-policy")).toBe(`"account";q=${RATE_LIMITS.account.limit};w=${RATE_LIMITS.account.periodSeconds}`);
