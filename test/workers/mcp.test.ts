@@ -221,7 +221,8 @@ describe("the MCP endpoint", () => {
   it("verify_email_list: the quote (free, the lines it counts), then the job; its status and results", async () => {
     const { token, accountId } = await newAccount(0);
     const client = await connect(token);
-    const args = { email_addresses: ["ana@example.com", "not-an-address"], name: "mcp list" };
+    // Addresses whose syntax already decides them: the job needs no mail server, so it leaves no turn waiting on one.
+    const args = { email_addresses: ["not-an-address", "two@@at.example"], name: "mcp list" };
     const quoted = await tool(client, "verify_email_list", args);
     expect(quoted.structuredContent).toMatchObject({ status: "quote", quote: { addresses: 2, credits: 0 } });
     expect(await db.all(sql`select id from verification_jobs where account_id = ${accountId}`)).toEqual([]);
@@ -234,8 +235,7 @@ describe("the MCP endpoint", () => {
     const page = await tool(client, "get_job_results", { job_id: jobId });
     expect(page.isError, text(page)).toBeFalsy();
     const results = (page.structuredContent!.page as { results: { email: string; classification: string }[] }).results;
-    expect(results.map((r) => r.email)).toEqual(["ana@example.com", "not-an-address"]);
-    expect(results[1]!.classification).toBe("invalid");
+    expect(results.map((r) => [r.email, r.classification])).toEqual([["not-an-address", "invalid"], ["two@@at.example", "invalid"]]);
     await client.close();
   }, 60_000);
 });
