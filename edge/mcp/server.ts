@@ -13,11 +13,10 @@ import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validatio
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "@hono/zod-openapi";
 import type { Context, Hono } from "hono";
-import { AccountInfo, ContactInfo, EmailVerificationQuery, EmailVerificationResult, PeopleQuery } from "../../shared/api.ts";
+import { AccountInfo, API_VERSION, ContactInfo, EmailVerificationQuery, EmailVerificationResult, PeopleQuery } from "../../shared/api.ts";
 import { PeopleBulkRequest, PeopleBulkResponse } from "../../shared/bulk-lookups.ts";
 import { JobCreateRequest, JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
 import { LookupJob, LookupJobCreateQuery, LookupJobQuote, LookupJobResultsPage } from "../../shared/lookup-jobs.ts";
-import { API_VERSION } from "../../shared/api.ts";
 import type { AppEnv } from "../env.ts";
 import { jobResultsRoute } from "../routes/job-results.ts";
 import { lookupJobResultsRoute } from "../routes/lookup-job-results.ts";
