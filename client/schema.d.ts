@@ -55,7 +55,7 @@ export interface paths {
         put?: never;
         /**
          * Look up to 100 people in one call
-         * @description A JSON body {"requests": [{"params": {the identifiers, as GET /v1/people takes them}, "reference": "yours, echoed"}, ...], "include": [...]}: 1 to 100 items, each validated and answered as GET /v1/people would (status 200 with data, or 400, 402 or 404 with error), in request order; one bad item never fails the others. Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served; once nothing more can be paid for, every later item answers 402 whether or not it matches anyone (so nothing is told free of who is held), except a person the call already paid for; the same person asked twice is charged once. Counts one against the key's lookup limit per item. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.
+         * @description A JSON body {"requests": [{"params": {the identifiers, as GET /v1/people takes them}, "reference": "yours, echoed"}, ...], "include": [...]}: 1 to 100 items, each validated and answered as GET /v1/people would (status 200 with data, or 400, 402 or 404 with error), in request order; one bad item never fails the others. Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served; once nothing more can be paid for, every later item answers 402 whether or not it matches anyone (so nothing is told free of who is held), except a person the call already paid for; the same person asked twice is charged once. Counts once per call against the key's bulk_lookup limit (10 calls per 10 s, so 1,000 lookups), apart from GET /v1/people's lookup limit; a refused call is not counted. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.
          */
         post: operations["lookupPeople"];
         delete?: never;
@@ -1305,6 +1305,36 @@ export interface components {
                     per: "key" | "client_address";
                 };
                 lookup: {
+                    /**
+                     * @description Requests allowed per period
+                     * @example 100
+                     */
+                    limit: number;
+                    /** @example 10 */
+                    period_seconds: number;
+                    /**
+                     * @description What is counted: each API key, or each client IP address
+                     * @enum {string}
+                     */
+                    per: "key" | "client_address";
+                };
+                /** @description POST /v1/people/bulk: calls (of up to 100 lookups each) per period */
+                bulk_lookup: {
+                    /**
+                     * @description Requests allowed per period
+                     * @example 100
+                     */
+                    limit: number;
+                    /** @example 10 */
+                    period_seconds: number;
+                    /**
+                     * @description What is counted: each API key, or each client IP address
+                     * @enum {string}
+                     */
+                    per: "key" | "client_address";
+                };
+                /** @description Reading and managing the account: account, usage, audit events, keys, members, invites */
+                account: {
                     /**
                      * @description Requests allowed per period
                      * @example 100

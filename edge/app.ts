@@ -29,6 +29,7 @@ import { registerPeopleEventsRoutes } from "./routes/people-events.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerMeRoutes } from "./routes/me.ts";
 import { registerMemberRoutes } from "./routes/members.ts";
+import { registerMcpRoutes } from "./mcp/route.ts";
 
 /** What a 503 for a database failure tells the client to wait: a little longer than one DATABASE_TIMEOUT_MS. */
 const DATABASE_RETRY_AFTER_SECONDS = 5;
@@ -163,6 +164,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerMeRoutes(app);
   // The console's pages (docs/console.md) call the routes above through this same app.
   registerConsole(app);
+  // So do the MCP endpoint's tools (docs/mcp.md), with the caller's own key; and /llms.txt points to both.
+  registerMcpRoutes(app);
 
   app.notFound((c) => c.json({ error: ERROR_MESSAGES.notFound }, 404));
 

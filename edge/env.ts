@@ -24,6 +24,8 @@ export type RateLimiter = { limit(options: { key: string }): Promise<{ success: 
 export type RateLimitBindings = {
   VERIFICATION_RATE_LIMITER?: RateLimiter;
   LOOKUP_RATE_LIMITER?: RateLimiter;
+  BULK_LOOKUP_RATE_LIMITER?: RateLimiter;
+  ACCOUNT_RATE_LIMITER?: RateLimiter;
   JOB_CREATION_RATE_LIMITER?: RateLimiter;
   JOB_READ_RATE_LIMITER?: RateLimiter;
   FEEDBACK_RATE_LIMITER?: RateLimiter;

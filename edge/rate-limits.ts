@@ -20,11 +20,22 @@ export type RateLimitPolicy = {
   periodSeconds: 10 | 60;
 };
 
-export type RateLimitFamily = "verification" | "lookup" | "job_creation" | "job_reads" | "feedback";
+export type RateLimitFamily = "verification" | "lookup" | "bulk_lookup" | "account" | "job_creation" | "job_reads" | "feedback";
 
 export const RATE_LIMITS = {
   verification: { binding: "VERIFICATION_RATE_LIMITER", limit: 100, periodSeconds: 10 },
+  /** One person per call: GET /v1/people, and the erasures a lookup client reads back. */
   lookup: { binding: "LOOKUP_RATE_LIMITER", limit: 100, periodSeconds: 10 },
+  /**
+   * POST /v1/people/bulk, counted once per call, whatever its size (1 to 100 items): 10 calls per 10 s keep 1,000
+   * lookups per 10 s going, while credits and the key's daily cap bound what they spend. A call is counted before its
+   * body is read and a refused one is not counted (the binding counts only what it allows), so a batch is refused only
+   * when 10 batches already went in this window, and spends nothing then. (Counting items against the binding would
+   * take one call per item, and the binding cannot give back what a refused batch counted.)
+   */
+  bulk_lookup: { binding: "BULK_LOOKUP_RATE_LIMITER", limit: 10, periodSeconds: 10 },
+  /** Reading and managing one's own account (account, usage, audit events, keys, members, invites, the session's own calls): apart from lookups, so a client that checks its balance before a batch never starves it. */
+  account: { binding: "ACCOUNT_RATE_LIMITER", limit: 120, periodSeconds: 10 },
   job_creation: { binding: "JOB_CREATION_RATE_LIMITER", limit: 60, periodSeconds: 60 },
   /** A job's status and results: polling and paging, database reads only (no SMTP), so apart from verification. */
   job_reads: { binding: "JOB_READ_RATE_LIMITER", limit: 120, periodSeconds: 10 },
@@ -81,17 +92,4 @@ export function enforceRateLimit(family: RateLimitFamily): MiddlewareHandler<App
     if (!(await withinLimit(c, policy, c.get("auth").actor))) throw rateLimited(family, policy);
     await next();
   };
-}
-
-/**
- * `units` more requests of one family for a request the route's own middleware counted once already: a batch of n
- * lookups is n lookups (docs/api.md "Rate limits"), so a batch is no way around the limit. The binding counts one per
- * call and cannot give counts back, so they go in all at once; past the limit the whole request is 429 and what it
- * counted stays counted until the window ends, as any request refused at the limit does.
- */
-export async function countMoreAgainstLimit(c: Context<AppEnv>, family: RateLimitFamily, units: number): Promise<void> {
-  if (units <= 0) return;
-  const policy = RATE_LIMITS[family];
-  const answers = await Promise.all(Array.from({ length: units }, () => withinLimit(c, policy, c.get("auth").actor)));
-  if (answers.includes(false)) throw rateLimited(family, policy);
 }

@@ -345,6 +345,8 @@ export const AccountInfo = z
     rate_limits: z.object({
       verification: RateLimitInfo,
       lookup: RateLimitInfo,
+      bulk_lookup: RateLimitInfo.openapi({ description: "POST /v1/people/bulk: calls (of up to 100 lookups each) per period" }),
+      account: RateLimitInfo.openapi({ description: "Reading and managing the account: account, usage, audit events, keys, members, invites" }),
       job_creation: RateLimitInfo,
       job_reads: RateLimitInfo,
       feedback: RateLimitInfo,

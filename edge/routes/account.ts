@@ -18,7 +18,7 @@ export const accountRoute = createRoute({
     "Usage is read from the credit ledger: lookups charged and credits spent since the start of the day and of the month (UTC). " +
     "jobs gives the bulk-job limits and where the account stands against them. " +
     "Counts against the key's lookup rate limit.",
-  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
+  ...access({ who: { scope: "account:read" }, limits: ["account"] }),
   responses: {
     200: { description: "The account", content: { "application/json": { schema: AccountInfo } } },
     ...authenticatedErrorResponses,
@@ -45,6 +45,8 @@ export function registerAccountRoute(app: OpenAPIHono<AppEnv>): void {
       rate_limits: {
         verification: describeLimit(RATE_LIMITS.verification, "key"),
         lookup: describeLimit(RATE_LIMITS.lookup, "key"),
+        bulk_lookup: describeLimit(RATE_LIMITS.bulk_lookup, "key"),
+        account: describeLimit(RATE_LIMITS.account, "key"),
         job_creation: describeLimit(RATE_LIMITS.job_creation, "key"),
         job_reads: describeLimit(RATE_LIMITS.job_reads, "key"),
         feedback: describeLimit(RATE_LIMITS.feedback, "key"),

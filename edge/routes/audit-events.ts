@@ -34,7 +34,7 @@ const auditRoute = createRoute({
   description:
     "Newest first; next_cursor pages to older events. actor and target narrow it to what a key or member did, or what was done to something; each event names its actor and target (actor_name, target_name) when they are a key, member or passkey. " +
     "Events are kept AUDIT_RETENTION_SECONDS (a year by default). Counts against the lookup rate limit.",
-  ...access({ who: { scope: "audit:read" }, limits: ["lookup"] }),
+  ...access({ who: { scope: "audit:read" }, limits: ["account"] }),
   request: { query: AuditQuery },
   responses: {
     200: { description: "A page of events", content: { "application/json": { schema: AuditPage } } },

@@ -46,7 +46,7 @@ const listRoute = createRoute({
   tags: ["Keys"],
   summary: "The account's API keys (never their secrets)",
   description: "Live keys first, then revoked and expired ones, newest first (at most 200). Counts against the lookup rate limit.",
-  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
+  ...access({ who: { scope: "account:read" }, limits: ["account"] }),
   responses: { 200: json(ApiKeyList, "The keys"), ...authenticatedErrorResponses },
 });
 
@@ -59,7 +59,7 @@ const createKeyRoute = createRoute({
   description:
     `An account holds at most ${MAX_LIVE_KEYS} live keys. The new key's scopes must be among the calling key's, and its daily_credit_cap and expires_at ` +
     "no more generous than the calling key's own.",
-  ...access({ who: { scope: "keys:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "keys:write" }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { body: { required: true, content: { "application/json": { schema: ApiKeyCreateRequest } } } },
   responses: {
     201: json(ApiKeyWithToken, "The key, with its secret"),
@@ -79,7 +79,7 @@ const rollRoute = createRoute({
   description:
     `The new key has the old one's name, scopes, expiry and daily credit cap. The old key keeps working for overlap_seconds (default ${ROLL_OVERLAP.defaultSeconds}, ` +
     `at most ${ROLL_OVERLAP.maxSeconds}), then gets 401 key_expired; its replaced_by names the new key. A rolled key cannot be rolled again.`,
-  ...access({ who: { scope: "keys:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "keys:write" }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   // The body is optional and read by hand (optionalJson): none, or an empty one, means the defaults, whatever its
   // content type says. A reference rather than the schema, so the framework adds no validator that refuses an empty body.
   request: { params: KeyIdParam, body: { required: false, content: { "application/json": { schema: { $ref: "#/components/schemas/ApiKeyRollRequest" } } } } },
@@ -103,7 +103,7 @@ const revokeRoute = createRoute({
     "From now on the key gets 401 with reason key_revoked: at once on this Worker instance, within 60 seconds on every other (each caches a key for at most that long). " +
     "Its unfinished jobs (lookup and verification jobs it made) are cancelled in the same transaction, cancel_reason key_revoked: nothing more is charged to it. " +
     "Idempotent: a revoked key is answered as it is. A key may revoke itself.",
-  ...access({ who: { scope: "keys:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "keys:write" }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { params: KeyIdParam },
   responses: {
     200: json(ApiKey, "The key, revoked"),

@@ -41,7 +41,7 @@ export async function lookupJobOr404(c: Context<AppEnv>): Promise<LookupJobRow> 
   return job;
 }
 
-const resultsRoute = createRoute({
+export const lookupJobResultsRoute = createRoute({
   method: "get",
   path: `${LOOKUP_JOBS_PATH}/{id}/results`,
   operationId: "listLookupJobResults",
@@ -247,7 +247,7 @@ async function download(c: Context<AppEnv>, job: LookupJobRow, view: View, forma
   return c.body(stream, 200, { "Content-Type": type, "Content-Disposition": attachment(`${job.id}.${format}`) });
 }
 
-async function results(c: Context<AppEnv>, query: z.infer<typeof resultsRoute.request.query>) {
+async function results(c: Context<AppEnv>, query: z.infer<typeof lookupJobResultsRoute.request.query>) {
   const accept = c.req.header("accept") ?? "";
   const format = query.format ?? (accept.includes("text/csv") ? "csv" : "json");
   // Parameters first: a bad request costs no database read.
@@ -262,5 +262,5 @@ async function results(c: Context<AppEnv>, query: z.infer<typeof resultsRoute.re
 }
 
 export function registerLookupJobResultsRoute(app: OpenAPIHono<AppEnv>): void {
-  app.openapi(resultsRoute, (c) => results(c, c.req.valid("query")));
+  app.openapi(lookupJobResultsRoute, (c) => results(c, c.req.valid("query")));
 }

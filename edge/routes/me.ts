@@ -36,7 +36,7 @@ const meRoute = createRoute({
   operationId: "getMe",
   tags: ["Members"],
   summary: "The signed-in member: role, scopes and passkeys",
-  ...access({ who: "session", limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: "session", limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   responses: { 200: json(Me, "The member"), ...sessionErrorResponses },
 });
 
@@ -47,7 +47,7 @@ const optionsRoute = createRoute({
   tags: ["Members"],
   summary: "Options for adding a passkey",
   description: "Pass them to navigator.credentials.create(); the member's passkeys are excluded. The challenge is good for one add within five minutes.",
-  ...access({ who: "session", limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: "session", limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   responses: { 200: json(CreationOptions, "WebAuthn creation options"), ...sessionErrorResponses, 403: errorResponse(`${PASSKEY_MESSAGES.stepUpRequired} (reason "step_up_required")`) },
 });
 
@@ -57,7 +57,7 @@ const addRoute = createRoute({
   operationId: "addPasskey",
   tags: ["Members"],
   summary: "Add a passkey",
-  ...access({ who: "session", limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: "session", limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { body: { required: true, content: { "application/json": { schema: PasskeyCreateRequest } } } },
   responses: {
     201: json(Passkey, "The passkey"),
@@ -74,7 +74,7 @@ const removeRoute = createRoute({
   operationId: "removePasskey",
   tags: ["Members"],
   summary: "Remove one of the member's passkeys: the sessions it opened end",
-  ...access({ who: "session", limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: "session", limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { params: PasskeyIdParam },
   responses: { 204: { description: "Removed" }, 404: errorResponse(PASSKEY_MESSAGES.notFound), 409: errorResponse(PASSKEY_MESSAGES.lastPasskey), ...sessionErrorResponses },
 });

@@ -58,7 +58,7 @@ const listRoute = createRoute({
   operationId: "listMembers",
   tags: ["Members"],
   summary: "The account's members and their roles",
-  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
+  ...access({ who: { scope: "account:read" }, limits: ["account"] }),
   responses: { 200: json(MemberList, "The members, oldest first"), ...authenticatedErrorResponses },
 });
 
@@ -71,7 +71,7 @@ const inviteRoute = createRoute({
   description:
     "The link works once, for 24 hours, and only while whoever made it could still make it; its secret is in the fragment and shown only in this answer. " +
     "A key may invite only to a role whose every scope it holds, and only if it has no daily credit cap and no expiry; inviting an owner takes an owner's session.",
-  ...access({ who: { scope: "members:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "members:write" }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { body: { required: true, content: { "application/json": { schema: InviteCreateRequest } } } },
   responses: { 201: json(Invite, "The invite, with its link"), 400: errorResponse("role missing or unknown, or the body is not JSON"), ...authenticatedErrorResponses, 403: forbidden },
 });
@@ -83,7 +83,7 @@ const inviteListRoute = createRoute({
   tags: ["Members"],
   summary: "The account's invites: pending, and those that ended within the last week (never their secrets)",
   description: `Newest first, at most ${MAX_LISTED_INVITES}.`,
-  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
+  ...access({ who: { scope: "account:read" }, limits: ["account"] }),
   responses: { 200: json(InviteList, "The invites"), ...authenticatedErrorResponses },
 });
 
@@ -94,7 +94,7 @@ const inviteRevokeRoute = createRoute({
   tags: ["Members"],
   summary: "Revoke a pending invite: its link stops working at once",
   description: "Idempotent: an invite already revoked, used or expired is answered as it is. Revoking an owner's invite takes an owner's session.",
-  ...access({ who: { scope: "members:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "members:write" }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { params: InviteIdParam },
   responses: { 200: json(PendingInvite, "The invite, as it is now"), 404: errorResponse(MEMBER_MESSAGES.inviteNotFound), ...authenticatedErrorResponses, 403: forbidden },
 });
@@ -108,7 +108,7 @@ const patchRoute = createRoute({
   description:
     `Takes effect on the member's sessions at once on this Worker instance, within ${SESSION_CACHE_TTL_MS / 1000} seconds on every other. ` +
     "The caller must be able to grant both the member's role and the new one; the member's pending invites their new role may not grant are voided.",
-  ...access({ who: { scope: "members:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "members:write" }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { params: MemberIdParam, body: { required: true, content: { "application/json": { schema: MemberPatch } } } },
   responses: {
     200: json(Member, "The member"),
@@ -129,7 +129,7 @@ const deleteRoute = createRoute({
   description:
     `Sessions end at once on this Worker instance, within ${SESSION_CACHE_TTL_MS / 1000} seconds on every other. The answer lists the keys the member made ` +
     "(and the keys those made) that were live: with revoke_keys=true they are revoked in the same transaction, else they keep working. The audit trail keeps the member's id and name.",
-  ...access({ who: { scope: "members:write" }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "members:write" }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { params: MemberIdParam, query: RemoveQuery },
   responses: {
     200: json(MemberRemoval, "The member removed, and the keys they made"),

@@ -17,7 +17,6 @@ import { ApiError } from "../lib/errors.ts";
 import { readIdempotencyKey, sha256Hex } from "../lib/idempotency.ts";
 import { answerStatements, claimKeyStatements, matchItemsQuery, type BatchAnswer, type StoredItem } from "../people/bulk-store.ts";
 import { contactInfoFromSnapshot, parseMinConfidence, type PeopleInclude } from "../people/lookup.ts";
-import { countMoreAgainstLimit } from "../rate-limits.ts";
 import { access } from "./access.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
@@ -35,8 +34,8 @@ export const peopleBulkRoute = createRoute({
   description:
     `A JSON body {"requests": [{"params": {the identifiers, as GET /v1/people takes them}, "reference": "yours, echoed"}, ...], "include": [...]}: 1 to ${BULK_LOOKUP_LIMITS.maxItems} items, each validated and answered as GET /v1/people would (status 200 with data, or 400, 402 or 404 with error), in request order; one bad item never fails the others. ` +
     "Each found person costs LOOKUP_COST, charged in one guarded statement: when the balance (or the key's daily cap) covers k of them, the first k in request order are served; once nothing more can be paid for, every later item answers 402 whether or not it matches anyone (so nothing is told free of who is held), except a person the call already paid for; the same person asked twice is charged once. " +
-    "Counts one against the key's lookup limit per item. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.",
-  ...access({ who: { scope: "people:read" }, limits: ["lookup"], body: limitRequestBody(BULK_LOOKUP_LIMITS.maxBodyBytes, BULK_LOOKUP_MESSAGES.bodyTooLarge) }),
+    "Counts once per call against the key's bulk_lookup limit (10 calls per 10 s, so 1,000 lookups), apart from GET /v1/people's lookup limit; a refused call is not counted. An Idempotency-Key makes a retry within 24 hours with the same body return the first answer and charge nothing; the same key with another body is 409.",
+  ...access({ who: { scope: "people:read" }, limits: ["bulk_lookup"], body: limitRequestBody(BULK_LOOKUP_LIMITS.maxBodyBytes, BULK_LOOKUP_MESSAGES.bodyTooLarge) }),
   request: {
     headers: z.object({ "idempotency-key": z.string().optional().openapi({ description: "1 to 255 printable ASCII characters; remembered 24 hours" }) }),
     body: {
@@ -141,8 +140,7 @@ async function lookupPeople(c: Context<AppEnv>) {
     throw error;
   }
   const { items, include, minConfidence } = envelope;
-  // The route's middleware counted the call once; the rest of its items now (docs/api.md "Rate limits").
-  await countMoreAgainstLimit(c, "lookup", items.length - 1);
+  // The route's middleware counted the call once against bulk_lookup, before the body was read (docs/api.md "Rate limits").
   c.get("accessLog").lookups = items.length;
 
   const now = Date.now();

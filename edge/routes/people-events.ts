@@ -21,7 +21,7 @@ const readRoute = createRoute({
   operationId: "getPeopleEventsSubscription",
   tags: ["People"],
   summary: "Where this account's people events go",
-  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
+  ...access({ who: { scope: "account:read" }, limits: ["account"] }),
   responses: { 200: ok, ...authenticatedErrorResponses },
 });
 
@@ -36,7 +36,7 @@ const setRoute = createRoute({
     "Signed events (Standard Webhooks, the account's whsec_ secret, retried as job callbacks are) about people this account looked up within " +
     "PEOPLE_EVENTS_WINDOW_SECONDS: an address it received became undeliverable, a new address appeared, the person was erased (with what to delete).",
   // Where events go decides who receives people's data: only a caller who may read it (docs/api.md "People events").
-  ...access({ who: { scope: "events:write", also: ["people:read"] }, limits: ["lookup"], body: SMALL_BODY_MAX_BYTES }),
+  ...access({ who: { scope: "events:write", also: ["people:read"] }, limits: ["account"], body: SMALL_BODY_MAX_BYTES }),
   request: { body: { required: true, content: { "application/json": { schema: PeopleEventsSubscriptionBody } } } },
   responses: { 200: ok, 400: errorResponse("url must be an https URL (and the rest of the callback rules: docs/jobs.md \"Callbacks\")"), ...authenticatedErrorResponses },
 });
@@ -48,7 +48,7 @@ const deleteRoute = createRoute({
   tags: ["People"],
   summary: "Stop sending this account's people events; those not yet delivered are dropped",
   description: "Needs people:read besides events:write. The change is an audit event (account.people_events_url_removed).",
-  ...access({ who: { scope: "events:write", also: ["people:read"] }, limits: ["lookup"] }),
+  ...access({ who: { scope: "events:write", also: ["people:read"] }, limits: ["account"] }),
   responses: { 200: ok, ...authenticatedErrorResponses },
 });
 

@@ -36,7 +36,7 @@ const usageRoute = createRoute({
     "group_by=day lists the days with any use; group_by=key the keys with any use in the period, each with its name (key_name; a member's name for their console use). " +
     "key_id narrows either to one key's (or member's) use. " +
     "format=csv (or Accept: text/csv) answers the same rows as CSV with a header line. Counts against the lookup rate limit.",
-  ...access({ who: { scope: "account:read" }, limits: ["lookup"] }),
+  ...access({ who: { scope: "account:read" }, limits: ["account"] }),
   request: { query: UsageQuery },
   responses: {
     200: { description: "The usage", content: { "application/json": { schema: UsageReport }, "text/csv": { schema: UsageReport.shape.rows } } },

@@ -26,6 +26,8 @@ describe("GET /v1/account", () => {
       rate_limits: {
         verification: { limit: RATE_LIMITS.verification.limit, period_seconds: RATE_LIMITS.verification.periodSeconds, per: "key" },
         lookup: { limit: RATE_LIMITS.lookup.limit, period_seconds: RATE_LIMITS.lookup.periodSeconds, per: "key" },
+        bulk_lookup: { limit: RATE_LIMITS.bulk_lookup.limit, period_seconds: RATE_LIMITS.bulk_lookup.periodSeconds, per: "key" },
+        account: { limit: RATE_LIMITS.account.limit, period_seconds: RATE_LIMITS.account.periodSeconds, per: "key" },
         job_creation: { limit: RATE_LIMITS.job_creation.limit, period_seconds: RATE_LIMITS.job_creation.periodSeconds, per: "key" },
         job_reads: { limit: RATE_LIMITS.job_reads.limit, period_seconds: RATE_LIMITS.job_reads.periodSeconds, per: "key" },
         feedback: { limit: RATE_LIMITS.feedback.limit, period_seconds: RATE_LIMITS.feedback.periodSeconds, per: "key" },

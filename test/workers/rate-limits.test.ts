@@ -38,6 +38,7 @@ async function expect429(res: Response, policy: string, periodSeconds: number) {
 const families = [
   { family: "verification", path: "/v1/email_verifications", other: "/v1/people" },
   { family: "lookup", path: "/v1/people", other: "/v1/email_verifications" },
+  { family: "account", path: "/v1/usage?from=x", other: "/v1/people" },
 ] as const;
 
 describe.each(families)("the $family limit, per key", ({ family, path, other }) => {
@@ -155,7 +156,7 @@ describe("failed authentication, per client address", () => {
 const FAMILIES: Record<string, string> = {
   "GET /v1/people": `"lookup";q=100;w=10`,
   "GET /v1/people/erasures": `"lookup";q=100;w=10`,
-  "POST /v1/people/bulk": `"lookup";q=100;w=10`,
+  "POST /v1/people/bulk": `"bulk_lookup";q=10;w=10`,
   "GET /v1/email_verifications": `"verification";q=100;w=10`,
   "POST /v1/email_verifications": `"verification";q=100;w=10`,
   "POST /v1/email_verification_jobs": `"job_creation";q=60;w=60, "verification";q=100;w=10`,
@@ -168,23 +169,23 @@ const FAMILIES: Record<string, string> = {
   "GET /v1/lookup_jobs/{id}": `"job_reads";q=120;w=10`,
   "DELETE /v1/lookup_jobs/{id}": `"job_reads";q=120;w=10`,
   "GET /v1/lookup_jobs/{id}/results": `"job_reads";q=120;w=10`,
-  "GET /v1/account": `"lookup";q=100;w=10`,
-  "GET /v1/usage": `"lookup";q=100;w=10`,
-  "GET /v1/audit-events": `"lookup";q=100;w=10`,
-  "GET /v1/keys": `"lookup";q=100;w=10`,
-  "POST /v1/keys": `"lookup";q=100;w=10`,
-  "POST /v1/keys/{id}/roll": `"lookup";q=100;w=10`,
-  "DELETE /v1/keys/{id}": `"lookup";q=100;w=10`,
-  "GET /v1/members": `"lookup";q=100;w=10`,
-  "PATCH /v1/members/{id}": `"lookup";q=100;w=10`,
-  "DELETE /v1/members/{id}": `"lookup";q=100;w=10`,
-  "GET /v1/invites": `"lookup";q=100;w=10`,
-  "POST /v1/invites": `"lookup";q=100;w=10`,
-  "DELETE /v1/invites/{id}": `"lookup";q=100;w=10`,
+  "GET /v1/account": `"account";q=120;w=10`,
+  "GET /v1/usage": `"account";q=120;w=10`,
+  "GET /v1/audit-events": `"account";q=120;w=10`,
+  "GET /v1/keys": `"account";q=120;w=10`,
+  "POST /v1/keys": `"account";q=120;w=10`,
+  "POST /v1/keys/{id}/roll": `"account";q=120;w=10`,
+  "DELETE /v1/keys/{id}": `"account";q=120;w=10`,
+  "GET /v1/members": `"account";q=120;w=10`,
+  "PATCH /v1/members/{id}": `"account";q=120;w=10`,
+  "DELETE /v1/members/{id}": `"account";q=120;w=10`,
+  "GET /v1/invites": `"account";q=120;w=10`,
+  "POST /v1/invites": `"account";q=120;w=10`,
+  "DELETE /v1/invites/{id}": `"account";q=120;w=10`,
   "POST /v1/email_feedback": `"feedback";q=60;w=60`,
-  "GET /v1/people/events/subscription": `"lookup";q=100;w=10`,
-  "PUT /v1/people/events/subscription": `"lookup";q=100;w=10`,
-  "DELETE /v1/people/events/subscription": `"lookup";q=100;w=10`,
+  "GET /v1/people/events/subscription": `"account";q=120;w=10`,
+  "PUT /v1/people/events/subscription": `"account";q=120;w=10`,
+  "DELETE /v1/people/events/subscription": `"account";q=120;w=10`,
 };
 
 describe("each operation's families, as its route declares them", () => {
@@ -204,4 +205,78 @@ describe("each operation's families, as its route declares them", () => {
       await res.body?.cancel();
     }
   });
+});
+
+/**
+ * What a polite client does (issue 48): it reads its balance, then sends batches of 100. The bulk_lookup family counts
+ * calls, not items (edge/rate-limits.ts): 10 batches of 100 per 10 s, refused calls not counted. The binding's windows
+ * are aligned to the clock (floor(now / period)), so these tests start just after a window opens and, when a run still
+ * straddles two windows (a slow machine), start again in the next one, at most three times.
+ */
+describe("a polite client: its balance, then batches of 100", () => {
+  const bulk = RATE_LIMITS.bulk_lookup;
+  const windowMs = bulk.periodSeconds * 1000;
+  const windowOf = (t: number) => Math.floor(t / windowMs);
+  const bulkPolicy = `"bulk_lookup";q=${bulk.limit};w=${bulk.periodSeconds}`;
+  /** Resolves 100 ms into the next window of the bulk family's period. */
+  const nextWindow = () => new Promise((r) => setTimeout(r, windowMs - (Date.now() % windowMs) + 100));
+  // 100 lookups of people nobody has: each item a 404, one round trip for the lot.
+  const hundred = () => JSON.stringify({ requests: Array.from({ length: 100 }, (_, i) => ({ params: { profnet_id: String(9_000_000_000_000 + i) }, reference: `r${i}` })) });
+  const batch = (token: string) => callWith({}, "/v1/people/bulk", { method: "POST", token, headers: { "content-type": "application/json" }, body: hundred() });
+
+  it("reading the account, keys, usage and audit events spends none of the lookup budgets: a balance read, then a batch of 100, is 200", async () => {
+    const { token } = await newAccount(5);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (attempt > 0) await nextWindow();
+      const started = Date.now();
+      // As many account reads in one window as the lookup family allows (100): before issue 48 they were lookups, and
+      // the batch after them was a 429.
+      for (let i = 0; i < 25; i++) for (const path of ["/v1/account", "/v1/keys", "/v1/usage", "/v1/audit-events"]) {
+        const res = await callWith({}, path, { token });
+        expect(res.status, path).toBe(200);
+        expect(res.headers.get("ratelimit-policy")).toBe(`"account";q=${RATE_LIMITS.account.limit};w=${RATE_LIMITS.account.periodSeconds}`);
+        await res.body?.cancel();
+      }
+      const res = await batch(token);
+      const single = await callWith({}, "/v1/people?profnet_id=9000000000001", { token });
+      if (windowOf(Date.now()) !== windowOf(started) && attempt < 2) continue;
+      expect(res.status).toBe(200);
+      expect(res.headers.get("ratelimit-policy")).toBe(bulkPolicy);
+      expect(((await res.json()) as { results: { status: number }[] }).results.map((r) => r.status)).toEqual(Array(100).fill(404));
+      expect(single.status).toBe(404);
+      return;
+    }
+  }, 60_000);
+
+  it("10 batches of 100 in one window are 200; the 11th is 429 with Retry-After and spends nothing; the next window serves the next batch", async () => {
+    const { token } = await newAccount(5);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await nextWindow();
+      const started = Date.now();
+      // Ten at once, as a client keeping its batches going would send them.
+      const answers = await Promise.all(Array.from({ length: bulk.limit }, () => batch(token)));
+      const eleventh = await batch(token);
+      const ended = Date.now();
+      if (windowOf(ended) !== windowOf(started) && attempt < 2) {
+        for (const res of [...answers, eleventh]) await res.body?.cancel();
+        continue;
+      }
+      expect(windowOf(ended)).toBe(windowOf(started));
+      expect(answers.map((r) => r.status)).toEqual(Array(bulk.limit).fill(200));
+      for (const res of answers) expect(((await res.json()) as { results: unknown[] }).results).toHaveLength(100);
+      await expect429(eleventh, bulkPolicy, bulk.periodSeconds);
+      // Within the same window, the other families are untouched: the balance and a single lookup are served.
+      expect((await callWith({}, "/v1/account", { token })).status).toBe(200);
+      expect((await callWith({}, "/v1/people?profnet_id=9000000000001", { token })).status).toBe(404);
+      // The refused batch counted nothing: the next window holds 10 batches again, the first of them served.
+      await nextWindow();
+      const next = await Promise.all(Array.from({ length: bulk.limit }, () => batch(token)));
+      const afterNext = await batch(token);
+      if (windowOf(Date.now()) !== windowOf(ended) + 1) return; // served, at least; the count past it straddled a window
+      expect(next.map((r) => r.status)).toEqual(Array(bulk.limit).fill(200));
+      expect(afterNext.status).toBe(429);
+      for (const res of [...next, afterNext]) await res.body?.cancel();
+      return;
+    }
+  }, 90_000);
 });
