@@ -83,12 +83,7 @@ export type QueuedCheck = {
   waitingFor: string;
   /** Its RCPT in the receiver's budget, once sent. */
   budgetRcpt?: SentRcpt;
-  /** The block this check tries again (policy/blocks.ts): its answer lifts it. Opaque here. */
-  retest?: BlockRecordRef;
 };
-
-/** A block record (policy/blocks.ts BlockRecord), as the basic types carry it without knowing the policy. */
-export type BlockRecordRef = import("./policy/blocks.ts").BlockRecord;
 
 /**
  * A RCPT sent under a receiver's budget, told how it ended (policy/budget.ts BudgetRcpt is one): declared here so

@@ -12,7 +12,7 @@ import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, WARMUP_STEP_GROWTH, receiverOfH
 import { ReceiverBudget, type BudgetLimits, type BudgetSnapshot } from "./budget.ts";
 import { Limiter, TokenBucket } from "../limits.ts";
 import { countFamilyEvent } from "../counters.ts";
-import { countsPerSession, keyLimits, LearnedRules, type LearnedRule } from "./learned.ts";
+import { countsPerSession, keyLimits, LearnedRules, repliesAsPerSessionSoftware, type LearnedRule } from "./learned.ts";
 import { Blocks, type BlockRecord } from "./blocks.ts";
 
 const HOUR_MS = 3_600_000;
@@ -135,9 +135,15 @@ export class ReceiverPolicies {
   }
 
   /** A destination greeted us: whether its software counts errors per session (policy/learned.ts countsPerSession) is read from it. */
-  greeted(address: string, greeting: string): void {
-    this.#perSession.set(address, countsPerSession(greeting));
+  greeted(address: string, greeting: string, ehloKeywords: readonly string[] = []): void {
+    // Evidence once shown stays: a later session's greeting or EHLO that names nothing does not take it back.
+    this.#perSession.set(address, this.#perSession.get(address) === true || countsPerSession(greeting, ehloKeywords));
     if (this.#perSession.size > MAX_PER_SESSION) this.#perSession.delete(this.#perSession.keys().next().value!);
+  }
+
+  /** A RCPT reply from a destination: an unknown user refused in the own words of per-session software is evidence of it. */
+  answeredAs(address: string, reply: { code: number; text: string }): void {
+    if (this.#perSession.get(address) !== true && repliesAsPerSessionSoftware(reply)) this.#perSession.set(address, true);
   }
 
   /** Whether a destination's limits may still loosen once it greets us: a self-hosted address not greeted yet. */

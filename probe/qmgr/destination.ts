@@ -75,8 +75,10 @@ export type DestinationContext = {
   liftBlock(rec: BlockRecord, now: number): void;
   /** This address's RCPT rate after what it taught us (a family counted per destination), or null: the family's gate rules. */
   rcptRate(now: number): { rate: number; burst: number } | null;
-  /** A session was opened here: its greeting (what the server says it runs). */
-  greeted(greeting: string): void;
+  /** A session was opened here: its greeting and EHLO extensions (what the server says it runs, and shows). */
+  greeted(greeting: string, ehloKeywords: readonly string[]): void;
+  /** A RCPT reply here: its words may show the software (policy/receivers.ts answeredAs). */
+  answeredAs(reply: SmtpReply): void;
   /** Whether this address's budget limits may still loosen once its greeting is read (none read yet): held single checks wait for it. */
   provisional(): boolean;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
@@ -105,8 +107,8 @@ export class Destination {
   #refusedNoticeUntil = 0;
   /** The reply that blocked us here last: what a check held by the block says it was refused with. */
   #blockReply: SmtpReply | null = null;
-  /** Checks sent as a block's re-test (policy/blocks.ts), queued or in flight: one per block. */
-  readonly #retests = new Set<QueuedCheck>();
+  /** Checks sent as a block's re-test (policy/blocks.ts), queued or in flight, and the block each tries: one per block. */
+  readonly #retests = new Map<QueuedCheck, BlockRecord>();
   lastActivity = monotonicNow();
 
   constructor(
@@ -132,7 +134,7 @@ export class Destination {
       openFailed: (failed) => this.#openFailed(failed),
       opened: (session) => {
         countFamilyEvent(ctx.policy.family, "connection");
-        ctx.greeted(session.greeting);
+        ctx.greeted(session.greeting, session.ehloKeywords);
       },
       emptied: () => this.#noteEmpty(),
     });
@@ -179,8 +181,7 @@ export class Destination {
       // A block due for its re-test takes this check as the one that tries (policy/blocks.ts); others at it are held.
       const retest = this.ctx.blocks.takeRetest(this.ctx.key, p.domain, now);
       if (retest) {
-        p.retest = retest;
-        this.#retests.add(p);
+        this.#retests.set(p, retest);
         countFamilyEvent(this.ctx.policy.family, "retest");
         this.#queue.push(p);
         this.#noteEmpty();
@@ -221,7 +222,7 @@ export class Destination {
   #finish(p: QueuedCheck, outcome: CheckOutcome): void {
     if (p.finished) return;
     p.finished = true;
-    if (p.retest) this.#retestEnded(p, outcome);
+    if (this.#retests.has(p)) this.#retestEnded(p, outcome);
     clearTimeout(p.timer);
     clearTimeout(p.deferTimer);
     this.#queue.remove(p);
@@ -313,7 +314,7 @@ export class Destination {
     // The receiver asked the whole key to back off: nothing waits here for that, but a block's re-test.
     const stopped = this.budget.pausedUntil(monotonicNow());
     if (stopped !== null) {
-      for (const p of [...this.#queue]) if (!p.retest) this.#answerHeld(p, { reliefAt: stopped });
+      for (const p of [...this.#queue]) if (!this.#retests.has(p)) this.#answerHeld(p, { reliefAt: stopped });
       return this.#pumpRetest();
     }
     for (const slot of this.#pool.ready()) {
@@ -481,6 +482,7 @@ export class Destination {
       catchAllAnswered: (catchAll, now) => this.#untrust.catchAllAnswered(catchAll, now),
       replied: (reply, unknown, now) => {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
+        if (unknown) this.ctx.answeredAs(reply);
         this.#untrust.replied(this.ctx.noteReply(reply, now), unknown, now);
       },
       blocked: (stage, replies, now) => this.#blocked(stage, replies, now),
@@ -493,7 +495,7 @@ export class Destination {
     for (const p of batch) p.budgetRcpt?.close(ended);
     for (const t of tests) t.budgetRcpt?.close(ended);
     // A re-test that came back unasked found its block holding (#blocked marked it) or went nowhere: it is over either way.
-    for (const p of [...end.unasked, ...end.retry]) if (p.retest) this.#retestEnded(p, null);
+    for (const p of [...end.unasked, ...end.retry]) if (this.#retests.has(p)) this.#retestEnded(p, null);
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
       if (p.finished) continue;
@@ -535,7 +537,7 @@ export class Destination {
     this.#blockReply = refusal ?? this.#blockReply;
     // A re-test of the key's block found it holding.
     const rec = this.ctx.blocks.destinationBlock(this.ctx.key, now);
-    if (rec) for (const p of this.#retests) if (p.retest === rec) this.ctx.blocks.held(rec, now);
+    if (rec) for (const tried of this.#retests.values()) if (tried === rec) this.ctx.blocks.held(rec, now);
     const until = this.budget.stoppedUntil(now) ?? now;
     if (until > this.#refusedNoticeUntil) {
       this.#refusedNoticeUntil = until;
@@ -554,7 +556,7 @@ export class Destination {
     for (const d of domains) {
       const held = this.ctx.blocks.domainBlock(this.ctx.key, d, now);
       if (held) {
-        for (const p of this.#retests) if (p.retest === held) this.ctx.blocks.held(held, now);
+        for (const tried of this.#retests.values()) if (tried === held) this.ctx.blocks.held(held, now);
         continue;
       }
       this.ctx.blockDomain(d, reply, now, answeredOthers(d));
@@ -568,7 +570,7 @@ export class Destination {
   #sweepTenantBlocks(now: number): void {
     if (!this.ctx.blocks.hasDomainBlocks(this.ctx.key, now)) return;
     for (const p of [...this.#queue]) {
-      if (p.retest) continue;
+      if (this.#retests.has(p)) continue;
       const rec = this.ctx.blocks.domainBlock(this.ctx.key, p.domain, now);
       if (rec) this.#answerHeld(p, { reliefAt: rec.until }, rec);
     }
@@ -576,7 +578,7 @@ export class Destination {
 
   /** While the key is stopped: the block's re-test, if one waits, goes alone on a session (opened for it if need be). */
   #pumpRetest(): void {
-    const p = [...this.#queue].find((q) => q.retest);
+    const p = [...this.#queue].find((q) => this.#retests.has(q));
     if (!p) return;
     const now = monotonicNow();
     for (const slot of this.#pool.ready()) {
@@ -594,8 +596,7 @@ export class Destination {
 
   /** A re-test's check ended: answered (a RCPT reply that is no block) lifts its block; anything else lets a later check try. */
   #retestEnded(p: QueuedCheck, outcome: CheckOutcome | null): void {
-    const rec = p.retest!;
-    p.retest = undefined;
+    const rec = this.#retests.get(p)!;
     this.#retests.delete(p);
     const now = monotonicNow();
     if (outcome?.rcpt && !outcome.heldBy && !outcome.deferred) this.ctx.liftBlock(rec, now);
@@ -609,7 +610,7 @@ export class Destination {
     if (failed.rejectedReply && refusedAt && this.#blocked(refusedAt, [{ domain: "", reply: failed.rejectedReply }], now0)) {
       // Refused for who we are: every check waiting here waits for the block's end (or another probe), none is answered from it.
       for (const p of [...this.#queue]) {
-        if (p.retest) this.#retestEnded(p, null);
+        if (this.#retests.has(p)) this.#retestEnded(p, null);
         this.#answerHeld(p, { reliefAt: this.budget.stoppedUntil(now0) });
       }
       return;

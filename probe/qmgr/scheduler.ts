@@ -231,7 +231,8 @@ export class Scheduler {
       liftBlock: (rec, now) => receivers.liftBlock(rec, receivers.budgetFor(policy, address, now), now),
       learnBlock: () => void receivers.learned.block(receivers.keyOf(policy, address), Date.now()),
       rcptRate: () => (gate ? null : receivers.destinationRate(policy, address)),
-      greeted: (greeting) => receivers.greeted(address, greeting),
+      greeted: (greeting, ehlo) => receivers.greeted(address, greeting, ehlo),
+      answeredAs: (reply) => receivers.answeredAs(address, reply),
       provisional: () => receivers.provisional(policy, address),
       acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline, gate),
       idleChanged: (d, hasIdle) => {

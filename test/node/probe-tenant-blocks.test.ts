@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { judgeRcpt, namesUs } from "../../probe/policy/block.ts";
 import { Blocks } from "../../probe/policy/blocks.ts";
+import { countsPerSession, repliesAsPerSessionSoftware } from "../../probe/policy/learned.ts";
 import { runBatchProbe, runProbe } from "../../probe/probe.ts";
 import type { Scheduler, SchedulerConfig } from "../../probe/qmgr/scheduler.ts";
 import { monotonicNow } from "../../probe/clock.ts";
@@ -106,7 +107,7 @@ const schedulers: Scheduler[] = [];
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  port = await freePortOn(Array.from({ length: 8 }, (_, i) => ip(210 + i)));
+  port = await freePortOn(Array.from({ length: 10 }, (_, i) => ip(210 + i)));
 });
 
 afterAll(async () => {
@@ -273,5 +274,43 @@ describe("blocks tried again (item 2), an hour a second (PROBE_POLICY_TIME_SCALE
     expect(s.receivers.blocked(monotonicNow())).toEqual([]);
     expect(s.receivers.blocks.list(monotonicNow())).toEqual([]);
     expect(await batchCheck(s, "user5@ok.test", ip(216), "b")).toMatchObject({ outcome: "accepted" });
+  }, 30_000);
+});
+
+/** Debian's Postfix 3.7 EHLO (smtpd.c's order), as the interop server answers it; Exim 4.96's; Exchange 2019's. */
+const POSTFIX_EHLO = ["PIPELINING", "SIZE 10240000", "VRFY", "ETRN", "STARTTLS", "ENHANCEDSTATUSCODES", "8BITMIME", "DSN", "SMTPUTF8", "CHUNKING"];
+const keywords = (lines: string[]) => lines.map((l) => l.split(" ")[0]!);
+
+describe("software known by how it answers (item 4)", () => {
+  it("a greeting that names nothing: Postfix's EHLO in its own order, Exim's and Exchange's extensions, and their unknown-user words are evidence; a reordered or partial list is not", () => {
+    expect(countsPerSession("mx.example.test ESMTP", keywords(POSTFIX_EHLO))).toBe(true);
+    expect(countsPerSession("mx.example.test ESMTP", ["SIZE", "8BITMIME", "PIPELINING", "PIPE_CONNECT", "CHUNKING", "PRDR", "STARTTLS", "HELP"])).toBe(true);
+    expect(countsPerSession("mx.example.test", ["SIZE", "PIPELINING", "DSN", "ENHANCEDSTATUSCODES", "STARTTLS", "8BITMIME", "BINARYMIME", "CHUNKING", "XRDST"])).toBe(true);
+    // The fixture's own list, a gateway's short list, Postfix's words in another order: nothing shown.
+    expect(countsPerSession("mx.example.test ESMTP", ["PIPELINING", "SIZE", "8BITMIME", "SMTPUTF8"])).toBe(false);
+    expect(countsPerSession("mx.example.test ESMTP", ["8BITMIME", "SIZE", "STARTTLS"])).toBe(false);
+    expect(countsPerSession("mx.example.test ESMTP", ["ETRN", "PIPELINING", "SIZE", "ENHANCEDSTATUSCODES", "DSN"])).toBe(false);
+    expect(repliesAsPerSessionSoftware(r(550, "5.1.1", "<a@b.test>: Recipient address rejected: User unknown in virtual mailbox table"))).toBe(true);
+    expect(repliesAsPerSessionSoftware(r(550, null, "Unrouteable address"))).toBe(true);
+    expect(repliesAsPerSessionSoftware(r(550, "5.1.10", "RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup"))).toBe(true);
+    expect(repliesAsPerSessionSoftware(r(550, "5.1.1", "User unknown"))).toBe(false);
+  });
+
+  const GENERIC_UNKNOWN = (a: string) => `550 5.1.1 <${a}>: no such user here`;
+  const sixtySingles = async (n: number, options: Omit<MtaFixtureOptions, "host" | "port">) => {
+    await mta(n, { banner: "ESMTP", softErrorLimit: 10, hardErrorLimit: 20, ...options });
+    const s = scheduler();
+    const emails = Array.from({ length: 60 }, (_, i) => `${i % 2 ? "nobody" : "user"}${i}@hidden.test`);
+    const answers = await Promise.all(emails.map((e) => runProbe({ email: e, mx: mxAt(ip(n)), deadline_ms: 10_000, catch_all_check: false }, deps(s))));
+    expect(answers.map((a) => a.outcome)).toEqual(emails.map((e) => (e.startsWith("user") ? "accepted" : "mailbox_not_found")));
+    expect(s.receivers.budgetFor(s.receivers.policy("self-hosted"), ip(n), monotonicNow()).limits.unknownRatio).toBe(1);
+  };
+
+  it("a Postfix that hides its name is known by its EHLO: the 60 s share is lifted, 60 single checks at once, half unknown, all answered, none budget_spent", async () => {
+    await sixtySingles(217, { ehloKeywords: POSTFIX_EHLO, unknownUserReply: GENERIC_UNKNOWN });
+  }, 30_000);
+
+  it("... or by its words for an unknown user, whatever its EHLO", async () => {
+    await sixtySingles(218, {});
   }, 30_000);
 });
