@@ -16,7 +16,6 @@ import {
   LEARNED_THROTTLE_FACTOR,
   PER_SESSION_COUNTING_BANNERS,
   PER_SESSION_COUNTING_EHLO,
-  PER_SESSION_COUNTING_REPLIES,
   POSTFIX_EHLO_ORDER,
   POSTFIX_EHLO_REQUIRED,
   type ReceiverPolicy,
@@ -82,11 +81,6 @@ function postfixEhlo(keywords: readonly string[]): boolean {
     last = i;
   }
   return true;
-}
-
-/** Whether a refusal of an unknown user is in the own words of software that counts errors per session. */
-export function repliesAsPerSessionSoftware(reply: { code: number; text: string }): boolean {
-  return reply.code >= 500 && PER_SESSION_COUNTING_REPLIES.some((re) => re.test(reply.text));
 }
 
 /** The stricter of two lessons about one key (a probe's own and one another probe learned). */

@@ -12,7 +12,7 @@ import { RECEIVER_POLICIES, WARMUP_DAILY_GROWTH, WARMUP_STEP_GROWTH, receiverOfH
 import { ReceiverBudget, type BudgetLimits, type BudgetSnapshot } from "./budget.ts";
 import { Limiter, TokenBucket } from "../limits.ts";
 import { countFamilyEvent } from "../counters.ts";
-import { countsPerSession, keyLimits, LearnedRules, repliesAsPerSessionSoftware, type LearnedRule } from "./learned.ts";
+import { countsPerSession, keyLimits, LearnedRules, type LearnedRule } from "./learned.ts";
 import { Blocks, type BlockRecord } from "./blocks.ts";
 
 const HOUR_MS = 3_600_000;
@@ -141,10 +141,6 @@ export class ReceiverPolicies {
     if (this.#perSession.size > MAX_PER_SESSION) this.#perSession.delete(this.#perSession.keys().next().value!);
   }
 
-  /** A RCPT reply from a destination: an unknown user refused in the own words of per-session software is evidence of it. */
-  answeredAs(address: string, reply: { code: number; text: string }): void {
-    if (this.#perSession.get(address) !== true && repliesAsPerSessionSoftware(reply)) this.#perSession.set(address, true);
-  }
 
   /** Whether a destination's limits may still loosen once it greets us: a self-hosted address not greeted yet. */
   provisional(policy: AppliedPolicy, address: string): boolean {

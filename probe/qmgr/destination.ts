@@ -77,8 +77,6 @@ export type DestinationContext = {
   rcptRate(now: number): { rate: number; burst: number } | null;
   /** A session was opened here: its greeting and EHLO extensions (what the server says it runs, and shows). */
   greeted(greeting: string, ehloKeywords: readonly string[]): void;
-  /** A RCPT reply here: its words may show the software (policy/receivers.ts answeredAs). */
-  answeredAs(reply: SmtpReply): void;
   /** Whether this address's budget limits may still loosen once its greeting is read (none read yet): held single checks wait for it. */
   provisional(): boolean;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
@@ -482,7 +480,6 @@ export class Destination {
       catchAllAnswered: (catchAll, now) => this.#untrust.catchAllAnswered(catchAll, now),
       replied: (reply, unknown, now) => {
         if (unknown) countFamilyEvent(this.ctx.policy.family, "unknown");
-        if (unknown) this.ctx.answeredAs(reply);
         this.#untrust.replied(this.ctx.noteReply(reply, now), unknown, now);
       },
       blocked: (stage, replies, now) => this.#blocked(stage, replies, now),

@@ -232,7 +232,6 @@ export class Scheduler {
       learnBlock: () => void receivers.learned.block(receivers.keyOf(policy, address), Date.now()),
       rcptRate: () => (gate ? null : receivers.destinationRate(policy, address)),
       greeted: (greeting, ehlo) => receivers.greeted(address, greeting, ehlo),
-      answeredAs: (reply) => receivers.answeredAs(address, reply),
       provisional: () => receivers.provisional(policy, address),
       acquireSessionSlot: (deadline) => this.#acquireSessionSlot(deadline, gate),
       idleChanged: (d, hasIdle) => {

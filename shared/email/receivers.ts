@@ -289,18 +289,13 @@ export const PER_SESSION_COUNTING_BANNERS: readonly RegExp[] = [/\bESMTP Postfix
  * takes it back the same way:
  * - Postfix's EHLO: its extensions in the fixed order smtpd.c writes them (ehlo_cmd), with ETRN, ENHANCEDSTATUSCODES
  *   and DSN among them (Postfix's defaults; Exim and Exchange advertise no ETRN by default);
- * - Exchange's EHLO: its own X- extensions (X-ANONYMOUSTLS, XEXCH50, XRDST, X-EXPS); Exim's: PRDR or PIPE_CONNECT;
- * - an unknown user refused in the software's own words: Postfix's "User unknown in virtual mailbox table" (or local,
- *   relay recipient table), Exim's "Unrouteable address", Exchange's "RESOLVER.ADR.RecipNotFound"/"RecipientNotFound".
+ * - Exchange's EHLO: its own X- extensions (X-ANONYMOUSTLS, XEXCH50, XRDST, X-EXPS); Exim's: PRDR or PIPE_CONNECT.
+ * Not an unknown user refused in Postfix's words ("User unknown in virtual mailbox table"): a gateway in front of a
+ * Postfix relays them (recipient verification, call-ahead), so they name the backend, not who counts our errors.
  */
 export const POSTFIX_EHLO_ORDER: readonly string[] = ["PIPELINING", "SIZE", "VRFY", "ETRN", "STARTTLS", "AUTH", "XCLIENT", "XFORWARD", "ENHANCEDSTATUSCODES", "8BITMIME", "DSN", "SMTPUTF8", "CHUNKING"];
 export const POSTFIX_EHLO_REQUIRED: readonly string[] = ["ETRN", "ENHANCEDSTATUSCODES", "DSN"];
 export const PER_SESSION_COUNTING_EHLO: readonly string[] = ["X-ANONYMOUSTLS", "XEXCH50", "XRDST", "X-EXPS", "PRDR", "PIPE_CONNECT", "X_PIPE_CONNECT"];
-export const PER_SESSION_COUNTING_REPLIES: readonly RegExp[] = [
-  /Recipient address rejected: User unknown in (virtual mailbox|local recipient|relay recipient) table/i,
-  /\bUnrouteable address\b/i,
-  /RESOLVER\.ADR\.Recip(ient)?NotFound/i,
-];
 
 /** The day-over-day growth of a warming probe IP: Google warns that doubling volumes "could result in rate limiting". */
 export const WARMUP_DAILY_GROWTH = 1.5;
