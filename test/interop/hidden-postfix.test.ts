@@ -109,5 +109,10 @@ describe("a Postfix that hides its name, holding several tenants", () => {
       const want = e.endsWith("@blocking.test") ? "refused" : e.startsWith("user") ? "accepted" : "mailbox_not_found";
       expect([e, answers.get(e)]).toEqual([e, want]);
     }
+    // After the block: another account's job at the accepting tenants is answered, not held for the tenant's block.
+    const later: ProbeBatchRequest = { deadline_ms: 30_000, tenant: "another-account", groups: TENANTS.map((d) => ({ mx, emails: [`user5@${d}`, `nobody5@${d}`] })) };
+    const again = (await (await signedPost(PROBE_BATCH_PATH, later)).text()).trim().split("\n").map((l) => ProbeBatchLine.parse(JSON.parse(l)));
+    const outcomes = again.flatMap((l) => ("result" in l ? [`${l.email}: ${l.result.outcome}`] : "deferred" in l ? [`${l.email}: held`] : []));
+    expect(outcomes.sort()).toEqual(TENANTS.flatMap((d) => [`nobody5@${d}: mailbox_not_found`, `user5@${d}: accepted`]).sort());
   }, 60_000);
 });
