@@ -218,7 +218,7 @@ export class ReceiverPolicies {
    * Our probe is blocked at this key (probe/policy/block.ts, or a reply rule that stops): nothing goes there for the
    * family's documented block time, and the key keeps the harvest rule for good. Returns when the block ends.
    */
-  block(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number, seconds = policy.blockSeconds): number {
+  block(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number, seconds = this.blockSecondsFor(policy, reply)): number {
     const until = now + (seconds * 1000) / policy.scale;
     budget.pause(until, true, now);
     const key = this.keyOf(policy, address);
@@ -252,7 +252,8 @@ export class ReceiverPolicies {
    * `confirmed`: another domain was answered at the key in the same transaction.
    */
   blockDomain(policy: AppliedPolicy, address: string, domain: string, reply: Reply, now: number, confirmed: boolean): BlockRecord {
-    const until = now + (policy.blockSeconds * 1000) / policy.scale;
+    const seconds = this.blockSecondsFor(policy, reply);
+    const until = now + (seconds * 1000) / policy.scale;
     const key = this.keyOf(policy, address);
     const rec = this.blocks.add({ key, family: policy.family, scope: "domain", domain, reply: replyText(reply), since: now, until, confirmed });
     countFamilyEvent(policy.family, "block");
@@ -264,7 +265,7 @@ export class ReceiverPolicies {
         family: policy.family,
         destination: policy.budgetKey === "probe_ip_family" ? null : address,
         reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
-        block_seconds: policy.blockSeconds,
+        block_seconds: seconds,
         scope: "domain",
         alert: true,
       }),
@@ -278,6 +279,11 @@ export class ReceiverPolicies {
     if (rec.scope === "destination") budget?.lift(now);
     countFamilyEvent(rec.family, "lifted");
     console.warn(JSON.stringify({ level: "info", msg: "receiver block lifted", family: rec.family, scope: rec.scope, retests: rec.retests, blocked_seconds: Math.round((now - rec.since) / 1000) }));
+  }
+
+  /** How long a block by this reply lasts: a judged stop rule's length where one matches (a gateway's 554 5.7.1), else the row's. */
+  blockSecondsFor(policy: AppliedPolicy, reply: Reply): number {
+    return policy.replies.find((r) => r.judged && r.action === "stop" && replyMatches(r, reply))?.seconds ?? policy.blockSeconds;
   }
 
   /** Keys blocked now, and until when (probe clock): for /status and the metrics. */
@@ -297,7 +303,8 @@ export class ReceiverPolicies {
    * rule it matched, or null.
    */
   noteReply(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): ReplyRule | null {
-    const rule = policy.replies.find((r) => replyMatches(r, reply));
+    // A judged stop (a generic 5.7.1) is no rule here: policy/block.ts decides at the transaction's end whether it is a block, and its scope.
+    const rule = policy.replies.find((r) => !r.judged && replyMatches(r, reply));
     if (!rule) return null;
     const level = budget.pauseLevel(now);
     const seconds = Math.min(rule.seconds * 2 ** level, rule.maxSeconds ?? rule.seconds);

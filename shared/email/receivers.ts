@@ -191,6 +191,11 @@ export type ReplyRule = {
   maxSeconds?: number;
   /** The reply says the receiver has been accepting unknown users silently: what it accepted since its last refusal is not trusted (docs/probe.md "Receiver policy"). */
   untrustsAccepted?: boolean;
+  /**
+   * A stop only where probe/policy/block.ts judges the reply a block (a generic 5.7.1 is also a mailbox's own answer, and
+   * a tenant's block reaches its domain only: issue 44); `seconds` is then the block's length.
+   */
+  judged?: boolean;
 };
 
 export type ReceiverPolicy = {
@@ -312,7 +317,7 @@ const SELF_HOSTED_REPLIES: readonly ReplyRule[] = [{ code: 421, text: "too many 
 /** Gateways: "Too many invalid recipients" (Cisco's DHAP drop, §4) means the hour's 250s are suspect. */
 const GATEWAY_REPLIES: readonly ReplyRule[] = [
   { code: 550, text: "too many invalid recipients", action: "stop", seconds: 4_200, untrustsAccepted: true },
-  { code: 554, enhanced: "5.7.1", action: "stop", seconds: 86_400 },
+  { code: 554, enhanced: "5.7.1", action: "stop", seconds: 86_400, judged: true },
   { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
 ];
 
@@ -482,7 +487,7 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     "forcepoint",
     10,
     [
-      { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800 },
+      { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800, judged: true },
       { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
     ],
     10_800,

@@ -207,6 +207,25 @@ describe("one server for several domains, one refusing us per tenant", () => {
     expect(s.receivers.blocks.list(monotonicNow())).toEqual([expect.objectContaining({ scope: "destination", domain: null })]);
   }, 15_000);
 
+  it("at a gateway (Cisco's MX names): a 554 5.7.1 naming nobody is the mailbox's answer, a tenant's blocklist refusal its domain's block; the gateway is not stopped", async () => {
+    await mta(219, { rcptReply: (a) => (a.startsWith("policy@") ? `554 5.7.1 <${a}>: Recipient address rejected: Access denied` : a.endsWith("@blocking.test") ? TENANT_BLOCK(a) : undefined) });
+    const s = scheduler({ receiverPolicy: { cisco: { unknownPerHour: 0, unknownRatio: 1, rcptPerSecond: 100 } } });
+    const gw = [{ host: "mx1.shared.iphmx.com", preference: 10, addresses: [ip(219)] }];
+    const emails = ["policy@ok.test", "user1@ok.test", "user1@blocking.test", "user2@ok2.test"];
+    const answers = await Promise.all(
+      emails.map((email) => {
+        const started = Date.now();
+        return runBatchProbe({ email, mx: gw, deadline_ms: 10_000, catch_all_check: false }, deps(s), started, { deferAt: started + 5_000, tenant: "t" });
+      }),
+    );
+    expect(answers.map((a) => ("outcome" in a ? a.outcome : a.refused ? "refused" : "deferred"))).toEqual(["policy_block", "accepted", "refused", "accepted"]);
+    expect(s.receivers.blocked(monotonicNow())).toEqual([]);
+    expect(s.receivers.blocks.list(monotonicNow())).toEqual([expect.objectContaining({ family: "cisco", scope: "domain", domain: "blocking.test" })]);
+    // The gateway's documented 24 h for a 554 5.7.1 block, not the 70 minutes of its "too many invalid recipients".
+    const rec = s.receivers.blocks.list(monotonicNow())[0]!;
+    expect(rec.until - rec.since).toBe(86_400_000);
+  }, 30_000);
+
   it("the tenant's block, and its lesson, survive a probe restart (PROBE_STATE_FILE)", async () => {
     const f = await mta(214, { rcptReply: (a) => (a.endsWith("@blocking.test") ? TENANT_BLOCK(a) : undefined) });
     const dir = mkdtempSync(join(tmpdir(), "probe-tenant-"));
