@@ -21,6 +21,9 @@
  *   address's budget key for the family's block time: its checks are no answer, they go back unasked (a batch's, to
  *   wait or go to another probe) or are answered `blocked` (a single check), and the domains checked here lately are
  *   named to the Worker, whose `policy_block` answers there are taken back.
+ * - A refusal at RCPT reaches what its evidence shows (policy/block.ts judgeRcpt, issue 44): the whole key, or one
+ *   recipient domain, whose checks alone are held while the others go on; a block over an hour is tried again with one
+ *   check (policy/blocks.ts), sent alone even while the key is stopped, and lifted when it is answered.
  */
 import { catchAllTestFor, type CatchAllCache, type CatchAllTest } from "./catch-all-cache.ts";
 import { blankOutcome, laneOf, needsSmtpUtf8, type CheckOutcome, type CheckRequest, type QueuedCheck } from "../check.ts";
