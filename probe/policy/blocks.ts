@@ -8,8 +8,9 @@
  *
  * - Evidence window: domains that blocked us at a key within EVIDENCE_WINDOW_MS count towards the two that make a
  *   block destination-wide.
- * - Unconfirmed: a domain block taken before any other domain was answered at its key since; until one is, the key's
- *   transactions carry one RCPT (a gateway that refuses us whole costs one refused RCPT more, not a transaction's).
+ * - Unconfirmed: a domain block taken before any other domain was answered at its key since; until one is (within the
+ *   evidence window), the key's transactions carry one RCPT (a gateway that refuses us whole costs one refused RCPT
+ *   more, not a transaction's).
  * - Re-tests: a block longer than an hour is tried again with one check every RETEST_INTERVAL_MS (an hour), while it
  *   lasts; a check answered lifts it, one refused again keeps it as it was (its end does not move).
  *
@@ -107,7 +108,8 @@ export class Blocks {
 
   /** Whether a domain block at this key awaits another domain's answer (its transactions then carry one RCPT). */
   unconfirmed(key: string, now: number): boolean {
-    for (const r of this.#byKey.get(key)?.values() ?? []) if (r.domain !== null && !r.confirmed && r.until > now) return true;
+    // At most for the evidence window: a server that answers nothing else (greylisting, say) is not held to one RCPT for the block's day.
+    for (const r of this.#byKey.get(key)?.values() ?? []) if (r.domain !== null && !r.confirmed && r.until > now && r.since >= now - EVIDENCE_WINDOW_MS / this.scale) return true;
     return false;
   }
 

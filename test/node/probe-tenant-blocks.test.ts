@@ -95,6 +95,13 @@ describe("how far a RCPT block reaches (item 1), per family", () => {
     expect(b.takeRetest("k2", "t.test", 7_300_000)).toBe(day);
     b.lift(day);
     expect(b.domainBlock("k2", "t.test", 7_300_001)).toBeUndefined();
+    // Unconfirmed (no other domain answered since) for the evidence window at most.
+    b.add({ key: "k3", family: "self-hosted", scope: "domain", domain: "t.test", reply: "554 5.7.1 x", since: 0, until: 86_400_000, confirmed: false });
+    expect([b.unconfirmed("k3", 1_000), b.unconfirmed("k3", 3_600_001)]).toEqual([true, false]);
+    b.answered("k3", "t.test");
+    expect(b.unconfirmed("k3", 1_000)).toBe(true);
+    b.answered("k3", "other.test");
+    expect(b.unconfirmed("k3", 1_000)).toBe(false);
     // What GET /status shows of a block.
     expect(blockStatus([short], 0)[0]).toMatchObject({ key: "k1", scope: "domain", domain: "t.test", reply: "554 5.7.1 x", seconds_left: 3600, retests: 0, next_retest_at: null });
   });
