@@ -6,7 +6,7 @@
  * (test/fixtures/receiver-fixtures.ts) on the whole local stack with a fleet of probe processes
  * (bench/receiver-stack.ts):
  *
- *   sudo npx tsx bench/receivers.ts [--scenario all|forcepoint|forcepoint-self|gmail-cold|cisco|google|outlook|eop|restart|spent]
+ *   sudo npx tsx bench/receivers.ts [--scenario all|forcepoint|forcepoint-self|gmail-cold|cisco|google|outlook|eop|restart|spent|multi-tenant]
  *     [--scale 600] [--google-lines 100000] [--limit-s 600] [--quick]
  *     [--probe-env NAME=VALUE ...] [--edge-env NAME=VALUE ...]
  *
@@ -32,6 +32,11 @@
  * - spent: account A spends the gateway's budget, then account B's job whose lines all wait on it.
  *   Goals: B's job ends (within the line-wait setting, passed with --edge-env) with honest reasons;
  *   no line claimed before the relief its deferral named (claims counted at a proxy before each probe).
+ *
+ * - multi-tenant (issue 44): one Postfix-like server for ten accepting tenants and one that refuses us per tenant
+ *   (a per-domain block list). Account B's 300-line job at the accepting tenants alone, then beside account A's
+ *   100-line job at the blocking tenant (which draws the block first). Goals: 0 of B's lines probe_refused, all
+ *   right; B's time beside within 2x its time alone + 10 s.
  *
  * Time: every probe gets PROBE_POLICY_TIME_SCALE=--scale and the fixture --time-scale the same, so a
  * receiver's hour and the probe's budgets pass --scale times faster on both sides ("real" columns
@@ -65,11 +70,12 @@ which the fixture counts as that probe's sending IP (on loopback they all send f
 | outlook | 100 lines and 20 single checks at hotmail.com, outlook.com, live.com (MX under olc.protection.outlook.com) | Outlook.com consumer: counts connections; 550 5.5.0, then SC-002 | no connection |
 | eop | 200 lines, 30% unknown, at a Microsoft 365 tenant (MX under mail.protection.outlook.com) | EOP with Directory-Based Edge Blocking: 452 4.5.3 (AS780090) on a second RCPT in a transaction, 550 5.4.1 | no 452 4.5.3 |
 | restart | 200 lines, half unknown, behind the Cisco-like gateway; the probe killed (SIGKILL) and restarted on its port when a third is answered | Cisco-like, as above | no burst past the family's cap in any clock hour (peak unknown per client and hour at most the cisco row's cap); no silent accept |
+| multi-tenant | account B's 300-line job (2% unknown) at ten tenants of one server alone; then beside account A's 100-line job at an eleventh tenant there, which refuses us (A's job first, so the block is drawn before B's lines arrive), real time | one Postfix-like server for eleven domains (\`shared-hosting\`): the blocking tenant answers every RCPT \`554 5.7.1 <a>: Recipient address rejected: Service unavailable; Client host [ip] blocked using zen.spamhaus.org\`, the others 250 or 550 5.1.1 | 0 of B's lines \`probe_refused\`, 300 of 300 right; B's time beside within 2× alone + 10 s |
 | spent | account A's 40 unknown addresses spend the Cisco-like gateway's budget; then account B's 20-line job there | Cisco-like, as above | B's job ends within the line-wait setting (pass it with \`--edge-env\`) with honest reasons; no line claimed before the relief its deferral named |
 
 Run one alone with \`sudo npx tsx bench/receivers.ts --scenario cisco\` (several: \`--scenario cisco,eop\`); \`--scale\`, \`--google-lines\`,
 \`--limit-s\`, \`--probe-env NAME=VALUE\` and \`--edge-env NAME=VALUE\` (repeatable) change the run.`;
-export const RECEIVER_SCENARIOS = ["forcepoint", "forcepoint-self", "gmail-cold", "cisco", "google", "outlook", "eop", "restart", "spent"] as const;
+export const RECEIVER_SCENARIOS = ["forcepoint", "forcepoint-self", "gmail-cold", "cisco", "google", "outlook", "eop", "restart", "spent", "multi-tenant"] as const;
 export type ReceiverScenario = (typeof RECEIVER_SCENARIOS)[number];
 
 export type ReceiversOptions = {
@@ -384,6 +390,57 @@ async function spent(c: Ctx): Promise<Row[]> {
   }
 }
 
+/**
+ * One server, many tenants (issue 44): B's job at the accepting tenants alone, then beside A's job at the tenant that
+ * refuses us. A block keyed by the server's address alone answered B's lines probe_refused (the issue's 278 of 300).
+ */
+async function multiTenant(c: Ctx): Promise<Row[]> {
+  const host = "mx.shared-host.net";
+  const tenants = Array.from({ length: 10 }, (_, i) => `tenant${i + 1}.com`);
+  const blocking = "blocking-tenant.com";
+  const zone: Zone = Object.assign({}, ...[...tenants, blocking].map((d) => ({ [d]: { MX: [{ preference: 10, exchange: host }] } })), { [host]: { A: ["127.0.10.1"] } });
+  const lines = c.quick ? 100 : 300;
+  const run = async (beside: boolean) => {
+    const stack = await c.stack({ zone, receiver: "shared-hosting", receiverOptions: { blockingDomains: [blocking] }, scale: 1, probes: 1 });
+    try {
+      const b = await stack.account("bench receivers multi-tenant B");
+      let aJob: string | null = null;
+      let a: Api | null = null;
+      if (beside) {
+        a = await stack.account("bench receivers multi-tenant A");
+        c.log(`receivers multi-tenant: A's 100-line job at the blocking tenant, then B's ${lines}-line job beside it`);
+        aJob = await a.createJob(buildList(100, [{ domain: blocking, weight: 1 }], 0, "blocking"));
+        const until = Date.now() + 60_000;
+        while (((await stack.counters()).receiver?.tenant_refusals ?? 0) === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+      } else c.log(`receivers multi-tenant: B's ${lines}-line job alone`);
+      // 2% unknown: with the ten catch-all tests' random addresses, within the self-hosted row's 25 unknown users an hour.
+      const done = await b.runJob(buildList(lines, tenants.map((domain) => ({ domain, weight: 1 })), 0.02, beside ? "beside" : "alone"), c.limitS * 1000);
+      const results = await b.results(done.job.id);
+      const aResults = a && aJob ? await a.results(aJob) : [];
+      const r = (await stack.counters()).receiver!;
+      return { done, results, aResults, tenantRefusals: r.tenant_refusals, rcpts: r.rcpts };
+    } finally {
+      await stack.stop();
+    }
+  };
+  const alone = await run(false);
+  const beside = await run(true);
+  const refused = beside.results.filter((x) => x.reason === "probe_refused").length;
+  const limit = alone.done.seconds === null ? null : 2 * alone.done.seconds + 10;
+  return [
+    { scenario: "multi-tenant", measure: `B's ${lines} lines at accepting tenants answered probe_refused (beside the blocking tenant)`, value: String(refused), goal: "0", met: refused === 0 && beside.results.length === lines },
+    { scenario: "multi-tenant", measure: "B's verdicts right: alone; beside", value: `${right(alone.results)} of ${lines}; ${right(beside.results)} of ${lines} (${reasonCounts(beside.results)})`, goal: `${lines}; ${lines}`, met: right(alone.results) === lines && right(beside.results) === lines },
+    {
+      scenario: "multi-tenant",
+      measure: `B's ${lines}-line job: alone; beside the blocking tenant`,
+      value: `${seconds(alone.done.seconds, c.limitS)}; ${seconds(beside.done.seconds, c.limitS)}`,
+      goal: "beside ≤ 2× alone + 10 s",
+      met: limit !== null && beside.done.seconds !== null ? beside.done.seconds <= limit : null,
+    },
+    { scenario: "multi-tenant", measure: "A's 100 lines at the blocking tenant when B's job ended, by reason; RCPTs it refused (of all RCPTs)", value: `${reasonCounts(beside.aResults)}; ${beside.tenantRefusals} (of ${beside.rcpts})`, goal: "", met: null },
+  ];
+}
+
 const RUNNERS: Record<ReceiverScenario, (c: Ctx) => Promise<Row[]>> = {
   forcepoint: (c) => forcepoint(c),
   "forcepoint-self": (c) => forcepoint(c, true),
@@ -394,6 +451,7 @@ const RUNNERS: Record<ReceiverScenario, (c: Ctx) => Promise<Row[]>> = {
   eop,
   restart,
   spent,
+  "multi-tenant": multiTenant,
 };
 
 export async function runReceivers(o: ReceiversOptions): Promise<Row[]> {

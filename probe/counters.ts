@@ -37,12 +37,12 @@ const harvestDeferrals = new Counter({
 
 const familyEvents = new Counter({
   name: "probe_family_events_total",
-  help: "By receiver family (shared/email/receivers.ts): rcpt (RCPTs sent), connection (SMTP sessions opened: connections per RCPT is connection/rcpt), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), block (a refusal of our probe: probe/policy/block.ts), throttle (a rate reply: the key's rate is lowered for good), refused (checks held because our probe is blocked there: batch lines handed back to wait, single checks answered probe_refused), not_probed (a family we do not probe)",
+  help: "By receiver family (shared/email/receivers.ts): rcpt (RCPTs sent), connection (SMTP sessions opened: connections per RCPT is connection/rcpt), unknown (refused as unknown users), deferral (batch checks handed back for the family's budget), budget_spent (single checks answered without asking), backoff and stop (the receiver asked us to back off, or blocked us), block (a refusal of our probe: probe/policy/block.ts, destination-wide or one recipient domain's), retest (a block tried again with one check), lifted (a re-test answered: the block ended), throttle (a rate reply: the key's rate is lowered for good), refused (checks held because our probe is blocked there: batch lines handed back to wait, single checks answered probe_refused), not_probed (a family we do not probe)",
   labelNames: ["family", "event"] as const,
   registers: [counters],
 });
 
-export type FamilyEvent = "rcpt" | "connection" | "unknown" | "deferral" | "budget_spent" | "backoff" | "stop" | "block" | "throttle" | "refused" | "not_probed";
+export type FamilyEvent = "rcpt" | "connection" | "unknown" | "deferral" | "budget_spent" | "backoff" | "stop" | "block" | "retest" | "lifted" | "throttle" | "refused" | "not_probed";
 export const countFamilyEvent = (family: string, event: FamilyEvent) => familyEvents.inc({ family, event });
 
 export const countCheck = (outcome: ProbeOutcome | "deferred") => checks.inc({ outcome });

@@ -10,6 +10,7 @@
  * in a browser on the probe's host could otherwise read it through DNS rebinding (its own name resolved to
  * 127.0.0.1), as scripts/libsql-server.ts refuses too.
  */
+import type { BlockRecord } from "../policy/blocks.ts";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { isIP, type AddressInfo } from "node:net";
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
@@ -56,6 +57,23 @@ function schedulerGauges(scheduler: Scheduler): Registry {
       const byFamily = new Map<string, number>();
       for (const b of scheduler.receivers.blocked(monotonicNow())) byFamily.set(b.family, (byFamily.get(b.family) ?? 0) + 1);
       for (const [family, n] of byFamily) this.set({ family }, n);
+    },
+  });
+  new Gauge({
+    name: "probe_blocks",
+    help: "Blocks of this probe in force (docs/probe.md \"How far a block reaches\"), by family and scope: destination (the whole budget key) or domain (one recipient domain there, a tenant's own block; the key's other domains go on)",
+    labelNames: ["family", "scope"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const counts = new Map<string, { family: string; scope: string; n: number }>();
+      for (const b of scheduler.receivers.blocks.list(monotonicNow())) {
+        const k = `${b.family} ${b.scope}`;
+        const c = counts.get(k) ?? { family: b.family, scope: b.scope, n: 0 };
+        c.n++;
+        counts.set(k, c);
+      }
+      for (const c of counts.values()) this.set({ family: c.family, scope: c.scope }, c.n);
     },
   });
   new Gauge({
@@ -157,6 +175,8 @@ export async function startMetricsServer(probe: MetricsSource, host: string, por
         // What blocks us now, and what receivers taught us (docs/probe.md "Blocks", "What is learned"): MX addresses, never a recipient.
         blocked: probe.scheduler.receivers.blocked(now).map((b) => ({ key: b.key, family: b.family, seconds_left: Math.ceil((b.until - now) / 1000) })),
         learned: probe.scheduler.learnedWire(),
+        // Every block in force with its scope (docs/probe.md "How far a block reaches"): a recipient domain names the tenant, never an address.
+        blocks: blockStatus(probe.scheduler.receivers.blocks.list(now), now),
       };
       const status = { draining: probe.draining ?? false, ...probe.scheduler.stats(), replay_guard_nonces: probe.replays?.size ?? null, reputation: probe.audit.snapshot(), receivers };
       res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(status));
@@ -181,4 +201,22 @@ export async function startMetricsServer(probe: MetricsSource, host: string, por
     url: `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${bound}/metrics`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** The blocks in force as GET /status shows them: probe-clock times as wall-clock ISO times. */
+export function blockStatus(blocks: readonly BlockRecord[], now: number): Record<string, unknown>[] {
+  const wall = (t: number) => new Date(Date.now() + (t - now)).toISOString();
+  return blocks.map((b) => ({
+    key: b.key,
+    family: b.family,
+    scope: b.scope,
+    domain: b.domain,
+    reply: b.reply,
+    since: wall(b.since),
+    until: wall(b.until),
+    seconds_left: Math.ceil((b.until - now) / 1000),
+    retests: b.retests,
+    next_retest_at: b.nextRetestAt === null ? null : wall(b.nextRetestAt),
+    confirmed: b.confirmed,
+  }));
 }

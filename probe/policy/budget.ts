@@ -383,6 +383,11 @@ export class ReceiverBudget {
     return level;
   }
 
+  /** A block's re-test was answered (policy/blocks.ts): the stop ends now; its level stays, so another soon doubles. */
+  lift(now: number): void {
+    if (this.#pause?.stop) this.#pause = { ...this.#pause, until: Math.min(this.#pause.until, now), stop: false };
+  }
+
   /** The end of a pause in force, or null. */
   pausedUntil(now: number): number | null {
     return this.#pause && now < this.#pause.until ? this.#pause.until : null;

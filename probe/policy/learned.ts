@@ -10,7 +10,16 @@
  *
  * Pure: no I/O; times are passed in (wall-clock ms for what travels, so that another probe can read it).
  */
-import { LEARNED_HARVEST_RULE, LEARNED_MIN_RATE_FACTOR, LEARNED_THROTTLE_FACTOR, PER_SESSION_COUNTING_BANNERS, type ReceiverPolicy } from "../../shared/email/receivers.ts";
+import {
+  LEARNED_HARVEST_RULE,
+  LEARNED_MIN_RATE_FACTOR,
+  LEARNED_THROTTLE_FACTOR,
+  PER_SESSION_COUNTING_BANNERS,
+  PER_SESSION_COUNTING_EHLO,
+  POSTFIX_EHLO_ORDER,
+  POSTFIX_EHLO_REQUIRED,
+  type ReceiverPolicy,
+} from "../../shared/email/receivers.ts";
 
 /** One key's lesson. */
 export type LearnedRule = {
@@ -51,9 +60,27 @@ export function keyLimits(
   return limits;
 }
 
-/** Whether a greeting names mail server software that counts errors per session (a self-hosted server's evidence). */
-export function countsPerSession(greeting: string): boolean {
-  return PER_SESSION_COUNTING_BANNERS.some((re) => re.test(greeting));
+/**
+ * Whether a server shows mail server software that counts errors per session (a self-hosted server's evidence): its
+ * greeting names it, or where the greeting names nothing, its EHLO extensions are that software's
+ * (shared/email/receivers.ts POSTFIX_EHLO_ORDER, PER_SESSION_COUNTING_EHLO).
+ */
+export function countsPerSession(greeting: string, ehloKeywords: readonly string[] = []): boolean {
+  if (PER_SESSION_COUNTING_BANNERS.some((re) => re.test(greeting))) return true;
+  if (ehloKeywords.some((k) => PER_SESSION_COUNTING_EHLO.includes(k))) return true;
+  return postfixEhlo(ehloKeywords);
+}
+
+/** Postfix's EHLO: every extension one Postfix writes, in its order, its defaults ETRN, ENHANCEDSTATUSCODES and DSN among them. */
+function postfixEhlo(keywords: readonly string[]): boolean {
+  if (!POSTFIX_EHLO_REQUIRED.every((k) => keywords.includes(k))) return false;
+  let last = -1;
+  for (const k of keywords) {
+    const i = POSTFIX_EHLO_ORDER.indexOf(k);
+    if (i <= last) return false;
+    last = i;
+  }
+  return true;
 }
 
 /** The stricter of two lessons about one key (a probe's own and one another probe learned). */

@@ -1,7 +1,8 @@
 /**
  * What a probe must not forget when it restarts (PROBE_STATE_FILE): every receiver budget's refusals
  * of the hour and answers of its window, pauses and stops a receiver asked for (a block among them), each family's
- * warm-up, and what receivers taught us by blocking or throttling us (policy/learned.ts). A redeploy must not reset a gateway's count to zero, nor a new IP's ramp to its end.
+ * warm-up, what receivers taught us by blocking or throttling us (policy/learned.ts), and the blocks in force with
+ * their scope and re-tests (policy/blocks.ts). A redeploy must not reset a gateway's count to zero, nor a new IP's ramp to its end.
  *
  * One small JSON file on the probe's own disk, written whole to a temporary name and renamed (a crash
  * mid-write leaves the previous one), every few seconds while something changed and at a clean stop.
@@ -32,6 +33,18 @@ const Warmup = z.object({
   rateSince: z.number().optional(),
 });
 const Learned = z.object({ harvest: z.boolean(), rateFactor: z.number().gt(0).max(1), blocks: z.number().int().min(0), throttles: z.number().int().min(0), at: z.number() });
+const Block = z.object({
+  key: z.string().max(300),
+  family: z.enum(RECEIVER_FAMILIES),
+  scope: z.enum(["destination", "domain"]),
+  domain: z.string().max(255).nullable(),
+  reply: z.string().max(300),
+  since: z.number(),
+  until: z.number(),
+  retests: z.number().int().min(0),
+  nextRetestAt: z.number().nullable(),
+  confirmed: z.boolean(),
+});
 const StateFile = z.object({
   version: z.literal(1),
   saved_at: z.number(),
@@ -39,6 +52,8 @@ const StateFile = z.object({
   warmup: z.partialRecord(z.enum(RECEIVER_FAMILIES), Warmup),
   /** What receivers taught us (policy/learned.ts), by budget key; absent in files of earlier versions. */
   learned: z.record(z.string().max(300), Learned).optional(),
+  /** The blocks in force, their scope and re-tests (policy/blocks.ts); absent in files of earlier versions. */
+  blocks: z.array(Block).max(10_000).optional(),
 });
 
 /** The state a previous run left, or null (none, unreadable, or not ours: logged). */
@@ -54,7 +69,7 @@ export function loadProbeState(path: string): ReceiverState | null {
   }
   try {
     const parsed = StateFile.parse(JSON.parse(text));
-    return { budgets: parsed.budgets, warmup: parsed.warmup, ...(parsed.learned ? { learned: parsed.learned } : {}) };
+    return { budgets: parsed.budgets, warmup: parsed.warmup, ...(parsed.learned ? { learned: parsed.learned } : {}), ...(parsed.blocks ? { blocks: parsed.blocks } : {}) };
   } catch (err) {
     warn("probe state ignored", err);
     return null;

@@ -13,6 +13,7 @@ import { ReceiverBudget, type BudgetLimits, type BudgetSnapshot } from "./budget
 import { Limiter, TokenBucket } from "../limits.ts";
 import { countFamilyEvent } from "../counters.ts";
 import { countsPerSession, keyLimits, LearnedRules, type LearnedRule } from "./learned.ts";
+import { Blocks, type BlockRecord } from "./blocks.ts";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -47,7 +48,10 @@ export type FamilyGate = { sessions: Limiter; rcpts: TokenBucket };
  */
 type Warmup = { since: number; factor: number; day: number; frozenDay: number; rate?: number; rateSince?: number };
 
-export type ReceiverState = { budgets: Record<string, BudgetSnapshot>; warmup: Partial<Record<ReceiverFamily, Warmup>>; learned?: Record<string, LearnedRule> };
+export type ReceiverState = { budgets: Record<string, BudgetSnapshot>; warmup: Partial<Record<ReceiverFamily, Warmup>>; learned?: Record<string, LearnedRule>; blocks?: BlockRecord[] };
+
+type Reply = { code: number; enhanced: string | null; text: string };
+const replyText = (r: Reply) => `${r.code}${r.enhanced ? ` ${r.enhanced}` : ""} ${r.text}`.trim();
 
 /** Destinations whose greeting showed software that counts per session, remembered at most (the newest). */
 const MAX_PER_SESSION = 100_000;
@@ -59,12 +63,15 @@ export class ReceiverPolicies {
   readonly #warmup = new Map<ReceiverFamily, Warmup>();
   /** What punishment taught us, per budget key (policy/learned.ts): persisted, and shared through the Worker. */
   readonly learned = new LearnedRules();
+  /** The blocks in force, their scope and re-tests (policy/blocks.ts): persisted, shown in /status. */
+  readonly blocks: Blocks;
   /** Destination addresses that greeted us: whether their greeting named software that counts errors per session. */
   readonly #perSession = new Map<string, boolean>();
   #restored: ReceiverState | null = null;
 
   constructor(readonly config: ReceiverPolicyConfig) {
     const scale = config.policyTimeScale;
+    this.blocks = new Blocks(scale);
     for (const row of RECEIVER_POLICIES) {
       let p: ReceiverPolicy = { ...row, ...config.receiverPolicy[row.family] };
       if (row.family === "self-hosted") {
@@ -128,10 +135,12 @@ export class ReceiverPolicies {
   }
 
   /** A destination greeted us: whether its software counts errors per session (policy/learned.ts countsPerSession) is read from it. */
-  greeted(address: string, greeting: string): void {
-    this.#perSession.set(address, countsPerSession(greeting));
+  greeted(address: string, greeting: string, ehloKeywords: readonly string[] = []): void {
+    // Evidence once shown stays: a later session's greeting or EHLO that names nothing does not take it back.
+    this.#perSession.set(address, this.#perSession.get(address) === true || countsPerSession(greeting, ehloKeywords));
     if (this.#perSession.size > MAX_PER_SESSION) this.#perSession.delete(this.#perSession.keys().next().value!);
   }
+
 
   /** Whether a destination's limits may still loosen once it greets us: a self-hosted address not greeted yet. */
   provisional(policy: AppliedPolicy, address: string): boolean {
@@ -209,11 +218,14 @@ export class ReceiverPolicies {
    * Our probe is blocked at this key (probe/policy/block.ts, or a reply rule that stops): nothing goes there for the
    * family's documented block time, and the key keeps the harvest rule for good. Returns when the block ends.
    */
-  block(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number, seconds = policy.blockSeconds): number {
+  block(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number, seconds = this.blockSecondsFor(policy, reply)): number {
     const until = now + (seconds * 1000) / policy.scale;
     budget.pause(until, true, now);
     const key = this.keyOf(policy, address);
     this.learned.block(key, Date.now());
+    const held = this.blocks.destinationBlock(key, now);
+    // A block seen again while it holds (a reply rule that stops, matched anew) keeps its record and re-tests.
+    if (!held || held.until < until) this.blocks.add({ key, family: policy.family, scope: "destination", domain: null, reply: replyText(reply), since: held?.since ?? now, until, confirmed: true, ...(held ? { retests: held.retests } : {}) });
     const w = this.#warmup.get(policy.family);
     if (w) w.frozenDay = Math.floor(now / (DAY_MS / policy.scale));
     countFamilyEvent(policy.family, "block");
@@ -226,10 +238,52 @@ export class ReceiverPolicies {
         destination: policy.budgetKey === "probe_ip_family" ? null : address,
         reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
         block_seconds: seconds,
+        scope: "destination",
         alert: true,
       }),
     );
     return until;
+  }
+
+  /**
+   * A tenant refused us at this key (policy/block.ts judgeRcpt, scope `domain`): checks for that recipient domain
+   * there wait for the block's end (or its re-test), the key's other domains go on. No harvest lesson: a tenant's own
+   * block list is not a defence that counts our recipients, and the key's other tenants keep their limits.
+   * `confirmed`: another domain was answered at the key in the same transaction.
+   */
+  blockDomain(policy: AppliedPolicy, address: string, domain: string, reply: Reply, now: number, confirmed: boolean): BlockRecord {
+    const seconds = this.blockSecondsFor(policy, reply);
+    const until = now + (seconds * 1000) / policy.scale;
+    const key = this.keyOf(policy, address);
+    const rec = this.blocks.add({ key, family: policy.family, scope: "domain", domain, reply: replyText(reply), since: now, until, confirmed });
+    countFamilyEvent(policy.family, "block");
+    // No domain in the log (docs/probe.md "Metrics": GET /status names it, on the private listener).
+    console.warn(
+      JSON.stringify({
+        level: "error",
+        msg: "receiver blocked us",
+        family: policy.family,
+        destination: policy.budgetKey === "probe_ip_family" ? null : address,
+        reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
+        block_seconds: seconds,
+        scope: "domain",
+        alert: true,
+      }),
+    );
+    return rec;
+  }
+
+  /** A block's re-test was answered: it is lifted (a destination-wide one ends the key's stop too), and logged. */
+  liftBlock(rec: BlockRecord, budget: ReceiverBudget | null, now: number): void {
+    this.blocks.lift(rec);
+    if (rec.scope === "destination") budget?.lift(now);
+    countFamilyEvent(rec.family, "lifted");
+    console.warn(JSON.stringify({ level: "info", msg: "receiver block lifted", family: rec.family, scope: rec.scope, retests: rec.retests, blocked_seconds: Math.round((now - rec.since) / 1000) }));
+  }
+
+  /** How long a block by this reply lasts: a judged stop rule's length where one matches (a gateway's 554 5.7.1), else the row's. */
+  blockSecondsFor(policy: AppliedPolicy, reply: Reply): number {
+    return policy.replies.find((r) => r.judged && r.action === "stop" && replyMatches(r, reply))?.seconds ?? policy.blockSeconds;
   }
 
   /** Keys blocked now, and until when (probe clock): for /status and the metrics. */
@@ -249,7 +303,8 @@ export class ReceiverPolicies {
    * rule it matched, or null.
    */
   noteReply(policy: AppliedPolicy, address: string, budget: ReceiverBudget, reply: { code: number; enhanced: string | null; text: string }, now: number): ReplyRule | null {
-    const rule = policy.replies.find((r) => replyMatches(r, reply));
+    // A judged stop (a generic 5.7.1) is no rule here: policy/block.ts decides at the transaction's end whether it is a block, and its scope.
+    const rule = policy.replies.find((r) => !r.judged && replyMatches(r, reply));
     if (!rule) return null;
     const level = budget.pauseLevel(now);
     const seconds = Math.min(rule.seconds * 2 ** level, rule.maxSeconds ?? rule.seconds);
@@ -286,6 +341,7 @@ export class ReceiverPolicies {
 
   /** Forgets destination-keyed budgets unused for an hour (their counts are over); family budgets stay. */
   sweep(now: number): void {
+    this.blocks.sweep(now);
     for (const [key, entry] of this.#budgets) {
       if (entry.policy.budgetKey === "probe_ip_destination" && now - entry.usedAt > IDLE_BUDGET_HOURS * entry.policy.hourMs) {
         const counts = entry.budget.counts(now);
@@ -312,12 +368,13 @@ export class ReceiverPolicies {
     }
     const warmup: ReceiverState["warmup"] = { ...(this.#restored?.warmup ?? {}) };
     for (const [family, w] of this.#warmup) warmup[family] = w;
-    return { budgets, warmup, learned: Object.fromEntries(this.learned.entries()) };
+    return { budgets, warmup, learned: Object.fromEntries(this.learned.entries()), blocks: this.blocks.snapshot(now) };
   }
 
   /** Takes back a previous run's state, before this run's first check. */
   restore(state: ReceiverState): void {
     this.#restored = state;
     for (const [key, rule] of Object.entries(state.learned ?? {})) this.learned.merge(key, rule);
+    this.blocks.restore(state.blocks ?? []);
   }
 }

@@ -21,6 +21,9 @@
  *   address's budget key for the family's block time: its checks are no answer, they go back unasked (a batch's, to
  *   wait or go to another probe) or are answered `blocked` (a single check), and the domains checked here lately are
  *   named to the Worker, whose `policy_block` answers there are taken back.
+ * - A refusal at RCPT reaches what its evidence shows (policy/block.ts judgeRcpt, issue 44): the whole key, or one
+ *   recipient domain, whose checks alone are held while the others go on; a block over an hour is tried again with one
+ *   check (policy/blocks.ts), sent alone even while the key is stopped, and lifted when it is answered.
  */
 import { catchAllTestFor, type CatchAllCache, type CatchAllTest } from "./catch-all-cache.ts";
 import { blankOutcome, laneOf, needsSmtpUtf8, type CheckOutcome, type CheckRequest, type QueuedCheck } from "../check.ts";
@@ -29,7 +32,7 @@ import type { DestinationMemory } from "./destination-memory.ts";
 import { Pacing, type PacingConfig } from "./pacing.ts";
 import { SessionPool, type PoolConfig, type Slot } from "./session-pool.ts";
 import type { OpenResult, SmtpSession } from "../smtp/session.ts";
-import { runTransaction } from "./transaction.ts";
+import { answersForDomain, runTransaction } from "./transaction.ts";
 import { monotonicNow } from "../clock.ts";
 import { FairQueue, type Lane } from "./fair-queue.ts";
 import type { ReceiverBudget } from "../policy/budget.ts";
@@ -39,7 +42,8 @@ import type { AppliedPolicy, FamilyGate } from "../policy/receivers.ts";
 import type { SmtpReply } from "../smtp/reply.ts";
 import { UntrustDetector, type UntrustedNotice } from "../policy/untrusted.ts";
 import type { ReplyRule } from "../../shared/email/receivers.ts";
-import { isBlock, type RefusalStage } from "../policy/block.ts";
+import { isBlock, judgeRcpt, type RcptReply, type RefusalStage } from "../policy/block.ts";
+import type { BlockRecord, Blocks } from "../policy/blocks.ts";
 
 /** What a destination reads of the probe's configuration (its pool's and its pacing's included). */
 export type DestinationConfig = PacingConfig & PoolConfig & Pick<ProbeConfig, "mailFrom" | "unknownWindowMs">;
@@ -65,10 +69,17 @@ export type DestinationContext = {
   learnBlock(): void;
   /** What this address refused in a span of time was its block of us, not answers (the Worker takes them back). */
   refused(notice: UntrustedNotice): void;
+  /** The blocks in force (policy/blocks.ts), and this address's budget key in them. */
+  blocks: Blocks;
+  key: string;
+  /** A tenant refused us here (policy/block.ts judgeRcpt, scope `domain`): that recipient domain waits, the others go on. */
+  blockDomain(domain: string, reply: SmtpReply, now: number, confirmed: boolean): BlockRecord;
+  /** A block's re-test was answered: it is lifted. */
+  liftBlock(rec: BlockRecord, now: number): void;
   /** This address's RCPT rate after what it taught us (a family counted per destination), or null: the family's gate rules. */
   rcptRate(now: number): { rate: number; burst: number } | null;
-  /** A session was opened here: its greeting (what the server says it runs). */
-  greeted(greeting: string): void;
+  /** A session was opened here: its greeting and EHLO extensions (what the server says it runs, and shows). */
+  greeted(greeting: string, ehloKeywords: readonly string[]): void;
   /** Whether this address's budget limits may still loosen once its greeting is read (none read yet): held single checks wait for it. */
   provisional(): boolean;
   /** A session slot within the global limit, or null when none came free before `deadline`. */
@@ -97,6 +108,8 @@ export class Destination {
   #refusedNoticeUntil = 0;
   /** The reply that blocked us here last: what a check held by the block says it was refused with. */
   #blockReply: SmtpReply | null = null;
+  /** Checks sent as a block's re-test (policy/blocks.ts), queued or in flight, and the block each tries: one per block. */
+  readonly #retests = new Map<QueuedCheck, BlockRecord>();
   lastActivity = monotonicNow();
 
   constructor(
@@ -122,7 +135,7 @@ export class Destination {
       openFailed: (failed) => this.#openFailed(failed),
       opened: (session) => {
         countFamilyEvent(ctx.policy.family, "connection");
-        ctx.greeted(session.greeting);
+        ctx.greeted(session.greeting, session.ehloKeywords);
       },
       emptied: () => this.#noteEmpty(),
     });
@@ -166,6 +179,18 @@ export class Destination {
       this.#untrust.checked(p.domain, now);
       const dead = this.#pacing.dead(now);
       if (dead) return this.#finish(p, dead);
+      // A block due for its re-test takes this check as the one that tries (policy/blocks.ts); others at it are held.
+      const retest = this.ctx.blocks.takeRetest(this.ctx.key, p.domain, now);
+      if (retest) {
+        this.#retests.set(p, retest);
+        countFamilyEvent(this.ctx.policy.family, "retest");
+        this.#queue.push(p);
+        this.#noteEmpty();
+        return this.#schedulePump();
+      }
+      // Its recipient domain refused us here (a tenant's block): it waits, the key's other domains go on.
+      const tenantBlock = this.ctx.blocks.domainBlock(this.ctx.key, p.domain, now);
+      if (tenantBlock) return this.#answerHeld(p, { reliefAt: tenantBlock.until }, tenantBlock);
       // A domain whose catch-all answer the family's policy knows gets no random address.
       if (req.catchAllCheck && this.ctx.policy.knownNotCatchAll.includes(p.domain) && this.ctx.catchAll.get(p.domain, req.host) === null) {
         this.ctx.catchAll.set(p.domain, req.host, false);
@@ -198,6 +223,7 @@ export class Destination {
   #finish(p: QueuedCheck, outcome: CheckOutcome): void {
     if (p.finished) return;
     p.finished = true;
+    if (this.#retests.has(p)) this.#retestEnded(p, outcome);
     clearTimeout(p.timer);
     clearTimeout(p.deferTimer);
     this.#queue.remove(p);
@@ -216,10 +242,15 @@ export class Destination {
    * A check its budget holds, answered at once (policy/budget-gate.ts heldAnswer): a single check with nothing sent, a
    * batch check handed back; `refused` when what holds it is a block of our probe.
    */
-  #answerHeld(p: QueuedCheck, { reliefAt }: Hold): void {
-    const refused = this.budget.stoppedUntil(monotonicNow()) !== null;
+  #answerHeld(p: QueuedCheck, hold: Hold, tenantBlock?: BlockRecord): void {
+    const now = monotonicNow();
+    const whole = this.budget.stoppedUntil(now) !== null;
+    const refused = whole || tenantBlock !== undefined;
+    // A block is asked about again at its next re-test, sooner than its end (policy/blocks.ts).
+    const rec = tenantBlock ?? (whole ? this.ctx.blocks.destinationBlock(this.ctx.key, now) : undefined);
+    const reliefAt = rec?.nextRetestAt != null && (hold.reliefAt === null || rec.nextRetestAt < hold.reliefAt) ? rec.nextRetestAt : hold.reliefAt;
     const heldBy = { family: this.ctx.policy.family, reliefAt, refused };
-    const rejectedReply = refused ? this.#blockReply : null;
+    const rejectedReply = tenantBlock ? replyOf(tenantBlock) : whole ? (this.#blockReply ?? (rec ? replyOf(rec) : null)) : null;
     if (refused) countFamilyEvent(heldBy.family, "refused");
     if (heldAnswer(p) === "deferred") {
       if (!refused) countBudgetDeferral();
@@ -280,11 +311,12 @@ export class Destination {
     this.lastActivity = monotonicNow();
     const paused = this.#pacing.pausedUntil(monotonicNow());
     if (paused !== null) return this.#wakeAt(paused);
-    // The receiver asked the whole key to back off: nothing waits here for that.
+    this.#sweepTenantBlocks(monotonicNow());
+    // The receiver asked the whole key to back off: nothing waits here for that, but a block's re-test.
     const stopped = this.budget.pausedUntil(monotonicNow());
     if (stopped !== null) {
-      for (const p of [...this.#queue]) this.#answerHeld(p, { reliefAt: stopped });
-      return;
+      for (const p of [...this.#queue]) if (!this.#retests.has(p)) this.#answerHeld(p, { reliefAt: stopped });
+      return this.#pumpRetest();
     }
     for (const slot of this.#pool.ready()) {
       if (this.#queue.length === 0) return;
@@ -326,7 +358,9 @@ export class Destination {
     const now = monotonicNow();
     const learned = this.ctx.rcptRate(now);
     if (learned) this.#pacing.retune(learned.rate, learned.burst, now);
-    const size = this.#pacing.transactionSize(s, now);
+    const paced = this.#pacing.transactionSize(s, now);
+    // A tenant's block not yet shown to be the tenant's alone (no other domain answered here since): one RCPT a transaction.
+    const size = this.ctx.blocks.unconfirmed(this.ctx.key, now) ? { ...paced, rcpts: Math.min(paced.rcpts, 1), catchAllTest: false } : paced;
     // A server that takes one RCPT per transaction (Microsoft 365) gets its catch-all test alone, first.
     if (!size.catchAllTest && size.rcpts >= 1) {
       const alone = this.#testAlone(slot, now);
@@ -452,11 +486,16 @@ export class Destination {
         this.#untrust.replied(this.ctx.noteReply(reply, now), unknown, now);
       },
       blocked: (stage, replies, now) => this.#blocked(stage, replies, now),
+      rcptAnswered: (domains) => {
+        for (const d of domains) this.ctx.blocks.answered(this.ctx.key, d);
+      },
     });
     const ended = monotonicNow();
     for (const p of end.unasked) p.budgetRcpt?.cancel(ended);
     for (const p of batch) p.budgetRcpt?.close(ended);
     for (const t of tests) t.budgetRcpt?.close(ended);
+    // A re-test that came back unasked found its block holding (#blocked marked it) or went nowhere: it is over either way.
+    for (const p of [...end.unasked, ...end.retry]) if (this.#retests.has(p)) this.#retestEnded(p, null);
     for (const p of end.unasked) this.#queue.unshift(p);
     for (const p of end.retry.reverse()) {
       if (p.finished) continue;
@@ -477,31 +516,103 @@ export class Destination {
 
   /**
    * Whether refusals at `stage` are a block of our probe (policy/block.ts), or come while one is in force (a family rule
-   * that stops, matched as the replies came): recorded, and the Worker told once per block what to take back.
+   * that stops, matched as the replies came): recorded, and the Worker told once per block what to take back. At RCPT,
+   * how far it reaches (judgeRcpt): "all" (the key) or the recipient domains blocked, whose checks go back unasked.
    */
-  #blocked(stage: RefusalStage, replies: readonly SmtpReply[], now: number): boolean {
+  #blocked(stage: RefusalStage, items: readonly RcptReply<SmtpReply>[], now: number): false | "all" | ReadonlySet<string> {
+    const replies = items.map((i) => i.reply);
     const refusal = replies.find((r) => (r.enhanced ?? "").startsWith("5.7.")) ?? replies.find((r) => r.code >= 500) ?? replies[0];
     if (this.budget.stoppedUntil(now) === null) {
-      if (!refusal || !isBlock(stage, replies)) return false;
-      this.ctx.block(refusal, now);
+      if (!refusal) return false;
+      if (stage === "rcpt") {
+        const judged = judgeRcpt(this.ctx.policy.family, items, this.ctx.blocks.lately(this.ctx.key, now));
+        if (!judged) return false;
+        if (judged.scope === "domain") return this.#tenantBlocked(judged.domains, judged.reply, items, now);
+        this.ctx.block(judged.reply, now);
+      } else {
+        if (!isBlock(stage, replies)) return false;
+        this.ctx.block(refusal, now);
+      }
     }
     this.#blockReply = refusal ?? this.#blockReply;
+    // A re-test of the key's block found it holding.
+    const rec = this.ctx.blocks.destinationBlock(this.ctx.key, now);
+    if (rec) for (const tried of this.#retests.values()) if (tried === rec) this.ctx.blocks.held(rec, now);
     const until = this.budget.stoppedUntil(now) ?? now;
     if (until > this.#refusedNoticeUntil) {
       this.#refusedNoticeUntil = until;
       const notice = this.#untrust.lately(now);
       if (notice) this.ctx.refused(notice);
     }
-    return true;
+    return "all";
+  }
+
+  /**
+   * Recipient domains refused us here and the others did not (a tenant's block): each is blocked alone (a re-test that
+   * finds it holding keeps it as it was), and the Worker is told to take back only that domain's policy_block answers.
+   */
+  #tenantBlocked(domains: readonly string[], reply: SmtpReply, items: readonly RcptReply<SmtpReply>[], now: number): ReadonlySet<string> {
+    const answeredOthers = (d: string) => items.some((i) => i.domain !== d && answersForDomain(i.reply));
+    for (const d of domains) {
+      const held = this.ctx.blocks.domainBlock(this.ctx.key, d, now);
+      if (held) {
+        for (const tried of this.#retests.values()) if (tried === held) this.ctx.blocks.held(held, now);
+        continue;
+      }
+      this.ctx.blockDomain(d, reply, now, answeredOthers(d));
+      const wall = Date.now();
+      this.ctx.refused({ domains: [d], sinceMs: wall - this.ctx.policy.hourMs, untilMs: wall });
+    }
+    return new Set(domains);
+  }
+
+  /** Checks waiting for a recipient domain that refused us here (not its re-test) are held: handed back or answered blocked. */
+  #sweepTenantBlocks(now: number): void {
+    if (!this.ctx.blocks.hasDomainBlocks(this.ctx.key, now)) return;
+    for (const p of [...this.#queue]) {
+      if (this.#retests.has(p)) continue;
+      const rec = this.ctx.blocks.domainBlock(this.ctx.key, p.domain, now);
+      if (rec) this.#answerHeld(p, { reliefAt: rec.until }, rec);
+    }
+  }
+
+  /** While the key is stopped: the block's re-test, if one waits, goes alone on a session (opened for it if need be). */
+  #pumpRetest(): void {
+    const p = [...this.#queue].find((q) => this.#retests.has(q));
+    if (!p) return;
+    const now = monotonicNow();
+    for (const slot of this.#pool.ready()) {
+      const s = slot.session;
+      if (!s.usable) continue;
+      const wait = this.#pacing.rcptWait(1, now);
+      if (wait > 0) return this.#wakeAt(now + wait);
+      this.#pacing.takeRcpts(1, now);
+      this.#queue.take(p);
+      void this.#transact(slot, [p], []);
+      return;
+    }
+    if (this.#pool.slots === 0) void this.#pool.open(p.req.deadline, p.req.host);
+  }
+
+  /** A re-test's check ended: answered (a RCPT reply that is no block) lifts its block; anything else lets a later check try. */
+  #retestEnded(p: QueuedCheck, outcome: CheckOutcome | null): void {
+    const rec = this.#retests.get(p)!;
+    this.#retests.delete(p);
+    const now = monotonicNow();
+    if (outcome?.rcpt && !outcome.heldBy && !outcome.deferred) this.ctx.liftBlock(rec, now);
+    else this.ctx.blocks.release(rec);
   }
 
   #openFailed(failed: Extract<OpenResult, { ok: false }>): void {
     const now0 = monotonicNow();
     if (failed.rejectedReply) this.ctx.noteReply(failed.rejectedReply, now0);
     const refusedAt = failed.stage === "greeting" ? "greeting" : failed.stage === "ehlo" ? "ehlo" : null;
-    if (failed.rejectedReply && refusedAt && this.#blocked(refusedAt, [failed.rejectedReply], now0)) {
+    if (failed.rejectedReply && refusedAt && this.#blocked(refusedAt, [{ domain: "", reply: failed.rejectedReply }], now0)) {
       // Refused for who we are: every check waiting here waits for the block's end (or another probe), none is answered from it.
-      for (const p of [...this.#queue]) this.#answerHeld(p, { reliefAt: this.budget.stoppedUntil(now0) });
+      for (const p of [...this.#queue]) {
+        if (this.#retests.has(p)) this.#retestEnded(p, null);
+        this.#answerHeld(p, { reliefAt: this.budget.stoppedUntil(now0) });
+      }
       return;
     }
     if (this.#pool.anyOpen) {
@@ -517,3 +628,13 @@ export class Destination {
     for (const p of [...this.#queue]) this.#finish(p, outcome);
   }
 }
+
+/** A block's reply as the receiver wrote it, read back from its record (policy/blocks.ts keeps it as text). */
+function replyOf(rec: BlockRecord): SmtpReply {
+  const m = /^(\d{3})(?: (\d\.\d{1,3}\.\d{1,3}))?(?: (.*))?$/s.exec(rec.reply);
+  const code = m ? Number(m[1]) : 554;
+  const enhanced = m?.[2] ?? null;
+  const text = m?.[3] ?? rec.reply;
+  return { code, enhanced, text, lines: [text] };
+}
+

@@ -15,6 +15,7 @@ import type { SmtpReply } from "../smtp/reply.ts";
 import { isPositive, type SmtpSession } from "../smtp/session.ts";
 import { monotonicNow } from "../clock.ts";
 import { isUnknownUser } from "../policy/budget.ts";
+import type { RcptReply } from "../policy/block.ts";
 
 export type TransactionDeps = {
   address: string;
@@ -39,7 +40,9 @@ export type TransactionDeps = {
    * Whether these refusals are a block of our probe (policy/block.ts), recorded as one when they are: the
    * refusal of RSET or MAIL FROM, or the replies to this transaction's RCPTs. Its checks then go back unasked.
    */
-  blocked?(stage: "mail" | "rcpt", replies: readonly SmtpReply[], now: number): boolean;
+  blocked?(stage: "mail" | "rcpt", replies: readonly RcptReply<SmtpReply>[], now: number): false | "all" | ReadonlySet<string>;
+  /** The recipient domains whose RCPTs this transaction answered (accepted, or refused as a mailbox's answer): evidence a tenant's block is its own. */
+  rcptAnswered?(domains: string[]): void;
 };
 
 export type TransactionEnd = {
@@ -171,18 +174,25 @@ export async function runTransaction(slot: Slot & { session: SmtpSession }, batc
   for (const t of tests) t.finish(null);
   if (unaskedTests > 0) deps.testsUnasked?.(unaskedTests, monotonicNow());
 
-  const rcptReplies = result.replies.filter((r): r is SmtpReply => r !== null);
+  // Each RCPT's reply with its recipient domain (the batch's, then the tests' in the order they went).
+  const rcptReplies: RcptReply<SmtpReply>[] = [];
+  result.replies.forEach((reply, i) => {
+    const domain = i < batch.length ? batch[i]!.domain : tests[i - batch.length]?.domain;
+    if (reply && domain !== undefined) rcptReplies.push({ domain, reply });
+  });
+  const answeredDomains = [...new Set(rcptReplies.filter((r) => answersForDomain(r.reply)).map((r) => r.domain))];
+  if (answeredDomains.length > 0) deps.rcptAnswered?.(answeredDomains);
   const refusedByPolicy = new Set(policyRefused.map((h) => h.p));
-  const rcptBlock = policyRefused.length > 0 && deps.blocked!("rcpt", rcptReplies, monotonicNow());
+  const rcptBlock = policyRefused.length > 0 ? deps.blocked!("rcpt", rcptReplies, monotonicNow()) : false;
   for (const { p, reply, replyMs } of policyRefused) {
-    // A block of our probe is no answer about the mailbox: the check goes back, to wait for the block's end.
-    if (rcptBlock) unasked.push(p);
+    // A block of our probe is no answer about the mailbox: the check goes back, to wait for the block's end (its domain's, or the key's).
+    if (rcptBlock === "all" || (rcptBlock && rcptBlock.has(p.domain))) unasked.push(p);
     else answer(p, reply, false, () => ({ ...facts(), stage: "rcpt", rcpt: reply }), replyMs, deps);
   }
   const unanswered = batch.filter((p) => !p.finished && !retry.includes(p) && !refusedByPolicy.has(p));
   const refusal = result.reset && !isPositive(result.reset) ? result.reset : result.mail && !isPositive(result.mail) ? result.mail : null;
   if (refusal) deps.replied?.(refusal, false, monotonicNow());
-  if (refusal && deps.blocked?.("mail", [refusal], monotonicNow())) {
+  if (refusal && deps.blocked && deps.blocked("mail", [{ domain: "", reply: refusal }], monotonicNow())) {
     unasked.push(...unanswered);
   } else if (refusal && isThrottling(refusal)) {
     throttled = true;
@@ -236,4 +246,10 @@ function answer(p: QueuedCheck, reply: SmtpReply, notFound: boolean, base: () =>
     clearTimeout(timer);
     deps.finish(p, { ...base(), catchAll, catchAllCached: false });
   });
+}
+
+/** Whether a RCPT reply answered for its domain (accepted, or refused as that mailbox's answer), not a block or a 4xx. */
+export function answersForDomain(reply: SmtpReply): boolean {
+  if (reply.code >= 200 && reply.code < 300) return true;
+  return reply.code >= 500 && !(reply.enhanced ?? "").startsWith("5.7.");
 }

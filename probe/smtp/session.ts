@@ -267,12 +267,13 @@ function connect(o: OpenOptions): Promise<net.Socket> {
   });
 }
 
-type Capabilities = { pipelining: boolean; startTls: boolean; smtpUtf8: boolean };
+type Capabilities = { pipelining: boolean; startTls: boolean; smtpUtf8: boolean; keywords: string[] };
 
 function capabilities(ehlo: SmtpReply): Capabilities {
-  // The first line is the server's name; each further line starts with an extension keyword.
-  const keywords = new Set(ehlo.lines.slice(1).map((l) => l.split(/\s+/, 1)[0]!.toUpperCase()));
-  return { pipelining: keywords.has("PIPELINING"), startTls: keywords.has("STARTTLS"), smtpUtf8: keywords.has("SMTPUTF8") };
+  // The first line is the server's name; each further line starts with an extension keyword, in the server's order.
+  const list = ehlo.lines.slice(1, 41).map((l) => l.split(/\s+/, 1)[0]!.toUpperCase().slice(0, 40));
+  const keywords = new Set(list);
+  return { pipelining: keywords.has("PIPELINING"), startTls: keywords.has("STARTTLS"), smtpUtf8: keywords.has("SMTPUTF8"), keywords: list };
 }
 
 export const isPositive = (reply: SmtpReply) => reply.code >= 200 && reply.code < 300;
@@ -346,7 +347,7 @@ async function hello(heloName: string, exchange: (command: string) => Promise<Sm
   if (isPositive(ehlo)) return capabilities(ehlo);
   if (!EHLO_UNKNOWN.has(ehlo.code)) return ehlo;
   const helo = await exchange(`HELO ${heloName}`);
-  return isPositive(helo) ? { pipelining: false, startTls: false, smtpUtf8: false } : helo;
+  return isPositive(helo) ? { pipelining: false, startTls: false, smtpUtf8: false, keywords: [] } : helo;
 }
 
 /** An open session, ready for transactions. Created by openSession. */
@@ -361,6 +362,8 @@ export class SmtpSession {
   readonly setupMs: number;
   /** The greeting's text: what software the server says it runs (policy/learned.ts countsPerSession reads it). */
   readonly greeting: string;
+  /** The EHLO extension keywords, in the server's order (the last EHLO's): evidence of its software (policy/learned.ts softwareOf). */
+  readonly ehloKeywords: readonly string[];
   readonly openedAt = monotonicNow();
   lastUsedAt = monotonicNow();
   /** MAIL FROM transactions begun on this session. */
@@ -374,6 +377,7 @@ export class SmtpSession {
   constructor(conn: Connection, o: OpenOptions, caps: Capabilities, secured: boolean, roundTrips: number, ms: number, greeting = "") {
     this.#conn = conn;
     this.greeting = greeting;
+    this.ehloKeywords = caps.keywords;
     this.host = o.host;
     this.address = o.address;
     this.tls = secured;

@@ -191,6 +191,11 @@ export type ReplyRule = {
   maxSeconds?: number;
   /** The reply says the receiver has been accepting unknown users silently: what it accepted since its last refusal is not trusted (docs/probe.md "Receiver policy"). */
   untrustsAccepted?: boolean;
+  /**
+   * A stop only where probe/policy/block.ts judges the reply a block (a generic 5.7.1 is also a mailbox's own answer, and
+   * a tenant's block reaches its domain only: issue 44); `seconds` is then the block's length.
+   */
+  judged?: boolean;
 };
 
 export type ReceiverPolicy = {
@@ -282,6 +287,21 @@ export const LEARNED_MIN_RATE_FACTOR = 1 / 16;
  */
 export const PER_SESSION_COUNTING_BANNERS: readonly RegExp[] = [/\bESMTP Postfix\b/i, /\bESMTP Exim\b/i, /Microsoft ESMTP MAIL Service/i];
 
+/**
+ * Where the greeting names nothing (`smtpd_banner = $myhostname ESMTP`, as hardening guides advise), the same software is
+ * known by how it answers (issue 44 item 4, docs/probe.md "Software known by how it answers"), evidence of the same
+ * weight as a greeting that names it, and as easily imitated, so it loosens only what a greeting would and a block
+ * takes it back the same way:
+ * - Postfix's EHLO: its extensions in the fixed order smtpd.c writes them (ehlo_cmd), with ETRN, ENHANCEDSTATUSCODES
+ *   and DSN among them (Postfix's defaults; Exim and Exchange advertise no ETRN by default);
+ * - Exchange's EHLO: its own X- extensions (X-ANONYMOUSTLS, XEXCH50, XRDST, X-EXPS); Exim's: PRDR or PIPE_CONNECT.
+ * Not an unknown user refused in Postfix's words ("User unknown in virtual mailbox table"): a gateway in front of a
+ * Postfix relays them (recipient verification, call-ahead), so they name the backend, not who counts our errors.
+ */
+export const POSTFIX_EHLO_ORDER: readonly string[] = ["PIPELINING", "SIZE", "VRFY", "ETRN", "STARTTLS", "AUTH", "XCLIENT", "XFORWARD", "ENHANCEDSTATUSCODES", "8BITMIME", "DSN", "SMTPUTF8", "CHUNKING"];
+export const POSTFIX_EHLO_REQUIRED: readonly string[] = ["ETRN", "ENHANCEDSTATUSCODES", "DSN"];
+export const PER_SESSION_COUNTING_EHLO: readonly string[] = ["X-ANONYMOUSTLS", "XEXCH50", "XRDST", "X-EXPS", "PRDR", "PIPE_CONNECT", "X_PIPE_CONNECT"];
+
 /** The day-over-day growth of a warming probe IP: Google warns that doubling volumes "could result in rate limiting". */
 export const WARMUP_DAILY_GROWTH = 1.5;
 /** The step-over-step growth of a warming probe IP's RCPT rate (one step: the row's warmupStepSeconds of sending). */
@@ -297,7 +317,7 @@ const SELF_HOSTED_REPLIES: readonly ReplyRule[] = [{ code: 421, text: "too many 
 /** Gateways: "Too many invalid recipients" (Cisco's DHAP drop, §4) means the hour's 250s are suspect. */
 const GATEWAY_REPLIES: readonly ReplyRule[] = [
   { code: 550, text: "too many invalid recipients", action: "stop", seconds: 4_200, untrustsAccepted: true },
-  { code: 554, enhanced: "5.7.1", action: "stop", seconds: 86_400 },
+  { code: 554, enhanced: "5.7.1", action: "stop", seconds: 86_400, judged: true },
   { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
 ];
 
@@ -467,7 +487,7 @@ export const RECEIVER_POLICIES: readonly ReceiverPolicy[] = [
     "forcepoint",
     10,
     [
-      { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800 },
+      { code: 554, enhanced: "5.7.1", action: "stop", seconds: 10_800, judged: true },
       { code: "4", action: "pause", seconds: 900, maxSeconds: 14_400 },
     ],
     10_800,

@@ -213,7 +213,8 @@ export function buildVerificationResult(f: VerificationFacts): Omit<EmailVerific
     syntax_valid: f.syntax.ok,
     mx_verified: f.mx === "verified" || f.mx === "implicit",
     smtp_verified: smtpAccepted,
-    smtp_failed_assumption: f.smtp.status === "assumed" || f.smtp.status === "mailbox_full",
+    // The check failed and SMTP verification was assumed (issue 44 item 5): a refusal of our probe is such a failure.
+    smtp_failed_assumption: f.smtp.status === "assumed" || f.smtp.status === "mailbox_full" || f.smtp.status === "probe_refused",
     dns_failed_assumption: f.mx === "assumed" || f.mx === "hosts_assumed",
     has_warnings: warnings.length > 0,
     accepts_any_email: f.smtp.catchAll === true,

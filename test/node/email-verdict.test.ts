@@ -179,6 +179,9 @@ describe("classification rules", () => {
     expect(catchAll.score_details).toMatchObject({ accepts_any_email: true, smtp_verified: true });
     expect(catchAll.checks).toMatchObject({ accepts_any_email: true, smtp_deliverable: true });
     expect(verdict({}).checks.accepts_any_email).toBe(false);
+    // A refusal of our probe is a check that failed (issue 44 item 5): assumed, not verified.
+    const refused = verdict({ smtp: { status: "probe_refused", catchAll: null } });
+    expect(refused.score_details).toMatchObject({ smtp_failed_assumption: true, smtp_verified: false });
     // Nothing sent is no assumption and no verification; a known catch-all says so, without a deliverable RCPT.
     for (const smtpFact of [{ status: "budget_spent", catchAll: null }, { status: "not_probed", catchAll: null }, { status: "not_probed", catchAll: true }] as const) {
       const r = verdict({ smtp: smtpFact });

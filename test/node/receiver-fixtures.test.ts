@@ -223,6 +223,17 @@ describe("Outlook.com consumer receiver", () => {
   });
 });
 
+describe("shared-hosting receiver (issue 44)", () => {
+  it("refuses every recipient of a blocking tenant with its per-domain blocklist reply, and answers the other tenants' mailboxes", () => {
+    const r = createReceiver("shared-hosting", { blockingDomains: ["blocking.test"] });
+    const ask = (address: string, known: boolean) => r.rcpt({ client: "127.0.0.1", address, known, transaction: [] }).reply;
+    expect(ask("user1@blocking.test", true)).toMatch(/^554 5\.7\.1 <user1@blocking\.test>: Recipient address rejected: Service unavailable; Client host \[127\.0\.0\.1\] blocked using zen\.spamhaus\.org$/);
+    expect(ask("user1@ok.test", true)).toMatch(/^250 /);
+    expect(ask("nobody@ok.test", false)).toMatch(/^550 5\.1\.1 .*User unknown in virtual mailbox table$/);
+    expect(r.counters).toMatchObject({ rcpts: 3, tenant_refusals: 1, unknown_refused: 1 });
+  });
+});
+
 describe("the fixture as the benches run it", () => {
   it("stands behind MX names of the family each receiver imitates, as the probe reads them", () => {
     for (const host of [...RECEIVER_MX.google, RECEIVER_MX.googleWorkspace]) expect(receiverOfHost(host).family).toBe("google");

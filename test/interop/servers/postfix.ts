@@ -18,6 +18,8 @@ export type PostfixOptions = {
   address: string;
   /** myhostname: the name in the 220 greeting and the EHLO reply. */
   hostname: string;
+  /** smtpd_banner: "$myhostname ESMTP" hides the software's name, as hardening guides advise (default: Postfix's own, "$myhostname ESMTP $mail_name (Debian/GNU)"). */
+  banner?: string;
   /** Existing mailboxes; their domains become virtual mailbox domains, other local parts there get 550 5.1.1. */
   mailboxes?: string[];
   /** Domains where every local part is accepted. */
@@ -50,6 +52,7 @@ function validate(opts: PostfixOptions): void {
   const m = LOOPBACK.exec(opts.address);
   check(m !== null && m.slice(1).every((n) => Number(n) <= 255), `address must be a 127.x.y.z address, got "${opts.address}"`);
   check(/^[A-Za-z0-9.-]+$/.test(opts.hostname), `bad hostname "${opts.hostname}"`);
+  check(opts.banner === undefined || /^[$A-Za-z0-9 ._()/-]+$/.test(opts.banner), `bad banner "${opts.banner}"`);
   for (const mailbox of opts.mailboxes ?? []) check(MAP_KEY.test(mailbox) && /^[^@]+@[^@]+$/.test(mailbox), `bad mailbox "${mailbox}"`);
   for (const domain of opts.catchAllDomains ?? []) check(MAP_KEY.test(domain) && !domain.includes("@"), `bad domain "${domain}"`);
   for (const [key, action] of Object.entries(opts.recipientRules ?? {})) {
@@ -72,6 +75,7 @@ function mainCf(dir: string, opts: PostfixOptions, domains: string[]): string {
     `maillog_file = ${dir}/maillog`,
     `maillog_file_prefixes = ${dir}`,
     `myhostname = ${opts.hostname}`,
+    ...(opts.banner ? [`smtpd_banner = ${opts.banner}`] : []),
     // Nothing is local: every accepted domain is a virtual mailbox domain.
     "mydestination =",
     "local_recipient_maps =",
