@@ -230,18 +230,7 @@ export class ReceiverPolicies {
     if (w) w.frozenDay = Math.floor(now / (DAY_MS / policy.scale));
     countFamilyEvent(policy.family, "block");
     countFamilyEvent(policy.family, "stop");
-    console.warn(
-      JSON.stringify({
-        level: "error",
-        msg: "receiver blocked us",
-        family: policy.family,
-        destination: policy.budgetKey === "probe_ip_family" ? null : address,
-        reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
-        block_seconds: seconds,
-        scope: "destination",
-        alert: true,
-      }),
-    );
+    logBlock(policy, address, reply, seconds, "destination");
     return until;
   }
 
@@ -258,18 +247,7 @@ export class ReceiverPolicies {
     const rec = this.blocks.add({ key, family: policy.family, scope: "domain", domain, reply: replyText(reply), since: now, until, confirmed });
     countFamilyEvent(policy.family, "block");
     // No domain in the log (docs/probe.md "Metrics": GET /status names it, on the private listener).
-    console.warn(
-      JSON.stringify({
-        level: "error",
-        msg: "receiver blocked us",
-        family: policy.family,
-        destination: policy.budgetKey === "probe_ip_family" ? null : address,
-        reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
-        block_seconds: seconds,
-        scope: "domain",
-        alert: true,
-      }),
-    );
+    logBlock(policy, address, reply, seconds, "domain");
     return rec;
   }
 
@@ -377,4 +355,20 @@ export class ReceiverPolicies {
     for (const [key, rule] of Object.entries(state.learned ?? {})) this.learned.merge(key, rule);
     this.blocks.restore(state.blocks ?? []);
   }
+}
+
+/** The one line a block writes (an alert): the family, the destination (none for a family-wide key), the reply's codes, the block's length and scope. */
+function logBlock(policy: AppliedPolicy, address: string, reply: Reply, seconds: number, scope: "destination" | "domain"): void {
+  console.warn(
+    JSON.stringify({
+      level: "error",
+      msg: "receiver blocked us",
+      family: policy.family,
+      destination: policy.budgetKey === "probe_ip_family" ? null : address,
+      reply: `${reply.code}${reply.enhanced ? ` ${reply.enhanced}` : ""}`,
+      block_seconds: seconds,
+      scope,
+      alert: true,
+    }),
+  );
 }
