@@ -269,7 +269,7 @@ export async function runLookupJobs(opts: { people: number; lines: number; verif
               }
             }
           }
-          return { turns: turnTimes.length, firstTurnsGapMs: median(gaps.slice(0, tenth)), lastTurnsGapMs: median(gaps.slice(-tenth)), lines: lines.length, verifyEmails, createMs, wallMs, status: job.status, counts: job.counts, charged: job.credits.charged, ledgerRows: Number(ledger.rows[0]!.n), workerdBeforeMiB, workerdPeakMiB, verdicts };
+          return { turns: turnTimes.length, firstTurnsGapMs: gaps.length > 0 ? median(gaps.slice(0, tenth)) : 0, lastTurnsGapMs: gaps.length > 0 ? median(gaps.slice(-tenth)) : 0, lines: lines.length, verifyEmails, createMs, wallMs, status: job.status, counts: job.counts, charged: job.credits.charged, ledgerRows: Number(ledger.rows[0]!.n), workerdBeforeMiB, workerdPeakMiB, verdicts };
         } finally {
           clearInterval(sampler);
         }
