@@ -35,7 +35,7 @@ import {
   writeStoredEmailAnswers,
   type StoredEmailRules,
 } from "./people/store.ts";
-import { deleteOldFeedback, nameStoredAddresses } from "./people/feedback-store.ts";
+import { deleteOldFeedback, keyStoredAddresses, nameStoredAddresses } from "./people/feedback-store.ts";
 import { addressHasher } from "../shared/people/address-hash.ts";
 
 export { REFRESH_ACCOUNT_ID };
@@ -104,6 +104,7 @@ export type PersonalDataReport = {
   refresh_addresses_queued: number;
   access_log_deleted: number;
   erasure_notices_deleted: number;
+  addresses_keyed: number;
   addresses_named: number;
   feedback_deleted: number;
   merge_candidates_deleted: number;
@@ -121,6 +122,7 @@ export async function runPersonalDataCron(db: Database, queues: JobQueues, confi
     refresh_addresses_queued: started.addresses,
     access_log_deleted: await deleteOldAccessLog(db, before),
     erasure_notices_deleted: await deleteOldErasureNotices(db, before),
+    addresses_keyed: await keyStoredAddresses(db),
     addresses_named: config.feedbackHashKey ? await nameStoredAddresses(db, await addressHasher(config.feedbackHashKey)) : 0,
     feedback_deleted: await deleteOldFeedback(db, now - config.feedbackRetentionSeconds * 1000),
     merge_candidates_deleted: await deleteOldMergeCandidates(db, before),

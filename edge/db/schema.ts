@@ -151,8 +151,14 @@ export const personEmails = sqliteTable(
     nextCheckAt: integer("next_check_at").notNull().default(0),
     /** The address's name in bounce feedback (shared/people/address-hash.ts), under which its reports are found; null until the cron or a report names it. */
     addressHash: text("address_hash"),
+    /**
+     * The address's one key (shared/email/canonical-address.ts), by which a lookup by email finds it: set by the import;
+     * rows stored before it had one are keyed by the 0028 migration (ASCII addresses) and the personal-data cron (the rest).
+     */
+    addressKey: text("address_key"),
   },
   (t) => [
+    index("person_emails_address_key_idx").on(t.addressKey),
     uniqueIndex("person_emails_person_email_unique").on(t.personId, sql`lower(${t.email})`),
     // The cron's re-verification takes the addresses due, oldest first.
     index("person_emails_next_check_idx").on(t.nextCheckAt),
@@ -176,7 +182,112 @@ export const personPhones = sqliteTable(
     firstSeenAt: integer("first_seen_at").notNull().default(now),
     lastSeenAt: integer("last_seen_at").notNull().default(now),
   },
-  (t) => [uniqueIndex("person_phones_person_phone_unique").on(t.personId, t.phone)],
+  (t) => [
+    uniqueIndex("person_phones_person_phone_unique").on(t.personId, t.phone),
+    // A lookup by phone finds the people who hold the number.
+    index("person_phones_phone_idx").on(t.phone),
+  ],
+);
+
+/**
+ * A person's names (docs/operations.md "Import format"): as the sources wrote them (NFC), one row per spelling that
+ * folds differently, with the key a lookup by name compares (shared/people/names.ts nameKey; null when the name has no
+ * given and family name to key). Erased with the person.
+ */
+export const personNames = sqliteTable(
+  "person_names",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    full: text("full").notNull(),
+    given: text("given"),
+    family: text("family"),
+    middle: text("middle"),
+    /** foldName(full): the normalised ASCII form (accents dropped, lower case) one spelling is told from another by. */
+    folded: text("folded").notNull(),
+    nameKey: text("name_key"),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [uniqueIndex("person_names_person_folded_unique").on(t.personId, t.folded), index("person_names_key_idx").on(t.nameKey, t.personId)],
+);
+
+/** Every source that reported a name, as person_email_sources does for addresses. */
+export const personNameSources = sqliteTable(
+  "person_name_sources",
+  {
+    nameId: integer("name_id")
+      .notNull()
+      .references(() => personNames.id, { onDelete: "cascade" }),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.nameId, t.source] })],
+);
+
+/**
+ * A person's work history: one row per (employer, title, start) as its key folds (shared/people/names.ts employerKey),
+ * with the employer as written, dates as the import gives them (YYYY, YYYY-MM or YYYY-MM-DD) and whether it is current
+ * (1, 0, or null: the sources did not say). Erased with the person.
+ */
+export const personEmployment = sqliteTable(
+  "person_employment",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    employer: text("employer").notNull(),
+    employerKey: text("employer_key").notNull(),
+    title: text("title"),
+    startDate: text("start_date"),
+    endDate: text("end_date"),
+    current: integer("current"),
+    /** The row's identity within the person: employer_key, folded title and start, joined (the import's plan keys by it). */
+    entryKey: text("entry_key").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [uniqueIndex("person_employment_entry_unique").on(t.personId, t.entryKey), index("person_employment_employer_idx").on(t.employerKey)],
+);
+
+/**
+ * The domains of an employment (shared/people/names.ts normaliseDomain), with the person's id beside them: a lookup by
+ * name at a company's domain checks (person, domain) by one index; a company's name finds its domains by the employer.
+ */
+export const personEmploymentDomains = sqliteTable(
+  "person_employment_domains",
+  {
+    employmentId: integer("employment_id")
+      .notNull()
+      .references(() => personEmployment.id, { onDelete: "cascade" }),
+    personId: integer("person_id")
+      .notNull()
+      .references(() => people.id, { onDelete: "cascade" }),
+    domain: text("domain").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.employmentId, t.domain] }),
+    index("person_employment_domains_person_idx").on(t.personId, t.domain),
+    index("person_employment_domains_domain_idx").on(t.domain),
+  ],
+);
+
+/** Every source that reported an employment, as person_email_sources does for addresses. */
+export const personEmploymentSources = sqliteTable(
+  "person_employment_sources",
+  {
+    employmentId: integer("employment_id")
+      .notNull()
+      .references(() => personEmployment.id, { onDelete: "cascade" }),
+    source: text("source").notNull(),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.employmentId, t.source] })],
 );
 
 /**
@@ -495,6 +606,8 @@ export const personAccessLog = sqliteTable(
     profnetPublicIdentifier: text("profnet_public_identifier"),
     codehostId: integer("codehost_id"),
     codehostLogin: text("codehost_login"),
+    /** What found the person (docs/api.md "GET /v1/people"): an identifier's name, email, phone or name; null for rows before 0028. */
+    matchedBy: text("matched_by"),
   },
   (t) => [index("person_access_log_person_idx").on(t.personId, t.accountId), index("person_access_log_created_idx").on(t.createdAt)],
 );

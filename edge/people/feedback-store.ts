@@ -6,6 +6,7 @@
  * (edge/people/confidence-sql.ts).
  */
 import { sql } from "drizzle-orm";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected } from "../db/rows.ts";
 import type { FeedbackReport } from "./feedback.ts";
@@ -65,19 +66,31 @@ const NAMED_PER_WRITE = 2_000;
  * its rows by id (the unary + keeps SQLite from walking the address_hash index over every unnamed address for each of
  * the slice's rows instead: 40.7 s for 200 rows with 200,000 unnamed, against 14 ms for 2,000 this way; bench/background-statements.ts).
  */
-export async function nameStoredAddresses(db: Database, hash: (email: string) => Promise<string>, limit = ADDRESSES_NAMED_PER_RUN): Promise<number> {
-  let named = 0;
+export const nameStoredAddresses = (db: Database, hash: (email: string) => Promise<string>, limit = ADDRESSES_NAMED_PER_RUN): Promise<number> =>
+  fillStoredAddresses(db, "address_hash", hash, limit);
+
+/**
+ * Gives stored addresses without their one key (shared/email/canonical-address.ts) that key, as nameStoredAddresses
+ * names them: the rows the 0028 migration could not key in SQL (IDN domains, non-ASCII or quoted local parts), so
+ * that a lookup by email finds them.
+ */
+export const keyStoredAddresses = (db: Database, limit = ADDRESSES_NAMED_PER_RUN): Promise<number> =>
+  fillStoredAddresses(db, "address_key", async (email) => canonicalAddress(email), limit);
+
+async function fillStoredAddresses(db: Database, column: "address_hash" | "address_key", value: (email: string) => Promise<string>, limit: number): Promise<number> {
+  const col = sql.identifier(column);
+  let filled = 0;
   for (let read = 0; read < limit; ) {
-    const rows = await db.all<{ id: number; email: string }>(sql`select id, email from person_emails where address_hash is null limit ${Math.min(NAMED_PER_WRITE, limit - read)}`);
+    const rows = await db.all<{ id: number; email: string }>(sql`select id, email from person_emails where ${col} is null limit ${Math.min(NAMED_PER_WRITE, limit - read)}`);
     read += rows.length;
     if (rows.length === 0) break;
-    const names = await Promise.all(rows.map(async (r) => ({ id: Number(r.id), hash: await hash(r.email) })));
-    const result = await db.run(sql`update person_emails set address_hash = u.value ->> 'hash' from json_each(${JSON.stringify(names)}) u
-      where person_emails.id = u.value ->> 'id' and +person_emails.address_hash is null`);
-    named += rowsAffected(result);
+    const values = await Promise.all(rows.map(async (r) => ({ id: Number(r.id), value: await value(r.email) })));
+    const result = await db.run(sql`update person_emails set ${col} = u.value ->> 'value' from json_each(${JSON.stringify(values)}) u
+      where person_emails.id = u.value ->> 'id' and +person_emails.${col} is null`);
+    filled += rowsAffected(result);
     if (rows.length < NAMED_PER_WRITE) break;
   }
-  return named;
+  return filled;
 }
 
 /** Deletes reports of things that happened before `before`, a bounded number per run; returns how many. */
