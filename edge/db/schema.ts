@@ -1007,6 +1007,11 @@ export const lookupJobLines = sqliteTable(
     codehostId: integer("codehost_id"),
     codehostLogin: text("codehost_login"),
     /**
+     * The line's other inputs as keys (shared/identifiers.ts lookupKeys: email's address key, phone in E.164, name key
+     * with the company's domain or employer key), as JSON; null when the line gives none of them.
+     */
+    lookupKeys: text("lookup_keys"),
+    /**
      * pending; refused (found, not charged: waits for credits); done. A turn takes pending lines and answers them in
      * one transaction, so no line is ever half-way between.
      */
