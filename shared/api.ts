@@ -32,12 +32,15 @@ export const ERROR_REASONS = [
   "stronger_than_caller",
   "authority_lost",
   "step_up_required",
+  // 404: a lookup whose inputs fit more than one person (never guessed between)
+  "ambiguous_match",
   // 404 and 410: invite links
   "invite_invalid",
   "invite_used",
   "invite_expired",
   "invite_revoked",
   // 409
+  "conflicting_inputs",
   "last_owner",
   "role_changed",
 ] as const;
@@ -61,6 +64,8 @@ export const ERROR_MESSAGES = {
   dailyCreditCap: "Daily credit cap reached for this key",
   peopleParamRequired: IDENTIFIER_REQUIRED,
   profileNotFound: "No profile found for the given parameters",
+  ambiguousMatch: "No profile found for the given parameters: they fit more than one person, and a lookup never guesses between people (add an identifier, an email or a phone)",
+  conflictingInputs: "The given parameters name different people: check that they belong to one person",
   minConfidenceRange: "min_confidence must be an integer between 0 and 100",
   emailRequired: "The email_address parameter is required",
   smtpTimeoutRange: "smtp_timeout must be an integer between 1 and 60",
@@ -80,7 +85,7 @@ export const STORED_VERIFICATION_REASONS = [...VERIFICATION_REASONS, "catch_all_
 export type StoredVerificationReason = (typeof STORED_VERIFICATION_REASONS)[number];
 
 /** The values of GET /v1/people's `include`: additions a client asks for by name. */
-export const PEOPLE_INCLUDES = ["email_details"] as const;
+export const PEOPLE_INCLUDES = ["email_details", "profile"] as const;
 
 /** One returned address: when imports first and last carried it, and what our own engine last said of it (docs/api.md "email_details"). Never its source: that names a supplier. */
 export const EmailDetail = z
@@ -114,6 +119,28 @@ export const EmailDetail = z
   });
 export type EmailDetail = z.infer<typeof EmailDetail>;
 
+export const PersonName = z
+  .object({
+    full: z.string().openapi({ example: "Ada King Lovelace" }),
+    given: z.string().nullable().openapi({ example: "Ada" }),
+    family: z.string().nullable().openapi({ example: "Lovelace" }),
+    middle: z.string().nullable().openapi({ example: "King" }),
+  })
+  .openapi("PersonName", { description: "As our sources wrote it (Unicode NFC); particles such as \"van der\" stay in the family name" });
+export type PersonName = z.infer<typeof PersonName>;
+
+export const Employment = z
+  .object({
+    employer: z.string().openapi({ example: "Analytical Engines Ltd" }),
+    domains: z.array(z.string()).openapi({ description: "The employer's domains our sources tie to this employment (A-labels, lower case)", example: ["analytical.example"] }),
+    title: z.string().nullable().openapi({ example: "Head of Computation" }),
+    start: z.string().nullable().openapi({ description: "YYYY, YYYY-MM or YYYY-MM-DD, as precise as the sources were", example: "1843-07" }),
+    end: z.string().nullable().openapi({ description: "As start; null while current or unknown" }),
+    current: z.boolean().nullable().openapi({ description: "Whether the person works there now; null when the sources did not say" }),
+  })
+  .openapi("Employment");
+export type Employment = z.infer<typeof Employment>;
+
 export const ContactInfo = z
   .object({
     profnet_id: z.number().int().nullable(),
@@ -130,6 +157,8 @@ export const ContactInfo = z
     email_details: z.array(EmailDetail).optional().openapi({
       description: "Only with include=email_details: one object per address of email_addresses, in the same order",
     }),
+    name: PersonName.nullable().optional().openapi({ description: "Only with include=profile: the name our sources reported last; null when none did" }),
+    employment: z.array(Employment).optional().openapi({ description: "Only with include=profile: the work history, current first, then newest start first" }),
   })
   .openapi("ContactInfo");
 export type ContactInfo = z.infer<typeof ContactInfo>;
@@ -140,6 +169,14 @@ export const PeopleQuery = z.object({
   profnet_public_identifier: z.string().optional().openapi({ example: "ada-lovelace" }),
   codehost_id: z.string().optional().openapi({ description: "Decimal positive integer up to 2^53-1" }),
   codehost_login: z.string().optional().openapi({ example: "octocat" }),
+  email: z.string().optional().openapi({ description: "Any address we hold for the person, compared by its one key (case; Gmail's dots and +tags; IDN domains)", example: "ada@example.com" }),
+  phone: z.string().optional().openapi({ description: "E.164, or a national form with country", example: "+442071838750" }),
+  country: z.string().optional().openapi({ description: "ISO 3166-1 alpha-2, for a phone in national form", example: "GB" }),
+  full_name: z.string().optional().openapi({ description: "With company_domain or company: a name, compared as docs/api.md \"Looking up by name\" says", example: "Ada Lovelace" }),
+  first_name: z.string().optional().openapi({ description: "With last_name, instead of full_name", example: "Ada" }),
+  last_name: z.string().optional().openapi({ example: "Lovelace" }),
+  company_domain: z.string().optional().openapi({ description: "The domain of a current or past employer of the person named", example: "analytical.example" }),
+  company: z.string().optional().openapi({ description: "An employer's name, instead of company_domain: resolved only to the domains our data ties to that employer", example: "Analytical Engines" }),
   include: z.string().optional().openapi({ description: `Comma-separated additions to the answer, of: ${PEOPLE_INCLUDES.join(", ")} (no extra credit)`, example: "email_details" }),
   min_confidence: z.string().optional().openapi({
     description: "0-100: addresses with a lower confidence are left out; a person left with none is a 404, not charged",

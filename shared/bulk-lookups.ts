@@ -37,8 +37,16 @@ export const PeopleBulkParams = z
     profnet_public_identifier: z.string().optional().openapi({ example: "ada-lovelace" }),
     codehost_id: z.union([z.string(), z.number().int()]).optional().openapi({ description: "Decimal positive integer up to 2^53-1 (a string or a number)" }),
     codehost_login: z.string().optional().openapi({ example: "octocat" }),
+    email: z.string().optional(),
+    phone: z.string().optional(),
+    country: z.string().optional(),
+    full_name: z.string().optional(),
+    first_name: z.string().optional(),
+    last_name: z.string().optional(),
+    company_domain: z.string().optional(),
+    company: z.string().optional(),
   })
-  .openapi("PeopleBulkParams");
+  .openapi("PeopleBulkParams", { description: "As GET /v1/people's query parameters" });
 
 export const PeopleBulkRequest = z
   .object({
@@ -63,8 +71,8 @@ export type PeopleBulkRequest = z.infer<typeof PeopleBulkRequest>;
 
 export const PeopleBulkResult = z
   .object({
-    status: z.union([z.literal(200), z.literal(400), z.literal(402), z.literal(404), z.literal(410)]).openapi({
-      description: "What GET /v1/people would have answered for this item: 200 data; 400, 402 or 404 error. 410: a replay (Idempotency-Key) of an answer whose person was erased since",
+    status: z.union([z.literal(200), z.literal(400), z.literal(402), z.literal(404), z.literal(409), z.literal(410)]).openapi({
+      description: "What GET /v1/people would have answered for this item: 200 data; 400, 402, 404 or 409 error. 410: a replay (Idempotency-Key) of an answer whose person was erased since",
       example: 200,
     }),
     reference: z.string().nullable().openapi({ description: "The item's reference, echoed (null when it gave none)" }),

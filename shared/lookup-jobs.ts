@@ -5,7 +5,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { ContactInfo, ERROR_REASONS, PEOPLE_INCLUDES } from "./api.ts";
-import { IDENTIFIER_NAMES } from "./identifiers.ts";
+import { LOOKUP_FIELDS } from "./identifiers.ts";
 import { LOOKUP_JOB_LIMITS, LOOKUP_LINE_STATUSES } from "./lookup-job-limits.ts";
 
 export { LOOKUP_JOB_CONTENT_TYPES, LOOKUP_JOB_LIMITS, LOOKUP_LINE_STATUSES, type LookupLineStatus } from "./lookup-job-limits.ts";
@@ -20,8 +20,8 @@ export const LOOKUP_JOB_MESSAGES = {
   tooManyLines: `Too many lines: a lookup job has at most ${en(LOOKUP_JOB_LIMITS.maxLines)}`,
   unsupported: "Unsupported content type: send text/csv or application/jsonl (JSON Lines)",
   empty: "The list has no lines",
-  noIdentifierColumn: `The CSV has no identifier column: name one of ${IDENTIFIER_NAMES.join(", ")} in its header row, or say which column holds one with <identifier>_column=<header>`,
-  noIdentifierField: `No line of the JSON Lines has an identifier: give each line one of ${IDENTIFIER_NAMES.join(", ")}, or say which field holds one with <identifier>_column=<field>`,
+  noIdentifierColumn: `The CSV has no identifier column: name one of ${LOOKUP_FIELDS.join(", ")} in its header row, or say which column holds one with <identifier>_column=<header>`,
+  noIdentifierField: `No line of the JSON Lines has an identifier: give each line one of ${LOOKUP_FIELDS.join(", ")}, or say which field holds one with <identifier>_column=<field>`,
   noSuchColumn: (param: string, name: string, header: readonly string[]) =>
     `${param} "${name.slice(0, 80)}": the header has no such column (it has: ${header.slice(0, 30).map((h) => h.slice(0, 40)).join(", ") || "nothing"})`,
   badColumnParam: (param: string) => `${param} must name a column of 1 to 256 characters`,
@@ -42,11 +42,11 @@ export const LOOKUP_JOB_STATUSES = ["queued", "running", "paused", "completed", 
 export const LOOKUP_JOB_CANCEL_REASONS = ["requested", "paused_too_long", "key_revoked", "key_expired", "member_removed"] as const;
 
 const columnParams = Object.fromEntries(
-  IDENTIFIER_NAMES.map((name) => [
+  LOOKUP_FIELDS.map((name) => [
     `${name}_column`,
     z.string().optional().openapi({ description: `The header (CSV) or field (JSON Lines) that holds ${name}; naming any column turns the guess off` }),
   ]),
-) as Record<`${(typeof IDENTIFIER_NAMES)[number]}_column`, z.ZodOptional<z.ZodString>>;
+) as Record<`${(typeof LOOKUP_FIELDS)[number]}_column`, z.ZodOptional<z.ZodString>>;
 
 /** The query of POST /v1/lookup_jobs: the body is the list itself (CSV or JSON Lines). */
 export const LookupJobCreateQuery = z.object({

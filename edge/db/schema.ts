@@ -1011,6 +1011,8 @@ export const lookupJobLines = sqliteTable(
      * with the company's domain or employer key), as JSON; null when the line gives none of them.
      */
     lookupKeys: text("lookup_keys"),
+    /** What found the line's person (shared/identifiers.ts MATCHED_BY), for the access log. */
+    matchedBy: text("matched_by"),
     /**
      * pending; refused (found, not charged: waits for credits); done. A turn takes pending lines and answers them in
      * one transaction, so no line is ever half-way between.

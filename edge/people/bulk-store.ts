@@ -13,7 +13,7 @@ import { balanceBelow, balanceNow, chargeRankedQuery, countBulkLookupsQuery, loo
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, type RawRow } from "../db/rows.ts";
 import type { lookupBatchItems } from "../db/schema.ts";
-import { personExists, personIdMatching, personSnapshot, recordAccessesQuery, type LookupFilter } from "./store.ts";
+import { matchedBySql, matchStatusSql, personExists, personIdMatching, personSnapshot, recordAccessesQuery, type IdentifierExpressions, type LookupFilter, type MatchStatus } from "./store.ts";
 import { BULK_LOOKUP_MESSAGES } from "../../shared/bulk-lookups.ts";
 
 /** How long an Idempotency-Key's first answer is kept and replayed. */
@@ -33,10 +33,22 @@ export type ItemToMatch = { position: number; ids: Identifiers };
  * With a confidence floor, a person none of whose addresses reaches it matches nobody (a 404, not charged).
  */
 export function matchItemsQuery(db: Database, items: readonly ItemToMatch[], filter: LookupFilter) {
-  const rows = items.map((i) => [i.position, i.ids.profnetId ?? null, i.ids.profnetPublicIdentifier ?? null, i.ids.codehostId ?? null, i.ids.codehostLogin ?? null]);
+  const withKeys = items.some((i) => i.ids.keys !== undefined);
+  const rows = items.map((i) => {
+    const k = i.ids.keys ?? {};
+    const ids = [i.position, i.ids.profnetId ?? null, i.ids.profnetPublicIdentifier ?? null, i.ids.codehostId ?? null, i.ids.codehostLogin ?? null];
+    return withKeys ? [...ids, k.email ?? null, k.phone ?? null, k.name ?? null, k.domain ?? null, k.company ?? null] : ids;
+  });
   const f = (n: number) => sql.raw(`(f.value ->> ${n})`);
-  return db.all<{ position: number; person_id: number | null }>(sql`
-    select ${f(0)} as position, ${personIdMatching({ profnetId: f(1), profnetPublicIdentifier: f(2), codehostId: f(3), codehostLogin: f(4) }, filter)} as person_id
+  const x: IdentifierExpressions = {
+    profnetId: f(1),
+    profnetPublicIdentifier: f(2),
+    codehostId: f(3),
+    codehostLogin: f(4),
+    ...(withKeys ? { email: f(5), phone: f(6), name: f(7), domain: f(8), company: f(9) } : {}),
+  };
+  return db.all<{ position: number; person_id: number | null; status: MatchStatus; matched_by: string | null }>(sql`
+    select ${f(0)} as position, ${personIdMatching(x, filter)} as person_id, ${matchStatusSql(x)} as status, ${matchedBySql(x)} as matched_by
     from json_each(${JSON.stringify(rows)}) f`);
 }
 
@@ -74,10 +86,12 @@ export type BatchAnswer = {
   /** Items kept for replays (with an Idempotency-Key). */
   keep: boolean;
   charge: Omit<LookupCharge, "requestId"> & { requestId: string };
-  /** [position, person_id] of the items that matched someone, in request order. */
-  found: [number, number][];
+  /** [position, person_id, what found them] of the items that matched someone, in request order. */
+  found: [number, number, string | null][];
   /** Positions of the items that matched nobody. */
   notFound: number[];
+  /** [position, status, error, reason] of those of notFound whose inputs fit several people (404) or named different ones (409). */
+  unmatched: [number, number, string, string | null][];
   /** [position, message] of the items that failed validation. */
   invalid: [number, string][];
   /** The time confidences are computed at (the charge's) and the call's min_confidence: what the answers serve. */
@@ -97,11 +111,13 @@ export function answerStatements(db: Database, a: BatchAnswer) {
   const held = sql`exists (select 1 from lookup_batches where id = ${a.batchId} and claim_token = ${a.token} and state = 'pending')`;
   const found = JSON.stringify(a.found);
   // The people asked for, each once, ranked by their first item: only those who still exist (an erasure may have come between the two round trips).
-  const ranked = sql`select person_id, rank, first_position from (
-      select f.value ->> 1 as person_id, row_number() over (order by min(f.key)) as rank, min(cast(f.value ->> 0 as integer)) as first_position
+  // matched_by: what found the person in their first item (SQLite's bare column beside min() is the min row's).
+  const ranked = sql`select person_id, rank, first_position, matched_by from (
+      select f.value ->> 1 as person_id, row_number() over (order by min(f.key)) as rank, min(cast(f.value ->> 0 as integer)) as first_position, f.value ->> 2 as matched_by
       from json_each(${found}) f where ${personExists(sql.raw("(f.value ->> 1)"))} group by f.value ->> 1)`;
   const served = sql`(select served from lookup_batches where id = ${a.batchId} and claim_token = ${a.token})`;
   const servedPeople = sql`select person_id from (${ranked}) where rank <= ${served}`;
+  const servedMatches = sql`select person_id, matched_by from (${ranked}) where rank <= ${served}`;
   const cut = sql`(select case when refusal is null then null else (select coalesce(max(first_position), -1) from (${ranked}) where rank <= ${served}) end
     from lookup_batches where id = ${a.batchId} and claim_token = ${a.token})`;
   const { accountId, cost } = a.charge;
@@ -119,7 +135,7 @@ export function answerStatements(db: Database, a: BatchAnswer) {
     db.run(sql`update lookup_batches set balance_after = ${balanceNow(accountId)},
         refusal = case when ${lookupsCovered(a.charge)} < 1 then (case when ${balanceBelow(accountId, cost)} then 'insufficient_credits' else 'daily_credit_cap' end) end
       where id = ${a.batchId} and claim_token = ${a.token}`),
-    recordAccessesQuery(db, servedPeople, accountId, a.charge.keyId, a.charge.now),
+    recordAccessesQuery(db, servedMatches, accountId, a.charge.keyId, a.charge.now),
     countBulkLookupsQuery(
       db,
       a.charge,
@@ -151,10 +167,10 @@ function keepItemsQuery(db: Database, a: BatchAnswer, ranked: SQL, served: SQL, 
   return db.run(sql`insert into lookup_batch_items (batch_id, position, status, person_id, person, error, reason)
     select ${a.batchId}, f.value ->> 0, 400, null, null, f.value ->> 1, null from json_each(${JSON.stringify(a.invalid)}) f
     union all
-    select ${a.batchId}, f.value, case when ${pastCut(sql.raw("f.value"))} then 402 else 404 end, null, null,
-      case when ${pastCut(sql.raw("f.value"))} then ${refusedError} else ${ERROR_MESSAGES.profileNotFound} end,
-      case when ${pastCut(sql.raw("f.value"))} then ${refusedReason} end
-    from json_each(${JSON.stringify(a.notFound)}) f
+    select ${a.batchId}, f.value, case when ${pastCut(sql.raw("f.value"))} then 402 else coalesce(u.value ->> 1, 404) end, null, null,
+      case when ${pastCut(sql.raw("f.value"))} then ${refusedError} else coalesce(u.value ->> 2, ${ERROR_MESSAGES.profileNotFound}) end,
+      case when ${pastCut(sql.raw("f.value"))} then ${refusedReason} else u.value ->> 3 end
+    from json_each(${JSON.stringify(a.notFound)}) f left join json_each(${JSON.stringify(a.unmatched)}) u on (u.value ->> 0) = f.value
     union all
     select ${a.batchId}, f.value ->> 0,
       case when r.rank <= ${served} then 200 when ${pastCut(position)} then 402 else 404 end,

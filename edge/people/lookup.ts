@@ -4,7 +4,7 @@
  * together (see routes/people.ts).
  */
 import { checkIdentifiers } from "../../shared/identifiers.ts";
-import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail, type StoredVerificationReason } from "../../shared/api.ts";
+import { ERROR_MESSAGES, PEOPLE_INCLUDES, type ContactInfo, type EmailDetail, type Employment, type PersonName, type StoredVerificationReason } from "../../shared/api.ts";
 import type { VerificationReason } from "../../shared/email/reasons.ts";
 import { confidenceLabel, type FeedbackVerdict } from "../../shared/people/confidence.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
@@ -96,17 +96,31 @@ function emailDetail([email, firstSeenAt, lastSeenAt, classification, smtpOutcom
   };
 }
 
+type Profile = { name: PersonName | null; employment: Employment[] };
+
 export function toContactInfo(row: PersonRow, include: ReadonlySet<PeopleInclude> = new Set()): ContactInfo {
-  return contactInfo(row, JSON.parse(row.emails) as StoredEmail[], JSON.parse(row.phones) as string[], include);
+  const profile = { name: row.name ? (JSON.parse(row.name) as PersonName) : null, employment: row.employment ? (JSON.parse(row.employment) as Employment[]) : [] };
+  return contactInfo(row, JSON.parse(row.emails) as StoredEmail[], JSON.parse(row.phones) as string[], include, profile);
 }
 
 /** A person as a bulk lookup stored them when answering (edge/people/store.ts personSnapshot): the same ContactInfo a lookup of them then gave. */
 export function contactInfoFromSnapshot(snapshot: string, include: ReadonlySet<PeopleInclude> = new Set()): ContactInfo {
-  const row = JSON.parse(snapshot) as Omit<PersonRow, "emails" | "phones"> & { emails: StoredEmail[]; phones: string[] };
-  return contactInfo(row, row.emails, row.phones, include);
+  const row = JSON.parse(snapshot) as Omit<PersonRow, "emails" | "phones" | "name" | "employment"> & {
+    emails: StoredEmail[];
+    phones: string[];
+    name?: PersonName | null;
+    employment?: Employment[] | null;
+  };
+  return contactInfo(row, row.emails, row.phones, include, { name: row.name ?? null, employment: row.employment ?? [] });
 }
 
-function contactInfo(row: Omit<PersonRow, "emails" | "phones">, storedEmails: StoredEmail[], phones: string[], include: ReadonlySet<PeopleInclude>): ContactInfo {
+function contactInfo(
+  row: Omit<PersonRow, "emails" | "phones" | "name" | "employment">,
+  storedEmails: StoredEmail[],
+  phones: string[],
+  include: ReadonlySet<PeopleInclude>,
+  profile: Profile,
+): ContactInfo {
   const info: ContactInfo = {
     profnet_id: row.profnet_id === null ? null : Number(row.profnet_id),
     profnet_public_identifier: row.profnet_public_identifier,
@@ -133,5 +147,9 @@ function contactInfo(row: Omit<PersonRow, "emails" | "phones">, storedEmails: St
     info.phone_numbers = phones;
   }
   if (include.has("email_details")) info.email_details = stored.map(emailDetail);
+  if (include.has("profile")) {
+    info.name = profile.name;
+    info.employment = profile.employment;
+  }
   return info;
 }

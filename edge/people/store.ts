@@ -9,7 +9,7 @@
 import { chargedJustNow } from "../money/credits.ts";
 import { sql, type SQL } from "drizzle-orm";
 import { reasonsProving } from "../../shared/email/reasons.ts";
-import type { Identifiers } from "../../shared/identifiers.ts";
+import { IDENTIFIER_NAMES, type Identifiers } from "../../shared/identifiers.ts";
 import { storedAddressConfidenceSql, storedAddressFeedbackSql } from "./confidence-sql.ts";
 import type { Database } from "../db/client.ts";
 import { deleteInBatches, rowsAffected, type RawRow } from "../db/rows.ts";
@@ -24,6 +24,9 @@ export type PersonRow = Omit<RawRow<typeof people.$inferSelect>, "id" | "created
   emails: string;
   /** JSON: the phones, oldest first. */
   phones: string;
+  /** JSON, with include=profile: the name (or null) and the employment entries (PROFILE_NAME, PROFILE_EMPLOYMENT). */
+  name?: string | null;
+  employment?: string | null;
 };
 
 /** What a lookup serves: the time its confidences are computed at, and the caller's floor (null: none). */
@@ -50,47 +53,101 @@ function storedEmailTuple(e: string, filter: LookupFilter): SQL {
 }
 
 /**
- * The id of the first person that matches, in precedence order (docs/api.md "GET /v1/people"), or null: an SQL
- * expression. With a confidence floor, the person matched is null when no address of theirs reaches it (a 404, not
- * charged): the next identifier's person is not tried instead.
+ * The identifiers and other inputs of one lookup as SQL expressions (bound values for a single lookup, a batch item's
+ * JSON field, a job line's column; an expression that is null matches nothing): what the match compares. `email` is an
+ * address key, `phone` E.164, `name` a name key with `domain` or `company` (an employer key): shared/identifiers.ts.
  */
-export function matchingPersonId(ids: PeopleIdentifiers, filter: LookupFilter): SQL {
-  // The lowest rank that matches wins.
-  const candidates: SQL[] = [];
-  if (ids.profnetId !== undefined) candidates.push(sql`select id, 1 as rank from people where profnet_id = ${ids.profnetId}`);
-  if (ids.profnetPublicIdentifier !== undefined)
-    candidates.push(
-      sql`select id, 2 as rank from people where lower(profnet_public_identifier) = lower(${ids.profnetPublicIdentifier})`,
-    );
-  if (ids.codehostId !== undefined) candidates.push(sql`select id, 3 as rank from people where codehost_id = ${ids.codehostId}`);
-  if (ids.codehostLogin !== undefined)
-    candidates.push(sql`select id, 4 as rank from people where lower(codehost_login) = lower(${ids.codehostLogin})`);
-  const matched = sql`(select id from (${sql.join(candidates, sql` union all `)}) order by rank limit 1)`;
-  if (filter.minConfidence === null) return matched;
-  return sql`(select m.id from (select ${matched} as id) m where exists (select 1 from person_emails e where e.person_id = m.id and ${served("e", filter)}))`;
+export type IdentifierExpressions = {
+  profnetId: SQL;
+  profnetPublicIdentifier: SQL;
+  codehostId: SQL;
+  codehostLogin: SQL;
+  email?: SQL;
+  phone?: SQL;
+  name?: SQL;
+  domain?: SQL;
+  company?: SQL;
+};
+
+/** A single lookup's inputs as bound values. */
+export function boundIdentifiers(ids: PeopleIdentifiers): IdentifierExpressions {
+  const v = (value: string | number | undefined) => (value === undefined ? sql`null` : sql`${value}`);
+  const k = ids.keys;
+  return {
+    profnetId: v(ids.profnetId),
+    profnetPublicIdentifier: v(ids.profnetPublicIdentifier),
+    codehostId: v(ids.codehostId),
+    codehostLogin: v(ids.codehostLogin),
+    ...(k === undefined ? {} : { email: v(k.email), phone: v(k.phone), name: v(k.name), domain: v(k.domain), company: v(k.company) }),
+  };
 }
 
-/**
- * The identifiers of one lookup as SQL expressions (a batch item's JSON field, a job line's column; an expression that
- * is null matches nothing): what personIdMatching compares.
- */
-export type IdentifierExpressions = { profnetId: SQL; profnetPublicIdentifier: SQL; codehostId: SQL; codehostLogin: SQL };
+/** What a lookup's inputs came to (docs/api.md "GET /v1/people"): someone, nobody, more than one person, or inputs naming different people. */
+export type MatchStatus = "found" | "none" | "ambiguous" | "conflict";
 
 /**
- * The id of the first person the identifiers match, in precedence order (the same rule as matchingPersonId), as an
- * SQL expression correlated with wherever the identifiers come from: one unique-index probe per identifier given, for
- * the bulk lookups (hundreds in one statement).
+ * The match as an SQL expression: a JSON array [status, person id or null, what found them (shared/identifiers.ts
+ * MATCHED_BY)]. The four identifiers keep their rule: the first in precedence that matches someone wins. The other
+ * inputs (email, phone, a name at a company) each name a set of people (an address or a number may be held by several;
+ * a name at a company by several): with an identifier's person, each set given must hold that person, else the inputs
+ * conflict; without one, the person must be the only one in every set given (one left: found; more: ambiguous, never
+ * guessed between; none while two sets were given: conflict). One index probe per input given.
+ */
+function matchSql(x: IdentifierExpressions): SQL {
+  const identifiers = sql`select 1 as r, id from people where profnet_id = ${x.profnetId}
+      union all select 2, id from people where lower(profnet_public_identifier) = lower(${x.profnetPublicIdentifier})
+      union all select 3, id from people where codehost_id = ${x.codehostId}
+      union all select 4, id from people where lower(codehost_login) = lower(${x.codehostLogin})`;
+  if (x.email === undefined) {
+    // Only the four identifiers (the batch's items and job lines without other inputs, as every caller before 0028):
+    // null when nobody matches, read as 'none'.
+    return sql`(select json_array('found', id, case r ${sql.raw(IDENTIFIER_RANKS)} end) from (${identifiers}) order by r limit 1)`;
+  }
+  const company = x.company ?? sql`null`;
+  const byDomain = sql`d.domain = ${x.domain ?? sql`null`} or d.domain in (select d2.domain from person_employment e2
+      join person_employment_domains d2 on d2.employment_id = e2.id where e2.employer_key = ${company})`;
+  return sql`(with c(r, id) as (${identifiers}
+      union all select distinct 5, person_id from person_emails where address_key = ${x.email}
+      union all select distinct 6, person_id from person_phones where phone = ${x.phone ?? sql`null`}
+      union all select distinct 7, n.person_id from person_names n where n.name_key = ${x.name ?? sql`null`}
+        and exists (select 1 from person_employment_domains d where d.person_id = n.person_id and (${byDomain}))),
+    p as (select r, id from c where r <= 4 order by r limit 1),
+    k as (select r, id from c where r >= 5),
+    n as (select count(distinct r) as sets, min(r) as first from k),
+    common as (select id from k group by id having count(distinct r) = (select sets from n))
+    select case
+      when exists (select 1 from p) then
+        case when (select count(distinct r) from k where id = (select id from p)) < (select sets from n)
+          then json_array('conflict', null, null)
+          else json_array('found', (select id from p), case (select r from p) ${sql.raw(IDENTIFIER_RANKS)} end) end
+      when (select sets from n) = 0 then json_array('none', null, null)
+      when (select count(*) from common) = 1 then json_array('found', (select id from common), case (select first from n) ${sql.raw(KEY_RANKS)} end)
+      when (select count(*) from common) > 1 then json_array('ambiguous', null, null)
+      else json_array('conflict', null, null) end)`;
+}
+
+const IDENTIFIER_RANKS = IDENTIFIER_NAMES.map((name, i) => `when ${i + 1} then '${name}'`).join(" ");
+const KEY_RANKS = "when 5 then 'email' when 6 then 'phone' when 7 then 'name'";
+
+/** The match's status (matchSql), as an SQL expression. */
+export const matchStatusSql = (x: IdentifierExpressions): SQL => sql`coalesce(${matchSql(x)} ->> 0, 'none')`;
+
+/** What found the person (shared/identifiers.ts MATCHED_BY), as an SQL expression; null when nobody was. */
+export const matchedBySql = (x: IdentifierExpressions): SQL => sql`(${matchSql(x)} ->> 2)`;
+
+/**
+ * The id of the person the inputs match (matchSql), or null, as an SQL expression correlated with wherever the inputs
+ * come from. With a confidence floor, the person matched is null when no address of theirs reaches it (a 404, not
+ * charged): the next identifier's person is not tried instead.
  */
 export function personIdMatching(ids: IdentifierExpressions, filter?: LookupFilter): SQL {
-  const matched = sql`coalesce(
-    (select id from people where profnet_id = ${ids.profnetId}),
-    (select id from people where lower(profnet_public_identifier) = lower(${ids.profnetPublicIdentifier})),
-    (select id from people where codehost_id = ${ids.codehostId}),
-    (select id from people where lower(codehost_login) = lower(${ids.codehostLogin})))`;
-  // With a confidence floor, as matchingPersonId: a person none of whose addresses reaches it is matched by nobody.
+  const matched = sql`(${matchSql(ids)} ->> 1)`;
   if (filter === undefined || filter.minConfidence === null) return matched;
   return sql`(select m.id from (select ${matched} as id) m where exists (select 1 from person_emails e where e.person_id = m.id and ${served("e", filter)}))`;
 }
+
+/** personIdMatching for a single lookup's inputs. */
+export const matchingPersonId = (ids: PeopleIdentifiers, filter: LookupFilter): SQL => personIdMatching(boundIdentifiers(ids), filter);
 
 /** "Someone with this id exists", for statements that charge for people matched a moment before (an erasure may come between). */
 export const personExists = (personId: SQL): SQL => sql`exists (select 1 from people where id = ${personId})`;
@@ -98,13 +155,28 @@ export const personExists = (personId: SQL): SQL => sql`exists (select 1 from pe
 /** The people who hold an address (an SQL expression), in any letter case SQLite folds: by the lower(email) index. */
 export const peopleWithAddress = (email: SQL): SQL => sql`select person_id from person_emails where lower(email) = lower(${email})`;
 
+/**
+ * The person `p`'s name and work history as include=profile answers them (docs/api.md "include=profile"), as JSON:
+ * `name`, the name the sources reported last ({full, given, family, middle}, or null); `employment`, current first
+ * (then those the sources did not say of, then past ones), each newest start first, with its domains.
+ */
+const PROFILE_NAME = sql`(select json_object('full', full, 'given', given, 'family', family, 'middle', middle)
+    from person_names where person_id = p.id order by last_seen_at desc, id desc limit 1)`;
+const PROFILE_EMPLOYMENT = sql`(select json_group_array(json(entry)) from (select json_object('employer', w.employer,
+      'domains', json((select json_group_array(domain) from (select domain from person_employment_domains where employment_id = w.id order by domain))),
+      'title', w.title, 'start', w.start_date, 'end', w.end_date,
+      'current', case w.current when 1 then json('true') when 0 then json('false') end) as entry
+    from person_employment w where w.person_id = p.id
+    order by case w.current when 1 then 0 when 0 then 2 else 1 end, w.start_date is null, w.start_date desc, w.last_seen_at desc, w.id))`;
+
 /** The person's row as findPersonQuery reads it, with emails and phones as JSON arrays (not text): what lookup.ts's contactInfoFromSnapshot reads. */
 const PERSON_SNAPSHOT = (personId: SQL, filter: LookupFilter) => sql`(select json_object(
     'profnet_id', p.profnet_id, 'profnet_public_identifier', p.profnet_public_identifier, 'codehost_id', p.codehost_id, 'codehost_login', p.codehost_login,
     'codehost_username', p.codehost_username, 'socialnet_username', p.socialnet_username, 'microblog_username', p.microblog_username,
     'emails', json((select json_group_array(${storedEmailTuple("e", filter)}) from
       (select * from person_emails e where person_id = p.id and ${served("e", filter)} order by first_seen_at, id) e)),
-    'phones', json((select json_group_array(phone) from (select phone from person_phones where person_id = p.id order by first_seen_at, id))))
+    'phones', json((select json_group_array(phone) from (select phone from person_phones where person_id = p.id order by first_seen_at, id))),
+    'name', json(${PROFILE_NAME}), 'employment', json(${PROFILE_EMPLOYMENT}))
   from people p where p.id = ${personId})`;
 
 /**
@@ -120,9 +192,9 @@ export const personSnapshot = (personId: SQL, filter: LookupFilter): SQL => PERS
  */
 export function recordAccessesQuery(db: Database, disclosed: SQL, accountId: string, keyId: string, now: number) {
   return db.run(sql`
-    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login)
-    select p.id, ${accountId}, ${keyId}, ${now}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login
-    from people p where p.id in (${disclosed})`);
+    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login, matched_by)
+    select p.id, ${accountId}, ${keyId}, ${now}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login, d.matched_by
+    from (${disclosed}) d join people p on p.id = d.person_id`);
 }
 
 /**
@@ -136,7 +208,7 @@ export function freshVerificationsOf(personIds: SQL, since: number): SQL {
 }
 
 /** The statement that reads the matching person with the addresses served (each with its confidence) and phones, for use in a batch. */
-export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: LookupFilter) {
+export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: LookupFilter, profile = false) {
   return db.all<PersonRow>(sql`
     select p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
            p.codehost_username, p.socialnet_username, p.microblog_username,
@@ -144,8 +216,14 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: Lo
               (select * from person_emails e where person_id = p.id and ${served("e", filter)} order by first_seen_at, id) e) as emails,
            (select json_group_array(phone) from
               (select phone from person_phones where person_id = p.id order by first_seen_at, id)) as phones
+           ${profile ? sql`, ${PROFILE_NAME} as name, ${PROFILE_EMPLOYMENT} as employment` : sql``}
     from people p
     where p.id = ${matchingPersonId(ids, filter)}`);
+}
+
+/** The statement that reads what the single lookup's inputs came to (matchSql's status), for use in the same batch. */
+export function matchStatusQuery(db: Database, ids: PeopleIdentifiers) {
+  return db.all<{ status: MatchStatus }>(sql`select ${matchStatusSql(boundIdentifiers(ids))} as status`);
 }
 
 /**
@@ -154,10 +232,12 @@ export function findPersonQuery(db: Database, ids: PeopleIdentifiers, filter: Lo
  * writes only when the charge did (the charge is this connection's last insert, with this request's id). The
  * identifiers are read in the same transaction as the person the answer returns, so they are the same.
  */
-export function recordAccessQuery(db: Database, personId: SQL, accountId: string, keyId: string, requestId: string) {
+export function recordAccessQuery(db: Database, ids: PeopleIdentifiers, filter: LookupFilter, accountId: string, keyId: string, requestId: string) {
+  const personId = matchingPersonId(ids, filter);
   return db.run(sql`
-    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login)
-    select p.id, ${accountId}, ${keyId}, ${Date.now()}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login
+    insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, profnet_public_identifier, codehost_id, codehost_login, matched_by)
+    select p.id, ${accountId}, ${keyId}, ${Date.now()}, p.profnet_id, p.profnet_public_identifier, p.codehost_id, p.codehost_login,
+      ${matchedBySql(boundIdentifiers(ids))}
     from people p
     where p.id = ${personId} and changes() = 1 and ${chargedJustNow(requestId)}`);
 }

@@ -16,6 +16,7 @@ import { takeDueActivity } from "../identity/key-activity.ts";
 import { ApiError } from "../lib/errors.ts";
 import { readIdempotencyKey, sha256Hex } from "../lib/idempotency.ts";
 import { answerStatements, claimKeyStatements, matchItemsQuery, type BatchAnswer, type StoredItem } from "../people/bulk-store.ts";
+import type { MatchStatus } from "../people/store.ts";
 import { contactInfoFromSnapshot, parseMinConfidence, type PeopleInclude } from "../people/lookup.ts";
 import { access } from "./access.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
@@ -117,8 +118,17 @@ function replayed(items: readonly Item[], stored: readonly StoredItem[], include
     const reference = items[i]?.reference ?? null;
     const status = Number(s.status) as PeopleBulkResult["status"];
     if (status === 200 && s.person) return { status, reference, data: contactInfoFromSnapshot(s.person, include) };
-    return { status, reference, error: s.error ?? "", ...(s.reason === "daily_credit_cap" ? { reason: "daily_credit_cap" as const } : {}) };
+    const kept = ["daily_credit_cap", "ambiguous_match", "conflicting_inputs"] as const;
+    const reason = kept.find((r) => r === s.reason);
+    return { status, reference, error: s.error ?? "", ...(reason ? { reason } : {}) };
   });
+}
+
+/** The answer to an item whose inputs fit several people or name different ones (GET /v1/people's 404 and 409). */
+function unmatchedAnswer(status: "ambiguous" | "conflict"): { status: 404 | 409; error: string; reason: "ambiguous_match" | "conflicting_inputs" } {
+  return status === "ambiguous"
+    ? { status: 404, error: ERROR_MESSAGES.ambiguousMatch, reason: "ambiguous_match" }
+    : { status: 409, error: ERROR_MESSAGES.conflictingInputs, reason: "conflicting_inputs" };
 }
 
 async function lookupPeople(c: Context<AppEnv>) {
@@ -153,7 +163,7 @@ async function lookupPeople(c: Context<AppEnv>) {
   let batchId = requestId;
   const filter = { now, minConfidence };
   const match = matchItemsQuery(db, toMatch, filter);
-  let matched: { position: number; person_id: number | null }[];
+  let matched: { position: number; person_id: number | null; status: MatchStatus; matched_by: string | null }[];
   if (key !== null) {
     const claim = claimKeyStatements(db, { batchId, accountId: auth.accountId, actor: auth.actor, key, requestHash, token, now });
     const [, , , rows, stored, balance, matches] = await db.batch([...claim, balanceQuery(db, auth.accountId), match]);
@@ -175,13 +185,21 @@ async function lookupPeople(c: Context<AppEnv>) {
 
   // Round trip 2: one transaction charges, records, counts, keeps and reads.
   const personAt = new Map(matched.map((m) => [Number(m.position), m.person_id === null ? null : Number(m.person_id)]));
+  const matchOf = new Map(matched.map((m) => [Number(m.position), m]));
+  // An item whose inputs fit several people (404 ambiguous_match) or name different ones (409): free, as a miss.
+  const unmatched = new Map(
+    matched.flatMap((m) => (m.person_id === null && (m.status === "ambiguous" || m.status === "conflict") ? [[Number(m.position), unmatchedAnswer(m.status)] as const] : [])),
+  );
   const answer: BatchAnswer = {
     batchId,
     token,
     scratch: key === null ? { accountId: auth.accountId, actor: auth.actor, requestHash } : null,
     keep: key !== null,
     charge: { accountId: auth.accountId, keyId: auth.actor, cost: config.LOOKUP_COST, requestId, now, creditCaps: auth.creditCaps },
-    found: toMatch.flatMap(({ position }) => (personAt.get(position) != null ? [[position, personAt.get(position)!] as [number, number]] : [])),
+    found: toMatch.flatMap(({ position }) =>
+      personAt.get(position) != null ? [[position, personAt.get(position)!, matchOf.get(position)?.matched_by ?? null] as [number, number, string | null]] : [],
+    ),
+    unmatched: [...unmatched].map(([position, a]) => [position, a.status, a.error, a.reason ?? null] as [number, number, string, string | null]),
     notFound: toMatch.flatMap(({ position }) => (personAt.get(position) == null ? [position] : [])),
     invalid: items.flatMap((item, position) => (item.check.ok ? [] : [[position, item.check.error] as [number, string]])),
     filter,
@@ -216,6 +234,8 @@ async function lookupPeople(c: Context<AppEnv>) {
     const snapshot = person == null ? undefined : served.get(person);
     if (snapshot !== undefined) return { status: 200, reference, data: contactInfoFromSnapshot(snapshot, include) };
     if (cut !== null && position > cut) return { status: 402, reference, ...(refusal as { error: string }) };
+    const no = unmatched.get(position);
+    if (no !== undefined) return { reference, ...no };
     // Matched nobody; or matched, then erased between the two round trips, and so found by nobody.
     return { status: 404, reference, error: ERROR_MESSAGES.profileNotFound };
   });

@@ -2,6 +2,8 @@
  * Seeding and request helpers for route tests. They run inside workerd and reach the same libSQL
  * server as the Worker, through the same admin operations the CLI uses.
  */
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
+import { employerKey, foldName, nameKey, normaliseDomain, splitFullName } from "../../shared/people/names.ts";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { createClient } from "@libsql/client/web";
@@ -117,6 +119,9 @@ export async function insertPerson(p: {
   phones?: string[];
   /** The sources that reported each address (default one, "test"). */
   sources?: string[];
+  /** Names as the import stores them (keyed by shared/people/names.ts). */
+  names?: { full?: string; given?: string; family?: string; middle?: string }[];
+  employment?: { employer: string; domains?: string[]; title?: string; start?: string; end?: string; current?: boolean }[];
 }): Promise<number> {
   const [row] = await db
     .insert(schema.people)
@@ -133,12 +138,49 @@ export async function insertPerson(p: {
   const personId = row!.id;
   const now = Date.now();
   for (const [i, email] of (p.emails ?? []).entries()) {
-    const [added] = await db.insert(schema.personEmails).values({ personId, email, firstSeenAt: 1_000 + i, lastSeenAt: now }).returning({ id: schema.personEmails.id });
+    const [added] = await db
+      .insert(schema.personEmails)
+      .values({ personId, email, firstSeenAt: 1_000 + i, lastSeenAt: now, addressKey: canonicalAddress(email) })
+      .returning({ id: schema.personEmails.id });
     for (const source of p.sources ?? ["test"]) await db.insert(schema.personEmailSources).values({ emailId: added!.id, source, firstSeenAt: 1_000 + i, lastSeenAt: now });
   }
   for (const [i, phone] of (p.phones ?? []).entries()) {
     const [added] = await db.insert(schema.personPhones).values({ personId, phone, firstSeenAt: 1_000 + i, lastSeenAt: now }).returning({ id: schema.personPhones.id });
     await db.insert(schema.personPhoneSources).values({ phoneId: added!.id, source: "test", firstSeenAt: 1_000 + i, lastSeenAt: now });
+  }
+  for (const [i, name] of (p.names ?? []).entries()) {
+    const parts = name.given !== undefined || name.family !== undefined ? name : splitFullName(name.full ?? "");
+    const full = name.full ?? [name.given, name.middle, name.family].filter(Boolean).join(" ");
+    await db.insert(schema.personNames).values({
+      personId,
+      full,
+      given: parts.given ?? null,
+      family: parts.family ?? null,
+      middle: parts.middle ?? null,
+      folded: foldName(full),
+      nameKey: nameKey(parts),
+      firstSeenAt: 1_000 + i,
+      lastSeenAt: now + i,
+    });
+  }
+  for (const [i, job] of (p.employment ?? []).entries()) {
+    const key = employerKey(job.employer)!;
+    const [added] = await db
+      .insert(schema.personEmployment)
+      .values({
+        personId,
+        employer: job.employer,
+        employerKey: key,
+        title: job.title ?? null,
+        startDate: job.start ?? null,
+        endDate: job.end ?? null,
+        current: job.current === undefined ? null : job.current ? 1 : 0,
+        entryKey: `${key}\u0000${foldName(job.title ?? "")}\u0000${job.start ?? ""}`,
+        firstSeenAt: 1_000 + i,
+        lastSeenAt: now,
+      })
+      .returning({ id: schema.personEmployment.id });
+    for (const domain of job.domains ?? []) await db.insert(schema.personEmploymentDomains).values({ employmentId: added!.id, personId, domain: normaliseDomain(domain)! });
   }
   return personId;
 }

@@ -7,7 +7,7 @@
  * lines are handed out a chunk at a time to be written. Each line is checked by the single lookup's rules
  * (shared/identifiers.ts): one that fails them is answered invalid, with the message GET /v1/people would give.
  */
-import { checkIdentifiers, guessIdentifierColumns, columnName, identifiersKey, IDENTIFIER_NAMES, MAX_IDENTIFIER_LENGTH, type IdentifierName, type Identifiers } from "../../../shared/identifiers.ts";
+import { checkIdentifiers, guessIdentifierColumns, columnName, identifiersKey, LOOKUP_FIELDS, MAX_IDENTIFIER_LENGTH, type LookupField, type Identifiers } from "../../../shared/identifiers.ts";
 import { LOOKUP_JOB_CONTENT_TYPES, LOOKUP_JOB_LIMITS, LOOKUP_JOB_MESSAGES } from "../../../shared/lookup-jobs.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { csvRecords, jsonlLines } from "../intake.ts";
@@ -15,10 +15,10 @@ import { csvRecords, jsonlLines } from "../intake.ts";
 export type ListFormat = "csv" | "jsonl";
 
 /** Where each identifier is read: a CSV column's index (and its header), or a JSON Lines field. */
-export type ListPlan = { format: ListFormat; header: string[] | null; columns: Partial<Record<IdentifierName, { index: number; name: string }>> };
+export type ListPlan = { format: ListFormat; header: string[] | null; columns: Partial<Record<LookupField, { index: number; name: string }>> };
 
 /** The identifiers a request names columns for (<identifier>_column), or none: guess. */
-export type NamedColumns = Partial<Record<IdentifierName, string>>;
+export type NamedColumns = Partial<Record<LookupField, string>>;
 
 /** A line as stored: the customer's own (JSON text), and its identifiers or the 400 it fails with. */
 export type PreparedLine = { input: string; ids: Identifiers | null; error: string | null };
@@ -35,7 +35,7 @@ export function listFormat(contentType: string): ListFormat {
 /** The <identifier>_column parameters: each 1..256 characters when given; none given means guess. */
 export function namedColumns(query: Readonly<Record<string, string | undefined>>): NamedColumns {
   const named: NamedColumns = {};
-  for (const name of IDENTIFIER_NAMES) {
+  for (const name of LOOKUP_FIELDS) {
     const raw = query[`${name}_column`];
     if (raw === undefined) continue;
     const value = raw.trim();
@@ -45,35 +45,39 @@ export function namedColumns(query: Readonly<Record<string, string | undefined>>
   return named;
 }
 
+/** Inputs that only qualify another (a phone's country, a name's company). */
+const QUALIFIERS: ReadonlySet<string> = new Set(["country", "company", "company_domain"]);
+
 /** A CSV header's columns for the identifiers: the named ones (each must exist), else the guessed ones; at least one. */
 function csvPlan(header: string[], named: NamedColumns): ListPlan {
   const columns: ListPlan["columns"] = {};
   const names = header.map(columnName);
   if (Object.keys(named).length > 0) {
-    for (const [identifier, wanted] of Object.entries(named) as [IdentifierName, string][]) {
+    for (const [identifier, wanted] of Object.entries(named) as [LookupField, string][]) {
       const index = names.indexOf(columnName(wanted));
       if (index < 0) throw new ApiError(400, LOOKUP_JOB_MESSAGES.noSuchColumn(`${identifier}_column`, wanted, header));
       columns[identifier] = { index, name: header[index]!.trim() };
     }
   } else {
-    for (const [identifier, index] of Object.entries(guessIdentifierColumns(header)) as [IdentifierName, number][]) columns[identifier] = { index, name: header[index]!.trim() };
+    for (const [identifier, index] of Object.entries(guessIdentifierColumns(header)) as [LookupField, number][]) columns[identifier] = { index, name: header[index]!.trim() };
   }
-  if (Object.keys(columns).length === 0) throw new ApiError(400, LOOKUP_JOB_MESSAGES.noIdentifierColumn);
+  // country and a company say nothing alone: a list needs a column that finds someone.
+  if (!Object.keys(columns).some((name) => !QUALIFIERS.has(name))) throw new ApiError(400, LOOKUP_JOB_MESSAGES.noIdentifierColumn);
   return { format: "csv", header, columns };
 }
 
 /** JSON Lines' fields for the identifiers: the named ones, else each identifier's own name. */
 function jsonlPlan(named: NamedColumns): ListPlan {
-  const fields: NamedColumns = Object.keys(named).length > 0 ? named : Object.fromEntries(IDENTIFIER_NAMES.map((n) => [n, n]));
+  const fields: NamedColumns = Object.keys(named).length > 0 ? named : Object.fromEntries(LOOKUP_FIELDS.map((n) => [n, n]));
   const columns: ListPlan["columns"] = {};
-  for (const [identifier, name] of Object.entries(fields) as [IdentifierName, string][]) columns[identifier] = { index: -1, name };
+  for (const [identifier, name] of Object.entries(fields) as [LookupField, string][]) columns[identifier] = { index: -1, name };
   return { format: "jsonl", header: null, columns };
 }
 
 /** The identifiers' values of one line by the plan. */
 function valuesOf(plan: ListPlan, line: string[] | Record<string, unknown>): Record<string, unknown> {
   const values: Record<string, unknown> = {};
-  for (const [identifier, column] of Object.entries(plan.columns) as [IdentifierName, { index: number; name: string }][]) {
+  for (const [identifier, column] of Object.entries(plan.columns) as [LookupField, { index: number; name: string }][]) {
     values[identifier] = Array.isArray(line) ? line[column.index] : line[column.name];
   }
   return values;

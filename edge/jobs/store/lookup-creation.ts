@@ -93,10 +93,11 @@ export async function writeLookupLines(db: Database, jobId: string, chunks: Asyn
         line.ids ? null : "invalid",
         line.error,
         line.ids ? null : now,
+        line.ids?.keys === undefined ? null : JSON.stringify(line.ids.keys),
       ]);
       pending.push(
-        db.run(sql`insert into lookup_job_lines (job_id, position, input, profnet_id, profnet_public_identifier, codehost_id, codehost_login, state, outcome, error, answered_at)
-          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8, value ->> 9
+        db.run(sql`insert into lookup_job_lines (job_id, position, input, profnet_id, profnet_public_identifier, codehost_id, codehost_login, state, outcome, error, answered_at, lookup_keys)
+          select ${jobId}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8, value ->> 9, value ->> 10
           from json_each(${JSON.stringify(rows)}) where (select creating from lookup_jobs where id = ${jobId}) = 1`),
       );
       inTransaction += rows.length;

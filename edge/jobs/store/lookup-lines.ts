@@ -7,7 +7,7 @@
  * that dies, a message delivered twice or a failed write leaves each line as it was or answered, charged at most once.
  */
 import { LINES_PER_TURN } from "../queue.ts";
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { ERROR_MESSAGES } from "../../../shared/api.ts";
 import { chargeRankedQuery, countBulkLookupsQuery, lookupsCovered, balanceBelow, type LookupCharge } from "../../money/credits.ts";
 import type { Database } from "../../db/client.ts";
@@ -15,7 +15,7 @@ import type { CreditCap } from "../../caller.ts";
 import { actorGoneReason, actorLive, decodeCreditCaps } from "../../identity/store/keys.ts";
 import { rowsAffected, type RawRow } from "../../db/rows.ts";
 import type { lookupJobLines, lookupJobVerdicts } from "../../db/schema.ts";
-import { freshVerificationsOf, personIdMatching, personSnapshot, recordAccessesQuery } from "../../people/store.ts";
+import { freshVerificationsOf, matchedBySql, matchStatusSql, personIdMatching, personSnapshot, recordAccessesQuery, type IdentifierExpressions, type LookupFilter } from "../../people/store.ts";
 import { ACCOUNT_ACTIVE, batch, cancelStatement, completeIfDone, LOOKUP_JOB_COLUMNS, type LookupJobRow, type Statement } from "./lookup-rows.ts";
 
 /** Lines a turn takes (one queue message): hundreds per statement, so a 100,000-line job is a few hundred transactions. */
@@ -45,6 +45,18 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
   // the `+` in the ranking's order keeps it from walking the job's lines in position order to save a sort of 500.
   const mine = sql`job_id = ${J} and turn = ${turn}`;
   const line = (column: string) => sql.raw(`lookup_job_lines.${column}`);
+  // A line's inputs: the four identifiers, and when it gives an email, phone or name, their keys (lookup_keys). A line
+  // with the identifiers alone takes the identifiers' own statement (no probes of the other inputs).
+  const identifiers = {
+    profnetId: line("profnet_id"),
+    profnetPublicIdentifier: line("profnet_public_identifier"),
+    codehostId: line("codehost_id"),
+    codehostLogin: line("codehost_login"),
+  };
+  const key = (name: string) => sql.raw(`(lookup_job_lines.lookup_keys ->> '${name}')`);
+  const withKeys = { ...identifiers, email: key("email"), phone: key("phone"), name: key("name"), domain: key("domain"), company: key("company") };
+  const matchLine = (of: (x: IdentifierExpressions, f?: LookupFilter) => SQL, f?: LookupFilter) =>
+    sql`(case when lookup_job_lines.lookup_keys is null then ${of(identifiers, f)} else ${of(withKeys, f)} end)`;
   // This turn's pending lines that found someone no earlier line of the job was charged for, each person once (their
   // first line here), ranked in line order: what the charge covers the first of.
   // Set-based: the turn's lines grouped by person (their first line), then those no earlier line charged; a correlated
@@ -70,12 +82,8 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
         updated_at = case when status = 'queued' then ${now} else updated_at end
       where id = ${J} and status in ('queued', 'running') and creating = 0 and ${ACCOUNT_ACTIVE}`),
     // Take the next pending lines (only of a running job of an active account), matched to people as they are taken.
-    db.run(sql`update lookup_job_lines set turn = ${turn}, person_id = ${personIdMatching({
-      profnetId: line("profnet_id"),
-      profnetPublicIdentifier: line("profnet_public_identifier"),
-      codehostId: line("codehost_id"),
-      codehostLogin: line("codehost_login"),
-    }, filter)}
+    db.run(sql`update lookup_job_lines set turn = ${turn}, person_id = ${matchLine(personIdMatching, filter)}, matched_by = ${matchLine(matchedBySql)},
+        error = case ${matchLine(matchStatusSql)} when 'ambiguous' then ${ERROR_MESSAGES.ambiguousMatch} when 'conflict' then ${ERROR_MESSAGES.conflictingInputs} end
       where rowid in (select rowid from lookup_job_lines where job_id = ${J} and state = 'pending' order by position limit ${max})
         and (select status from lookup_jobs where id = ${J} and ${ACCOUNT_ACTIVE}) = 'running'`),
     // Read once, before the charge moves the balance and the caps.
@@ -92,7 +100,7 @@ export function turnStatements(db: Database, job: TurnJob, turn: string, max: nu
     countBulkLookupsQuery(db, charge, sql`0`, sql`changes()`),
     db.run(sql`update lookup_job_lines set state = 'done', outcome = 'not_found', answered_at = ${now} where ${mine} and state = 'pending' and person_id is null`),
     countBulkLookupsQuery(db, charge, sql`changes()`, sql`0`),
-    recordAccessesQuery(db, sql`select person_id from lookup_job_lines where ${mine} and charged = 1`, charge.accountId, charge.keyId, now),
+    recordAccessesQuery(db, sql`select person_id, matched_by from lookup_job_lines where ${mine} and charged = 1`, charge.accountId, charge.keyId, now),
     ...(Number(job.verify_emails) === 1
       ? [
           db.run(sql`insert into lookup_job_verdicts (job_id, email, classification, reason, smtp_outcome, checked_at, source)
