@@ -18,6 +18,7 @@ import { PEOPLE_AUDIT_ACCOUNT_ID } from "../../edge/identity/internal-accounts.t
 import { iso } from "../../edge/db/rows.ts";
 import { moveLookupLinesStatement, movedRows, restoreLookupLinesStatement, type MovedRows } from "../../edge/jobs/store/lookup-erasure.ts";
 import { moveBatchItemsStatement, restoreBatchItemsStatement } from "../../edge/people/bulk-store.ts";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { AdminError } from "./accounts.ts";
 import { loadPerson, type HeldPerson } from "./people-privacy.ts";
 import { IDENTIFIER_FIELDS, PERSON_FIELDS, type PersonRecord } from "./people-record.ts";
@@ -235,9 +236,10 @@ export async function undoMergeCandidate(client: Client, id: number): Promise<{ 
       statements.push({ sql: "update person_emails set person_id = ? where id = ?", args: [merged.id, e.id] });
     } else {
       statements.push({
-        sql: `insert into person_emails (id, person_id, email, first_seen_at, last_seen_at, classification, smtp_outcome, reason, checked_at, undeliverable_at, address_hash)
-          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        args: [e.id, merged.id, e.email, e.first_seen_at, e.last_seen_at, e.classification, e.smtp_outcome, e.reason, e.checked_at, e.undeliverable_at, e.address_hash],
+        // address_key is derived from the spelling (the snapshot does not carry it): a lookup by email matches on it.
+        sql: `insert into person_emails (id, person_id, email, address_key, first_seen_at, last_seen_at, classification, smtp_outcome, reason, checked_at, undeliverable_at, address_hash)
+          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        args: [e.id, merged.id, e.email, canonicalAddress(e.email), e.first_seen_at, e.last_seen_at, e.classification, e.smtp_outcome, e.reason, e.checked_at, e.undeliverable_at, e.address_hash],
       });
     }
     statements.push({ sql: "delete from person_email_sources where email_id = ?", args: [e.id] });

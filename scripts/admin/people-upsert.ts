@@ -301,9 +301,10 @@ const OWNER_ID = `coalesce(value ->> 'person_id', case value ->> 'by'
     when 'codehost_id' then (select id from people where codehost_id = value ->> 'key')
     when 'codehost_login' then (select id from people where lower(codehost_login) = lower(value ->> 'key'))
   end)`;
+/** address_key is computed here (canonicalAddress), not in SQL: a lookup by email matches on it. */
 const INSERT_EMAILS = `
-  insert into person_emails (person_id, email, first_seen_at, last_seen_at)
-  select ${OWNER_ID}, value ->> 'email', ?1, ?1 from json_each(?2)`;
+  insert into person_emails (person_id, email, address_key, first_seen_at, last_seen_at)
+  select ${OWNER_ID}, value ->> 'email', value ->> 'address_key', ?1, ?1 from json_each(?2)`;
 const INSERT_PHONES = `
   insert into person_phones (person_id, phone, first_seen_at, last_seen_at)
   select ${OWNER_ID}, value ->> 'phone', ?1, ?1 from json_each(?2)`;
@@ -379,7 +380,9 @@ function writeStatements(plan: BatchPlan, now: number): InStatement[] {
     INSERT_EMAILS,
     [now],
     plan.people.flatMap((person) =>
-      [...person.emails.values()].filter((email) => email.id === null).map(({ email }) => ({ ...ownerOf(person), email })),
+      [...person.emails.entries()]
+        .filter(([, email]) => email.id === null)
+        .map(([addressKey, { email }]) => ({ ...ownerOf(person), email, address_key: addressKey })),
     ),
   );
   add(

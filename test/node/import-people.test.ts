@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AdminError } from "../../scripts/admin/accounts.ts";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { importPeople } from "../../scripts/admin/people-import.ts";
 import { parsePersonRecord } from "../../scripts/admin/people-record.ts";
 import { upsertPeopleBatch } from "../../scripts/admin/people-upsert.ts";
@@ -159,6 +160,18 @@ describe("happy paths", () => {
     expect(await storedPeople()).toEqual([
       expect.objectContaining({ profnet_id: Number.MAX_SAFE_INTEGER, codehost_id: 9007199254740990, socialnet_username: "big" }),
     ]);
+  });
+});
+
+describe("address_key", () => {
+  it("stores each new address with its canonical key (the key a lookup by email matches on)", async () => {
+    const path = await writeLines("keys.jsonl", [{ codehost_login: "keyed", email_addresses: ["Ada.L+news@Gmail.com", "ada@example.com"] }]);
+    await importPeople(client, path);
+    const { rows } = await client.execute("select email, address_key from person_emails order by id");
+    expect(rows.map((row) => [row.email, row.address_key])).toEqual(
+      rows.map((row) => [row.email, canonicalAddress(String(row.email))]),
+    );
+    expect(rows.every((row) => typeof row.address_key === "string" && row.address_key.length > 0)).toBe(true);
   });
 });
 
