@@ -234,5 +234,19 @@ export function guessIdentifierColumns(header: readonly string[]): Partial<Recor
       taken.add(at);
     }
   }
+  // A guess reads only what can find someone: a name with a company or its domain, a country with a phone. A "Name"
+  // column beside an identifier column (a CRM's own) is kept as the customer's, not read as an input.
+  if (out.company === undefined && out.company_domain === undefined) {
+    delete out.full_name;
+    delete out.first_name;
+    delete out.last_name;
+  }
+  // One name: first_name with last_name where both are there (more exact than a full name), else the full name.
+  if (out.first_name !== undefined && out.last_name !== undefined) delete out.full_name;
+  else {
+    delete out.first_name;
+    delete out.last_name;
+  }
+  if (out.phone === undefined) delete out.country;
   return out;
 }

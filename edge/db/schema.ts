@@ -955,6 +955,8 @@ export const lookupJobs = sqliteTable(
     columns: text("columns").notNull(),
     /** include=email_details (implied by verify_emails). */
     emailDetails: integer("email_details").notNull().default(0),
+    /** include=profile: each found line's data carries the person's name and employment (0028). */
+    profile: integer("profile").notNull().default(0),
     verifyEmails: integer("verify_emails").notNull().default(0),
     /** min_confidence (0-100): addresses below it are left out, and a line whose person is left with none finds nobody; null: none. */
     minConfidence: integer("min_confidence"),

@@ -160,8 +160,9 @@ function registerTools(server: McpServer, call: Call): void {
     {
       title: "Look up a person's contact details",
       description:
-        "A person's emails (personal and work), phone numbers and handles from one identifier: profnet_id, profnet_public_identifier, codehost_id or codehost_login (at least one; several are tried in that order). " +
-        "Costs LOOKUP_COST credits (usually 1) when someone is found, nothing when not (a 404 tool error). include=email_details adds when each address was seen and checked; min_confidence (0-100) leaves out weaker addresses. Needs people:read.",
+        "A person's emails (personal and work), phone numbers and handles from one identifier (profnet_id, profnet_public_identifier, codehost_id or codehost_login; several are tried in that order), " +
+        "or from what a CRM holds: an email, a phone (E.164, or national with country), or full_name (or first_name and last_name) with company_domain or company. Every input given must point at the same person: two people is a 409 tool error, and a name that fits several people is a 404 (ambiguous_match), never a guess. " +
+        "Costs LOOKUP_COST credits (usually 1) when someone is found, nothing when not (a 404 tool error). include=email_details adds when each address was seen and checked; include=profile adds the name and employment; min_confidence (0-100) leaves out weaker addresses. Needs people:read.",
       inputSchema: PeopleQuery.shape,
       outputSchema: ContactInfo.shape,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },

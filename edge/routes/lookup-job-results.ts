@@ -6,7 +6,7 @@
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { ContactInfo, EmailDetail } from "../../shared/api.ts";
+import { PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
 import { LOOKUP_JOB_MESSAGES, LOOKUP_JOBS_PATH, LOOKUP_LINE_STATUSES, LookupJobResultsPage, type LookupJobResult, type LookupLineStatus } from "../../shared/lookup-jobs.ts";
 import { requestDatabase, type Database } from "../db/client.ts";
 import { iso } from "../db/rows.ts";
@@ -96,7 +96,7 @@ function viewOf(job: LookupJobRow): View {
     header,
     names,
     namesChars: names.reduce((n, name) => n + name.length, 0),
-    include: Number(job.email_details) === 1 ? new Set<PeopleInclude>(["email_details"]) : new Set(),
+    include: new Set<PeopleInclude>(PEOPLE_INCLUDES.filter((name) => Number(name === "profile" ? job.profile : job.email_details) === 1)),
     verify: Number(job.verify_emails) === 1,
   };
 }

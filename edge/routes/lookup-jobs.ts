@@ -137,7 +137,9 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
   // The parameters first: a bad one costs no reading of the list.
   const dryRun = booleanParam("dry_run", query.dry_run);
   const verifyEmails = booleanParam("verify_emails", query.verify_emails);
-  const emailDetails = verifyEmails || parseIncludes(query.include).has("email_details");
+  const includes = parseIncludes(query.include);
+  const emailDetails = verifyEmails || includes.has("email_details");
+  const profile = includes.has("profile");
   const minConfidence = parseMinConfidence(query.min_confidence);
   const named = namedColumns(query);
   const retentionSeconds = parseRetentionSeconds(query.retention_seconds, config.JOB_RETENTION_SECONDS);
@@ -171,7 +173,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
   }
 
   // The request: the list's bytes and what was asked of it (a retention left to its default is not part of it).
-  const requestHash = await sha256Hex(JSON.stringify([await sha256Hex(bytes), format, named, emailDetails, verifyEmails, minConfidence, callbackUrl, query.retention_seconds === undefined ? null : retentionSeconds]));
+  const requestHash = await sha256Hex(JSON.stringify([await sha256Hex(bytes), format, named, emailDetails, verifyEmails, ...(profile ? ["profile"] : []), minConfidence, callbackUrl, query.retention_seconds === undefined ? null : retentionSeconds]));
   const id = newId("lkj");
   const started = await startLookupJob(
     db,
@@ -186,6 +188,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
       format,
       columns: JSON.stringify({ header: scanned.plan.header, columns }),
       emailDetails,
+      profile,
       verifyEmails,
       minConfidence,
       callbackUrl,

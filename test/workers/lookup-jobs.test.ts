@@ -183,7 +183,7 @@ describe("bad input", () => {
   it("is a clear 4xx naming the problem; nothing is created or charged", async () => {
     const { token, accountId } = await newAccount(5);
     const cases: [string, string, string, number, string][] = [
-      ["no identifier column", csv([["name", "email"], ["Ada", "ada@example.org"]]), "", 400, LOOKUP_JOB_MESSAGES.noIdentifierColumn],
+      ["no identifier column", csv([["name", "notes"], ["Ada", "ada@example.org"]]), "", 400, LOOKUP_JOB_MESSAGES.noIdentifierColumn],
       ["a named column not in the header", csv([["name", "li"], ["Ada", "ada"]]), "?profnet_public_identifier_column=linkedin", 400, LOOKUP_JOB_MESSAGES.noSuchColumn("profnet_public_identifier_column", "linkedin", ["name", "li"])],
       ["a header only", "profnet_id\r\n", "", 400, LOOKUP_JOB_MESSAGES.empty],
       // The one intake's words (edge/jobs/intake.ts), as for verification jobs: never a byte of the file.
@@ -192,7 +192,7 @@ describe("bad input", () => {
       ["a spreadsheet", "PK\u0003\u0004xl/workbook.xml", "", 400, "The file is not a CSV file: it looks like an Excel workbook (.xlsx) or another ZIP archive. Save the list as CSV (comma-separated values) and send that"],
       ["a line over 65,536 characters", `profnet_id,notes\n1,${"x".repeat(70_000)}\n`, "", 400, "Line 2: a line is at most 65,536 characters, all its columns together"],
       ["100,001 lines", `codehost_id\n${"1\n".repeat(100_001)}`, "", 413, LOOKUP_JOB_MESSAGES.tooManyLines],
-      ["a bad include", csv([["profnet_id"], [1]]), "?include=emails", 400, 'Unknown include "emails": expected email_details'],
+      ["a bad include", csv([["profnet_id"], [1]]), "?include=emails", 400, 'Unknown include "emails": expected email_details, profile'],
       ["a bad verify_emails", csv([["profnet_id"], [1]]), "?verify_emails=yes", 400, "verify_emails must be true or false"],
     ];
     for (const [what, body, query, status, error] of cases) {

@@ -99,7 +99,7 @@ describe("the MCP endpoint", () => {
     }
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     // The routes' own schemas: GET /v1/people's parameters, POST /v1/people/bulk's body, the verification's answer.
-    expect(Object.keys(byName.lookup_person!.inputSchema.properties!).sort()).toEqual(["codehost_id", "codehost_login", "include", "min_confidence", "profnet_id", "profnet_public_identifier"]);
+    expect(Object.keys(byName.lookup_person!.inputSchema.properties!).sort()).toEqual(["codehost_id", "codehost_login", "company", "company_domain", "country", "email", "first_name", "full_name", "include", "last_name", "min_confidence", "phone", "profnet_id", "profnet_public_identifier"]);
     expect(byName.lookup_people!.inputSchema.required).toEqual(["requests"]);
     expect(Object.keys(byName.verify_email!.outputSchema!.properties!)).toEqual(expect.arrayContaining(["email", "classification", "score", "checks"]));
     expect(byName.enrich_list!.inputSchema.properties).toHaveProperty("confirm_quote_id");

@@ -135,7 +135,7 @@ describe("POST /v1/people/bulk: the envelope", () => {
       [{ requests: [] }, 400, BULK_LOOKUP_MESSAGES.requestsRequired],
       [{}, 400, BULK_LOOKUP_MESSAGES.requestsRequired],
       [{ requests: Array.from({ length: 101 }, () => item) }, 400, "Too many requests: a batch holds at most 100 (101 given)"],
-      [{ requests: [item], include: ["emails"] }, 400, 'Unknown include "emails": expected email_details'],
+      [{ requests: [item], include: ["emails"] }, 400, 'Unknown include "emails": expected email_details, profile'],
       [{ requests: [item], include: "email_details" }, 400, BULK_LOOKUP_MESSAGES.includeNotAList],
     ];
     for (const [body, status, error] of cases) {

@@ -62,6 +62,7 @@ CREATE UNIQUE INDEX `person_names_person_folded_unique` ON `person_names` (`pers
 CREATE INDEX `person_names_key_idx` ON `person_names` (`name_key`,`person_id`);--> statement-breakpoint
 ALTER TABLE `lookup_job_lines` ADD `lookup_keys` text;--> statement-breakpoint
 ALTER TABLE `lookup_job_lines` ADD `matched_by` text;--> statement-breakpoint
+ALTER TABLE `lookup_jobs` ADD `profile` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE `person_access_log` ADD `matched_by` text;--> statement-breakpoint
 ALTER TABLE `person_emails` ADD `address_key` text;--> statement-breakpoint
 CREATE INDEX `person_emails_address_key_idx` ON `person_emails` (`address_key`);--> statement-breakpoint

@@ -29,6 +29,8 @@ export type NewLookupJob = {
   format: "csv" | "jsonl";
   columns: string;
   emailDetails: boolean;
+  /** include=profile. */
+  profile: boolean;
   verifyEmails: boolean;
   minConfidence: number | null;
   callbackUrl: string | null;
@@ -50,10 +52,10 @@ export type StartedLookupJob =
 export async function startLookupJob(db: Database, job: NewLookupJob, maxUnfinished: number): Promise<StartedLookupJob> {
   const now = Date.now();
   const [inserted, existing] = await db.batch([
-    db.run(sql`insert into lookup_jobs (id, account_id, actor, credit_caps, cost, max_credits, status, total, format, columns, email_details, verify_emails,
+    db.run(sql`insert into lookup_jobs (id, account_id, actor, credit_caps, cost, max_credits, status, total, format, columns, email_details, profile, verify_emails,
         min_confidence, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds)
       select ${job.id}, ${job.accountId}, ${job.actor}, ${job.creditCaps}, ${job.cost}, ${job.maxCredits}, 'queued', ${job.total}, ${job.format}, ${job.columns},
-        ${job.emailDetails ? 1 : 0}, ${job.verifyEmails ? 1 : 0}, ${job.minConfidence}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
+        ${job.emailDetails ? 1 : 0}, ${job.profile ? 1 : 0}, ${job.verifyEmails ? 1 : 0}, ${job.minConfidence}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
       where ${unfinishedLookupJobs(job.accountId)} < ${maxUnfinished}
       on conflict do nothing`),
     db.all<LookupJobRow & { creating: number }>(sql`select ${LOOKUP_JOB_COLUMNS}, creating from lookup_jobs

@@ -22,7 +22,7 @@ export type LookupJobRow = RawRow<Omit<typeof lookupJobs.$inferSelect, "idempote
 };
 
 export const LOOKUP_JOB_COLUMNS = sql.raw(
-  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, cancel_reason, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, verify_emails, min_confidence, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
+  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, cancel_reason, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, profile, verify_emails, min_confidence, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
 );
 
 const WITH_VERDICTS = sql`${LOOKUP_JOB_COLUMNS}, (select count(*) from lookup_job_verdicts v where v.job_id = lookup_jobs.id and v.source = 'stored') as stored_verdicts`;
@@ -56,7 +56,7 @@ export function lookupJobJson(row: LookupJobRow, verifyMaxAgeSeconds: number): L
     counts: { found: Number(row.found), not_found: Number(row.not_found), invalid: Number(row.invalid), refused: Number(row.refused), erased: Number(row.erased) },
     credits: { cost_per_line: Number(row.cost), max: Number(row.max_credits), charged: Number(row.credits_charged) },
     input: { format: row.format, columns: columnsOf(row).columns },
-    include: Number(row.email_details) === 1 ? [...PEOPLE_INCLUDES] : [],
+    include: PEOPLE_INCLUDES.filter((name) => Number(name === "profile" ? row.profile : row.email_details) === 1),
     verify_emails: verifying,
     min_confidence: row.min_confidence === null ? null : Number(row.min_confidence),
     verification: verifying
