@@ -186,13 +186,19 @@ const LOOKUP_CSV_COLUMNS = [
   "lookup_microblog_username",
 ] as const;
 
+/** With include=profile, after LOOKUP_CSV_COLUMNS: the person's full name and the first employment (current first). */
+const PROFILE_CSV_COLUMNS = ["lookup_full_name", "lookup_employer", "lookup_title", "lookup_employer_domains"] as const;
+
 const csvLine = (cells: readonly (string | number | null | undefined)[]) => `${cells.map(csvCell).join(",")}\r\n`;
 
 /** A line of the CSV download: the customer's cells (padded to the header), then what was found, or the line's state. */
 function csvRow(row: ResultRow, view: View, width: number, verdicts: ReadonlyMap<string, VerdictRow>, notAnswered: string): string {
   const own = view.format === "csv" ? (JSON.parse(row.input) as string[]) : [row.input];
   const cells: (string | number | null)[] = [...own, ...Array.from({ length: Math.max(0, width - own.length) }, () => "")];
-  if (row.state === "pending") return csvLine([...cells, notAnswered, ...Array.from({ length: LOOKUP_CSV_COLUMNS.length - 1 + (view.verify ? 1 : 0) }, () => null)]);
+  const profile = view.include.has("profile");
+  if (row.state === "pending") {
+    return csvLine([...cells, notAnswered, ...Array.from({ length: LOOKUP_CSV_COLUMNS.length - 1 + (profile ? PROFILE_CSV_COLUMNS.length : 0) + (view.verify ? 1 : 0) }, () => null)]);
+  }
   const result = lineResult(row, view, verdicts);
   const d = result.data;
   const join = (list: readonly string[] | undefined) => (list ?? []).join("; ");
@@ -210,8 +216,11 @@ function csvRow(row: ResultRow, view: View, width: number, verdicts: ReadonlyMap
     d?.socialnet_username ?? null,
     d?.microblog_username ?? null,
   ];
+  // include=profile: the name, and the first employment as the answer orders it (current first).
+  const job = d?.employment?.[0];
+  const profileCells = profile ? [d?.name?.full ?? null, job?.employer ?? null, job?.title ?? null, job ? job.domains.join("; ") : null] : [];
   const verdictCell = view.verify ? [(d?.email_details ?? []).map((e) => `${e.email} ${e.verification?.classification ?? "unverified"}`).join("; ")] : [];
-  return csvLine([...cells, ...found, ...verdictCell]);
+  return csvLine([...cells, ...found, ...profileCells, ...verdictCell]);
 }
 
 /** Every line (or those with the statuses asked for) as CSV or JSON Lines, streamed a database read at a time. */
@@ -227,7 +236,7 @@ async function download(c: Context<AppEnv>, job: LookupJobRow, view: View, forma
       if (!headerSent) {
         headerSent = true;
         const own = view.format === "csv" ? keptColumnNames(view.header, width) : ["input"];
-        return controller.enqueue(encoder.encode(csvLine([...own, ...LOOKUP_CSV_COLUMNS, ...(view.verify ? ["lookup_email_verdicts"] : [])])));
+        return controller.enqueue(encoder.encode(csvLine([...own, ...LOOKUP_CSV_COLUMNS, ...(view.include.has("profile") ? PROFILE_CSV_COLUMNS : []), ...(view.verify ? ["lookup_email_verdicts"] : [])])));
       }
       const rows = filter.length > 0 ? await rowsWithOutcomesQuery(db, job.id, filter, position, DOWNLOAD_PAGE) : await resultRowsQuery(db, job.id, position, DOWNLOAD_PAGE);
       if (rows.length === 0) return controller.close();
