@@ -3,10 +3,10 @@
  * employers it stores with these functions and a lookup keys what the caller gives with the same ones, so the two agree
  * by construction. Pure and I/O-free: the Worker, the admin CLI and the console's list preview import it.
  *
- * - Case, accents and punctuation do not count: NFKD, combining marks dropped, the few Latin letters that do not
+ * - Case, accents and punctuation do not count: NFKD, combining marks on Latin letters dropped, the few Latin letters that do not
  *   decompose spelled out (ß ss, æ ae, œ oe, ø o, ł l, đ d, ð d, þ th, ı i), lower-cased, anything that is not a letter or
- *   a digit a space. "José Núñez-Ortiz" and "jose nunez ortiz" compare equal. Scripts without accents (Cyrillic, Greek,
- *   CJK) compare lower-cased as written; nothing is transliterated between scripts.
+ *   a digit a space. "José Núñez-Ortiz" and "jose nunez ortiz" compare equal. Other scripts (Cyrillic, Greek, CJK)
+ *   compare lower-cased as written, their marks kept (й is not и); nothing is transliterated between scripts.
  * - A name is compared by its given name's first word and its family name's last word, particles and middle names
  *   ignored: "Ludwig van Beethoven", "Ludwig Beethoven" and (first_name "Ludwig", last_name "van Beethoven") share one key,
  *   and so do "Gabriel García Márquez" and (given "Gabriel", family "García Márquez"). A full name is split as people
@@ -37,7 +37,9 @@ const SPELLED_OUT: Readonly<Record<string, string>> = {
 export function foldName(text: string): string {
   return text
     .normalize("NFKD")
-    .replace(/\p{M}+/gu, "")
+    // Accents go from Latin letters only: in Cyrillic, Greek and the rest a mark can make another letter (й is not и).
+    .replace(/(\p{Script=Latin})\p{M}+/gu, "$1")
+    .normalize("NFC")
     .toLowerCase()
     .replace(/[ßæœøłđðþıŀħ]/g, (c) => SPELLED_OUT[c] ?? c)
     .replace(/['’ʼ`]/g, "")
