@@ -24,7 +24,8 @@ export async function buildConsoleScripts(write: boolean): Promise<Map<string, s
     target: ["chrome120", "firefox120", "safari17"],
     outdir: ASSETS_DIR,
     // The API's syntax check uses tr46 for IDNA; the browser's URL parser does the same processing.
-    alias: { tr46: join(root, "edge/console/browser/tr46-browser.ts") },
+    // The lookup inputs' phone check uses libphonenumber-js; the preview's counts need only its bounds (phone-browser.ts).
+    alias: { tr46: join(root, "edge/console/browser/tr46-browser.ts"), "libphonenumber-js/min": join(root, "edge/console/browser/phone-browser.ts") },
     legalComments: "none",
     write,
     logLevel: "warning",

@@ -33,7 +33,7 @@ async function api(path: string): Promise<Response> {
 }
 
 /** npm start's sample people (scripts/lib/samples.ts), a repeat in other letter case, one nobody, one line with no identifier. */
-const EXPORT = ["Name,Company,LinkedIn", "Ada,Engines,ada-lovelace", "Grace,Navy,grace-hopper", "Ada again,Engines,ADA-LOVELACE", "Nobody,None,no-such-person", "Blank,Somewhere,"].join("\n") + "\n";
+const EXPORT = ["Name,Team,LinkedIn", "Ada,Engines,ada-lovelace", "Grace,Navy,grace-hopper", "Ada again,Engines,ADA-LOVELACE", "Nobody,None,no-such-person", "Blank,Somewhere,"].join("\n") + "\n";
 
 describe("Enrich a list, in a real browser", () => {
   it("previews the list, asks for the identifier column, says the most it can cost, and enriches it keeping the person's columns", async () => {
@@ -69,12 +69,22 @@ describe("Enrich a list, in a real browser", () => {
 
     const download = await Promise.all([owner.waitForEvent("download"), owner.getByRole("link", { name: "All lines, your columns first (CSV)" }).click()]).then(([d]) => d);
     const lines = (await readFile((await download.path())!, "utf8")).trim().split("\r\n");
-    expect(lines[0]!.startsWith("Name,Company,LinkedIn,lookup_status,lookup_error,lookup_personal_emails")).toBe(true);
+    expect(lines[0]!.startsWith("Name,Team,LinkedIn,lookup_status,lookup_error,lookup_personal_emails")).toBe(true);
     expect(lines[1]).toContain("Ada,Engines,ada-lovelace,found,,ada.lovelace@gmail.com");
     expect(lines[4]).toContain("Nobody,None,no-such-person,not_found");
     const job = (await (await api(`/v1/lookup_jobs/${jobId}`)).json()) as { counts: { found: number; invalid: number }; input: { columns: Record<string, string> } };
     expect(job.input.columns).toEqual({ profnet_public_identifier: "LinkedIn" });
     expect(job.counts).toMatchObject({ found: 3, invalid: 1 });
+
+    // A CRM's export of names, companies and emails: its columns are guessed as the API guesses them.
+    await owner.goto(`${stack.base}/console/lists`);
+    const crm = "First Name,Last Name,Company Website,Email Address,Mobile\nGrace,Hopper,navy.example,,\n";
+    await owner.getByLabel(/CSV or JSON Lines file of people/).setInputFiles({ name: "crm2.csv", mimeType: "text/csv", buffer: Buffer.from(crm) });
+    await owner.getByRole("status").filter({ hasText: "Ready: 1 line" }).waitFor();
+    const picked = async (field: string) => owner.getByLabel(field, { exact: true }).evaluate((s: HTMLSelectElement) => s.selectedOptions[0]?.textContent ?? "");
+    const guessed: Record<string, string> = {};
+    for (const field of ["first_name", "last_name", "company_domain", "email", "phone", "full_name", "profnet_id"]) guessed[field] = await picked(field);
+    expect(guessed).toEqual({ first_name: "First Name", last_name: "Last Name", company_domain: "Company Website", email: "Email Address", phone: "Mobile", full_name: "(not read)", profnet_id: "(not read)" });
   });
 
   it("has no WCAG 2.1 AA violation on the Lists page with its preview and on a job's page, at 1280 and 360 px, nothing scrolling sideways", async () => {

@@ -150,4 +150,28 @@ describe("looking up a person from the console", () => {
     expect(await html(miss.headers.get("location")!, owner.cookie)).toContain("Nobody found: no credit was spent.");
     expect(await balance()).toBe(before - 1);
   });
+
+  it("takes an email, a phone, or a name with its company (a name or a website), shows the name and work history, and says when several people fit", async () => {
+    const { accountId } = await newAccount(5);
+    const owner = await join(accountId, "owner", "Olive Owner");
+    const ids = uniqueIds();
+    const domain = `console${ids.profnet_id}.example`;
+    await insertPerson({ ...ids, emails: [`katherine@${domain}`], names: [{ full: "Katherine Johnson" }], employment: [{ employer: "Langley Research Ltd", domains: [domain], title: "Mathematician", start: "1953", current: true }] });
+    const twin = uniqueIds();
+    await insertPerson({ ...twin, emails: [`dorothy1@${domain}`], names: [{ full: "Dorothy Vaughan" }], employment: [{ employer: "Langley Research Ltd", domains: [domain] }] });
+    await insertPerson({ ...uniqueIds(), emails: [`dorothy2@${domain}`], names: [{ full: "Dorothy Vaughan" }], employment: [{ employer: "Langley Research Ltd", domains: [domain] }] });
+    const ask = async (fields: Record<string, string>) => {
+      const posted = await consoleCall("/console/people", { cookie: owner.cookie, method: "POST", body: new URLSearchParams({ kind: "profnet_id", value: "", ...fields }), headers: { "content-type": "application/x-www-form-urlencoded" }, redirect: "manual" });
+      expect(posted.status).toBe(303);
+      return html(posted.headers.get("location")!, owner.cookie);
+    };
+    for (const fields of [{ email: `Katherine@${domain}` }, { full_name: "katherine johnson", company: `https://www.${domain}/` }, { full_name: "Katherine Johnson", company: "Langley Research" }]) {
+      const page = await ask(fields);
+      expect([fields, page.includes(`katherine@${domain}`), page.includes("Name: Katherine Johnson"), page.includes("Mathematician")]).toEqual([fields, true, true, true]);
+    }
+    expect(await ask({ full_name: "Dorothy Vaughan", company: domain })).toContain("More than one person fits: add an email, a phone or an identifier to say which. No credit was spent.");
+    expect(await ask({ email: `katherine@${domain}`, full_name: "Dorothy Vaughan", company: domain })).toContain("What you gave points at different people");
+    expect(await ask({ full_name: "Katherine Johnson" })).toContain("company_domain");
+    expect(await ask({})).toContain("Give an identifier, an email, a phone, or a name with its company.");
+  });
 });

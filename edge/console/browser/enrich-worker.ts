@@ -6,10 +6,10 @@
  * rules (shared/identifiers.ts), so the most the list can cost is what the API's quote would say.
  */
 import { parse } from "csv-parse/browser/esm/sync";
-import { checkIdentifiers, guessIdentifierColumns, identifiersKey, IDENTIFIER_NAMES, type IdentifierName } from "../../../shared/identifiers.ts";
+import { checkIdentifiers, guessIdentifierColumns, identifiersKey, LOOKUP_FIELDS, type LookupField } from "../../../shared/identifiers.ts";
 import { JOB_LIMITS } from "../../../shared/job-limits.ts";
 
-export type Columns = Partial<Record<IdentifierName, number>>;
+export type Columns = Partial<Record<LookupField, number>>;
 export type Parsed = { type: "parsed"; format: "csv" | "jsonl"; columns: string[]; preview: string[][]; rows: number; guess: Columns };
 export type Counted = { type: "counted"; lines: number; wellFormed: number; invalid: number; repeated: number };
 export type Failed = { type: "failed"; message: string };
@@ -40,7 +40,7 @@ async function parseFile(file: File): Promise<Parsed | Failed> {
     const columns = [...new Set(objects.slice(0, 50).flatMap((o) => Object.keys(o)))];
     lines = objects.map((o) => columns.map((c) => o[c]));
     const guess: Columns = {};
-    for (const name of IDENTIFIER_NAMES) if (columns.includes(name)) guess[name] = columns.indexOf(name);
+    for (const name of LOOKUP_FIELDS) if (columns.includes(name)) guess[name] = columns.indexOf(name);
     return { type: "parsed", format: "jsonl", columns, preview: lines.slice(0, 5).map((l) => l.map((v) => (v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v)))), rows: lines.length, guess };
   }
   const records = await csvRecords(file);

@@ -6,7 +6,7 @@
  * Without this script the form posts to /console/lists/enrich. Also: live progress of unfinished lookup jobs
  * (data-lookup-job), read from GET /v1/lookup_jobs/{id} every two seconds; a job's page reloads when it ends.
  */
-import { IDENTIFIER_NAMES, type IdentifierName } from "../../../shared/identifiers.ts";
+import { LOOKUP_FIELDS, type LookupField } from "../../../shared/identifiers.ts";
 import { LOOKUP_JOB_LIMITS } from "../../../shared/lookup-job-limits.ts";
 import type { Columns, Counted, Failed, Parsed, Request } from "./enrich-worker.ts";
 import { onDroppedFile } from "./drop-zone.ts";
@@ -50,7 +50,7 @@ function enhance(form: HTMLFormElement): void {
   const start = $<HTMLButtonElement>("enrich-start");
   const verify = $<HTMLInputElement>("enrich-verify");
   const retention = $<HTMLSelectElement>("enrich-retention");
-  const pickers = new Map(IDENTIFIER_NAMES.map((name) => [name, $<HTMLSelectElement>(`enrich-column-${name}`)]));
+  const pickers = new Map(LOOKUP_FIELDS.map((name) => [name, $<HTMLSelectElement>(`enrich-column-${name}`)]));
   const cost = Number(form.dataset["cost"] ?? 1);
   const balance = Number(form.dataset["balance"] ?? NaN);
 
@@ -145,9 +145,10 @@ function enhance(form: HTMLFormElement): void {
     if (answer.lines === 0) return say("The list has no lines.", true);
     if (answer.lines > LOOKUP_JOB_LIMITS.maxLines) return say(`This list has ${n(answer.lines)} lines; a list holds at most ${n(LOOKUP_JOB_LIMITS.maxLines)}. Split it.`, true);
     start.disabled = false;
-    start.textContent = `Start enriching ${n(answer.lines)} lines`;
+    const lines = `${n(answer.lines)} line${answer.lines === 1 ? "" : "s"}`;
+    start.textContent = `Start enriching ${lines}`;
     const short = !Number.isNaN(balance) && most > balance ? ` Your balance covers ${n(balance)}: the list pauses there until credits are added.` : "";
-    say(`Ready: ${n(answer.lines)} lines, at most ${n(most)} credits.${short}`);
+    say(`Ready: ${lines}, at most ${n(most)} credit${most === 1 ? "" : "s"}.${short}`);
   }
 
   file.addEventListener("change", () => {
@@ -170,7 +171,7 @@ function enhance(form: HTMLFormElement): void {
     const query = new URLSearchParams({ retention_seconds: String(Number(retention.value) * 86_400) });
     if (verify.checked) query.set("verify_emails", "true");
     // Named only when changed: otherwise the API guesses them as the preview did.
-    if (changed) for (const [name, index] of Object.entries(picked()) as [IdentifierName, number][]) query.set(`${name}_column`, parsed.columns[index]!);
+    if (changed) for (const [name, index] of Object.entries(picked()) as [LookupField, number][]) query.set(`${name}_column`, parsed.columns[index]!);
     const res = await fetch(`/v1/lookup_jobs?${query}`, {
       method: "POST",
       credentials: "same-origin",

@@ -10,6 +10,7 @@ import { DataTable, ErrorNote, page } from "../layout.tsx";
 import { redirectWithNote, takeNote } from "../../identity/session-notes.ts";
 import { asMember, toSignIn } from "../session.tsx";
 import { reasonLabel } from "./charts.tsx";
+import { normaliseDomain } from "../../../shared/people/names.ts";
 
 /** The answer's fields in the order a person reads them, with their names in words. */
 const PERSON_FIELDS: [keyof ContactInfo, string][] = [
@@ -90,7 +91,7 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
   const peopleForm = (cost: number, error: string | null, result: ContactInfo | null) => (
     <>
       <form method="post" action="/console/people">
-        <label for="identifier-kind">Look up by</label>
+        <label for="identifier-kind">Look up by identifier</label>
         <select id="identifier-kind" name="kind">
           <option value="profnet_public_identifier">Profnet public identifier</option>
           <option value="profnet_id">Profnet id</option>
@@ -98,7 +99,22 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
           <option value="codehost_id">Codehost id</option>
         </select>
         <label for="identifier">Identifier</label>
-        <input id="identifier" name="value" required autocomplete="off" />
+        <input id="identifier" name="value" autocomplete="off" />
+        <fieldset>
+          <legend>Or what you hold (any of them; everything given must fit one person)</legend>
+          <label for="person-email">Email address</label>
+          <input id="person-email" name="email" type="email" autocomplete="off" />
+          <label for="person-phone">Phone</label>
+          <input id="person-phone" name="phone" type="tel" autocomplete="off" aria-describedby="person-phone-hint" />
+          <p id="person-phone-hint" class="hint">With its + and country code, or a national number with the country (two letters, such as GB).</p>
+          <label for="person-country">Country of the phone</label>
+          <input id="person-country" name="country" autocomplete="off" maxlength={2} />
+          <label for="person-name">Full name</label>
+          <input id="person-name" name="full_name" autocomplete="off" />
+          <label for="person-company">Company, or its website</label>
+          <input id="person-company" name="company" autocomplete="off" aria-describedby="person-company-hint" />
+          <p id="person-company-hint" class="hint">A name needs its company: acme.com, or Acme Inc. Two people of one name there are never guessed between.</p>
+        </fieldset>
         <p class="hint">
           A lookup that finds the person costs {cost} credit{cost === 1 ? "" : "s"}; one that finds nobody costs nothing.
         </p>
@@ -120,6 +136,32 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
               );
             })}
           </dl>
+          {result.name ? <p>Name: {result.name.full}</p> : null}
+          {result.employment && result.employment.length > 0 ? (
+            <DataTable
+              label="Work history, current first"
+              captionShown
+              head={
+                <>
+                  <th scope="col">Employer</th>
+                  <th scope="col">Title</th>
+                  <th scope="col">Domains</th>
+                  <th scope="col">From</th>
+                  <th scope="col">To</th>
+                </>
+              }
+            >
+              {result.employment.map((e) => (
+                <tr>
+                  <td>{e.employer}</td>
+                  <td>{e.title ?? ""}</td>
+                  <td>{e.domains.join(", ")}</td>
+                  <td>{e.start ?? ""}</td>
+                  <td>{e.current ? "now" : (e.end ?? "")}</td>
+                </tr>
+              ))}
+            </DataTable>
+          ) : null}
           {result.email_details && result.email_details.length > 0 ? (
             <DataTable
               label="How far to trust each address"
@@ -172,11 +214,28 @@ export function registerCheckPages(app: Hono<AppEnv>): void {
     const form = await c.req.parseBody();
     const kinds = ["profnet_public_identifier", "profnet_id", "codehost_login", "codehost_id"];
     const kind = kinds.includes(String(form["kind"])) ? String(form["kind"]) : kinds[0]!;
-    const answer = await api<ContactInfo>("GET", `/v1/people?${kind}=${encodeURIComponent(String(form["value"] ?? ""))}&include=email_details`);
+    const field = (name: string) => (typeof form[name] === "string" ? (form[name] as string).trim() : "");
+    const query = new URLSearchParams();
+    if (field("value") !== "") query.set(kind, field("value"));
+    for (const name of ["email", "phone", "country", "full_name"]) if (field(name) !== "") query.set(name, field(name));
+    // One box for the company: what reads as a domain (acme.com, https://www.acme.com) is its domain, else its name.
+    const company = field("company");
+    if (company !== "") query.set(normaliseDomain(company) !== null && !/\s/.test(company) ? "company_domain" : "company", company);
+    if (!query.has("country") || !query.has("phone")) query.delete("country");
+    if ([...query.keys()].length === 0) return redirectWithNote(c, "/console/people", { kind: "error", text: "Give an identifier, an email, a phone, or a name with its company." });
+    query.set("include", "email_details,profile");
+    const answer = await api<ContactInfo>("GET", `/v1/people?${query}`);
     // POST-redirect-GET (docs/console.md "Forms"): the answer goes to the page in a sealed one-time note, so that a
     // reload of that page shows nothing again and never looks (and charges) twice.
     if (answer.ok && answer.data) return redirectWithNote(c, "/console/people", { kind: "person", text: "", person: answer.data });
-    const error = answer.status === 404 ? "Nobody found: no credit was spent." : `${answer.error?.error ?? "Refused"}.`;
+    const error =
+      answer.error?.reason === "ambiguous_match"
+        ? "More than one person fits: add an email, a phone or an identifier to say which. No credit was spent."
+        : answer.status === 404
+          ? "Nobody found: no credit was spent."
+          : answer.status === 409
+            ? "What you gave points at different people: check each field. No credit was spent."
+            : `${answer.error?.error ?? "Refused"}.`;
     return redirectWithNote(c, "/console/people", { kind: "error", text: error });
   }));
 }

@@ -8,7 +8,7 @@
  */
 import type { Hono } from "hono";
 import type { AccountInfo } from "../../../shared/api.ts";
-import { IDENTIFIER_NAMES } from "../../../shared/identifiers.ts";
+import { LOOKUP_FIELDS } from "../../../shared/identifiers.ts";
 import { LOOKUP_JOB_LIMITS, LOOKUP_JOBS_PATH, type LookupJob } from "../../../shared/lookup-jobs.ts";
 import type { AppEnv } from "../../env.ts";
 import { redirectWithNote, takeNote } from "../../identity/session-notes.ts";
@@ -54,15 +54,15 @@ export function EnrichSection(props: { jobs: ApiAnswer<{ jobs: LookupJob[] }> | 
             <label for="enrich-file">CSV or JSON Lines file of people (up to 32 MiB, 100,000 lines)</label>
             <input type="file" id="enrich-file" name="file" accept=".csv,.jsonl,.ndjson,.txt,text/csv,application/jsonl" aria-describedby="enrich-hint" />
             <p id="enrich-hint" class="hint">
-              A header row naming a column profnet_id, profnet_public_identifier, codehost_id or codehost_login is read for it; change the columns in the preview. Your other columns come back in the
-              results.
+              A header row naming a column profnet_id, profnet_public_identifier, codehost_id or codehost_login is read for it, and so are a CRM's columns: an email, a phone (with its
+              country), and a name (full, or first and last) with a company or its website. Change the columns in the preview. Your other columns come back in the results.
             </p>
           </div>
           <div id="enrich-preview" hidden>
             <h3>Preview</h3>
             <fieldset>
-              <legend>Identifier columns</legend>
-              {IDENTIFIER_NAMES.map((name) => (
+              <legend>Columns read</legend>
+              {LOOKUP_FIELDS.map((name) => (
                 <div>
                   <label for={`enrich-column-${name}`}>{name}</label>
                   <select id={`enrich-column-${name}`} data-identifier={name}></select>
