@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Look up a person's contact details
-         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when our sources first and last reported it, how many did, our own engine's last verification of it, and its confidence; never a source) at no extra cost. min_confidence leaves out addresses below it; a person left with none is a 404, not charged. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
+         * @description Identifiers are tried in the order profnet_id, profnet_public_identifier, codehost_id, codehost_login; the first that matches wins. A person may also be found by email, phone (E.164, or national with country), or a name (full_name, or first_name and last_name) at company_domain or company; inputs that fit more than one person are a 404 with reason ambiguous_match, and inputs that name different people a 409 (conflicting_inputs), both free (docs/api.md "GET /v1/people"). include=profile adds the person's name and employment. A 200 costs LOOKUP_COST credits (default 1); 400 and 404 cost nothing. include=email_details adds email_details (per address: when our sources first and last reported it, how many did, our own engine's last verification of it, and its confidence; never a source) at no extra cost. min_confidence leaves out addresses below it; a person left with none is a 404, not charged. Addresses our re-verification found undeliverable are left out; every 200 is recorded (which account received whom, and when).
          */
         get: operations["lookupPerson"];
         put?: never;
@@ -947,7 +947,7 @@ export interface components {
                     [key: string]: string;
                 };
             };
-            include: "email_details"[];
+            include: ("email_details" | "profile")[];
             verify_emails: boolean;
             /** @description The job's min_confidence: addresses below it were left out (null: none) */
             min_confidence: number | null;
@@ -986,13 +986,14 @@ export interface components {
              *       "email_details"
              *     ]
              */
-            include?: "email_details"[];
+            include?: ("email_details" | "profile")[];
             /**
              * @description As GET /v1/people's, for every item: addresses below this confidence (0-100) are left out, and an item whose person is left with none is a 404, not charged
              * @example 50
              */
             min_confidence?: number | string | null;
         };
+        /** @description As GET /v1/people's query parameters */
         PeopleBulkParams: {
             /**
              * @description Decimal positive integer up to 2^53-1 (a string or a number)
@@ -1005,6 +1006,14 @@ export interface components {
             codehost_id?: string | number;
             /** @example octocat */
             codehost_login?: string;
+            email?: string;
+            phone?: string;
+            country?: string;
+            full_name?: string;
+            first_name?: string;
+            last_name?: string;
+            company_domain?: string;
+            company?: string;
         };
         JobCreateRequest: {
             /**
@@ -1060,7 +1069,7 @@ export interface components {
              * @example key_expired
              * @enum {string}
              */
-            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "last_owner" | "role_changed";
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "conflicting_inputs" | "last_owner" | "role_changed";
             /**
              * @description With reason missing_scope: the scope the operation requires
              * @example keys:write
@@ -1081,6 +1090,19 @@ export interface components {
             microblog_username: string | null;
             /** @description Only with include=email_details: one object per address of email_addresses, in the same order */
             email_details?: components["schemas"]["EmailDetail"][];
+            /** @description Only with include=profile: the name our sources reported last; null when none did */
+            name?: {
+                /** @example Ada King Lovelace */
+                full: string;
+                /** @example Ada */
+                given: string | null;
+                /** @example Lovelace */
+                family: string | null;
+                /** @example King */
+                middle: string | null;
+            } | null;
+            /** @description Only with include=profile: the work history, current first, then newest start first */
+            employment?: components["schemas"]["Employment"][];
         };
         /** @description When our imports first and last carried the address, and our own engine's last check of it. Not where it came from: its source names a supplier and stays private */
         EmailDetail: {
@@ -1138,16 +1160,38 @@ export interface components {
                 reason?: "syntax" | "no_mail_domain" | "mailbox_not_found" | "typo" | "disposable" | "catch_all" | "policy_block" | "probe_refused" | "temporary_failure" | "mailbox_full" | "connection_failed" | "smtp_inconclusive" | "receiver_budget_spent" | "provider_forbids_probing" | "dns_failure" | "no_smtp_check" | "deliverable" | "catch_all_delivered";
             } | null;
         };
+        Employment: {
+            /** @example Analytical Engines Ltd */
+            employer: string;
+            /**
+             * @description The employer's domains our sources tie to this employment (A-labels, lower case)
+             * @example [
+             *       "analytical.example"
+             *     ]
+             */
+            domains: string[];
+            /** @example Head of Computation */
+            title: string | null;
+            /**
+             * @description YYYY, YYYY-MM or YYYY-MM-DD, as precise as the sources were
+             * @example 1843-07
+             */
+            start: string | null;
+            /** @description As start; null while current or unknown */
+            end: string | null;
+            /** @description Whether the person works there now; null when the sources did not say */
+            current: boolean | null;
+        };
         PeopleBulkResponse: {
             /** @description One per request, in request order */
             results: components["schemas"]["PeopleBulkResult"][];
         };
         PeopleBulkResult: {
             /**
-             * @description What GET /v1/people would have answered for this item: 200 data; 400, 402 or 404 error. 410: a replay (Idempotency-Key) of an answer whose person was erased since
+             * @description What GET /v1/people would have answered for this item: 200 data; 400, 402, 404 or 409 error. 410: a replay (Idempotency-Key) of an answer whose person was erased since
              * @example 200
              */
-            status: 200 | 400 | 402 | 404 | 410;
+            status: 200 | 400 | 402 | 404 | 409 | 410;
             /** @description The item's reference, echoed (null when it gave none) */
             reference: string | null;
             data?: components["schemas"]["ContactInfo"] & unknown;
@@ -1160,7 +1204,7 @@ export interface components {
              * @description daily_credit_cap with a 402 the key's cap refused
              * @enum {string}
              */
-            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "last_owner" | "role_changed";
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "conflicting_inputs" | "last_owner" | "role_changed";
         };
         EmailFeedbackReceipt: {
             /**
@@ -1528,7 +1572,7 @@ export interface components {
              * @description daily_credit_cap with a refused line the key's cap refused
              * @enum {string}
              */
-            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "last_owner" | "role_changed";
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "conflicting_inputs" | "last_owner" | "role_changed";
         };
         ApiKeyList: {
             /** @description Live keys first, then the others, newest first */
@@ -1974,7 +2018,22 @@ export interface operations {
                 /** @description Decimal positive integer up to 2^53-1 */
                 codehost_id?: string;
                 codehost_login?: string;
-                /** @description Comma-separated additions to the answer, of: email_details (no extra credit) */
+                /** @description Any address we hold for the person, compared by its one key (case; Gmail's dots and +tags; IDN domains) */
+                email?: string;
+                /** @description E.164, or a national form with country */
+                phone?: string;
+                /** @description ISO 3166-1 alpha-2, for a phone in national form */
+                country?: string;
+                /** @description With company_domain or company: a name, compared as docs/api.md "Looking up by name" says */
+                full_name?: string;
+                /** @description With last_name, instead of full_name */
+                first_name?: string;
+                last_name?: string;
+                /** @description The domain of a current or past employer of the person named */
+                company_domain?: string;
+                /** @description An employer's name, instead of company_domain: resolved only to the domains our data ties to that employer */
+                company?: string;
+                /** @description Comma-separated additions to the answer, of: email_details, profile (no extra credit) */
                 include?: string;
                 /** @description 0-100: addresses with a lower confidence are left out; a person left with none is a 404, not charged */
                 min_confidence?: string;
@@ -2042,8 +2101,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No profile found for the given parameters: nobody matches, or with min_confidence, no address of the person matched reaches it */
+            /** @description No profile found for the given parameters: nobody matches, or with min_confidence, no address of the person matched reaches it; or (reason ambiguous_match) the inputs fit more than one person */
             404: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The given parameters name different people: check that they belong to one person (reason conflicting_inputs): not charged */
+            409: {
                 headers: {
                     /** @description Credits this request cost */
                     "X-Credits-Charged"?: number;
@@ -3294,7 +3366,23 @@ export interface operations {
                 codehost_id_column?: string;
                 /** @description The header (CSV) or field (JSON Lines) that holds codehost_login; naming any column turns the guess off */
                 codehost_login_column?: string;
-                /** @description Comma-separated additions to each line's data, of: email_details (no extra credit) */
+                /** @description The header (CSV) or field (JSON Lines) that holds email; naming any column turns the guess off */
+                email_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds phone; naming any column turns the guess off */
+                phone_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds country; naming any column turns the guess off */
+                country_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds full_name; naming any column turns the guess off */
+                full_name_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds first_name; naming any column turns the guess off */
+                first_name_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds last_name; naming any column turns the guess off */
+                last_name_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds company_domain; naming any column turns the guess off */
+                company_domain_column?: string;
+                /** @description The header (CSV) or field (JSON Lines) that holds company; naming any column turns the guess off */
+                company_column?: string;
+                /** @description Comma-separated additions to each line's data, of: email_details, profile (no extra credit) */
                 include?: string;
                 /** @description true: verify each returned address with our engine (a stored verification newer than LOOKUP_VERIFY_MAX_AGE_SECONDS is used instead of probing again); implies include=email_details */
                 verify_emails?: string;
