@@ -58,10 +58,11 @@ function storedEmailTuple(e: string, filter: LookupFilter): SQL {
  * address key, `phone` E.164, `name` a name key with `domain` or `company` (an employer key): shared/identifiers.ts.
  */
 export type IdentifierExpressions = {
-  profnetId: SQL;
-  profnetPublicIdentifier: SQL;
-  codehostId: SQL;
-  codehostLogin: SQL;
+  /** Each absent (undefined) when the lookup cannot give it: its part of the match is left out of the statement. */
+  profnetId?: SQL;
+  profnetPublicIdentifier?: SQL;
+  codehostId?: SQL;
+  codehostLogin?: SQL;
   email?: SQL;
   phone?: SQL;
   name?: SQL;
@@ -69,16 +70,24 @@ export type IdentifierExpressions = {
   company?: SQL;
 };
 
-/** A single lookup's inputs as bound values. */
+/**
+ * A single lookup's inputs as bound values. The inputs it does not give are left out (their branch of the match is
+ * not in the statement at all: a shorter statement is quicker for the database to prepare, and the single lookup
+ * prepares its statements each time).
+ */
 export function boundIdentifiers(ids: PeopleIdentifiers): IdentifierExpressions {
-  const v = (value: string | number | undefined) => (value === undefined ? sql`null` : sql`${value}`);
-  const k = ids.keys;
+  const k = ids.keys ?? {};
+  const given = (value: string | number | undefined) => (value === undefined ? undefined : sql`${value}`);
   return {
-    profnetId: v(ids.profnetId),
-    profnetPublicIdentifier: v(ids.profnetPublicIdentifier),
-    codehostId: v(ids.codehostId),
-    codehostLogin: v(ids.codehostLogin),
-    ...(k === undefined ? {} : { email: v(k.email), phone: v(k.phone), name: v(k.name), domain: v(k.domain), company: v(k.company) }),
+    profnetId: given(ids.profnetId),
+    profnetPublicIdentifier: given(ids.profnetPublicIdentifier),
+    codehostId: given(ids.codehostId),
+    codehostLogin: given(ids.codehostLogin),
+    email: given(k.email),
+    phone: given(k.phone),
+    name: given(k.name),
+    domain: given(k.domain),
+    company: given(k.company),
   };
 }
 
@@ -94,36 +103,48 @@ export type MatchStatus = "found" | "none" | "ambiguous" | "conflict";
  * guessed between; none while two sets were given: conflict). One index probe per input given.
  */
 function matchSql(x: IdentifierExpressions): SQL {
-  const identifiers = sql`select 1 as r, id from people where profnet_id = ${x.profnetId}
-      union all select 2, id from people where lower(profnet_public_identifier) = lower(${x.profnetPublicIdentifier})
-      union all select 3, id from people where codehost_id = ${x.codehostId}
-      union all select 4, id from people where lower(codehost_login) = lower(${x.codehostLogin})`;
-  if (x.email === undefined) {
-    // Only the four identifiers (the batch's items and job lines without other inputs, as every caller before 0028):
-    // null when nobody matches, read as 'none'.
+  const nul = sql`null`;
+  const identifiers = sql`select 1 as r, id from people where profnet_id = ${x.profnetId ?? nul}
+      union all select 2, id from people where lower(profnet_public_identifier) = lower(${x.profnetPublicIdentifier ?? nul})
+      union all select 3, id from people where codehost_id = ${x.codehostId ?? nul}
+      union all select 4, id from people where lower(codehost_login) = lower(${x.codehostLogin ?? nul})`;
+  const given: SQL[] = [];
+  if (x.profnetId !== undefined) given.push(sql`select 1 as r, id from people where profnet_id = ${x.profnetId}`);
+  if (x.profnetPublicIdentifier !== undefined) given.push(sql`select 2, id from people where lower(profnet_public_identifier) = lower(${x.profnetPublicIdentifier})`);
+  if (x.codehostId !== undefined) given.push(sql`select 3, id from people where codehost_id = ${x.codehostId}`);
+  if (x.codehostLogin !== undefined) given.push(sql`select 4, id from people where lower(codehost_login) = lower(${x.codehostLogin})`);
+  const keys: SQL[] = [];
+  if (x.email !== undefined) keys.push(sql`select distinct 5, person_id from person_emails where address_key = ${x.email}`);
+  if (x.phone !== undefined) keys.push(sql`select distinct 6, person_id from person_phones where phone = ${x.phone}`);
+  if (x.name !== undefined && (x.domain !== undefined || x.company !== undefined)) {
+    const byDomain = x.domain === undefined ? undefined : sql`d.domain = ${x.domain}`;
+    const byCompany =
+      x.company === undefined
+        ? undefined
+        : sql`d.domain in (select d2.domain from person_employment e2 join person_employment_domains d2 on d2.employment_id = e2.id where e2.employer_key = ${x.company})`;
+    const where = byDomain && byCompany ? sql`(${byDomain} or ${byCompany})` : (byDomain ?? byCompany)!;
+    keys.push(sql`select distinct 7, n.person_id from person_names n where n.name_key = ${x.name}
+        and exists (select 1 from person_employment_domains d where d.person_id = n.person_id and ${where})`);
+  }
+  if (keys.length === 0) {
+    // Only the four identifiers (every caller before 0028, and job lines without other inputs): null when nobody
+    // matches, read as 'none'.
     return sql`(select json_array('found', id, case r ${sql.raw(IDENTIFIER_RANKS)} end) from (${identifiers}) order by r limit 1)`;
   }
-  const company = x.company ?? sql`null`;
-  const byDomain = sql`d.domain = ${x.domain ?? sql`null`} or d.domain in (select d2.domain from person_employment e2
-      join person_employment_domains d2 on d2.employment_id = e2.id where e2.employer_key = ${company})`;
-  return sql`(with c(r, id) as (${identifiers}
-      union all select distinct 5, person_id from person_emails where address_key = ${x.email}
-      union all select distinct 6, person_id from person_phones where phone = ${x.phone ?? sql`null`}
-      union all select distinct 7, n.person_id from person_names n where n.name_key = ${x.name ?? sql`null`}
-        and exists (select 1 from person_employment_domains d where d.person_id = n.person_id and (${byDomain}))),
-    p as (select r, id from c where r <= 4 order by r limit 1),
-    k as (select r, id from c where r >= 5),
-    n as (select count(distinct r) as sets, min(r) as first from k),
-    common as (select id from k group by id having count(distinct r) = (select sets from n))
+  // g: each person matched, by the first input that matched them and by how many of the other inputs' sets hold them;
+  // t: how many of those sets are not empty, and the first of them. With an identifier's person (the g row with the
+  // lowest rank, 1-4), every non-empty set must hold it; without one, the person is the one every set holds.
+  return sql`(with c(r, id) as (${sql.join([...given, ...keys], sql` union all `)}),
+      g as (select id, min(r) as best, count(distinct case when r >= 5 then r end) as hits from c group by id),
+      t as (select count(distinct r) as sets, min(r) as first from c where r >= 5)
     select case
-      when exists (select 1 from p) then
-        case when (select count(distinct r) from k where id = (select id from p)) < (select sets from n)
-          then json_array('conflict', null, null)
-          else json_array('found', (select id from p), case (select r from p) ${sql.raw(IDENTIFIER_RANKS)} end) end
-      when (select sets from n) = 0 then json_array('none', null, null)
-      when (select count(*) from common) = 1 then json_array('found', (select id from common), case (select first from n) ${sql.raw(KEY_RANKS)} end)
-      when (select count(*) from common) > 1 then json_array('ambiguous', null, null)
-      else json_array('conflict', null, null) end)`;
+      when (select min(best) from g) <= 4 then (select case when g.hits < t.sets then json_array('conflict', null, null)
+          else json_array('found', g.id, case g.best ${sql.raw(IDENTIFIER_RANKS)} end) end from g order by g.best limit 1)
+      when t.sets = 0 then json_array('none', null, null)
+      else (select case count(*) when 0 then json_array('conflict', null, null)
+          when 1 then json_array('found', max(g.id), case t.first ${sql.raw(KEY_RANKS)} end)
+          else json_array('ambiguous', null, null) end from g where g.hits = t.sets) end
+    from t)`;
 }
 
 const IDENTIFIER_RANKS = IDENTIFIER_NAMES.map((name, i) => `when ${i + 1} then '${name}'`).join(" ");
