@@ -22,17 +22,16 @@ import { randomBytes } from "node:crypto";
 import { createWriteStream, existsSync } from "node:fs";
 import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
 import { fullNameKey } from "../shared/people/names.ts";
-import { databaseRequests, root, runChild, startChild, stopChild } from "./child.ts";
+import { startDevWorker } from "./dev-worker.ts";
+import { databaseRequests, runChild, startChild, stopChild } from "./child.ts";
 import { median, percentile } from "./stats.ts";
 
-const { unstable_startWorker } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
 
 const { values } = parseArgs({
   options: {
@@ -106,16 +105,7 @@ async function seed(): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
-async function startWorker(url: string) {
-  const plain = (value: string) => ({ type: "plain_text" as const, value });
-  const worker = await unstable_startWorker({
-    config: join(root, "wrangler.toml"),
-    bindings: { DATABASE_URL: plain(url), DATABASE_AUTH_TOKEN: plain(databaseAuthToken), PROBE_URL: plain("") },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
-  });
-  await worker.ready;
-  return { base: (await worker.url).href.replace(/\/$/, ""), dispose: () => worker.dispose() };
-}
+const startWorker = (url: string) => startDevWorker(url, databaseAuthToken);
 
 type Kind = { label: string; path: (i: number) => string };
 const KINDS: Kind[] = [

@@ -13,7 +13,6 @@
 import autocannon, { type Result } from "autocannon";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -21,12 +20,11 @@ import { createAccount, createApiKey } from "../scripts/admin/accounts.ts";
 import { applyMigrations, openDatabase } from "../scripts/lib/database.ts";
 import { seedSamplePeople } from "../scripts/lib/samples.ts";
 import { startDatabaseProxy } from "../test/fixtures/database-proxy.ts";
-import { databaseRequests, root, runChild, startChild, stopChild } from "./child.ts";
+import { startDevWorker } from "./dev-worker.ts";
+import { databaseRequests, runChild, startChild, stopChild } from "./child.ts";
 import { writeGeneratedFile } from "./generated-people.ts";
 import { median, percentile } from "./stats.ts";
 
-// Loaded by Node itself rather than through tsx: wrangler is one 15 MB bundle.
-const { unstable_startWorker } = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
 
 const { values } = parseArgs({
   options: {
@@ -57,16 +55,7 @@ const server = await startChild(process.execPath, ["--import", "tsx", "scripts/l
 const databaseUrl = /libSQL server on (\S+)/.exec(server.stdout)![1]!;
 const stopping: (() => Promise<void>)[] = [() => stopChild(server.child), () => rm(dir, { recursive: true, force: true })];
 
-async function startWorker(url: string) {
-  const plain = (value: string) => ({ type: "plain_text" as const, value });
-  const worker = await unstable_startWorker({
-    config: join(root, "wrangler.toml"),
-    bindings: { DATABASE_URL: plain(url), DATABASE_AUTH_TOKEN: plain(databaseAuthToken), PROBE_URL: plain("") },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
-  });
-  await worker.ready;
-  return { base: (await worker.url).href.replace(/\/$/, ""), dispose: () => worker.dispose() };
-}
+const startWorker = (url: string) => startDevWorker(url, databaseAuthToken);
 
 const requestsServed = () => databaseRequests(databaseUrl, databaseAuthToken);
 
