@@ -311,3 +311,103 @@ describe("a name never merges two people", () => {
     expect(await rows("select distinct name_key from person_names")).toEqual([{ name_key: "john smith" }]);
   });
 });
+
+describe("merge, undo, erasure and the access report carry names and employment", () => {
+  /** Two people holding one name and one entry in common, each with one of their own, and a line that says they are one. */
+  async function twoPeople() {
+    const path = await writeLines("two.jsonl", [
+      {
+        profnet_id: 21,
+        name: { full: "Ada Lovelace" },
+        employment: [{ employer: "Acme", domain: "acme.com", title: "CTO", start: "2020" }, { employer: "Analytical Engines Ltd", start: "1840" }],
+      },
+      {
+        codehost_login: "ada-b",
+        name: { full: "ada lovelace" },
+        employment: [
+          { employer: "ACME", domains: ["acme.io"], title: "cto", start: "2020", end: "2024" },
+          { employer: "Difference Engines", domain: "difference.example" },
+        ],
+        source: "other-feed",
+      },
+      { codehost_login: "ada-b", full_name: "Augusta Ada King" },
+    ]);
+    expect(await importPeople(client, path, { source: "feed" })).toMatchObject({ inserted: 2, updated: 1 });
+    const conflict = await writeLines("conflict.jsonl", [{ profnet_id: 21, codehost_login: "ada-b", company: "Babbage & Co", company_domain: "babbage.example" }]);
+    expect(await importPeople(client, conflict, { source: "merge-feed" })).toMatchObject({ rejected: 1, merge_candidates: 1 });
+    const [candidate] = await listMergeCandidates(client, "open");
+    return candidate!.id;
+  }
+
+  const snapshot = async () => ({ names: await storedNames(), employment: await storedEmployment(), counts: await profileCounts() });
+
+  it("applying moves the loser's names and employment to the winner (twins folded, sources and domains merged); undo restores both", async () => {
+    const id = await twoPeople();
+    const before = await snapshot();
+    expect(before.counts).toMatchObject({ people: 2, names: 3, employment: 4 });
+
+    expect(await applyMergeCandidate(client, id)).toEqual({ kept: 1, merged: 2 });
+    expect(await storedNames()).toEqual([
+      expect.objectContaining({ person_id: 1, full: "Ada Lovelace", sources: "feed,other-feed" }),
+      expect.objectContaining({ person_id: 1, full: "Augusta Ada King", sources: "feed" }),
+    ]);
+    expect(await storedEmployment()).toEqual([
+      // The twin keeps its own spelling and end (none: the other's), with both rows' domains and sources.
+      expect.objectContaining({ person_id: 1, employer: "Acme", end_date: "2024", domains: "acme.com,acme.io", sources: "feed,other-feed" }),
+      expect.objectContaining({ person_id: 1, employer: "Analytical Engines Ltd", sources: "feed" }),
+      expect.objectContaining({ person_id: 1, employer: "Difference Engines", domains: "difference.example", sources: "other-feed" }),
+      // The line, imported onto the one person.
+      expect.objectContaining({ person_id: 1, employer: "Babbage & Co", domains: "babbage.example", sources: "merge-feed" }),
+    ]);
+    expect(await rows("select count(*) as n from person_employment_domains d join person_employment e on e.id = d.employment_id where d.person_id <> e.person_id")).toEqual([{ n: 0 }]);
+
+    expect(await undoMergeCandidate(client, id)).toEqual({ restored: [1, 2] });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("an undo is refused once a name was imported to the merged person since", async () => {
+    const id = await twoPeople();
+    await applyMergeCandidate(client, id);
+    const later = await writeLines("later.jsonl", [{ profnet_id: 21, full_name: "Countess of Lovelace" }]);
+    expect(await importPeople(client, later)).toMatchObject({ updated: 1 });
+    await expect(undoMergeCandidate(client, id)).rejects.toThrow(/changed since the merge/);
+  });
+
+  it("an erasure deletes the person's names, employment, domains and their sources", async () => {
+    const path = await writeLines("erase.jsonl", [
+      { profnet_id: 31, name: { full: "Ada Lovelace" }, employment: [{ employer: "Acme", domains: ["acme.com", "acme.io"], title: "CTO" }] },
+      { profnet_id: 31, name: { full: "Augusta King" }, employment: [{ employer: "Acme", domains: ["acme.com"], title: "CTO" }], source: "second" },
+      { profnet_id: 32, name: { full: "Grace Hopper" }, company: "US Navy", company_domain: "navy.example" },
+    ]);
+    await importPeople(client, path);
+    expect(await profileCounts()).toEqual({ people: 2, names: 3, name_sources: 3, employment: 2, domains: 3, employment_sources: 3 });
+    expect(await erasePeople(client, SUPPRESSION_KEY, { kind: "profnet_id", value: 31 }, "request")).toMatchObject({ erased: 1 });
+    // Only the other person's rows are left: nothing of the erased one, in any of the tables.
+    expect(await profileCounts()).toEqual({ people: 1, names: 1, name_sources: 1, employment: 1, domains: 1, employment_sources: 1 });
+    expect(await storedNames()).toEqual([expect.objectContaining({ full: "Grace Hopper", person_id: 2 })]);
+    expect(await rows("select person_id from person_employment union all select person_id from person_employment_domains")).toEqual([{ person_id: 2 }, { person_id: 2 }]);
+  });
+
+  it("the access report lists the person's names and employment, and what found them in each access", async () => {
+    const path = await writeLines("report.jsonl", [
+      { profnet_id: 41, email_addresses: ["ada@example.com"], name: { full: "Ada Lovelace" }, employment: [{ employer: "Acme", domain: "acme.com", title: "CTO", start: "2020-01", current: true }] },
+    ]);
+    await importPeople(client, path, { source: "feed" });
+    await client.execute(`insert into person_access_log (person_id, account_id, key_id, created_at, profnet_id, matched_by) values
+      (1, 'acct_a', 'key_1', 1000, 41, 'name'), (1, 'acct_a', 'key_1', 2000, 41, 'email'), (1, 'acct_b', 'people_event', 3000, 41, null)`);
+    const report = await accessReport(client, { kind: "profnet_id", value: 41 });
+    expect(report.person).toMatchObject({
+      names: [{ full: "Ada Lovelace", given: "Ada", middle: null, family: "Lovelace", sources: [{ source: "feed" }] }],
+      employment: [{ employer: "Acme", domains: ["acme.com"], title: "CTO", start: "2020-01", end: null, current: true, sources: [{ source: "feed" }] }],
+    });
+    expect(report.accesses).toEqual([
+      { account_id: "acct_a", received_at: new Date(1000).toISOString(), via: "lookup", matched_by: "name" },
+      { account_id: "acct_a", received_at: new Date(2000).toISOString(), via: "lookup", matched_by: "email" },
+      { account_id: "acct_b", received_at: new Date(3000).toISOString(), via: "people_event", matched_by: null },
+    ]);
+    expect(report.recipients.map((r) => [r.account_id, r.lookups, r.events])).toEqual([
+      ["acct_a", 2, 0],
+      ["acct_b", 0, 1],
+    ]);
+  });
+});
