@@ -30,7 +30,7 @@ export type PersonField = (typeof PERSON_FIELDS)[number];
 /**
  * A valid row: the person fields it gives (undefined ones stay untouched on update) plus its lists, its name and its
  * employment entries (the flat columns folded into them). A merge candidate recorded before names were imported has
- * neither `name` nor `employment`: readers treat them as absent.
+ * neither `name` nor `employment`, and a line without them has none either: readers treat them as absent.
  */
 export type PersonRecord = z.output<typeof PersonRecordSchema>;
 export type { EmploymentRecord, NameRecord };
@@ -180,7 +180,8 @@ const PersonRecordSchema = z
       for (const issue of profile.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
       return z.NEVER;
     }
-    return { ...rest, ...(profile.name ? { name: profile.name } : {}), employment: profile.employment };
+    // Only what the line gives: a line without a name or employment records (as a merge candidate) as it did before them.
+    return { ...rest, ...(profile.name ? { name: profile.name } : {}), ...(profile.employment.length > 0 ? { employment: profile.employment } : {}) };
   });
 
 function describeUnknown(keys: string[]): string {

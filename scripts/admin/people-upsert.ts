@@ -90,8 +90,8 @@ type KnownEmployment = {
   sources: Set<string>;
 };
 
-/** A line's employment entries (none in a merge candidate recorded before names were imported). */
-const employmentOf = (record: PersonRecord): EmploymentRecord[] => (record as { employment?: EmploymentRecord[] }).employment ?? [];
+/** A line's employment entries (absent when it gives none, as in a merge candidate recorded before names were imported). */
+const employmentOf = (record: PersonRecord): EmploymentRecord[] => record.employment ?? [];
 const currentColumn = (current: boolean | undefined): number | null => (current === undefined ? null : current ? 1 : 0);
 
 /** A (thing, source) pair this batch saw: inserted when the source is new to it, else its last seen moved. */
