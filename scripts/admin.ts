@@ -415,6 +415,8 @@ const COMMANDS: Record<string, Command> = {
         JSON.stringify(report.person, null, 2),
         report.recipients.length ? "Received by:" : "Received by: nobody",
         ...report.recipients.map((r) => `  ${r.account_id}  ${JSON.stringify(r.account_name)}  ${r.lookups} lookups, ${r.events} events, ${r.first_received_at} .. ${r.last_received_at}`),
+        ...(report.accesses.length ? ["Each access (what found them):"] : []),
+        ...report.accesses.map((a) => `  ${a.received_at}  ${a.account_id}  ${a.via}  ${a.matched_by ?? "-"}`),
       ];
       return { json, text: text.join("\n") };
     },

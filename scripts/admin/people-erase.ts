@@ -1,6 +1,6 @@
 /**
  * `people erase` (docs/operations.md "Personal data"): the people a selector names are deleted with every
- * identifier, handle, address and phone, and suppressed by keyed hash (scripts/admin/people-privacy.ts) so that no
+ * identifier, handle, address, phone, name and employment entry (with their sources and domains), and suppressed by keyed hash (scripts/admin/people-privacy.ts) so that no
  * import, in any equivalent spelling, brings them back; each account that received them gets an erasure notice
  * naming what its lookups returned; their addresses leave the running refresh jobs and lookup jobs' verify_emails phases; the answers we keep of bulk lookups
  * stop disclosing them, and what customers reported of them (bounce feedback) is deleted. One write batch does it all.
@@ -120,6 +120,19 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     { sql: "delete from person_phone_sources where phone_id in (select id from person_phones where person_id in (select value from json_each(?)))", args: [peopleIds] },
     { sql: "delete from person_phones where person_id in (select value from json_each(?))", args: [peopleIds] },
     { sql: "delete from person_handle_sources where person_id in (select value from json_each(?))", args: [peopleIds] },
+    // Their names and work history, with the sources and domains of each.
+    { sql: "delete from person_name_sources where name_id in (select id from person_names where person_id in (select value from json_each(?)))", args: [peopleIds] },
+    { sql: "delete from person_names where person_id in (select value from json_each(?))", args: [peopleIds] },
+    {
+      sql: "delete from person_employment_sources where employment_id in (select id from person_employment where person_id in (select value from json_each(?)))",
+      args: [peopleIds],
+    },
+    {
+      sql: `delete from person_employment_domains where person_id in (select value from json_each(?1))
+        or employment_id in (select id from person_employment where person_id in (select value from json_each(?1)))`,
+      args: [peopleIds],
+    },
+    { sql: "delete from person_employment where person_id in (select value from json_each(?))", args: [peopleIds] },
     { sql: "delete from email_feedback where address_hash in (select value from json_each(?))", args: [JSON.stringify(feedback)] },
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
     // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).

@@ -9,7 +9,7 @@ import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { extname } from "node:path";
 import { AdminError } from "./accounts.ts";
-import { IDENTIFIER_FIELDS, IMPORT_FIELDS, LIST_FIELDS } from "./people-record.ts";
+import { CSV_FIELDS, CSV_LIST_FIELDS, IDENTIFIER_FIELDS } from "./people-record.ts";
 
 export type ImportFormat = "jsonl" | "csv";
 
@@ -21,7 +21,7 @@ type TextLine = { line: number; text: string } | { line: number; error: string }
 const FORMAT_BY_EXTENSION: Record<string, ImportFormat> = { ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv" };
 const SNIFF_BYTES = 4096;
 const LIST_SEPARATOR = ";";
-const LIST_COLUMNS: ReadonlySet<string> = new Set(LIST_FIELDS);
+const LIST_COLUMNS: ReadonlySet<string> = new Set(CSV_LIST_FIELDS);
 
 /** By extension; otherwise a file whose first non-blank character is `{` is JSON Lines, else CSV. */
 export async function detectImportFormat(path: string): Promise<ImportFormat> {
@@ -121,10 +121,10 @@ function parseCsvLine(text: string): string[] {
 }
 
 function checkCsvHeader(columns: string[]): void {
-  const known: ReadonlySet<string> = new Set(IMPORT_FIELDS);
+  const known: ReadonlySet<string> = new Set(CSV_FIELDS);
   const unknown = columns.filter((column) => !known.has(column));
   if (unknown.length > 0) {
-    throw new AdminError(`Unknown CSV column ${unknown.map((c) => JSON.stringify(c)).join(", ")}; known columns: ${IMPORT_FIELDS.join(", ")}`);
+    throw new AdminError(`Unknown CSV column ${unknown.map((c) => JSON.stringify(c)).join(", ")}; known columns: ${CSV_FIELDS.join(", ")}`);
   }
   const duplicate = columns.find((column, index) => columns.indexOf(column) !== index);
   if (duplicate) throw new AdminError(`Duplicate CSV column ${JSON.stringify(duplicate)}`);

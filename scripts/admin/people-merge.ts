@@ -1,10 +1,14 @@
 /**
+ * Longer than 400 lines on purpose: applying a merge and undoing it handle each kind of row a person has (addresses,
+ * phones, handles, names, employment) the same way, and are read side by side, one kind at a time.
+ *
  * Merge candidates (docs/operations.md "Merge candidates"): an import line whose identifiers point at two different people
  * is rejected, never merged by the import (a false merge discloses one person's contacts as another's), and recorded
  * (people-upsert.ts). Here an operator lists them, applies one (the two people become one, then the line is imported), undoes
  * an applied one, or dismisses one; each decision is an audit event (the operators' trail, under PEOPLE_AUDIT_ACCOUNT_ID).
  *
- * Applying keeps the older person (the lower id) and moves the other's addresses, phones, handles' sources, access-log
+ * Applying keeps the older person (the lower id) and moves the other's addresses, phones, handles' sources, names and
+ * employment (with their sources and domains; a name or an entry both have keeps one row with both rows' sources), access-log
  * rows and what the bulk lookups kept of them (lookup job lines, batch answers) to it, in one write batch; an address both have keeps one row with both rows' sources. Everything is snapshotted
  * first. Undoing restores both people exactly as they were (the same ids, rows and sources; the access log as it was),
  * and is refused once anything was imported to the merged person since (it would be lost): re-verification answers and
@@ -19,8 +23,9 @@ import { iso } from "../../edge/db/rows.ts";
 import { moveLookupLinesStatement, movedRows, restoreLookupLinesStatement, type MovedRows } from "../../edge/jobs/store/lookup-erasure.ts";
 import { moveBatchItemsStatement, restoreBatchItemsStatement } from "../../edge/people/bulk-store.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
+import { employmentEntryKey } from "../../shared/people/names.ts";
 import { AdminError } from "./accounts.ts";
-import { loadPerson, type HeldPerson } from "./people-privacy.ts";
+import { loadPerson, type HeldEmployment, type HeldPerson } from "./people-privacy.ts";
 import { IDENTIFIER_FIELDS, PERSON_FIELDS, type PersonRecord } from "./people-record.ts";
 import { upsertPeopleBatch } from "./people-upsert.ts";
 
@@ -109,14 +114,143 @@ function disagreements(kept: HeldPerson, merged: HeldPerson): string[] {
   return IDENTIFIER_FIELDS.filter((f) => kept[f] !== null && merged[f] !== null && String(kept[f]).toLowerCase() !== String(merged[f]).toLowerCase());
 }
 
-/** What an undo compares: the person's fields, rows and sources, without what re-verification and sightings move. */
-function structure(p: HeldPerson): string {
+/**
+ * What an undo compares: the person's fields, rows and sources, without what re-verification and sightings move; names
+ * and employment too, unless the merge's snapshot predates them (`withProfile` false).
+ */
+function structure(p: HeldPerson, withProfile: boolean): string {
   return JSON.stringify({
     fields: PERSON_FIELDS.map((f) => p[f]),
     emails: p.emails.map((e) => [e.id, e.email, e.sources.map((s) => s.source).sort()]).sort(),
     phones: p.phones.map((ph) => [ph.id, ph.phone, ph.sources.map((s) => s.source).sort()]).sort(),
     handles: p.handles.map((h) => [h.field, h.value, h.source]).sort(),
+    ...(withProfile
+      ? {
+          names: p.names.map((n) => [n.id, n.folded, n.sources.map((s) => s.source).sort()]).sort(),
+          employment: p.employment.map((w) => [w.id, w.employer, w.title, w.start_date, w.end_date, w.current, w.domains, w.sources.map((s) => s.source).sort()]).sort(),
+        }
+      : {}),
   });
+}
+
+const entryKeyOf = (w: HeldEmployment) => employmentEntryKey({ employer: w.employer, title: w.title, start: w.start_date });
+
+/** A source row for each of a name's or an entry's sources, as the snapshot holds them. */
+const sourceRows = (table: string, column: string, id: number, sources: { source: string; first_seen_at: number; last_seen_at: number }[]): InStatement[] =>
+  sources.map((s) => ({ sql: `insert into ${table} (${column}, source, first_seen_at, last_seen_at) values (?, ?, ?, ?)`, args: [id, s.source, s.first_seen_at, s.last_seen_at] }));
+
+/** The merged person's names and employment move to the kept one; one both have keeps one row, with both rows' sources and domains. */
+function moveProfile(kept: HeldPerson, merged: HeldPerson): InStatement[] {
+  const statements: InStatement[] = [];
+  const keptNames = new Map(kept.names.map((n) => [n.folded, n.id]));
+  for (const n of merged.names) {
+    const twin = keptNames.get(n.folded);
+    if (twin === undefined) {
+      statements.push({ sql: "update person_names set person_id = ? where id = ?", args: [kept.id, n.id] });
+      continue;
+    }
+    statements.push(
+      {
+        sql: `insert into person_name_sources (name_id, source, first_seen_at, last_seen_at) select ?, source, first_seen_at, last_seen_at from person_name_sources where name_id = ? and true
+          on conflict (name_id, source) do update set first_seen_at = min(first_seen_at, excluded.first_seen_at), last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
+        args: [twin, n.id],
+      },
+      { sql: "update person_names set first_seen_at = min(first_seen_at, ?), last_seen_at = max(last_seen_at, ?) where id = ?", args: [n.first_seen_at, n.last_seen_at, twin] },
+      { sql: "delete from person_name_sources where name_id = ?", args: [n.id] },
+      { sql: "delete from person_names where id = ?", args: [n.id] },
+    );
+  }
+  const keptJobs = new Map(kept.employment.map((w) => [entryKeyOf(w), w.id]));
+  for (const w of merged.employment) {
+    const twin = keptJobs.get(entryKeyOf(w));
+    if (twin === undefined) {
+      statements.push(
+        { sql: "update person_employment set person_id = ? where id = ?", args: [kept.id, w.id] },
+        { sql: "update person_employment_domains set person_id = ? where employment_id = ?", args: [kept.id, w.id] },
+      );
+      continue;
+    }
+    statements.push(
+      {
+        sql: `insert into person_employment_sources (employment_id, source, first_seen_at, last_seen_at) select ?, source, first_seen_at, last_seen_at from person_employment_sources where employment_id = ? and true
+          on conflict (employment_id, source) do update set first_seen_at = min(first_seen_at, excluded.first_seen_at), last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
+        args: [twin, w.id],
+      },
+      { sql: "insert or ignore into person_employment_domains (employment_id, person_id, domain) select ?, ?, domain from person_employment_domains where employment_id = ?", args: [twin, kept.id, w.id] },
+      // The kept entry's end and current stand; what it did not say, the other's says.
+      {
+        sql: "update person_employment set first_seen_at = min(first_seen_at, ?), last_seen_at = max(last_seen_at, ?), end_date = coalesce(end_date, ?), current = coalesce(current, ?) where id = ?",
+        args: [w.first_seen_at, w.last_seen_at, w.end_date, w.current, twin],
+      },
+      { sql: "delete from person_employment_sources where employment_id = ?", args: [w.id] },
+      { sql: "delete from person_employment_domains where employment_id = ?", args: [w.id] },
+      { sql: "delete from person_employment where id = ?", args: [w.id] },
+    );
+  }
+  return statements;
+}
+
+/**
+ * Both people's names and employment as the snapshot holds them: the merged person's rows go back (a row the merge
+ * folded into a twin is made again, with its id), the kept person's get their own sources, domains, end and current
+ * back, and rows the line brought go.
+ */
+function restoreProfile(current: HeldPerson, kept: HeldPerson, merged: HeldPerson): InStatement[] {
+  const statements: InStatement[] = [];
+  const before = new Set([...kept.names, ...merged.names].map((n) => n.id));
+  for (const n of current.names) {
+    if (before.has(n.id)) continue;
+    statements.push({ sql: "delete from person_name_sources where name_id = ?", args: [n.id] }, { sql: "delete from person_names where id = ?", args: [n.id] });
+  }
+  for (const n of merged.names) {
+    statements.push(
+      current.names.some((c) => c.id === n.id)
+        ? { sql: "update person_names set person_id = ? where id = ?", args: [merged.id, n.id] }
+        : {
+            sql: "insert into person_names (id, person_id, full, given, middle, family, folded, name_key, first_seen_at, last_seen_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            args: [n.id, merged.id, n.full, n.given, n.middle, n.family, n.folded, n.name_key, n.first_seen_at, n.last_seen_at],
+          },
+      { sql: "delete from person_name_sources where name_id = ?", args: [n.id] },
+      ...sourceRows("person_name_sources", "name_id", n.id, n.sources),
+    );
+  }
+  for (const n of kept.names) {
+    statements.push(
+      { sql: "delete from person_name_sources where name_id = ?", args: [n.id] },
+      { sql: "update person_names set first_seen_at = ?, last_seen_at = max(last_seen_at, ?) where id = ?", args: [n.first_seen_at, n.last_seen_at, n.id] },
+      ...sourceRows("person_name_sources", "name_id", n.id, n.sources),
+    );
+  }
+  const jobsBefore = new Set([...kept.employment, ...merged.employment].map((w) => w.id));
+  for (const w of current.employment) {
+    if (jobsBefore.has(w.id)) continue;
+    statements.push(
+      { sql: "delete from person_employment_sources where employment_id = ?", args: [w.id] },
+      { sql: "delete from person_employment_domains where employment_id = ?", args: [w.id] },
+      { sql: "delete from person_employment where id = ?", args: [w.id] },
+    );
+  }
+  for (const [owner, w] of [...merged.employment.map((w) => [merged.id, w] as const), ...kept.employment.map((w) => [kept.id, w] as const)]) {
+    if (owner === kept.id || current.employment.some((c) => c.id === w.id)) {
+      statements.push({
+        sql: "update person_employment set person_id = ?, end_date = ?, current = ?, first_seen_at = ?, last_seen_at = max(last_seen_at, ?) where id = ?",
+        args: [owner, w.end_date, w.current, w.first_seen_at, w.last_seen_at, w.id],
+      });
+    } else {
+      statements.push({
+        sql: `insert into person_employment (id, person_id, employer, employer_key, title, start_date, end_date, current, entry_key, first_seen_at, last_seen_at)
+          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        args: [w.id, owner, w.employer, w.employer_key, w.title, w.start_date, w.end_date, w.current, entryKeyOf(w), w.first_seen_at, w.last_seen_at],
+      });
+    }
+    statements.push(
+      { sql: "delete from person_employment_domains where employment_id = ?", args: [w.id] },
+      ...w.domains.map((domain) => ({ sql: "insert into person_employment_domains (employment_id, person_id, domain) values (?, ?, ?)", args: [w.id, owner, domain] })),
+      { sql: "delete from person_employment_sources where employment_id = ?", args: [w.id] },
+      ...sourceRows("person_employment_sources", "employment_id", w.id, w.sources),
+    );
+  }
+  return statements;
 }
 
 /**
@@ -178,6 +312,7 @@ export async function applyMergeCandidate(client: Client, id: number): Promise<{
       { sql: "delete from person_phones where id = ?", args: [p.id] },
     );
   }
+  statements.push(...moveProfile(kept, merged));
   statements.push(
     { sql: "insert or ignore into person_handle_sources (person_id, field, value, source, first_seen_at, last_seen_at) select ?, field, value, source, first_seen_at, last_seen_at from person_handle_sources where person_id = ?", args: [keptId, mergedId] },
     { sql: "delete from person_handle_sources where person_id = ?", args: [mergedId] },
@@ -211,7 +346,9 @@ export async function undoMergeCandidate(client: Client, id: number): Promise<{ 
   const now = Date.now();
   const current = await loadPerson(client, kept.id);
   if (!current) throw new AdminError(`Merge candidate ${id}: person ${kept.id} is no longer held (erased): nothing to undo`);
-  if (structure(current) !== structure(after)) {
+  // A merge applied before names were imported snapshotted none: its undo leaves names and employment as they are.
+  const withProfile = kept.names !== undefined && merged.names !== undefined && after.names !== undefined;
+  if (structure(current, withProfile) !== structure(after, withProfile)) {
     throw new AdminError(`Merge candidate ${id}: person ${kept.id} changed since the merge (an import or another merge): undoing would lose that, so nothing was done`);
   }
   const keptBefore = new Set(kept.emails.map((e) => e.id));
@@ -273,6 +410,7 @@ export async function undoMergeCandidate(client: Client, id: number): Promise<{ 
       ...p.sources.map((s) => ({ sql: "insert into person_phone_sources (phone_id, source, first_seen_at, last_seen_at) values (?, ?, ?, ?)", args: [p.id, s.source, s.first_seen_at, s.last_seen_at] })),
     );
   }
+  if (withProfile) statements.push(...restoreProfile(current, kept, merged));
   statements.push({ sql: "delete from person_handle_sources where person_id in (?, ?)", args: [kept.id, merged.id] });
   for (const [person, held] of [[kept.id, kept], [merged.id, merged]] as const) {
     for (const h of held.handles) {

@@ -14,7 +14,7 @@ import type { Client } from "@libsql/client";
 import { createHmac } from "node:crypto";
 import { AdminError } from "./accounts.ts";
 import { iso, type RawRow } from "../../edge/db/rows.ts";
-import type { people, personEmails, personPhones } from "../../edge/db/schema.ts";
+import type { people, personEmails, personEmployment, personNames, personPhones } from "../../edge/db/schema.ts";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { addressHasher } from "../../shared/people/address-hash.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
@@ -160,11 +160,21 @@ export async function peopleMatching(client: Client, selector: PersonSelector): 
 /** One source's report of an address, phone or handle: the supplier's name and when it first and last gave it. */
 export type HeldSource = { source: string; first_seen_at: number; last_seen_at: number };
 
-/** A person as loadPerson reads them: the row, their addresses and their phones (oldest first), each with every source. */
+/** A name held of a person (person_names), with every source that reported it. */
+export type HeldName = Omit<RawRow<typeof personNames.$inferSelect>, "person_id"> & { sources: HeldSource[] };
+/** An employment entry held of a person (person_employment, without its entry key: made again from the row), with its domains and sources. */
+export type HeldEmployment = Omit<RawRow<typeof personEmployment.$inferSelect>, "person_id" | "entry_key"> & { domains: string[]; sources: HeldSource[] };
+
+/**
+ * A person as loadPerson reads them: the row, their addresses, phones, names and employment (oldest first), each with
+ * every source. A merge's snapshot taken before names were imported has no `names` or `employment`.
+ */
 export type HeldPerson = RawRow<typeof people.$inferSelect> & {
   emails: (Omit<RawRow<typeof personEmails.$inferSelect>, "person_id" | "not_found_at" | "next_check_at"> & { sources: HeldSource[] })[];
   phones: (Omit<RawRow<typeof personPhones.$inferSelect>, "person_id"> & { sources: HeldSource[] })[];
   handles: ({ field: string; value: string } & HeldSource)[];
+  names: HeldName[];
+  employment: HeldEmployment[];
 };
 
 /** The sources of a row as a JSON array, for loadPerson's one statement. */
@@ -185,7 +195,15 @@ export async function loadPerson(client: Client, id: number): Promise<HeldPerson
             'sources', ${SOURCES_OF("person_phone_sources", "phone_id", "p.id")}))
           from (select * from person_phones where person_id = people.id order by first_seen_at, id) p),
         'handles', (select json_group_array(json_object('field', field, 'value', value, 'source', source, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at))
-          from (select * from person_handle_sources where person_id = people.id order by field, first_seen_at, source))) as person
+          from (select * from person_handle_sources where person_id = people.id order by field, first_seen_at, source)),
+        'names', (select json_group_array(json_object('id', id, 'full', full, 'given', given, 'middle', middle, 'family', family, 'folded', folded,
+            'name_key', name_key, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at, 'sources', ${SOURCES_OF("person_name_sources", "name_id", "n.id")}))
+          from (select * from person_names where person_id = people.id order by first_seen_at, id) n),
+        'employment', (select json_group_array(json_object('id', id, 'employer', employer, 'employer_key', employer_key, 'title', title,
+            'start_date', start_date, 'end_date', end_date, 'current', current, 'first_seen_at', first_seen_at, 'last_seen_at', last_seen_at,
+            'domains', json((select json_group_array(domain) from (select domain from person_employment_domains where employment_id = w.id order by domain))),
+            'sources', ${SOURCES_OF("person_employment_sources", "employment_id", "w.id")}))
+          from (select * from person_employment where person_id = people.id order by first_seen_at, id) w)) as person
       from people where id = ?`,
     args: [id],
   });
@@ -195,6 +213,12 @@ export async function loadPerson(client: Client, id: number): Promise<HeldPerson
 
 export type AccessReport = {
   person: Record<string, unknown> | null;
+  /**
+   * Every access-log row of the person, oldest first: who received them, when, how (`lookup` or `people_event`) and
+   * what found them (`matched_by`: an identifier's name, email, phone or name; null for rows logged before 0028 and for
+   * people events).
+   */
+  accesses: { account_id: string; received_at: string; via: "lookup" | "people_event"; matched_by: string | null }[];
   /** `lookups`: 200 lookups; `events`: people events that sent an address (docs/api.md "People events"). */
   recipients: { account_id: string; account_name: string; first_received_at: string; last_received_at: string; lookups: number; events: number }[];
 };
@@ -212,7 +236,7 @@ async function feedbackHeld(client: Client, names: string[]) {
 export async function accessReport(client: Client, selector: PersonSelector, feedbackKey?: string): Promise<AccessReport & { matches: number }> {
   const ids = await peopleMatching(client, selector);
   const person = ids[0] === undefined ? null : await loadPerson(client, ids[0]);
-  if (!person) return { person: null, recipients: [], matches: 0 };
+  if (!person) return { person: null, recipients: [], accesses: [], matches: 0 };
   const names = await feedbackNames(client, feedbackKey, person.emails.map((e) => e.email), person.emails.map((e) => e.address_hash));
   const recipients = await client.execute({
     sql: `select l.account_id, a.name as account_name, min(l.created_at) as first_at, max(l.created_at) as last_at,
@@ -220,7 +244,11 @@ export async function accessReport(client: Client, selector: PersonSelector, fee
       from person_access_log l left join accounts a on a.id = l.account_id where l.person_id = ? group by l.account_id order by first_at`,
     args: [person.id],
   });
-  const { id: _id, emails, handles, created_at, updated_at, ...fields } = person;
+  const accesses = await client.execute({
+    sql: "select account_id, created_at, key_id, matched_by from person_access_log where person_id = ? order by created_at, id",
+    args: [person.id],
+  });
+  const { id: _id, emails, handles, names: heldNames, employment, created_at, updated_at, ...fields } = person;
   const sources = (list: HeldSource[]) => list.map((s) => ({ source: s.source, first_seen_at: iso(s.first_seen_at), last_seen_at: iso(s.last_seen_at) }));
   return {
     matches: ids.length,
@@ -238,6 +266,18 @@ export async function accessReport(client: Client, selector: PersonSelector, fee
       })),
       phones: person.phones.map((p) => ({ phone: p.phone, first_seen_at: iso(p.first_seen_at), last_seen_at: iso(p.last_seen_at), sources: sources(p.sources) })),
       handle_sources: handles.map((h) => ({ field: h.field, value: h.value, source: h.source, first_seen_at: iso(h.first_seen_at), last_seen_at: iso(h.last_seen_at) })),
+      names: heldNames.map((n) => ({ full: n.full, given: n.given, middle: n.middle, family: n.family, first_seen_at: iso(n.first_seen_at), last_seen_at: iso(n.last_seen_at), sources: sources(n.sources) })),
+      employment: employment.map((w) => ({
+        employer: w.employer,
+        domains: w.domains,
+        title: w.title,
+        start: w.start_date,
+        end: w.end_date,
+        current: w.current === null ? null : w.current === 1,
+        first_seen_at: iso(w.first_seen_at),
+        last_seen_at: iso(w.last_seen_at),
+        sources: sources(w.sources),
+      })),
       feedback: await feedbackHeld(client, names),
     },
     recipients: recipients.rows.map((r) => ({
@@ -247,6 +287,12 @@ export async function accessReport(client: Client, selector: PersonSelector, fee
       last_received_at: iso(Number(r.last_at)),
       lookups: Number(r.lookups),
       events: Number(r.events),
+    })),
+    accesses: accesses.rows.map((r) => ({
+      account_id: String(r.account_id),
+      received_at: iso(Number(r.created_at)),
+      via: r.key_id === "people_event" ? "people_event" : "lookup",
+      matched_by: r.matched_by === null ? null : String(r.matched_by),
     })),
   };
 }

@@ -6,21 +6,34 @@
 import { parsePhoneNumberWithError, ParseError } from "libphonenumber-js/max";
 import { z } from "zod";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
+import { EmploymentInput, FLAT_PROFILE_FIELDS, FLAT_PROFILE_SCHEMA, NameInput, resolveProfile, type EmploymentRecord, type NameRecord } from "./people-record-profile.ts";
 
 /** The person columns an import row may set; the names are the ContactInfo fields and the SQL columns. */
 export const IDENTIFIER_FIELDS = ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login"] as const;
 export const HANDLE_FIELDS = ["codehost_username", "socialnet_username", "microblog_username"] as const;
 export const PERSON_FIELDS = [...IDENTIFIER_FIELDS, ...HANDLE_FIELDS] as const;
 export const LIST_FIELDS = ["email_addresses", "phone_numbers"] as const;
-/** `source`: the supplier this line came from, when it is not the file's (docs/operations.md "Import format"). */
-export const IMPORT_FIELDS = [...PERSON_FIELDS, ...LIST_FIELDS, "source"] as const;
+/**
+ * `source`: the supplier this line came from, when it is not the file's (docs/operations.md "Import format"); `name` and
+ * `employment`, and the flat columns that stand for one name and one employment entry (people-record-profile.ts).
+ */
+export const IMPORT_FIELDS = [...PERSON_FIELDS, ...LIST_FIELDS, "source", "name", "employment", ...FLAT_PROFILE_FIELDS] as const;
+/** A CSV header's names: a cell cannot hold an object or an array of them, so `name` and `employment` are JSON Lines only. */
+export const CSV_FIELDS = [...PERSON_FIELDS, ...LIST_FIELDS, "source", ...FLAT_PROFILE_FIELDS] as const;
+/** CSV cells split on `;` into a list. */
+export const CSV_LIST_FIELDS = [...LIST_FIELDS, "company_domain"] as const;
 
 export type IdentifierField = (typeof IDENTIFIER_FIELDS)[number];
 export type HandleField = (typeof HANDLE_FIELDS)[number];
 export type PersonField = (typeof PERSON_FIELDS)[number];
 
-/** A valid row: the person fields it gives (undefined ones stay untouched on update) plus its lists. */
+/**
+ * A valid row: the person fields it gives (undefined ones stay untouched on update) plus its lists, its name and its
+ * employment entries (the flat columns folded into them). A merge candidate recorded before names were imported has
+ * neither `name` nor `employment`, and a line without them has none either: readers treat them as absent.
+ */
 export type PersonRecord = z.output<typeof PersonRecordSchema>;
+export type { EmploymentRecord, NameRecord };
 
 export type RecordParseResult = { ok: true; record: PersonRecord } | { ok: false; reason: string };
 
@@ -150,18 +163,35 @@ const PersonRecordSchema = z
     email_addresses: EmailList,
     phone_numbers: PhoneList,
     source: OptionalText.refine((source) => source === undefined || source.length <= MAX_SOURCE_LENGTH, { message: `must be at most ${MAX_SOURCE_LENGTH} characters` }),
+    name: NameInput,
+    employment: EmploymentInput,
+    ...FLAT_PROFILE_SCHEMA,
   })
   .refine((row) => IDENTIFIER_FIELDS.some((field) => row[field] !== undefined), {
     message: REQUIRED_IDENTIFIER_MESSAGE,
+  })
+  .transform((row, ctx) => {
+    const { name, employment, full_name, first_name, middle_name, last_name, company, company_domain, title, employment_start, employment_end, employment_current, ...rest } = row;
+    // An unknown field is an issue that does not stop the object's checks: nothing more to say of such a line.
+    if (ctx.issues.length > 0) return z.NEVER;
+    const flat = { full_name, first_name, middle_name, last_name, company, company_domain, title, employment_start, employment_end, employment_current };
+    const profile = resolveProfile(name ?? undefined, employment, flat);
+    if (!profile.ok) {
+      for (const issue of profile.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
+      return z.NEVER;
+    }
+    // Only what the line gives: a line without a name or employment records (as a merge candidate) as it did before them.
+    return { ...rest, ...(profile.name ? { name: profile.name } : {}), ...(profile.employment.length > 0 ? { employment: profile.employment } : {}) };
   });
 
+function describeUnknown(keys: string[]): string {
+  return `unknown field${keys.length > 1 ? "s" : ""} ${keys.map((key) => JSON.stringify(key)).join(", ")}`;
+}
+
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === "unrecognized_keys") {
-    const fields = issue.keys.map((key) => JSON.stringify(key)).join(", ");
-    return `unknown field${issue.keys.length > 1 ? "s" : ""} ${fields}`;
-  }
-  const field = issue.path[0];
-  return field === undefined ? issue.message : `${String(field)}: ${issue.message}`;
+  const where = issue.path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join("");
+  if (issue.code === "unrecognized_keys") return where === "" ? describeUnknown(issue.keys) : `${where}: ${describeUnknown(issue.keys)}`;
+  return where === "" ? issue.message : `${where}: ${issue.message}`;
 }
 
 /** Validates one decoded row (a JSON value, or a CSV row already turned into an object). */

@@ -27,13 +27,21 @@
  *   reject the row: it is a conflict, never merged.
  * - A public identifier or login that differs only in letter case is the same value, so the first
  *   spelling stays and re-importing a file is a no-op even when its rows disagree on case.
- * - "updated" means a field, email or phone changed, or a source reported one for the first time; otherwise the row
- *   is "unchanged", though last_seen_at still records that this import saw the data.
+ * - A line's name is kept per person by its folded form (person_names, unique (person_id, folded)): a spelling that
+ *   folds the same is the name already held (its first spelling stays); its name_key is nameKey of the parts. Each
+ *   employment entry is kept by its entry key (employer key, folded title, start: person_employment.entry_key): a known
+ *   one gains the domains it lacked and takes the end and `current` the line gives. Both keep every source, as
+ *   addresses do (person_name_sources, person_employment_sources).
+ * - A name or an employer never matches a line to a person: two lines with the same name at the same company and
+ *   different identifiers are two people (a false merge would disclose one person's contacts as another's).
+ * - "updated" means a field, email, phone, name or employment changed, or a source reported one for the first time;
+ *   otherwise the row is "unchanged", though last_seen_at still records that this import saw the data.
  */
 import type { Client, InStatement } from "@libsql/client";
 import { canonicalAddress } from "../../shared/email/canonical-address.ts";
+import { employerKey, employmentEntryKey, foldName, nameKey } from "../../shared/people/names.ts";
 import { sqliteLower } from "../../shared/sqlite-lower.ts";
-import { HANDLE_FIELDS, IDENTIFIER_FIELDS, PERSON_FIELDS, type IdentifierField, type PersonField, type PersonRecord } from "./people-record.ts";
+import { HANDLE_FIELDS, IDENTIFIER_FIELDS, PERSON_FIELDS, type EmploymentRecord, type IdentifierField, type PersonField, type PersonRecord } from "./people-record.ts";
 
 /** A line and the source it is recorded against when it names none itself (the file's). */
 export type BatchRow = { line: number; record: PersonRecord };
@@ -60,7 +68,31 @@ type KnownPerson = {
   phones: Map<string, { id: number | null; sources: Set<string> }>;
   /** The handle values each source gave: `field \0 value \0 source`. */
   handleSources: Set<string>;
+  /** Keyed by the folded full name (person_names.folded). */
+  names: Map<string, KnownName>;
+  /** Keyed by the entry key (shared/people/names.ts employmentEntryKey). */
+  employment: Map<string, KnownEmployment>;
 };
+
+type KnownName = { id: number | null; full: string; given: string | null; middle: string | null; family: string | null; sources: Set<string> };
+type KnownEmployment = {
+  id: number | null;
+  employer: string;
+  title: string | null;
+  start: string | null;
+  end: string | null;
+  current: number | null;
+  domains: Set<string>;
+  /** Domains this batch adds (all of a new entry's). */
+  newDomains: Set<string>;
+  /** A known entry whose end or current this batch changes. */
+  changed: boolean;
+  sources: Set<string>;
+};
+
+/** A line's employment entries (absent when it gives none, as in a merge candidate recorded before names were imported). */
+const employmentOf = (record: PersonRecord): EmploymentRecord[] => record.employment ?? [];
+const currentColumn = (current: boolean | undefined): number | null => (current === undefined ? null : current ? 1 : 0);
 
 /** A (thing, source) pair this batch saw: inserted when the source is new to it, else its last seen moved. */
 type SourceSeen<T> = { person: KnownPerson; item: T; source: string };
@@ -94,10 +126,14 @@ class BatchPlan {
   readonly people: KnownPerson[] = [];
   readonly seenEmailIds = new Set<number>();
   readonly seenPhoneIds = new Set<number>();
+  readonly seenNameIds = new Set<number>();
+  readonly seenEmploymentIds = new Set<number>();
   /** Keyed so that one (thing, source) is written once however many rows carry it. */
   readonly emailSources = new Map<string, SourceSeen<{ key: string }>>();
   readonly phoneSources = new Map<string, SourceSeen<{ phone: string }>>();
   readonly handleSources = new Map<string, SourceSeen<{ field: string; value: string }>>();
+  readonly nameSources = new Map<string, SourceSeen<{ folded: string }>>();
+  readonly employmentSources = new Map<string, SourceSeen<{ key: string }>>();
   /** Lines rejected because their identifiers point at two different people: kept as merge candidates. */
   readonly mergeCandidates: { line: number; record: PersonRecord; reason: string; people: KnownPerson[] }[] = [];
   private readonly byIdentity = new Map<string, KnownPerson>();
@@ -180,6 +216,16 @@ class BatchPlan {
       note(person.handleSources, `${field}\u0000${value}\u0000${source}`);
       this.handleSources.set(at(field, value), { person, item: { field, value }, source });
     }
+    if (record.name) {
+      const folded = foldName(record.name.full);
+      note(person.names.get(folded)!.sources, source);
+      this.nameSources.set(at("name", folded), { person, item: { folded }, source });
+    }
+    for (const job of employmentOf(record)) {
+      const key = employmentEntryKey(job);
+      note(person.employment.get(key)!.sources, source);
+      this.employmentSources.set(at("employment", key), { person, item: { key }, source });
+    }
     return added;
   }
 
@@ -193,6 +239,8 @@ class BatchPlan {
       emails: new Map(),
       phones: new Map(),
       handleSources: new Set(),
+      names: new Map(),
+      employment: new Map(),
     };
     for (const field of PERSON_FIELDS) person.fields[field] = record[field] ?? null;
     this.addContacts(person, record);
@@ -238,6 +286,45 @@ class BatchPlan {
         added = true;
       }
     }
+    if (record.name) {
+      const { full, given, middle, family } = record.name;
+      const folded = foldName(full);
+      const known = person.names.get(folded);
+      if (known?.id != null) this.seenNameIds.add(known.id);
+      if (!known) {
+        person.names.set(folded, { id: null, full, given: given ?? null, middle: middle ?? null, family: family ?? null, sources: new Set() });
+        added = true;
+      }
+    }
+    for (const job of employmentOf(record)) {
+      const key = employmentEntryKey(job);
+      const known = person.employment.get(key);
+      if (!known) {
+        const domains = new Set(job.domains);
+        const entry = { employer: job.employer, title: job.title ?? null, start: job.start ?? null, end: job.end ?? null, current: currentColumn(job.current) };
+        person.employment.set(key, { id: null, ...entry, domains, newDomains: new Set(domains), changed: false, sources: new Set() });
+        added = true;
+        continue;
+      }
+      if (known.id !== null) this.seenEmploymentIds.add(known.id);
+      for (const domain of job.domains) {
+        if (known.domains.has(domain)) continue;
+        known.domains.add(domain);
+        known.newDomains.add(domain);
+        added = true;
+      }
+      // The end and whether it is current are what the latest line says (a line that says nothing leaves them).
+      if (job.end !== undefined && job.end !== known.end) {
+        known.end = job.end;
+        known.changed = known.id !== null;
+        added = true;
+      }
+      if (job.current !== undefined && currentColumn(job.current) !== known.current) {
+        known.current = currentColumn(job.current);
+        known.changed = known.id !== null;
+        added = true;
+      }
+    }
     return added;
   }
 
@@ -264,7 +351,14 @@ const SELECT_MATCHING_PEOPLE = `
     'phones', json((select json_group_array(json_array(id, phone,
         json((select json_group_array(source) from person_phone_sources where phone_id = person_phones.id))))
       from person_phones where person_id = people.id)),
-    'handles', json((select json_group_array(json_array(field, value, source)) from person_handle_sources where person_id = people.id))
+    'handles', json((select json_group_array(json_array(field, value, source)) from person_handle_sources where person_id = people.id)),
+    'names', json((select json_group_array(json_array(id, full, given, middle, family,
+        json((select json_group_array(source) from person_name_sources where name_id = person_names.id))))
+      from person_names where person_id = people.id)),
+    'employment', json((select json_group_array(json_array(id, employer, title, start_date, end_date, current,
+        json((select json_group_array(domain) from person_employment_domains where employment_id = person_employment.id)),
+        json((select json_group_array(source) from person_employment_sources where employment_id = person_employment.id))))
+      from person_employment where person_id = people.id))
   )) as people
   from people where id in (
     select id from people where profnet_id in (select value from json_each(?1))
@@ -272,7 +366,14 @@ const SELECT_MATCHING_PEOPLE = `
     union select id from people where codehost_id in (select value from json_each(?3))
     union select id from people where lower(codehost_login) in (select lower(value) from json_each(?4)))`;
 
-type LoadedPerson = PersonFields & { id: number; emails: [number, string, string[]][]; phones: [number, string, string[]][]; handles: [string, string, string][] };
+type LoadedPerson = PersonFields & {
+  id: number;
+  emails: [number, string, string[]][];
+  phones: [number, string, string[]][];
+  handles: [string, string, string][];
+  names: [number, string, string | null, string | null, string | null, string[]][];
+  employment: [number, string, string | null, string | null, string | null, number | null, string[], string[]][];
+};
 
 /**
  * The batch's guard: SQLite has no RAISE outside triggers, so it provokes an error on demand with
@@ -321,6 +422,37 @@ const UPSERT_PHONE_SOURCES = `
   select coalesce(value ->> 'phone_id', (select id from person_phones where person_id = ${OWNER_ID} and phone = value ->> 'phone')),
     value ->> 'source', ?1, ?1 from json_each(?2) where true
   on conflict (phone_id, source) do update set last_seen_at = excluded.last_seen_at`;
+/** name_key and folded are computed here (shared/people/names.ts): a lookup by a name at a company matches on them. */
+const INSERT_NAMES = `
+  insert into person_names (person_id, full, given, middle, family, folded, name_key, first_seen_at, last_seen_at)
+  select ${OWNER_ID}, value ->> 'full', value ->> 'given', value ->> 'middle', value ->> 'family', value ->> 'folded', value ->> 'name_key', ?1, ?1
+  from json_each(?2)`;
+const BUMP_NAMES = `update person_names set last_seen_at = ?1 where id in (select value from json_each(?2))`;
+const UPSERT_NAME_SOURCES = `
+  insert into person_name_sources (name_id, source, first_seen_at, last_seen_at)
+  select coalesce(value ->> 'name_id', (select id from person_names where person_id = ${OWNER_ID} and folded = value ->> 'folded')),
+    value ->> 'source', ?1, ?1 from json_each(?2) where true
+  on conflict (name_id, source) do update set last_seen_at = excluded.last_seen_at`;
+/** employer_key and entry_key are computed here (shared/people/names.ts), as a lookup by a company keys its input. */
+const INSERT_EMPLOYMENT = `
+  insert into person_employment (person_id, employer, employer_key, title, start_date, end_date, current, entry_key, first_seen_at, last_seen_at)
+  select ${OWNER_ID}, value ->> 'employer', value ->> 'employer_key', value ->> 'title', value ->> 'start', value ->> 'end', value ->> 'current',
+    value ->> 'entry_key', ?1, ?1
+  from json_each(?2)`;
+const UPDATE_EMPLOYMENT = `
+  update person_employment set end_date = u.value ->> 'end', current = u.value ->> 'current'
+  from json_each(?1) as u where person_employment.id = u.value ->> 'id'`;
+const BUMP_EMPLOYMENT = `update person_employment set last_seen_at = ?1 where id in (select value from json_each(?2))`;
+/** The entry an item belongs to: known, or (new in this batch) found by its person and entry key. */
+const EMPLOYMENT_ID = `coalesce(value ->> 'employment_id', (select id from person_employment where person_id = ${OWNER_ID} and entry_key = value ->> 'entry_key'))`;
+const INSERT_EMPLOYMENT_DOMAINS = `
+  insert into person_employment_domains (employment_id, person_id, domain)
+  select ${EMPLOYMENT_ID}, ${OWNER_ID}, value ->> 'domain' from json_each(?1) where true
+  on conflict (employment_id, domain) do nothing`;
+const UPSERT_EMPLOYMENT_SOURCES = `
+  insert into person_employment_sources (employment_id, source, first_seen_at, last_seen_at)
+  select ${EMPLOYMENT_ID}, value ->> 'source', ?1, ?1 from json_each(?2) where true
+  on conflict (employment_id, source) do update set last_seen_at = excluded.last_seen_at`;
 /** A rejected line kept for review: its people by id (those new in this batch found by an identifier), ascending. */
 const INSERT_MERGE_CANDIDATES = `
   insert into merge_candidates (people, record, reason, source, line, created_at)
@@ -350,6 +482,14 @@ async function loadMatchingPeople(client: Client, identifierArgs: string[]): Pro
       emails: new Map(person.emails.map(([id, email, sources]) => [canonicalAddress(email), { id, email, sources: new Set(sources) }])),
       phones: new Map(person.phones.map(([id, phone, sources]) => [phone, { id, sources: new Set(sources) }])),
       handleSources: new Set(person.handles.map((h) => h.join("\u0000"))),
+      names: new Map(person.names.map(([id, full, given, middle, family, sources]) => [foldName(full), { id, full, given, middle, family, sources: new Set(sources) }])),
+      // The entry key is made again from the row (the client's text stops at its NUL separators).
+      employment: new Map(
+        person.employment.map(([id, employer, title, start, end, current, domains, sources]) => [
+          employmentEntryKey({ employer, title, start }),
+          { id, employer, title, start, end, current, domains: new Set(domains), newDomains: new Set<string>(), changed: false, sources: new Set(sources) },
+        ]),
+      ),
     };
   });
   return { snapshot, people };
@@ -412,6 +552,67 @@ function writeStatements(plan: BatchPlan, now: number): InStatement[] {
     }),
   );
   add(UPSERT_HANDLE_SOURCES, [now], [...plan.handleSources.values()].map(({ person, item, source }) => ({ ...ownerOf(person), ...item, source })));
+  add(
+    INSERT_NAMES,
+    [now],
+    plan.people.flatMap((person) =>
+      [...person.names]
+        .filter(([, name]) => name.id === null)
+        .map(([folded, { full, given, middle, family }]) => ({
+          ...ownerOf(person),
+          full,
+          given,
+          middle,
+          family,
+          folded,
+          name_key: nameKey({ given: given ?? undefined, middle: middle ?? undefined, family: family ?? undefined }),
+        })),
+    ),
+  );
+  add(BUMP_NAMES, [now], [...plan.seenNameIds]);
+  add(
+    UPSERT_NAME_SOURCES,
+    [now],
+    [...plan.nameSources.values()].map(({ person, item, source }) => {
+      const { id } = person.names.get(item.folded)!;
+      return id !== null ? { name_id: id, source } : { ...ownerOf(person), folded: item.folded, source };
+    }),
+  );
+  add(
+    INSERT_EMPLOYMENT,
+    [now],
+    plan.people.flatMap((person) =>
+      [...person.employment]
+        .filter(([, job]) => job.id === null)
+        .map(([key, job]) => ({
+          ...ownerOf(person),
+          employer: job.employer,
+          employer_key: employerKey(job.employer) ?? "",
+          title: job.title,
+          start: job.start,
+          end: job.end,
+          current: job.current,
+          entry_key: key,
+        })),
+    ),
+  );
+  add(
+    UPDATE_EMPLOYMENT,
+    [],
+    plan.people.flatMap((person) => [...person.employment.values()].filter((job) => job.changed).map((job) => ({ id: job.id, end: job.end, current: job.current }))),
+  );
+  add(BUMP_EMPLOYMENT, [now], [...plan.seenEmploymentIds]);
+  // After the entries: a new entry's domains and sources find its id by its owner and its entry key.
+  const entryOf = (person: KnownPerson, key: string) => {
+    const { id } = person.employment.get(key)!;
+    return id !== null ? { employment_id: id, ...ownerOf(person) } : { ...ownerOf(person), entry_key: key };
+  };
+  add(
+    INSERT_EMPLOYMENT_DOMAINS,
+    [],
+    plan.people.flatMap((person) => [...person.employment].flatMap(([key, job]) => [...job.newDomains].map((domain) => ({ ...entryOf(person, key), domain })))),
+  );
+  add(UPSERT_EMPLOYMENT_SOURCES, [now], [...plan.employmentSources.values()].map(({ person, item, source }) => ({ ...entryOf(person, item.key), source })));
   add(
     INSERT_MERGE_CANDIDATES,
     [now],

@@ -121,3 +121,11 @@ export function normaliseDomain(input: string): string | null {
 /** Control characters, bidi overrides and isolates, and other invisible format characters: refused in names and titles. */
 // eslint-disable-next-line no-control-regex
 export const FORBIDDEN_TEXT = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u;
+
+/**
+ * An employment row's identity within its person (person_employment.entry_key): the employer's key, the folded title
+ * and the start as given, joined by NUL; the import keys the rows it stores by it and a merge finds twins by it.
+ */
+export function employmentEntryKey(job: { employer: string; title?: string | null; start?: string | null }): string {
+  return `${employerKey(job.employer) ?? ""}\u0000${foldName(job.title ?? "")}\u0000${job.start ?? ""}`;
+}

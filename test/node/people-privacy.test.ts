@@ -146,7 +146,7 @@ describe("people erase", () => {
       const none = await admin(["people", "erase", "--profnet-id", "999999"]);
       expect([none.status, none.json]).toEqual([1, { erased: 0 }]);
       const nobody = await admin(["people", "access-report", "--profnet-id", "999999"]);
-      expect([nobody.status, nobody.json]).toEqual([1, { person: null, recipients: [] }]);
+      expect([nobody.status, nobody.json]).toEqual([1, { person: null, recipients: [], accesses: [] }]);
 
       const two = await admin(["people", "erase", "--profnet-id", "1", "--email", "a@b.example"]);
       expect(two.status).toBe(2);
