@@ -1,6 +1,8 @@
 /**
  * The public API's shapes (docs/api.md "API summary"). The handlers, the OpenAPI document and
  * the tests all use these; field names here are the contract and must not drift.
+ * Longer than 400 lines on purpose: the one place every public shape, message and reason is stated, so the OpenAPI
+ * document, the handlers and the docs cannot disagree; split, the contract would be read from several files.
  */
 import { z } from "@hono/zod-openapi";
 import { VERIFICATION_REASONS } from "./email/reasons.ts";

@@ -160,8 +160,9 @@ describe("looking up a person from the console", () => {
     const twin = uniqueIds();
     await insertPerson({ ...twin, emails: [`dorothy1@${domain}`], names: [{ full: "Dorothy Vaughan" }], employment: [{ employer: "Langley Research Ltd", domains: [domain] }] });
     await insertPerson({ ...uniqueIds(), emails: [`dorothy2@${domain}`], names: [{ full: "Dorothy Vaughan" }], employment: [{ employer: "Langley Research Ltd", domains: [domain] }] });
-    const ask = async (fields: Record<string, string>) => {
-      const posted = await consoleCall("/console/people", { cookie: owner.cookie, method: "POST", body: new URLSearchParams({ kind: "profnet_id", value: "", ...fields }), headers: { "content-type": "application/x-www-form-urlencoded" }, redirect: "manual" });
+    const ask = async (fields: Record<string, string | undefined>) => {
+      const given = Object.entries(fields).filter((e): e is [string, string] => e[1] !== undefined);
+      const posted = await consoleCall("/console/people", { cookie: owner.cookie, method: "POST", body: new URLSearchParams([["kind", "profnet_id"], ["value", ""], ...given]), headers: { "content-type": "application/x-www-form-urlencoded" }, redirect: "manual" });
       expect(posted.status).toBe(303);
       return html(posted.headers.get("location")!, owner.cookie);
     };

@@ -38,7 +38,7 @@ describe("POST /v1/people/bulk with email, phone and name items", () => {
   it("answers each item as GET /v1/people does: found, not found, ambiguous, conflicting, malformed; charges only those found", async () => {
     const { token, accountId } = await newAccount(20);
     const w = await company();
-    const items = [
+    const items: Record<string, string>[] = [
       { email: w.at("ADA.LOVELACE") },
       { phone: w.phone },
       { full_name: "GRACE HOPPER", company_domain: `https://${w.domain}` },

@@ -17,8 +17,9 @@ beforeAll(() => {
 });
 afterAll(() => client.close());
 
-async function lookup(token: string, query: Record<string, string>) {
-  const res = await call(`/v1/people?${new URLSearchParams(query)}`, { token });
+async function lookup(token: string, query: Record<string, string | undefined>) {
+  const given = Object.entries(query).filter((e): e is [string, string] => e[1] !== undefined);
+  const res = await call(`/v1/people?${new URLSearchParams(given)}`, { token });
   return { status: res.status, charged: res.headers.get("x-credits-charged"), body: (await res.json()) as Record<string, unknown> };
 }
 

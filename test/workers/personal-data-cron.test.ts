@@ -91,7 +91,7 @@ describe("GET /v1/people?include=email_details", () => {
     await insertPerson({ profnet_id: ids.profnet_id, emails: ["a@example.org"] });
     const bad = await lookup(token, `profnet_id=${ids.profnet_id}&include=email_details,phones_history`);
     expect(bad.res.status).toBe(400);
-    expect(bad.body).toEqual({ error: 'Unknown include "phones_history": expected email_details' });
+    expect(bad.body).toEqual({ error: 'Unknown include "phones_history": expected email_details, profile' });
     expect(bad.res.headers.get("x-credits-charged")).toBe("0");
     expect(bad.res.headers.get("x-credits-remaining")).toBe("10");
   });
