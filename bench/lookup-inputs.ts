@@ -121,7 +121,7 @@ async function importFile(path: string, rows: number, first: number, whole: bool
   const out = createWriteStream(path);
   for (let k = 0; k < rows; k++) {
     const i = first + k;
-    const line: Record<string, unknown> = { profnet_id: 900_000_000 + i, codehost_login: `imported-${i}`, email_addresses: [`imported.${i}@imp${i % 997}.example`], phone_numbers: [`+1303${String(1_000_000 + (i % 9_000_000)).padStart(7, "0")}`] };
+    const line: Record<string, unknown> = { profnet_id: 900_000_000 + i, codehost_login: `imported-${i}`, email_addresses: [`imported.${i}@imp${i % 997}.example`], phone_numbers: [`+1303${200 + (Math.floor(i / 10_000) % 800)}${String(i % 10_000).padStart(4, "0")}`] };
     if (whole) {
       line.name = { given: `Imp${i % 3_000}`, family: `Orted${Math.floor(i / 3_000)}` };
       line.employment = [
