@@ -123,6 +123,20 @@ export const lookupPathArgs = (opts: LookupPathOptions) => [
   "--reps", String(opts.reps), "--delay-ms", String(opts.delayMs), "--import-rows", String(opts.importRows), "--connections", String(opts.connections),
 ];
 
+export type LookupInputsOptions = { people: number; requests: number; reps: number; importRows: number };
+
+export const lookupInputsArgs = (opts: LookupInputsOptions) => [
+  "--people", String(opts.people), "--requests", String(opts.requests), "--reps", String(opts.reps), "--import-rows", String(opts.importRows),
+];
+
+/** bench/lookup-inputs.ts: GET /v1/people by email, phone and name against by profnet id, and the import with names; its markdown. */
+export async function runLookupInputs(opts: LookupInputsOptions & { log: (m: string) => void }): Promise<string> {
+  opts.log(`lookup inputs: ${opts.people} people, ${opts.reps} repetitions`);
+  const out = await tsx("bench/lookup-inputs.ts", lookupInputsArgs(opts));
+  if (!/Looked up by/.test(out)) throw new Error(`lookup-inputs.ts printed no report:\n${out}`);
+  return out.trim();
+}
+
 /** One run (the script repeats each measurement itself); its markdown, without the title line. */
 /** bench/usage.ts: GET /v1/usage over 90 days of a busy account; its markdown. */
 export async function runUsage(opts: { lookups: number; log: (m: string) => void }): Promise<string> {

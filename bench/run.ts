@@ -13,7 +13,20 @@ import os from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { root } from "./child.ts";
-import { edgeCpuArgs, edgeLoadMarkdown, importMarkdown, lookupPathArgs, runEdgeChecks, runEdgeCpu, runEdgeLoad, runImport, runLookupPath, runUsage } from "./cli-benches.ts";
+import {
+  edgeCpuArgs,
+  edgeLoadMarkdown,
+  importMarkdown,
+  lookupInputsArgs,
+  lookupPathArgs,
+  runEdgeChecks,
+  runEdgeCpu,
+  runEdgeLoad,
+  runImport,
+  runLookupInputs,
+  runLookupPath,
+  runUsage,
+} from "./cli-benches.ts";
 import { hotDomainMarkdown, runHotDomain, BEFORE_SCHEDULER, HOT_TOOLS } from "./hot-domain.ts";
 import { runProbeBench, type ProbeBenchResult } from "./probe-scale.ts";
 import { probeScaleMarkdown, probeScaleSvg } from "./probe-scale-report.ts";
@@ -55,6 +68,7 @@ const plan = quick
       confidence: { addresses: 10_000, seed: 39 },
       confidenceSmtp: { addresses: 600, seed: 39, dying: 2, delayMs: 5 },
       lookupJobs: { people: 20_000, lines: 2_000, rounds: 2, domains: 200, delayMs: 5 },
+      lookupInputs: { people: 50_000, requests: 50, reps: 1, importRows: 2_000 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -75,6 +89,7 @@ const plan = quick
       confidence: { addresses: 50_000, seed: 39 },
       confidenceSmtp: { addresses: 3_000, seed: 39, dying: 3, delayMs: 5 },
       lookupJobs: { people: 1_000_000, lines: 100_000, rounds: 10, domains: 1_000, delayMs: 5 },
+      lookupInputs: { people: 1_000_000, requests: 300, reps: 3, importRows: 20_000 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -125,6 +140,7 @@ const hot = await runHotDomain({ ...plan.hot, log });
 const imports = await runImport({ ...plan.import, log });
 const checks = await runEdgeChecks({ ...plan.checks, log });
 const lookupPath = await runLookupPath({ ...plan.lookupPath, log });
+const lookupInputs = await runLookupInputs({ ...plan.lookupInputs, log });
 const usage = await runUsage({ ...plan.usage, log });
 const jobsScale = await runJobsScale({ ...plan.jobs, log });
 const jobUpload = await runJobUpload({ log });
@@ -192,6 +208,7 @@ ${tsxCommand("hot-domain.ts", `--reps ${plan.hot.reps} --checks ${plan.hot.check
 ${tsxCommand("import.ts", String(plan.import.rows))}   # ${repsText(plan.import.reps)}
 ${tsxCommand("edge-checks.ts", `${plan.checks.addresses} ${plan.checks.rounds}`)}
 ${tsxCommand("lookup-path.ts", lookupPathArgs(plan.lookupPath).join(" "))}
+${tsxCommand("lookup-inputs.ts", lookupInputsArgs(plan.lookupInputs).join(" "))}
 ${tsxCommand("usage.ts", `--lookups ${plan.usage.lookups}`)}
 ${tsxCommand("jobs-scale.ts", `--addresses ${plan.jobs.addresses} --domains ${plan.jobs.domains} --delay-ms ${plan.jobs.delayMs} --seed ${plan.jobs.seed}`)}
 ${tsxCommand("job-upload.ts", "")}
@@ -441,6 +458,15 @@ identifiers (half found) both ways, each round after a warm-up round; then a loo
 different person), polled once a second to \`completed\`, workerd's resident set sampled every 500 ms; then the same list with \`verify_emails=true\`.
 
 ${lookupJobsMarkdown(lookupJobs)}
+
+## 17. Lookups by email, phone and a name at a company (issue 46)
+
+bench/lookup-inputs.ts: the Worker as \`wrangler dev\` serves it, the libSQL server in its own process, over ${plan.lookupInputs.people.toLocaleString("en")} people
+each with a work address, a phone, a name and two employments (their domains), written straight to the database file; each
+kind of lookup sent one at a time, a different person each time, the kinds in turn within each repetition. Then the people import
+of the same lines without and with a name and two employments, into that base.
+
+${lookupInputs}
 `;
 
 /** Each label's mean score and share deliverable, as "high 92 → 94%". */
