@@ -32,7 +32,7 @@ export type EraseResult = { erased: number; suppressed: number };
 
 const MAX_REASON_LENGTH = 500;
 /** What an erasure event tells its recipient to delete: everything of the person, named as ContactInfo names it. */
-const ERASED_FIELDS = ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "codehost_username", "socialnet_username", "microblog_username", "email_addresses", "phone_numbers"];
+const ERASED_FIELDS = ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "codehost_username", "socialnet_username", "microblog_username", "email_addresses", "phone_numbers", "name", "employment"];
 
 /** The job store's statements (drizzle SQL) as statements of this batch. */
 const dialect = new SQLiteAsyncDialect();

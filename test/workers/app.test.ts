@@ -87,9 +87,9 @@ describe("the app surface", () => {
     expect(doc.webhooks.verificationJobEnded.post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/VerificationJob" });
     const people = doc.paths["/v1/people"].get;
     expect(people.parameters.map((p: any) => p.name).sort()).toEqual(
-      ["codehost_id", "codehost_login", "include", "min_confidence", "profnet_id", "profnet_public_identifier"],
+      ["codehost_id", "codehost_login", "company", "company_domain", "country", "email", "first_name", "full_name", "include", "last_name", "min_confidence", "phone", "profnet_id", "profnet_public_identifier"],
     );
-    expect(Object.keys(people.responses).sort()).toEqual(["200", "400", "401", "402", "403", "404", "429", "503"]);
+    expect(Object.keys(people.responses).sort()).toEqual(["200", "400", "401", "402", "403", "404", "409", "429", "503"]);
     expect(Object.keys(people.responses["429"].headers).sort()).toEqual(["RateLimit-Policy", "Retry-After"]);
     expect(Object.keys(doc.components.schemas.ContactInfo.properties)).toContain("work_email_addresses");
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });

@@ -77,7 +77,7 @@ describe("Enrich a list", () => {
     const { accountId } = await newAccount(10);
     const { cookie } = await join(accountId, "developer", "Dev Refused");
     const body = new FormData();
-    body.set("file", new File(["Name,Email\nAda,ada@example.org\n"], "crm.csv", { type: "text/csv" }));
+    body.set("file", new File(["Name,Notes\nAda,met at the conference\n"], "crm.csv", { type: "text/csv" }));
     const res = await consoleCall("/console/lists/enrich", { cookie, method: "POST", body });
     expect(await follow(res, cookie)).toContain("The CSV has no identifier column");
     expect(await db.all(sql`select 1 from lookup_jobs where account_id = ${accountId}`)).toEqual([]);

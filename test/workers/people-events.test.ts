@@ -159,7 +159,7 @@ describe("events to the accounts that received the person", () => {
       data: {
         person: { profnet_id: ids.profnet_id, profnet_public_identifier: ids.profnet_public_identifier, codehost_id: ids.codehost_id, codehost_login: ids.codehost_login },
         erased_at: expect.any(String),
-        delete: ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "codehost_username", "socialnet_username", "microblog_username", "email_addresses", "phone_numbers"],
+        delete: ["profnet_id", "profnet_public_identifier", "codehost_id", "codehost_login", "codehost_username", "socialnet_username", "microblog_username", "email_addresses", "phone_numbers", "name", "employment"],
       },
     });
     const feed = (await (await call("/v1/people/erasures", { token: subscriber.token })).json()) as { erasures: { profnet_id: number }[] };
