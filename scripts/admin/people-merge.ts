@@ -136,6 +136,16 @@ function structure(p: HeldPerson, withProfile: boolean): string {
 const entryKeyOf = (w: HeldEmployment) => employmentEntryKey({ employer: w.employer, title: w.title, start: w.start_date });
 
 /** A source row for each of a name's or an entry's sources, as the snapshot holds them. */
+/**
+ * One thing held twice (an address, a phone, a name, an employment of the two people): the kept row `into` takes the
+ * other row's sources, each with the earlier first sighting and the later last.
+ */
+const foldSources = (table: string, column: string, into: number, from: number): InStatement => ({
+  sql: `insert into ${table} (${column}, source, first_seen_at, last_seen_at) select ?, source, first_seen_at, last_seen_at from ${table} where ${column} = ? and true
+    on conflict (${column}, source) do update set first_seen_at = min(first_seen_at, excluded.first_seen_at), last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
+  args: [into, from],
+});
+
 const sourceRows = (table: string, column: string, id: number, sources: { source: string; first_seen_at: number; last_seen_at: number }[]): InStatement[] =>
   sources.map((s) => ({ sql: `insert into ${table} (${column}, source, first_seen_at, last_seen_at) values (?, ?, ?, ?)`, args: [id, s.source, s.first_seen_at, s.last_seen_at] }));
 
@@ -150,11 +160,7 @@ function moveProfile(kept: HeldPerson, merged: HeldPerson): InStatement[] {
       continue;
     }
     statements.push(
-      {
-        sql: `insert into person_name_sources (name_id, source, first_seen_at, last_seen_at) select ?, source, first_seen_at, last_seen_at from person_name_sources where name_id = ? and true
-          on conflict (name_id, source) do update set first_seen_at = min(first_seen_at, excluded.first_seen_at), last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
-        args: [twin, n.id],
-      },
+      foldSources("person_name_sources", "name_id", twin, n.id),
       { sql: "update person_names set first_seen_at = min(first_seen_at, ?), last_seen_at = max(last_seen_at, ?) where id = ?", args: [n.first_seen_at, n.last_seen_at, twin] },
       { sql: "delete from person_name_sources where name_id = ?", args: [n.id] },
       { sql: "delete from person_names where id = ?", args: [n.id] },
@@ -171,11 +177,7 @@ function moveProfile(kept: HeldPerson, merged: HeldPerson): InStatement[] {
       continue;
     }
     statements.push(
-      {
-        sql: `insert into person_employment_sources (employment_id, source, first_seen_at, last_seen_at) select ?, source, first_seen_at, last_seen_at from person_employment_sources where employment_id = ? and true
-          on conflict (employment_id, source) do update set first_seen_at = min(first_seen_at, excluded.first_seen_at), last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
-        args: [twin, w.id],
-      },
+      foldSources("person_employment_sources", "employment_id", twin, w.id),
       { sql: "insert or ignore into person_employment_domains (employment_id, person_id, domain) select ?, ?, domain from person_employment_domains where employment_id = ?", args: [twin, kept.id, w.id] },
       // The kept entry's end and current stand; what it did not say, the other's says.
       {
@@ -285,11 +287,7 @@ export async function applyMergeCandidate(client: Client, id: number): Promise<{
     }
     // One address, two rows: the kept row takes the other's sources, the earlier first sighting and the later last.
     statements.push(
-      {
-        sql: `insert into person_email_sources (email_id, source, first_seen_at, last_seen_at) select ?, source, first_seen_at, last_seen_at from person_email_sources where email_id = ? and true
-          on conflict (email_id, source) do update set first_seen_at = min(first_seen_at, excluded.first_seen_at), last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
-        args: [twin, e.id],
-      },
+      foldSources("person_email_sources", "email_id", twin, e.id),
       { sql: "update person_emails set first_seen_at = min(first_seen_at, ?), last_seen_at = max(last_seen_at, ?) where id = ?", args: [e.first_seen_at, e.last_seen_at, twin] },
       { sql: "delete from person_email_sources where email_id = ?", args: [e.id] },
       { sql: "delete from person_emails where id = ?", args: [e.id] },
@@ -302,11 +300,7 @@ export async function applyMergeCandidate(client: Client, id: number): Promise<{
       continue;
     }
     statements.push(
-      {
-        sql: `insert into person_phone_sources (phone_id, source, first_seen_at, last_seen_at) select ?, source, first_seen_at, last_seen_at from person_phone_sources where phone_id = ? and true
-          on conflict (phone_id, source) do update set first_seen_at = min(first_seen_at, excluded.first_seen_at), last_seen_at = max(last_seen_at, excluded.last_seen_at)`,
-        args: [twin, p.id],
-      },
+      foldSources("person_phone_sources", "phone_id", twin, p.id),
       { sql: "update person_phones set first_seen_at = min(first_seen_at, ?), last_seen_at = max(last_seen_at, ?) where id = ?", args: [p.first_seen_at, p.last_seen_at, twin] },
       { sql: "delete from person_phone_sources where phone_id = ?", args: [p.id] },
       { sql: "delete from person_phones where id = ?", args: [p.id] },
