@@ -43,6 +43,7 @@ import { confidenceWorldMarkdown, runConfidenceWorld } from "./confidence-world.
 import { confidenceSmtpMarkdown, runConfidenceSmtp } from "./confidence-smtp.ts";
 import { jobComparisonMarkdown, OURS, runVerifyComparison, verifyComparisonMarkdown, verifyMethodMarkdown } from "./verify-compare.ts";
 import { lookupJobsArgs, lookupJobsHeadline, lookupJobsMarkdown, runLookupJobs } from "./bulk-lookups.ts";
+import { finderHeadline, finderMarkdown, runFinderBench } from "./finder.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
@@ -69,6 +70,7 @@ const plan = quick
       confidenceSmtp: { addresses: 600, seed: 39, dying: 2, delayMs: 5 },
       lookupJobs: { people: 20_000, lines: 2_000, rounds: 2, domains: 200, delayMs: 5 },
       lookupInputs: { people: 50_000, requests: 50, reps: 1, importRows: 2_000 },
+      finder: { seed: 47, domains: 30, people: 200, delayMs: 5 },
     }
   : {
       edge: { reps: 3, duration: 10, connections: 50 },
@@ -90,6 +92,7 @@ const plan = quick
       confidenceSmtp: { addresses: 3_000, seed: 39, dying: 3, delayMs: 5 },
       lookupJobs: { people: 1_000_000, lines: 100_000, rounds: 10, domains: 1_000, delayMs: 5 },
       lookupInputs: { people: 1_000_000, requests: 300, reps: 3, importRows: 20_000 },
+      finder: { seed: 47, domains: 200, people: 2_000, delayMs: 5 },
     };
 
 // Fail before minutes of other benchmarks rather than in the middle.
@@ -156,6 +159,8 @@ const confidenceWorld = runConfidenceWorld(plan.confidence);
 log("confidence on a labelled world of fixture mail servers");
 const confidenceSmtp = await runConfidenceSmtp({ ...plan.confidenceSmtp, log });
 const lookupJobs = await runLookupJobs({ ...plan.lookupJobs, log });
+log("the email finder on a labelled world");
+const finder = await runFinderBench({ ...plan.finder, log });
 
 // ---- The report ----
 
@@ -222,6 +227,7 @@ ${tsxCommand("console.ts", `--requests ${plan.console.requests}`)}
 ${tsxCommand("confidence-world.ts", `--addresses ${plan.confidence.addresses} --seed ${plan.confidence.seed}`)}
 ${tsxCommand("confidence-smtp.ts", `--addresses ${plan.confidenceSmtp.addresses} --seed ${plan.confidenceSmtp.seed} --dying ${plan.confidenceSmtp.dying} --delay-ms ${plan.confidenceSmtp.delayMs}`)}
 ${tsxCommand("bulk-lookups.ts", lookupJobsArgs(plan.lookupJobs).join(" "))}
+${tsxCommand("finder.ts", `--seed ${plan.finder.seed} --domains ${plan.finder.domains} --people ${plan.finder.people} --delay-ms ${plan.finder.delayMs}`)}
 \`\`\`
 
 The npm verifiers are installed by the run itself, pinned by bench/peers/package-lock.json, into \`bench/peers/node_modules\`
@@ -240,6 +246,7 @@ for both npm tools keeps their rows comparable.
 - Fair shares: a ${fair.small}-line job created while another account's ${fair.big.toLocaleString("en")}-line job runs at the same mail server took ${fair.smallSharedS.toFixed(1)} s, ${fair.smallRatio.toFixed(2)}× its ${fair.smallAloneS.toFixed(1)} s alone (goal: at most 2× + 5 s); the big job took ${fair.bigGrowthS.toFixed(1)} s longer than alone.
 - Re-verifying ${refresh.addresses.toLocaleString("en")} stored addresses (the same list, as people): ${(refresh.wallMs / 1000).toFixed(1)} s from the cron to every answer written back, ${refresh.right.toLocaleString("en")} verdicts right, ${refresh.smtp.connections.toLocaleString("en")} SMTP connections (${(refresh.addresses / Math.max(1, refresh.smtp.connections)).toFixed(1)} addresses each); lookups ${refresh.lookups.baselinePerSecond.toFixed(0)}/s before, ${refresh.lookups.duringPerSecond.toFixed(0)}/s during it.
 - Bulk lookups: ${lookupJobsHeadline(lookupJobs)}.
+- The email finder (GET /v1/email_finder) on a labelled world: ${finderHeadline(finder)}.
 - Confidence bands (mean score → share deliverable): ${confidenceHeadline(confidenceWorld.labels)} on the simulated world, ${confidenceHeadline(confidenceSmtp.labels)} on the same world of fixture mail servers; a dying mailbox left the lookups ${dyingHeadline()} after its first hard bounce at worst (two cron ticks at most, ${(2 * confidenceSmtp.cycleMs) / 1000} s; one, ${confidenceSmtp.cycleMs / 1000} s, after our check confirmed it).
 - Import: ${median(imports.map((r) => r.importRowsPerSecond)).toFixed(0)} rows/s into an empty database, ${median(imports.map((r) => r.reimportRowsPerSecond)).toFixed(0)} rows/s re-importing the same ${plan.import.rows.toLocaleString("en")} rows.
 
@@ -467,6 +474,16 @@ kind of lookup sent one at a time, a different person each time, the kinds in tu
 of the same lines without and with a name and two employments, into that base.
 
 ${lookupInputs}
+
+## 18. The email finder on a labelled world (issue 47)
+
+bench/finder.ts, one run: a seeded world of companies' domains (address patterns as companies use them, one or two per domain;
+plain, catch-all, Microsoft 365 and Yahoo, and one Forcepoint-style gateway), its people imported with name, employment and work
+address through \`people import\`'s code, a fixture mail server per MX host knowing every real mailbox, and the stack of section 7
+with its own re-verification off (\`EMAIL_REFRESH_BATCH=0\`) and the probe at its shipped harvest budgets. Each person to find is
+asked once through \`GET /v1/email_finder\`; then, against fresh fixtures, a naive finder tries up to 8 patterns by SMTP per person.
+
+${finderMarkdown(finder)}
 `;
 
 /** Each label's mean score and share deliverable, as "high 92 → 94%". */

@@ -23,6 +23,8 @@ import { registerAuditRoute } from "./routes/audit-events.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
 import { registerPeopleRoute } from "./routes/people.ts";
 import { registerPeopleBulkRoute } from "./routes/people-bulk.ts";
+import { registerEmailFinderRoutes } from "./routes/email-finder.ts";
+import { registerDomainRoutes } from "./routes/domains.ts";
 import { registerLookupJobRoutes } from "./routes/lookup-jobs.ts";
 import { registerEmailFeedbackRoute } from "./routes/email-feedback.ts";
 import { registerPeopleEventsRoutes } from "./routes/people-events.ts";
@@ -149,6 +151,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   registerErasuresRoute(app);
   registerPeopleRoute(app);
   registerPeopleBulkRoute(app);
+  registerEmailFinderRoutes(app);
+  registerDomainRoutes(app);
   registerEmailFeedbackRoute(app);
   registerPeopleEventsRoutes(app);
   registerEmailVerificationRoutes(app);

@@ -15,7 +15,8 @@
  *   that follows it makes the address undeliverable at once: our check agrees with the report.
  * - Stored addresses get their name in bounce feedback (FEEDBACK_HASH_KEY), a bounded number per run, so that reports
  *   find them; reports older than FEEDBACK_RETENTION_SECONDS are deleted.
- * - Access-log rows, erasure notices and merge candidates older than ACCESS_LOG_RETENTION_SECONDS are deleted.
+ * - Access-log rows, erasure notices and merge candidates older than ACCESS_LOG_RETENTION_SECONDS are deleted; the email
+ *   finder's charged finds after FIND_REPEAT_DAYS and its checks after FINDER_CHECK_DAYS (30 days each).
  */
 import { sql } from "drizzle-orm";
 import { sqliteLower } from "../shared/sqlite-lower.ts";
@@ -36,7 +37,11 @@ import {
   type StoredEmailRules,
 } from "./people/store.ts";
 import { deleteOldFeedback, keyStoredAddresses, nameStoredAddresses } from "./people/feedback-store.ts";
+import { deleteOldFinderState } from "./finder/store.ts";
+import { FIND_REPEAT_DAYS, FINDER_CHECK_DAYS } from "./finder/find.ts";
 import { addressHasher } from "../shared/people/address-hash.ts";
+
+const DAY_MS = 86_400_000;
 
 export { REFRESH_ACCOUNT_ID };
 /** An address put in a refresh job is not due again for this long, unless the job's answer says otherwise. */
@@ -108,6 +113,7 @@ export type PersonalDataReport = {
   addresses_named: number;
   feedback_deleted: number;
   merge_candidates_deleted: number;
+  finder_state_deleted: number;
 };
 
 /** The cron's part for personal data: answers of ended refresh jobs written, the next refresh job started, old log rows deleted. */
@@ -126,5 +132,6 @@ export async function runPersonalDataCron(db: Database, queues: JobQueues, confi
     addresses_named: config.feedbackHashKey ? await nameStoredAddresses(db, await addressHasher(config.feedbackHashKey)) : 0,
     feedback_deleted: await deleteOldFeedback(db, now - config.feedbackRetentionSeconds * 1000),
     merge_candidates_deleted: await deleteOldMergeCandidates(db, before),
+    finder_state_deleted: await deleteOldFinderState(db, now - FIND_REPEAT_DAYS * DAY_MS, now - FINDER_CHECK_DAYS * DAY_MS),
   };
 }

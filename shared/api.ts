@@ -41,6 +41,11 @@ export const ERROR_REASONS = [
   "invite_used",
   "invite_expired",
   "invite_revoked",
+  // 422: the finder's and the domain search's domain cannot hold a work address we could find
+  "domain_has_no_mail",
+  "webmail_domain",
+  "disposable_domain",
+  "company_unknown",
   // 409
   "conflicting_inputs",
   "last_owner",
@@ -77,6 +82,17 @@ export const ERROR_MESSAGES = {
   rateLimited: "Rate limit exceeded",
   bodyTooLarge: "Request body too large",
   malformedJson: "Malformed JSON body",
+  finderNameRequired: "Give full_name, or first_name and last_name: a given name of two letters or more and a family name",
+  finderDomainRequired: "Give domain or company",
+  finderDomainInvalid: "domain must be a registrable domain name (like acme.com), not an address, an IP or a public suffix",
+  finderMaxDuration: "max_duration must be an integer between 1 and 20 (seconds)",
+  finderNoMail: "The domain receives no mail (no MX, a null MX, or it does not exist): no address there can be found",
+  finderWebmail: "The domain is a webmail provider's: its addresses are personal and not made from names by a pattern",
+  finderDisposable: "The domain is a disposable-address service's",
+  finderCompanyUnknown: "No domain is known for this company: give domain instead",
+  finderNotFound: "No address found for this person at this domain",
+  finderItemsRange: "items must be an array of 1 to 100 finds",
+  domainLimitRange: "limit must be an integer between 1 and 100",
 } as const;
 
 /**
@@ -405,3 +421,131 @@ export const AccountInfo = z
   })
   .openapi("Account");
 export type AccountInfo = z.infer<typeof AccountInfo>;
+
+/** The email finder's query (docs/api.md "GET /v1/email_finder"): a name and a domain or a company. */
+export const FINDER_LIMITS = { maxNamePart: 100, maxFullName: 200, maxCompany: 200, maxDuration: 20, defaultDuration: 10, maxBatch: 100 } as const;
+
+export const EmailFinderQuery = z.object({
+  full_name: z.string().optional().openapi({ description: "The person's name as written (at most 200 characters)", example: "José Núñez" }),
+  first_name: z.string().optional().openapi({ description: "With last_name, instead of full_name (each at most 100 characters)", example: "Ludwig" }),
+  last_name: z.string().optional().openapi({ example: "van Beethoven" }),
+  domain: z.string().optional().openapi({ description: "The company's domain (a URL or www. name is reduced to it)", example: "acme.com" }),
+  company: z.string().optional().openapi({ description: "The employer's name, instead of domain: resolved to the domain our data ties to it most", example: "Acme Inc" }),
+  max_duration: z.string().optional().openapi({ description: "Seconds, 1-20 (default 10): past it the answer is a 202 and the same call later gets the result", example: "10" }),
+  min_confidence: z.string().optional().openapi({ description: "0-100: an address we hold below it is not a confirmed answer", example: "80" }),
+});
+
+export const FINDER_METHODS = ["known_address", "receiver_accepted", "pattern"] as const;
+
+export const EmailFinderResult = z
+  .object({
+    email: z.string().openapi({ example: "jose.nunez@acme.com" }),
+    domain: z.string().openapi({ example: "acme.com" }),
+    first_name: z.string().nullable().openapi({ description: "The given name as read from the query", example: "José" }),
+    last_name: z.string().nullable().openapi({ example: "Núñez" }),
+    confidence: z.number().int().min(0).max(100).openapi({ description: "How far to trust the address, 0-100 (docs/api.md \"How the finder grades\")", example: 92 }),
+    confidence_label: z.enum(CONFIDENCE_LABELS).openapi({ example: "high" }),
+    method: z.enum(FINDER_METHODS).openapi({
+      description: "known_address: an address we hold for this person at the domain; receiver_accepted: made from the domain's pattern and accepted by its mail server, which refuses unknown addresses; pattern: made from the pattern, not confirmed by the receiver (it accepts any address, forbids checking, or had no time for us)",
+    }),
+    confirmed: z.boolean().openapi({ description: "Whether the answer is charged-grade: a known address at or above min_confidence, or one a receiver that refuses unknown addresses accepted" }),
+    accept_all: z.boolean().nullable().openapi({ description: "The domain's receiver accepts every address (catch-all); null: not known" }),
+    evidence: z
+      .object({
+        pattern: z.string().nullable().openapi({ example: "{first}.{last}" }),
+        share: z.number().min(0).max(1).nullable().openapi({ description: "The pattern's share of the known addresses at the domain that follow a pattern", example: 0.82 }),
+        count: z.number().int().min(0).openapi({ description: "Known addresses at the domain that follow the pattern", example: 41 }),
+        known_at_domain: z.number().int().min(0).openapi({ description: "Known name and address pairs at the domain read", example: 50 }),
+        feedback: z.enum(["none", "delivered", "bounced"]).openapi({ description: "What customers' delivery reports say of this address (docs/api.md \"Confidence\": the caller's own, or independent accounts')" }),
+      })
+      .openapi({ description: "Why this address: the pattern behind it (null for a known address)" }),
+    verification: z.object({
+      status: z.enum(["valid", "risky", "invalid"]).nullable().openapi({ description: "Our verdict on the address; null: not checked" }),
+      reason: z.string().nullable().openapi({ example: "deliverable" }),
+      smtp_outcome: z.string().nullable(),
+      date: z.string().nullable().openapi({ description: "When (RFC 3339, UTC)" }),
+    }),
+    sources: z
+      .object({ count: z.number().int().min(0), first_seen_at: z.string(), last_seen_at: z.string() })
+      .nullable()
+      .openapi({ description: "For a known address: how many sources reported it and when; never which" }),
+    mx_provider: z.string().nullable().openapi({ example: "google" }),
+    receiver_family: z.string().nullable().openapi({ example: "google" }),
+    repeat: z.boolean().openapi({ description: "The same account was charged for this find in the past 30 days: this one is free" }),
+  })
+  .openapi("EmailFinderResult");
+export type EmailFinderResult = z.infer<typeof EmailFinderResult>;
+
+export const FinderPending = z
+  .object({
+    status: z.literal("pending"),
+    retry_after_seconds: z.number().int().min(1).openapi({ description: "Make the same call again after this long: the answer waits for it, at no new check" }),
+  })
+  .openapi("FinderPending");
+
+export const DomainSearchQuery = z.object({
+  include: z.string().optional().openapi({ description: "people: also list the people we hold at the domain (LOOKUP_COST credits per person listed)", example: "people" }),
+  limit: z.string().optional().openapi({ description: "With include=people: how many, 1-100 (default 10)", example: "10" }),
+});
+
+export const DomainSearchResult = z
+  .object({
+    domain: z.string().openapi({ example: "acme.com" }),
+    disposable: z.boolean(),
+    webmail: z.boolean(),
+    accept_all: z.boolean().nullable().openapi({ description: "Its receiver accepts every address; null: never tested" }),
+    accept_all_checked_at: z.string().nullable().openapi({ description: "When we last tested it (RFC 3339, UTC)" }),
+    mx_provider: z.string().nullable().openapi({ example: "google" }),
+    receiver_family: z.string().nullable(),
+    mx_hosts: z.array(z.object({ host: z.string(), preference: z.number().int() })),
+    patterns: z.array(z.object({ pattern: z.string(), share: z.number(), count: z.number().int() })).openapi({ description: "The address patterns of the known addresses at the domain, highest share first" }),
+    known_addresses: z.object({
+      total: z.number().int(),
+      personal: z.number().int().openapi({ description: "Addresses of named people (not role accounts)" }),
+      generic: z.number().int().openapi({ description: "Role accounts (info@, sales@)" }),
+    }),
+    people: z
+      .array(
+        z.object({
+          full_name: z.string().nullable(),
+          first_name: z.string().nullable(),
+          last_name: z.string().nullable(),
+          title: z.string().nullable(),
+          email: z.string(),
+          confidence: z.number().int(),
+        }),
+      )
+      .optional()
+      .openapi({ description: "With include=people: each listed person is charged and recorded as a lookup is" }),
+  })
+  .openapi("DomainSearchResult");
+export type DomainSearchResult = z.infer<typeof DomainSearchResult>;
+
+export const EmailFinderBatchItem = z.object({
+  full_name: z.string().optional(),
+  first_name: z.string().optional(),
+  last_name: z.string().optional(),
+  domain: z.string().optional(),
+  company: z.string().optional(),
+});
+export const EmailFinderBatchRequest = z
+  .object({
+    items: z.array(EmailFinderBatchItem).openapi({ description: "1 to 100 finds, each as GET /v1/email_finder takes them" }),
+    min_confidence: z.number().int().min(0).max(100).optional(),
+  })
+  .openapi("EmailFinderBatchRequest");
+export const EmailFinderBatchResult = z
+  .object({
+    results: z.array(
+      z.object({
+        position: z.number().int(),
+        status: z.enum(["found", "not_found", "pending", "error"]),
+        result: EmailFinderResult.optional(),
+        error: z.string().optional(),
+        reason: z.enum(ERROR_REASONS).optional(),
+        charged: z.number().int().optional(),
+      }),
+    ),
+    credits_charged: z.number().int(),
+  })
+  .openapi("EmailFinderBatchResult");

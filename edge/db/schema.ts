@@ -166,6 +166,8 @@ export const personEmails = sqliteTable(
     index("person_emails_email_idx").on(sql`lower(${t.email})`),
     // The cron names the rows without a name; a report finds the rows it is about.
     index("person_emails_address_hash_idx").on(t.addressHash),
+    // The finder and the domain search read a domain's addresses (edge/finder/store.ts ADDRESS_DOMAIN, the same expression).
+    index("person_emails_domain_idx").on(sql`substr(${t.addressKey}, instr(${t.addressKey}, '@') + 1)`),
   ],
 );
 
@@ -1065,3 +1067,63 @@ export const lookupJobVerdicts = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.jobId, t.email] })],
 );
+
+/**
+ * What the finder learned about a domain's mail (docs/api.md "GET /v1/domains/{domain}"): whether its receiver accepts
+ * every address (the probe's catch-all test, when it last answered one), and who runs its mail. Not personal data.
+ */
+export const domainFacts = sqliteTable("domain_facts", {
+  domain: text("domain").primaryKey(),
+  /** 1: a random address was accepted; 0: refused; null: never answered. */
+  acceptAll: integer("accept_all"),
+  acceptAllCheckedAt: integer("accept_all_checked_at"),
+  mxProvider: text("mx_provider"),
+  receiverFamily: text("receiver_family"),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/**
+ * The finds an account was charged for (docs/api.md "GET /v1/email_finder"): the same find by the same account within
+ * FIND_REPEAT_DAYS is free. The find is named by a keyed hash of the name's key and the domain (never the name), and
+ * deleted by the cron once the window has passed.
+ */
+export const finderFinds = sqliteTable(
+  "finder_finds",
+  {
+    accountId: text("account_id").notNull(),
+    findKey: text("find_key").notNull(),
+    chargedAt: integer("charged_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.findKey] }), index("finder_finds_charged_idx").on(t.chargedAt)],
+);
+
+/**
+ * The receiver's answers to the finder's own RCPTs for addresses we do not hold (docs/api.md "GET /v1/email_finder"), by
+ * the address's keyed hash (shared/people/address-hash.ts), never the address: a repeat, a 202's fetch or another
+ * account's find of the same person asks the receiver nothing. `pending_until` marks a check under way. Deleted by
+ * the cron after FINDER_CHECK_DAYS.
+ */
+export const finderChecks = sqliteTable(
+  "finder_checks",
+  {
+    addressHash: text("address_hash").primaryKey(),
+    outcome: text("outcome"),
+    reason: text("reason"),
+    classification: text("classification"),
+    catchAll: integer("catch_all"),
+    checkedAt: integer("checked_at"),
+    pendingUntil: integer("pending_until"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("finder_checks_created_idx").on(t.createdAt)],
+);
+
+/**
+ * The addresses of erased people, by the keyed hash the Worker names addresses by (shared/people/address-hash.ts,
+ * FEEDBACK_HASH_KEY), written by the erasure (scripts/admin/people-erase.ts): the finder never probes nor returns one,
+ * even when a domain's pattern makes it again. Kept for good, as suppressions are.
+ */
+export const erasedAddresses = sqliteTable("erased_addresses", {
+  addressHash: text("address_hash").primaryKey(),
+  erasedAt: integer("erased_at").notNull(),
+});

@@ -134,6 +134,10 @@ export async function erasePeople(client: Client, key: string, selector: PersonS
     },
     { sql: "delete from person_employment where person_id in (select value from json_each(?))", args: [peopleIds] },
     { sql: "delete from email_feedback where address_hash in (select value from json_each(?))", args: [JSON.stringify(feedback)] },
+    // The email finder never makes their addresses again from a domain's pattern (docs/api.md "GET /v1/email_finder"):
+    // kept for good by the same keyed names, and the finder's own checks of them go.
+    { sql: "insert into erased_addresses (address_hash, erased_at) select value, ? from json_each(?) where true on conflict (address_hash) do nothing", args: [now, JSON.stringify(feedback)] },
+    { sql: "delete from finder_checks where address_hash in (select value from json_each(?))", args: [JSON.stringify(feedback)] },
     { sql: "delete from people where id in (select value from json_each(?))", args: [peopleIds] },
     // The refresh jobs not written back yet lose the addresses at once; their counts follow (the job store's statements).
     ...removeAddressesFromOpenJobs(REFRESH_ACCOUNT_ID, addresses, now).map(inBatch),

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { createServer } from "node:net";
+import http from "node:http";
 import type { TestProject } from "vitest/node";
 import { startLibsqlServer } from "../../scripts/libsql-server.ts";
 import { applyMigrations, openDatabase } from "../../scripts/lib/database.ts";
@@ -59,6 +60,14 @@ export default async function setup(project: TestProject) {
   );
   const probeFixture = await startProbeFixture(PROBE_SECRET);
   const webhooks = await startWebhookReceiver();
+  // What the fixture mail servers saw, for tests that count RCPTs at the receiver (GET /?host=127.0.0.x).
+  const mailStats = http.createServer((req, res) => {
+    const host = new URL(req.url ?? "/", "http://x").searchParams.get("host") ?? "";
+    const record = mail.records.get(host);
+    res.writeHead(record ? 200 : 404, { "content-type": "application/json" });
+    res.end(JSON.stringify(record ? { connections: record.connections, rcptTo: record.rcptTo } : { error: "no such server" }));
+  });
+  await new Promise<void>((resolve) => mailStats.listen(0, "127.0.0.1", resolve));
   const plain = (value: string) => ({ type: "plain_text" as const, value });
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   process.env.WRANGLER_SEND_METRICS = "false";
@@ -88,10 +97,12 @@ export default async function setup(project: TestProject) {
   project.provide("probeSecret", PROBE_SECRET);
   project.provide("workerHttpUrl", (await httpWorker.url).href);
   project.provide("webhookUrl", webhooks.url);
+  project.provide("mailStatsUrl", `http://127.0.0.1:${(mailStats.address() as { port: number }).port}`);
 
   return async () => {
     await httpWorker.dispose();
     await webhooks.close();
+    await new Promise<void>((resolve) => mailStats.close(() => resolve()));
     await probeFixture.close();
     await probe.close();
     await mail.close();

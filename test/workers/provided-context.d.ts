@@ -18,6 +18,8 @@ declare module "vitest" {
     workerHttpUrl: string;
     /** test/fixtures/webhook-receiver.ts: receives job callbacks, records them, fails on request. */
     webhookUrl: string;
+    /** What the fixture mail servers (test/fixtures/test-mail.ts) saw: GET ?host=127.0.0.x gives connections and rcptTo. */
+    mailStatsUrl: string;
   }
 }
 export {};
