@@ -527,6 +527,10 @@ export type FinderFigures = {
   wrong: string[];
   /** A few people with a mailbox the finder did not answer for. */
   missed: string[];
+  /** The slowest finds (202s first, or past 5 s): who, how it ended, how long, how many 202s. */
+  slow: string[];
+  msMean: number;
+  msMax: number;
   /** Answers by domain kind and method: answered, right. */
   kindMethod: Record<string, { answered: number; correct: number; charged: number }>;
 };
@@ -608,6 +612,13 @@ function figures(world: FinderWorld, finds: Find[], receivers: Record<DomainKind
     wrong: [...wrongCharged.slice(0, 12), ...wrongFree.slice(0, 8)],
     missed,
     kindMethod,
+    slow: finds
+      .filter((f) => f.pending > 0 || f.ms > 5_000)
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 8)
+      .map((f) => `${describe(people[f.person]!)} -> ${f.status}${f.email ? ` ${f.email}` : ""}${f.method ? ` by ${f.method}` : ""} after ${(f.ms / 1000).toFixed(1)} s and ${f.pending} × 202`),
+    msMean: ms.length ? ms.reduce((a, b) => a + b, 0) / ms.length : 0,
+    msMax: ms.at(-1) ?? 0,
   };
 }
 
@@ -776,6 +787,7 @@ export function finderMarkdown(r: FinderResult): string {
     parts.push("", `${name}, by domain kind (receivers' own counts; ${(f.wallMs / 1000).toFixed(1)} s in all${f.pendingAnswers ? `, ${f.pendingAnswers} finds answered 202 first` : ""}; statuses ${Object.entries(f.statuses).map(([s, n]) => `${s} × ${n}`).join(", ")}):`, "", kindTable(f), "", methodTable(f), "", kindMethodTable(f), "", roleTable(f));
     if (Object.keys(f.reasons).length) parts.push("", `Reasons: ${Object.entries(f.reasons).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, n]) => `${k} × ${n}`).join("; ")}`);
     if (f.wrong.length) parts.push("", `Wrong answers (first few, charged first):`, "", ...f.wrong.map((w) => `- ${w}`));
+    if (f.slow.length) parts.push("", `Slowest finds (mean ${Math.round(f.msMean)} ms, max ${(f.msMax / 1000).toFixed(1)} s):`, "", ...f.slow.map((w) => `- ${w}`));
     if (f.missed.length) parts.push("", `People with a mailbox not found (first few):`, "", ...f.missed.map((w) => `- ${w}`));
   }
   return parts.join("\n");
