@@ -37,7 +37,7 @@ import {
   type StoredEmailRules,
 } from "./people/store.ts";
 import { deleteOldFeedback, keyStoredAddresses, nameStoredAddresses } from "./people/feedback-store.ts";
-import { deleteOldFinderState } from "./finder/store.ts";
+import { deleteOldFinderState } from "./people/finder-store.ts";
 import { FIND_REPEAT_DAYS, FINDER_CHECK_DAYS } from "./finder/find.ts";
 import { addressHasher } from "../shared/people/address-hash.ts";
 

@@ -166,7 +166,7 @@ export const personEmails = sqliteTable(
     index("person_emails_email_idx").on(sql`lower(${t.email})`),
     // The cron names the rows without a name; a report finds the rows it is about.
     index("person_emails_address_hash_idx").on(t.addressHash),
-    // The finder and the domain search read a domain's addresses (edge/finder/store.ts ADDRESS_DOMAIN, the same expression).
+    // The finder and the domain search read a domain's addresses (edge/people/finder-store.ts addressDomain, the same expression).
     index("person_emails_domain_idx").on(sql`substr(${t.addressKey}, instr(${t.addressKey}, '@') + 1)`),
   ],
 );

@@ -24,7 +24,7 @@ import { iso } from "../db/rows.ts";
 import type { MailHostResolution } from "../verification/mx.ts";
 import type { ProbeCallResult } from "../verification/probe-call.ts";
 import { completeVerification, prepareAddress, probeHostsFor } from "../verification/verify.ts";
-import type { CheckRow, DomainFactsRow, KnownAddressRow, PairRow } from "./store.ts";
+import type { CheckRow, DomainFactsRow, KnownAddressRow, PairRow } from "../people/finder-store.ts";
 
 const DAY_MS = 86_400_000;
 /** A repeat of a charged find by the same account within this many days is free. */

@@ -22,7 +22,7 @@ import {
   recordCheckQuery,
   recordDomainFactsQuery,
   releaseCheckQuery,
-} from "./store.ts";
+} from "../people/finder-store.ts";
 
 const DAY_MS = 86_400_000;
 /** The probe's deadline for a finder's check (it goes on after a 202). */

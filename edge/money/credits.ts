@@ -107,3 +107,14 @@ export function countBulkLookupsQuery(db: Database, charge: Pick<LookupCharge, "
 
 /** "The last row this connection inserted is this request's charge": for a statement right after the charge in its batch. */
 export const chargedJustNow = (requestId: string): SQL => sql`exists (select 1 from credit_ledger where id = last_insert_rowid() and request_id = ${requestId})`;
+
+/**
+ * How many ledger rows the connection's last insert wrote for this request's ranked charge (request ids
+ * `<requestId>:<rank>`, at most `max`): for a statement right after chargeRankedQuery in its batch.
+ */
+export const rankedChargedJustNow = (requestId: string, max: number): SQL =>
+  sql`(select count(*) from credit_ledger where id > last_insert_rowid() - ${max} and id <= last_insert_rowid() and request_id like ${`${requestId}:%`})`;
+
+/** The ranks 1..n with their request ids `<requestId>:<rank>`, as chargeRankedQuery takes them. */
+export const ranksOf = (requestId: string, n: number): SQL =>
+  sql`select value as rank, ${requestId} || ':' || value as request_id from json_each(${JSON.stringify(Array.from({ length: n }, (_, i) => i + 1))})`;

@@ -1,6 +1,5 @@
 /** GET /v1/domains/{domain} (docs/api.md, the section of that name). */
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
 import { getDomain } from "tldts";
 import { DomainSearchQuery, DomainSearchResult, ERROR_MESSAGES } from "../../shared/api.ts";
 import { isDisposableDomain, isFreeProviderDomain, isRoleAccount } from "../../shared/email/lists.ts";
@@ -12,10 +11,9 @@ import { iso } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";
 import { pairsFromRows } from "../finder/find.ts";
 import { domainMail, receivesNoMail } from "../finder/service.ts";
-import { domainAddressCountQuery, domainFactsQuery, domainPairsQuery, domainPeopleQuery } from "../finder/store.ts";
+import { domainAddressCountQuery, domainFactsQuery, domainPairsQuery, domainPeopleQuery, listPeopleStatements } from "../people/finder-store.ts";
 import { ApiError } from "../lib/errors.ts";
-import { balanceQuery, chargeRankedQuery, lookupsCovered } from "../money/credits.ts";
-import { recordAccessesQuery } from "../people/store.ts";
+import { balanceQuery } from "../money/credits.ts";
 import { access } from "./access.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
@@ -99,18 +97,8 @@ export function registerDomainRoutes(app: OpenAPIHono<AppEnv>): void {
     const cost = config.LOOKUP_COST;
     const requestId = c.get("requestId");
     const listed = await domainPeopleQuery(db, domain, now, limit);
-    const ranked = sql`select value ->> 'rank' as rank, ${requestId} || ':' || (value ->> 'rank') as request_id from json_each(${JSON.stringify(listed.map((_, i) => ({ rank: i + 1 })))})`;
     const charge = { accountId, keyId, cost, now, creditCaps };
-    const ids = JSON.stringify(listed.map((p) => Number(p.person_id)));
-    // The ledger rows this statement wrote are the connection's last ids (one per person covered, in rank order): the
-    // access log records exactly those people, in the same transaction as their charge.
-    const chargedRows = sql`(select count(*) from credit_ledger where id > last_insert_rowid() - ${listed.length} and id <= last_insert_rowid() and request_id like ${`${requestId}:%`})`;
-    const disclosed = cost === 0 ? sql`select value as person_id, 'domain' as matched_by from json_each(${ids})` : sql`select value as person_id, 'domain' as matched_by from json_each(${ids}) where key < ${chargedRows}`;
-    const [charged, , balanceRows] = await db.batch([
-      cost === 0 ? db.all<{ request_id: string; balance_after: number }>(sql`select null as request_id, 0 as balance_after where 0`) : chargeRankedQuery(db, charge, ranked, lookupsCovered(charge)),
-      recordAccessesQuery(db, disclosed, accountId, keyId, now),
-      balanceQuery(db, accountId),
-    ]);
+    const [charged, , balanceRows] = await db.batch(listPeopleStatements(db, charge, requestId, listed.map((p) => Number(p.person_id))));
     const served = cost === 0 ? listed.length : charged.length;
     if (served === 0 && listed.length > 0) return fail(402, ERROR_MESSAGES.insufficientCredits);
     const people = listed.slice(0, served);

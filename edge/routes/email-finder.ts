@@ -1,7 +1,6 @@
 /** GET /v1/email_finder and POST /v1/email_finder/bulk (docs/api.md, the sections of those names). */
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { sql } from "drizzle-orm";
 import {
   EmailFinderBatchRequest,
   EmailFinderBatchResult,
@@ -19,11 +18,10 @@ import type { AppEnv } from "../env.ts";
 import { FIND_REPEAT_DAYS } from "../finder/find.ts";
 import { readFindQuery, readMaxDuration, refusedDomain, type FindQuery, type QueryProblem } from "../finder/query.ts";
 import { companyDomain, domainMail, finderHasher, receivesNoMail, runFind, type FinderContext } from "../finder/service.ts";
-import { recordFindQuery, repeatQuery } from "../finder/store.ts";
+import { repeatQuery, settleFindStatements } from "../people/finder-store.ts";
 import { ApiError } from "../lib/errors.ts";
-import { balanceQuery, capRefusalQuery, chargedJustNow, chargeForMatchQuery } from "../money/credits.ts";
+import { balanceQuery } from "../money/credits.ts";
 import { parseMinConfidence } from "../people/lookup.ts";
-import { recordAccessesQuery } from "../people/store.ts";
 import { access } from "./access.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
 
@@ -124,14 +122,7 @@ export async function settleFind(caller: Caller, find: FindQuery, minConfidence:
   const chargeable = outcome.result.confirmed && !repeat && caller.cost > 0;
   const now = Date.now();
   const charge = { accountId: ctx.accountId, keyId: caller.keyId, cost: caller.cost, requestId: ctx.requestId, now, creditCaps: caller.creditCaps };
-  const disclosed = outcome.personId === null ? null : sql`select ${outcome.personId} as person_id, 'name' as matched_by`;
-  const [charged, , , balanceAfter, cap] = await db.batch([
-    chargeable ? chargeForMatchQuery(db, charge, sql`1`) : db.all<{ balance_after: number }>(sql`select 0 as balance_after where 0`),
-    chargeable ? recordFindQuery(db, ctx.accountId, findKey, now, chargedJustNow(ctx.requestId)) : db.run(sql`select 1`),
-    disclosed ? recordAccessesQuery(db, disclosed, ctx.accountId, caller.keyId, now) : db.run(sql`select 1`),
-    balanceQuery(db, ctx.accountId),
-    capRefusalQuery(db, charge),
-  ]);
+  const [charged, , , balanceAfter, cap] = await db.batch(settleFindStatements(db, { charge, chargeable, findKey, personId: outcome.personId }));
   const after = Number(balanceAfter[0]?.credit_balance ?? 0);
   if (chargeable && charged.length === 0) {
     if (Number(cap[0]?.cap_exceeded ?? 0) === 1) return { kind: "error", status: 402, error: ERROR_MESSAGES.dailyCreditCap, reason: "daily_credit_cap", balance: after };

@@ -41,8 +41,9 @@ const OWNERS: Owner[] = [
   {
     name: "the people tables",
     // lookup_batches and lookup_batch_items: the batch call (POST /v1/people/bulk), a lookup of up to 100 people, not a job.
-    tables: ["people", "person_emails", "person_phones", "person_email_sources", "person_phone_sources", "person_handle_sources", "person_access_log", "erasure_notices", "suppressions", "email_feedback", "person_changes", "people_events", "merge_candidates", "lookup_batches", "lookup_batch_items"],
-    objects: ["people", "personEmails", "personPhones", "personEmailSources", "personPhoneSources", "personHandleSources", "personAccessLog", "erasureNotices", "suppressions", "emailFeedback", "personChanges", "peopleEvents", "mergeCandidates", "lookupBatches", "lookupBatchItems"],
+    // domain_facts, finder_checks, finder_finds, erased_addresses: the email finder's (edge/people/finder-store.ts).
+    tables: ["people", "person_emails", "person_phones", "person_email_sources", "person_phone_sources", "person_handle_sources", "person_access_log", "erasure_notices", "suppressions", "email_feedback", "person_changes", "people_events", "merge_candidates", "lookup_batches", "lookup_batch_items", "domain_facts", "finder_checks", "finder_finds", "erased_addresses"],
+    objects: ["people", "personEmails", "personPhones", "personEmailSources", "personPhoneSources", "personHandleSources", "personAccessLog", "erasureNotices", "suppressions", "emailFeedback", "personChanges", "peopleEvents", "mergeCandidates", "lookupBatches", "lookupBatchItems", "domainFacts", "finderChecks", "finderFinds", "erasedAddresses"],
     owners: ["edge/people/"],
     alsoAllowed: {
       // The operator's tools: the import's upsert, access reports and erasure run on Node's client in write batches of

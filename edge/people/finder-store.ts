@@ -7,7 +7,9 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { rowsAffected } from "../db/rows.ts";
-import { storedAddressConfidenceSql, storedAddressFeedbackSql } from "../people/confidence-sql.ts";
+import { storedAddressConfidenceSql, storedAddressFeedbackSql } from "./confidence-sql.ts";
+import { balanceQuery, chargedJustNow, chargeForMatchQuery, chargeRankedQuery, capRefusalQuery, lookupsCovered, rankedChargedJustNow, ranksOf, type LookupCharge } from "../money/credits.ts";
+import { recordAccessesQuery } from "./store.ts";
 
 /** The domain of the person_emails row `e`, as the expression index states it (0029 migration). */
 const addressDomain = (e: string): SQL => sql.raw(`substr(${e}.address_key, instr(${e}.address_key, '@') + 1)`);
@@ -152,4 +154,41 @@ export async function deleteOldFinderState(db: Database, findsBefore: number, ch
   const finds = await db.run(sql`delete from finder_finds where rowid in (select rowid from finder_finds where charged_at < ${findsBefore} limit 5000)`);
   const checks = await db.run(sql`delete from finder_checks where rowid in (select rowid from finder_checks where created_at < ${checksBefore} and (pending_until is null or pending_until < ${checksBefore}) limit 5000)`);
   return rowsAffected(finds) + rowsAffected(checks);
+}
+
+/** A statement that does nothing, for a batch whose shape stays the same when a step is not needed. */
+const nothing = (db: Database) => db.all<{ balance_after: number }>(sql`select 0 as balance_after where 0`);
+
+/**
+ * The batch (one transaction) that settles a find (edge/routes/email-finder.ts settleFind): the charge when it is
+ * chargeable, the record of the charged find for the 30-day repeat, the disclosure of a known person (charged or not),
+ * the balance after and whether the key's caps refused. Results in that order.
+ */
+export function settleFindStatements(db: Database, s: { charge: LookupCharge; chargeable: boolean; findKey: string; personId: number | null }) {
+  const { charge } = s;
+  const disclosed = s.personId === null ? null : sql`select ${s.personId} as person_id, 'name' as matched_by`;
+  return [
+    s.chargeable ? chargeForMatchQuery(db, charge, sql`1`) : nothing(db),
+    s.chargeable ? recordFindQuery(db, charge.accountId, s.findKey, charge.now, chargedJustNow(charge.requestId)) : nothing(db),
+    disclosed ? recordAccessesQuery(db, disclosed, charge.accountId, charge.keyId, charge.now) : nothing(db),
+    balanceQuery(db, charge.accountId),
+    capRefusalQuery(db, charge),
+  ] as const;
+}
+
+/**
+ * The batch that charges a domain search's listed people in rank order, as far as the balance and the key's caps
+ * cover, and records in the access log exactly those charged (the ledger rows the charge just wrote), then reads the
+ * balance. At cost 0 every listed person is recorded.
+ */
+export function listPeopleStatements(db: Database, charge: Omit<LookupCharge, "requestId">, requestId: string, personIds: number[]) {
+  const ids = JSON.stringify(personIds);
+  const all = sql`select value as person_id, 'domain' as matched_by from json_each(${ids})`;
+  const covered = sql`select value as person_id, 'domain' as matched_by from json_each(${ids}) where key < ${rankedChargedJustNow(requestId, personIds.length)}`;
+  const free = charge.cost === 0;
+  return [
+    free ? db.all<{ request_id: string; balance_after: number }>(sql`select null as request_id, 0 as balance_after where 0`) : chargeRankedQuery(db, charge, ranksOf(requestId, personIds.length), lookupsCovered(charge)),
+    recordAccessesQuery(db, free ? all : covered, charge.accountId, charge.keyId, charge.now),
+    balanceQuery(db, charge.accountId),
+  ] as const;
 }
