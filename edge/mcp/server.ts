@@ -5,7 +5,7 @@
  * scopes, rate limits, credits, the key's daily cap, the access log and every message are the API's. The tools'
  * input and output schemas are the zod schemas those routes parse and answer with.
  *
- * The future email-finder's tools join in `registerTools` below, beside the lookups, calling their routes the same way.
+ * The email finder's tools (find_email, search_domain) sit beside the lookups, calling their routes the same way.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -13,7 +13,7 @@ import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validatio
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "@hono/zod-openapi";
 import type { Context, Hono } from "hono";
-import { AccountInfo, API_VERSION, ContactInfo, EmailVerificationQuery, EmailVerificationResult, PeopleQuery } from "../../shared/api.ts";
+import { AccountInfo, API_VERSION, ContactInfo, DomainSearchQuery, DomainSearchResult, EmailFinderQuery, EmailFinderResult, EmailVerificationQuery, EmailVerificationResult, PeopleQuery } from "../../shared/api.ts";
 import { PeopleBulkRequest, PeopleBulkResponse } from "../../shared/bulk-lookups.ts";
 import { JobCreateRequest, JobResultsPage, VerificationJob } from "../../shared/jobs.ts";
 import { LookupJob, LookupJobCreateQuery, LookupJobQuote, LookupJobResultsPage } from "../../shared/lookup-jobs.ts";
@@ -168,6 +168,39 @@ function registerTools(server: McpServer, call: Call): void {
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     async (args) => result(await call("GET", "/v1/people", { query: args })),
+  );
+
+  server.registerTool(
+    "find_email",
+    {
+      title: "Find a person's work address",
+      description:
+        "A work email from full_name (or first_name and last_name) and domain (or company): an address we hold for the person, else one made from the domain's address pattern (learned from the addresses we hold there) and checked with at most one question to its mail server. " +
+        "The answer says how (method known_address, receiver_accepted or pattern), its confidence 0-100, whether it is confirmed, accept_all and the evidence (pattern, share, count). " +
+        "Costs LOOKUP_COST credits (usually 1) only when confirmed; a pattern-only answer, a miss (404 tool error) and the same find within 30 days are free. A 202 says it is still checking: call again with the same arguments after retry_after_seconds. Needs people:read.",
+      inputSchema: EmailFinderQuery.shape,
+      outputSchema: EmailFinderResult.shape,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    },
+    async (args) => {
+      const answer = await call("GET", "/v1/email_finder", { query: args });
+      if (answer.status === 202) return { content: [{ type: "text", text: `Still checking: call find_email again with the same arguments in ${String(answer.data?.retry_after_seconds ?? 3)} s.` }] };
+      return result(answer);
+    },
+  );
+
+  server.registerTool(
+    "search_domain",
+    {
+      title: "What a domain's work addresses look like",
+      description:
+        "Free: the domain's address patterns with shares and counts, whether its mail server accepts every address (accept_all) and when we checked, who runs its mail, disposable and webmail flags, and how many addresses we hold there. " +
+        "include=people also lists the people we hold there (limit 1-100), LOOKUP_COST credits per person listed. Needs people:read.",
+      inputSchema: { domain: z.string().describe("The domain, e.g. acme.com"), ...DomainSearchQuery.shape },
+      outputSchema: DomainSearchResult.shape,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    async ({ domain, ...query }) => result(await call("GET", `/v1/domains/${encodeURIComponent(domain)}`, { query })),
   );
 
   server.registerTool(

@@ -52,6 +52,8 @@ const ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: bool
   verify_email: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   lookup_person: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   lookup_people: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  find_email: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  search_domain: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   get_account: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   get_job: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   get_job_results: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -104,6 +106,24 @@ describe("the MCP endpoint", () => {
     expect(Object.keys(byName.verify_email!.outputSchema!.properties!)).toEqual(expect.arrayContaining(["email", "classification", "score", "checks"]));
     expect(byName.enrich_list!.inputSchema.properties).toHaveProperty("confirm_quote_id");
     expect(byName.enrich_list!.inputSchema.properties).toHaveProperty("verify_emails");
+    await client.close();
+  });
+
+  it("finds an address and searches a domain through the API, charged as the API charges", async () => {
+    const { token, accountId } = await newAccount(10);
+    const client = await connect(token);
+    await insertPerson({ ...uniqueIds(), emails: ["una.mcp@finder.test"], names: [{ full: "Una Mcp" }], employment: [{ employer: "Finder Corp", domains: ["finder.test"] }] });
+    const found = await tool(client, "find_email", { full_name: "Una Mcp", domain: "finder.test" });
+    expect(found.isError, text(found)).toBeFalsy();
+    expect(found.structuredContent).toMatchObject({ email: "una.mcp@finder.test", method: "known_address", confirmed: true });
+    expect(await balance(accountId)).toBe(9);
+    const missing = await tool(client, "find_email", { full_name: "Una Mcp" });
+    expect(missing.isError).toBe(true);
+    expect(text(missing)).toContain("400: Give domain or company");
+    const searched = await tool(client, "search_domain", { domain: "finder.test" });
+    expect(searched.isError, text(searched)).toBeFalsy();
+    expect(searched.structuredContent).toMatchObject({ domain: "finder.test", webmail: false });
+    expect(await balance(accountId)).toBe(9);
     await client.close();
   });
 
