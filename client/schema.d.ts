@@ -64,6 +64,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/email_finder": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a person's work address from their name and a domain or company
+         * @description In this order: an address we hold for the person at the domain (no probe); else an address made from the domain's patterns, learned from the name and address pairs we hold there; checked with at most one RCPT (rarely two) where the receiver refuses unknown addresses and allows checking. LOOKUP_COST credits only when the answer is confirmed (confirmed: true); pattern-only answers, misses and the same find by the same account within 30 days are free (docs/api.md "GET /v1/email_finder").
+         */
+        get: operations["findEmail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/email_finder/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find up to 100 work addresses in one call
+         * @description Each item as GET /v1/email_finder takes it, charged as it is; items still checking when the call's time is up come back pending: post the same items again for them.
+         */
+        post: operations["findEmails"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domains/{domain}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a domain's addresses look like: patterns, catch-all, who runs its mail, how many we know
+         * @description Free: the address patterns of the addresses we hold at the domain, with shares and counts, whether its receiver accepts every address and when we last tested it, its mail provider, disposable and webmail flags and counts by type. include=people also lists the people we hold there, LOOKUP_COST credits per person listed, each recorded as a lookup is (docs/api.md "GET /v1/domains/{domain}").
+         */
+        get: operations["searchDomain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/email_feedback": {
         parameters: {
             query?: never;
@@ -1069,7 +1129,7 @@ export interface components {
              * @example key_expired
              * @enum {string}
              */
-            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "conflicting_inputs" | "last_owner" | "role_changed";
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "domain_has_no_mail" | "webmail_domain" | "disposable_domain" | "company_unknown" | "conflicting_inputs" | "last_owner" | "role_changed";
             /**
              * @description With reason missing_scope: the scope the operation requires
              * @example keys:write
@@ -1204,7 +1264,157 @@ export interface components {
              * @description daily_credit_cap with a 402 the key's cap refused
              * @enum {string}
              */
-            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "conflicting_inputs" | "last_owner" | "role_changed";
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "domain_has_no_mail" | "webmail_domain" | "disposable_domain" | "company_unknown" | "conflicting_inputs" | "last_owner" | "role_changed";
+        };
+        EmailFinderResult: {
+            /** @example jose.nunez@acme.com */
+            email: string;
+            /** @example acme.com */
+            domain: string;
+            /**
+             * @description The given name as read from the query
+             * @example José
+             */
+            first_name: string | null;
+            /** @example Núñez */
+            last_name: string | null;
+            /**
+             * @description How far to trust the address, 0-100 (docs/api.md "How the finder grades")
+             * @example 92
+             */
+            confidence: number;
+            /**
+             * @example high
+             * @enum {string}
+             */
+            confidence_label: "high" | "medium" | "low";
+            /**
+             * @description known_address: an address we hold for this person at the domain; receiver_accepted: made from the domain's pattern and accepted by its mail server, which refuses unknown addresses; pattern: made from the pattern, not confirmed by the receiver (it accepts any address, forbids checking, or had no time for us)
+             * @enum {string}
+             */
+            method: "known_address" | "receiver_accepted" | "pattern";
+            /** @description Whether the answer is charged-grade: a known address at or above min_confidence, or one a receiver that refuses unknown addresses accepted */
+            confirmed: boolean;
+            /** @description The domain's receiver accepts every address (catch-all); null: not known */
+            accept_all: boolean | null;
+            /** @description Why this address: the pattern behind it (null for a known address) */
+            evidence: {
+                /** @example {first}.{last} */
+                pattern: string | null;
+                /**
+                 * @description The pattern's share of the known addresses at the domain that follow a pattern
+                 * @example 0.82
+                 */
+                share: number | null;
+                /**
+                 * @description Known addresses at the domain that follow the pattern
+                 * @example 41
+                 */
+                count: number;
+                /**
+                 * @description Known name and address pairs at the domain read
+                 * @example 50
+                 */
+                known_at_domain: number;
+                /**
+                 * @description What customers' delivery reports say of this address (docs/api.md "Confidence": the caller's own, or independent accounts')
+                 * @enum {string}
+                 */
+                feedback: "none" | "delivered" | "bounced";
+            };
+            verification: {
+                /**
+                 * @description Our verdict on the address; null: not checked
+                 * @enum {string|null}
+                 */
+                status: "valid" | "risky" | "invalid" | null;
+                /** @example deliverable */
+                reason: string | null;
+                smtp_outcome: string | null;
+                /** @description When (RFC 3339, UTC) */
+                date: string | null;
+            };
+            /** @description For a known address: how many sources reported it and when; never which */
+            sources: {
+                count: number;
+                first_seen_at: string;
+                last_seen_at: string;
+            } | null;
+            /** @example google */
+            mx_provider: string | null;
+            /** @example google */
+            receiver_family: string | null;
+            /** @description The same account was charged for this find in the past 30 days: this one is free */
+            repeat: boolean;
+        };
+        FinderPending: {
+            /** @enum {string} */
+            status: "pending";
+            /** @description Make the same call again after this long: the answer waits for it, at no new check */
+            retry_after_seconds: number;
+        };
+        EmailFinderBatchResult: {
+            results: {
+                position: number;
+                /** @enum {string} */
+                status: "found" | "not_found" | "pending" | "error";
+                result?: components["schemas"]["EmailFinderResult"];
+                error?: string;
+                /** @enum {string} */
+                reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "domain_has_no_mail" | "webmail_domain" | "disposable_domain" | "company_unknown" | "conflicting_inputs" | "last_owner" | "role_changed";
+                charged?: number;
+            }[];
+            credits_charged: number;
+        };
+        EmailFinderBatchRequest: {
+            /** @description 1 to 100 finds, each as GET /v1/email_finder takes them */
+            items: {
+                full_name?: string;
+                first_name?: string;
+                last_name?: string;
+                domain?: string;
+                company?: string;
+            }[];
+            min_confidence?: number;
+        };
+        DomainSearchResult: {
+            /** @example acme.com */
+            domain: string;
+            disposable: boolean;
+            webmail: boolean;
+            /** @description Its receiver accepts every address; null: never tested */
+            accept_all: boolean | null;
+            /** @description When we last tested it (RFC 3339, UTC) */
+            accept_all_checked_at: string | null;
+            /** @example google */
+            mx_provider: string | null;
+            receiver_family: string | null;
+            mx_hosts: {
+                host: string;
+                preference: number;
+            }[];
+            /** @description The address patterns of the known addresses at the domain, highest share first */
+            patterns: {
+                pattern: string;
+                share: number;
+                count: number;
+            }[];
+            known_addresses: {
+                total: number;
+                /** @description Addresses of named people (not role accounts) */
+                personal: number;
+                /** @description Role accounts (info@, sales@) */
+                generic: number;
+            };
+            /** @description With include=people: each listed person is charged and recorded as a lookup is */
+            people?: {
+                full_name: string | null;
+                first_name: string | null;
+                last_name: string | null;
+                title: string | null;
+                email: string;
+                confidence: number;
+            }[];
         };
         EmailFeedbackReceipt: {
             /**
@@ -1572,7 +1782,7 @@ export interface components {
              * @description daily_credit_cap with a refused line the key's cap refused
              * @enum {string}
              */
-            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "conflicting_inputs" | "last_owner" | "role_changed";
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "domain_has_no_mail" | "webmail_domain" | "disposable_domain" | "company_unknown" | "conflicting_inputs" | "last_owner" | "role_changed";
         };
         ApiKeyList: {
             /** @description Live keys first, then the others, newest first */
@@ -2227,6 +2437,346 @@ export interface operations {
             /** @description Request body too large: a batch is at most 1 MiB */
             413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    findEmail: {
+        parameters: {
+            query?: {
+                /** @description The person's name as written (at most 200 characters) */
+                full_name?: string;
+                /** @description With last_name, instead of full_name (each at most 100 characters) */
+                first_name?: string;
+                last_name?: string;
+                /** @description The company's domain (a URL or www. name is reduced to it) */
+                domain?: string;
+                /** @description The employer's name, instead of domain: resolved to the domain our data ties to it most */
+                company?: string;
+                /** @description Seconds, 1-20 (default 10): past it the answer is a 202 and the same call later gets the result */
+                max_duration?: string;
+                /** @description 0-100: an address we hold below it is not a confirmed answer */
+                min_confidence?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An address, with its evidence */
+            200: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailFinderResult"];
+                };
+            };
+            /** @description Still checking past max_duration: make the same call again after Retry-After */
+            202: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FinderPending"];
+                };
+            };
+            /** @description Give full_name, or first_name and last_name: a given name of two letters or more and a family name; Give domain or company; domain must be a registrable domain name (like acme.com), not an address, an IP or a public suffix; max_duration must be an integer between 1 and 20 (seconds); or min_confidence must be an integer between 0 and 100 */
+            400: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient credits; or Daily credit cap reached for this key (reason daily_credit_cap) */
+            402: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No address found for this person at this domain; or (reason ambiguous_match) the name fits more than one person we hold at the domain */
+            404: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The domain receives no mail (no MX, a null MX, or it does not exist): no address there can be found (domain_has_no_mail); The domain is a webmail provider's: its addresses are personal and not made from names by a pattern (webmail_domain); The domain is a disposable-address service's (disposable_domain); No domain is known for this company: give domain instead (company_unknown) */
+            422: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    findEmails: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailFinderBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per item, in order */
+            200: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailFinderBatchResult"];
+                };
+            };
+            /** @description items must be an array of 1 to 100 finds, or the body is not JSON */
+            400: {
+                headers: {
+                    /** @description Credits this request cost */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded: the key's limit for this kind of request, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that applies, e.g. "lookup";q=100;w=10 */
+                    "RateLimit-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service temporarily unavailable: the database did not answer in time */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    searchDomain: {
+        parameters: {
+            query?: {
+                /** @description people: also list the people we hold at the domain (LOOKUP_COST credits per person listed) */
+                include?: string;
+                /** @description With include=people: how many, 1-100 (default 10) */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain's facts */
+            200: {
+                headers: {
+                    /** @description Credits this request cost (0 without include=people) */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DomainSearchResult"];
+                };
+            };
+            /** @description domain must be a registrable domain name (like acme.com), not an address, an IP or a public suffix; an unknown include; or limit must be an integer between 1 and 100 */
+            400: {
+                headers: {
+                    /** @description Credits this request cost (0 without include=people) */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token or session cookie; for a key that was revoked or has expired, or a session that ended, reason says which ("key_revoked", "key_expired", "session_expired") */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient credits: include=people needs credits for at least one person */
+            402: {
+                headers: {
+                    /** @description Credits this request cost (0 without include=people) */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key or the member's role lacks the scope this operation requires: reason "missing_scope", and scope names it; or, with the session cookie, the request came from another origin (reason "cross_site_request") */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The domain receives no mail (no MX, a null MX, or it does not exist): no address there can be found (domain_has_no_mail) */
+            422: {
+                headers: {
+                    /** @description Credits this request cost (0 without include=people) */
+                    "X-Credits-Charged"?: number;
+                    /** @description Account balance after this request */
+                    "X-Credits-Remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
