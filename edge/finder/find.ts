@@ -4,7 +4,8 @@
  *
  * 1. the person is in our data with an address at the domain: that address (no probe);
  * 2. the domain's patterns, learned from every name and address pair we hold there (shared/people/patterns.ts), make
- *    the candidates, most probable first; a candidate an erased person held is never used (erased_addresses);
+ *    the candidates, most probable first; a candidate an erased person held is never used (erased_addresses), nor one we
+ *    hold for someone of another name (it is theirs);
  * 3. at most one RCPT, for the first candidate, at a domain whose receiver allows probing and does not accept every
  *    address (a second only where our evidence holds two patterns of similar share: secondWorthProbing), through the
  *    probe and so within the same receiver budgets and harvest rules as every check; the catch-all test rides along
@@ -120,8 +121,11 @@ export type FinderIo = {
   dns: MailHostResolution;
   /** The keyed hash of an address (FEEDBACK_HASH_KEY). */
   hash(email: string): Promise<string>;
-  /** Our checks, erasures and reports of these hashes (one round trip). */
-  candidateFacts(hashes: string[]): Promise<{ checks: CheckRow[]; erased: Set<string>; reports: { address_hash: string; account_id: string; outcome: string; occurred_at: number }[] }>;
+  /** Our checks, erasures and reports of these candidates (by hash), and those we hold for someone of another name (one round trip). */
+  candidateFacts(
+    hashes: string[],
+    emails: string[],
+  ): Promise<{ checks: CheckRow[]; erased: Set<string>; reports: { address_hash: string; account_id: string; outcome: string; occurred_at: number }[]; heldByOthers: Set<string> }>;
   /** Asks the receiver about one address (the probe); null: the check is already under way elsewhere. */
   probe(email: string, hash: string, catchAllCheck: boolean): Promise<ProbeCallResult | null>;
   /** Keeps what a probe answered (the check by hash, the domain's catch-all). */
@@ -181,10 +185,10 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
   const candidates = candidatesFor(input.tokens, learned, 3);
   const emails = candidates.map((c) => `${c.local}@${input.domain}`);
   const hashes = await Promise.all(emails.map((e) => io.hash(e)));
-  const facts = await io.candidateFacts(hashes);
+  const facts = await io.candidateFacts(hashes, emails);
   const usable = candidates
     .map((c, i) => ({ c, email: emails[i]!, hash: hashes[i]!, check: facts.checks.find((k) => k.address_hash === hashes[i]), feedback: candidateFeedback(facts.reports.filter((r) => r.address_hash === hashes[i]), io.accountId, now) }))
-    .filter((x) => !facts.erased.has(x.hash) && x.feedback !== "bounced");
+    .filter((x) => !facts.erased.has(x.hash) && !facts.heldByOthers.has(x.email) && x.feedback !== "bounced");
 
   const answer = (x: (typeof usable)[number], how: "receiver_accepted" | "pattern", acceptAll: boolean | null, check: { classification: string | null; reason: string | null; outcome: string | null; at: number | null } | null): FindOutcome => {
     const accepted = how === "receiver_accepted";

@@ -3,6 +3,7 @@
  * candidates' facts in a second, and the probe. The single call and the batch both run finds through here.
  */
 import { addressHasher } from "../../shared/people/address-hash.ts";
+import { canonicalAddress } from "../../shared/email/canonical-address.ts";
 import { mxProvider, receiverFamily } from "../../shared/email/receivers.ts";
 import type { EdgeConfig } from "../env.ts";
 import type { Database } from "../db/client.ts";
@@ -71,9 +72,11 @@ export async function runFind(ctx: FinderContext, find: FindQuery & { domain: st
       facts: facts[0],
       dns,
       hash,
-      async candidateFacts(hashes) {
-        const [checks, erased, reports] = await db.batch(candidateFactsQueries(db, hashes, now - FINDER_CHECK_DAYS * DAY_MS));
-        return { checks, erased: new Set(erased.map((r) => r.address_hash)), reports };
+      async candidateFacts(hashes, emails) {
+        const [held, checks, erased, reports] = await db.batch(candidateFactsQueries(db, hashes, now - FINDER_CHECK_DAYS * DAY_MS, emails.map((e) => canonicalAddress(e))));
+        const heldBy = new Map<string, string | null>();
+        for (const row of held) if (!heldBy.has(row.address_key) || row.name_key === find.nameKey) heldBy.set(row.address_key, row.name_key);
+        return { checks, erased: new Set(erased.map((r) => r.address_hash)), reports, heldByOthers: new Set(emails.filter((e) => heldBy.has(canonicalAddress(e)) && heldBy.get(canonicalAddress(e)) !== find.nameKey)) };
       },
       async probe(email, addressHash, catchAllCheck) {
         if (!mx) return null;

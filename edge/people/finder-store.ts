@@ -97,10 +97,16 @@ export function recordFindQuery(db: Database, accountId: string, findKey: string
 
 export type CheckRow = { address_hash: string; outcome: string | null; reason: string | null; classification: string | null; catch_all: number | null; checked_at: number | null; pending_until: number | null };
 
-/** What we know of candidate addresses (by their keyed hashes): our checks since `since`, whether one is an erased person's, and the reports about them. */
-export function candidateFactsQueries(db: Database, hashes: string[], since: number) {
+/**
+ * What we know of candidate addresses (by their keyed hashes): our checks since `since`, whether one is an erased
+ * person's, the reports about them, and (by their address keys) the name keys of the people we hold them for: a
+ * candidate another person holds is theirs, not the one being found.
+ */
+export function candidateFactsQueries(db: Database, hashes: string[], since: number, addressKeys: string[]) {
   const list = JSON.stringify(hashes);
   return [
+    db.all<{ address_key: string; name_key: string | null }>(sql`select e.address_key, (select n.name_key from person_names n where n.person_id = e.person_id order by n.last_seen_at desc, n.id desc limit 1) as name_key
+      from person_emails e where e.address_key in (select value from json_each(${JSON.stringify(addressKeys)}))`),
     db.all<CheckRow>(sql`select address_hash, outcome, reason, classification, catch_all, checked_at, pending_until from finder_checks
       where address_hash in (select value from json_each(${list})) and (created_at >= ${since} or pending_until is not null)`),
     db.all<{ address_hash: string }>(sql`select address_hash from erased_addresses where address_hash in (select value from json_each(${list}))`),

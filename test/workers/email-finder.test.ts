@@ -146,6 +146,18 @@ describe("finding", () => {
     expect(facts.patterns[0]).toMatchObject({ pattern: "{first}.{last}", count: 2 });
   });
 
+  it("never gives a person an address we hold for someone of another name", async () => {
+    await seed("Rita Voss", "rvoss@finder-three.test", "Three Co");
+    await seed("Carl Berg", "cberg@finder-three.test", "Three Co");
+    const before = await rcptsAt(FINDER_MX);
+    const { res, charged } = await find(token, { full_name: "Rob Voss", domain: "finder-three.test" });
+    expect(res.status).toBe(404);
+    expect(charged).toBe("0");
+    expect(countOf(await rcptsAt(FINDER_MX), "rvoss@finder-three.test")).toBe(countOf(before, "rvoss@finder-three.test"));
+    // Rita herself is found as she is held.
+    expect((await find(token, { full_name: "Rita Voss", domain: "finder-three.test" })).body).toMatchObject({ email: "rvoss@finder-three.test", method: "known_address" });
+  });
+
   it("answers a miss with 404, free, after one RCPT", async () => {
     const before = await rcptsAt(FINDER_MX);
     const { res, charged } = await find(token, { full_name: "Zed Nobody", domain: "finder.test" });
