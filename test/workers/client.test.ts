@@ -73,6 +73,20 @@ describe("the typed client", () => {
     expect((await api.DELETE("/v1/people/events/subscription")).data?.url).toBeNull();
     called.add("deletePeopleEventsSubscription");
 
+    await insertPerson({ ...uniqueIds(), emails: ["eve.client@finder.test"], names: [{ full: "Eve Client" }], employment: [{ employer: "Finder Corp", domains: ["finder.test"] }] });
+    const found = await api.GET("/v1/email_finder", { params: { query: { full_name: "Eve Client", domain: "finder.test", min_confidence: "100" } } });
+    // Below the floor: returned unconfirmed and free, so the balance below is the lookups' alone.
+    expect(found.response.status).toBe(200);
+    expect(found.response.headers.get("x-credits-charged")).toBe("0");
+    expect(found.data && "email" in found.data ? found.data.email : null).toBe("eve.client@finder.test");
+    called.add("findEmail");
+    const finds = await api.POST("/v1/email_finder/bulk", { body: { items: [{ full_name: "Eve Client", domain: "finder.test" }], min_confidence: 100 } });
+    expect(finds.data?.results.map((r) => r.status)).toEqual(["found"]);
+    called.add("findEmails");
+    const domain = await api.GET("/v1/domains/{domain}", { params: { path: { domain: "finder.test" } } });
+    expect(domain.data?.domain).toBe("finder.test");
+    called.add("searchDomain");
+
     const batch = await api.POST("/v1/people/bulk", { body: { requests: [{ params: { profnet_id: ids.profnet_id }, reference: "r1" }, { params: {} }] } });
     expect(PeopleBulkResponse.strict().parse(batch.data).results.map((r) => [r.status, r.reference])).toEqual([
       [200, "r1"],
