@@ -98,6 +98,8 @@ export type WorldPerson = {
   /** The real mailbox, or null (the person left: no mailbox). */
   truth: string | null;
   role: Role;
+  /** The pattern of the address (the domain's first, or its second of a 70/30 mix). */
+  pattern: Pattern;
   profnetId: number | null;
   /** What the finder is asked with. */
   query: Record<string, string>;
@@ -244,7 +246,7 @@ export function buildFinderWorld(opts: { seed: number; domains: number; people: 
         const dq = r();
         const domainQuery = dq < 0.85 ? d.name : dq < 0.95 ? `www.${d.name}` : `https://${d.name}/about`;
         const inData = role === "known" || role === "find_in_data";
-        people.push({ i: people.length, domain: d.name, given, middle, family, full, address, truth, role, profnetId: inData ? profnet++ : null, query: { ...nameQuery, domain: domainQuery } });
+        people.push({ i: people.length, domain: d.name, given, middle, family, full, address, truth, role, pattern, profnetId: inData ? profnet++ : null, query: { ...nameQuery, domain: domainQuery } });
         break;
       }
     }
@@ -328,6 +330,7 @@ export type Find = {
   email: string | null;
   method: string | null;
   confirmed: boolean | null;
+  confidence: number | null;
   charged: boolean;
   correct: boolean;
   ms: number;
@@ -381,11 +384,11 @@ async function runOurs(world: FinderWorld, base: string, tokens: string[], log: 
       const base0 = { person: p.i, kind: kindOf.get(p.domain)!, role: p.role, ms, pending };
       if (res instanceof Error || res.status === 429) {
         if (res instanceof Response) await res.body?.cancel();
-        if (ms > FIND_LIMIT_MS) f = { ...base0, status: 0, email: null, method: null, confirmed: null, charged: false, correct: false, reason: res instanceof Error ? res.message : "429 until the limit" };
+        if (ms > FIND_LIMIT_MS) f = { ...base0, status: 0, email: null, method: null, confirmed: null, confidence: null, charged: false, correct: false, reason: res instanceof Error ? res.message : "429 until the limit" };
         else await new Promise((r) => setTimeout(r, 1_000));
         continue;
       }
-      const body = (await res.json().catch(() => ({}))) as { email?: string; method?: string; confirmed?: boolean; reason?: string; error?: string; retry_after_seconds?: number };
+      const body = (await res.json().catch(() => ({}))) as { email?: string; method?: string; confirmed?: boolean; confidence?: number; reason?: string; error?: string; retry_after_seconds?: number };
       if (res.status === 202 && ms < FIND_LIMIT_MS) {
         pending++;
         const after = Number(res.headers.get("retry-after") ?? body.retry_after_seconds ?? 1);
@@ -399,6 +402,7 @@ async function runOurs(world: FinderWorld, base: string, tokens: string[], log: 
         email,
         method: body.method ?? null,
         confirmed: body.confirmed ?? null,
+        confidence: body.confidence ?? null,
         charged: res.headers.get("x-credits-charged") === "1",
         correct: email !== null && email === p.truth,
         reason: res.status === 200 ? null : (body.reason ?? body.error ?? null),
@@ -491,7 +495,7 @@ async function runNaive(world: FinderWorld, port: number): Promise<Find[]> {
       }
     })()).catch((e: Error) => void (reason = e.message));
     const email = found as string | null;
-    finds.push({ person: p.i, kind: d.kind, role: p.role, status: email ? 200 : 404, email, method: email ? "smtp_permutation" : null, confirmed: email !== null, charged: email !== null, correct: email !== null && email === p.truth, ms: performance.now() - started, pending: 0, reason });
+    finds.push({ person: p.i, kind: d.kind, role: p.role, status: email ? 200 : 404, email, method: email ? "smtp_permutation" : null, confirmed: email !== null, confidence: null, charged: email !== null, correct: email !== null && email === p.truth, ms: performance.now() - started, pending: 0, reason });
   });
   return finds.sort((a, b) => a.person - b.person);
 }
@@ -510,7 +514,7 @@ export type FinderFigures = {
   gone: number;
   statuses: Record<string, number>;
   reasons: Record<string, number>;
-  byMethod: Record<string, { answered: number; correct: number; charged: number; chargedCorrect: number }>;
+  byMethod: Record<string, { answered: number; correct: number; charged: number; chargedCorrect: number; meanConfidenceRight: number | null; meanConfidenceWrong: number | null }>;
   byKind: Record<DomainKind, { finds: number; answered: number; correct: number; charged: number; chargedCorrect: number; free: number; freeCorrect: number } & ReceiverTally>;
   byRole: Record<Role, { finds: number; answered: number; correct: number }>;
   receivers: ReceiverTally;
@@ -527,6 +531,8 @@ export type FinderFigures = {
   wrong: string[];
   /** A few people with a mailbox the finder did not answer for. */
   missed: string[];
+  /** People with a mailbox not answered for, by what sets them apart: a hyphen in the local part, the domain's second pattern, neither. */
+  missedBy: Record<string, number>;
   /** The slowest finds (202s first, or past 5 s): who, how it ended, how long, how many 202s. */
   slow: string[];
   msMean: number;
@@ -545,6 +551,7 @@ function figures(world: FinderWorld, finds: Find[], receivers: Record<DomainKind
   const wrongCharged: string[] = [];
   const wrongFree: string[] = [];
   const missed: string[] = [];
+  const missedBy: Record<string, number> = {};
   const kindMethod: FinderFigures["kindMethod"] = {};
   const byName = new Map(world.domains.map((d) => [d.name, d]));
   const describe = (p: WorldPerson) => {
@@ -559,7 +566,12 @@ function figures(world: FinderWorld, finds: Find[], receivers: Record<DomainKind
     k.finds++;
     byRole[f.role].finds++;
     if (f.email === null) {
-      if (p.truth !== null && missed.length < 10) missed.push(`${describe(p)} -> ${f.status}${f.reason ? ` ${f.reason}` : ""}; real: ${p.truth}`);
+      if (p.truth === null) continue;
+      const d = byName.get(p.domain)!;
+      const cause = `${f.kind}: ${p.truth.slice(0, p.truth.indexOf("@")).includes("-") ? "a hyphen in the local part" : p.pattern !== d.patterns[0]!.pattern ? "the domain's second pattern (30%)" : "neither"}`;
+      missedBy[cause] = (missedBy[cause] ?? 0) + 1;
+      // A few of each cause.
+      if (missedBy[cause]! <= 3 && missed.length < 15) missed.push(`${describe(p)} -> ${f.status}${f.reason ? ` ${f.reason}` : ""}; real: ${p.truth}`);
       continue;
     }
     const km = (kindMethod[`${f.kind} / ${f.method}`] ??= { answered: 0, correct: 0, charged: 0 });
@@ -568,7 +580,7 @@ function figures(world: FinderWorld, finds: Find[], receivers: Record<DomainKind
     if (f.charged) km.charged++;
     k.answered++;
     byRole[f.role].answered++;
-    const m = (byMethod[f.method ?? "?"] ??= { answered: 0, correct: 0, charged: 0, chargedCorrect: 0 });
+    const m = (byMethod[f.method ?? "?"] ??= { answered: 0, correct: 0, charged: 0, chargedCorrect: 0, meanConfidenceRight: null, meanConfidenceWrong: null });
     m.answered++;
     if (f.correct) (k.correct++, m.correct++, byRole[f.role].correct++);
     if (f.charged) {
@@ -583,6 +595,14 @@ function figures(world: FinderWorld, finds: Find[], receivers: Record<DomainKind
       const line = `${describe(p)} -> ${f.email} by ${f.method}${f.charged ? ", charged" : ""}; real: ${p.truth ?? "no mailbox"}`;
       (f.charged ? wrongCharged : wrongFree).push(line);
     }
+  }
+  for (const [method, m] of Object.entries(byMethod)) {
+    const mean = (right: boolean) => {
+      const v = finds.filter((f) => f.method === method && f.email !== null && f.correct === right && f.confidence !== null).map((f) => f.confidence!);
+      return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
+    };
+    m.meanConfidenceRight = mean(true);
+    m.meanConfidenceWrong = mean(false);
   }
   const ms = finds.map((f) => f.ms).sort((a, b) => a - b);
   const sum = (g: (f: Find) => boolean) => finds.filter(g).length;
@@ -611,6 +631,7 @@ function figures(world: FinderWorld, finds: Find[], receivers: Record<DomainKind
     notKnown: sum((f) => f.method !== "known_address"),
     wrong: [...wrongCharged.slice(0, 12), ...wrongFree.slice(0, 8)],
     missed,
+    missedBy,
     kindMethod,
     slow: finds
       .filter((f) => f.pending > 0 || f.ms > 5_000)
@@ -750,8 +771,9 @@ function kindTable(f: FinderFigures): string {
 }
 
 function methodTable(f: FinderFigures): string {
-  const rows = Object.entries(f.byMethod).map(([m, x]) => `| ${m} | ${x.answered} | ${pct(x.correct, x.answered)} | ${x.charged} | ${pct(x.chargedCorrect, x.charged)} |`);
-  return ["| Method | Answers | Right | Charged | Charged right |", "|---|--:|--:|--:|--:|", ...rows].join("\n");
+  const c = (v: number | null) => (v === null ? "–" : v.toFixed(0));
+  const rows = Object.entries(f.byMethod).map(([m, x]) => `| ${m} | ${x.answered} | ${pct(x.correct, x.answered)} | ${x.charged} | ${pct(x.chargedCorrect, x.charged)} | ${c(x.meanConfidenceRight)} / ${c(x.meanConfidenceWrong)} |`);
+  return ["| Method | Answers | Right | Charged | Charged right | Mean confidence: right / wrong answers |", "|---|--:|--:|--:|--:|--:|", ...rows].join("\n");
 }
 
 function kindMethodTable(f: FinderFigures): string {
@@ -788,7 +810,7 @@ export function finderMarkdown(r: FinderResult): string {
     if (Object.keys(f.reasons).length) parts.push("", `Reasons: ${Object.entries(f.reasons).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, n]) => `${k} × ${n}`).join("; ")}`);
     if (f.wrong.length) parts.push("", `Wrong answers (first few, charged first):`, "", ...f.wrong.map((w) => `- ${w}`));
     if (f.slow.length) parts.push("", `Slowest finds (mean ${Math.round(f.msMean)} ms, max ${(f.msMax / 1000).toFixed(1)} s):`, "", ...f.slow.map((w) => `- ${w}`));
-    if (f.missed.length) parts.push("", `People with a mailbox not found (first few):`, "", ...f.missed.map((w) => `- ${w}`));
+    if (f.missed.length) parts.push("", `People with a mailbox not found: ${Object.entries(f.missedBy).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} × ${n}`).join("; ")}. The first few:`, "", ...f.missed.map((w) => `- ${w}`));
   }
   return parts.join("\n");
 }
