@@ -46,6 +46,10 @@ export function finderMayProbe(family: ReceiverFamily, provider: string | null):
 
 /** The pattern answer's highest score without the receiver's word (medium at best), and from the prior alone. */
 export const PATTERN_CEILING = 75;
+/** A receiver-accepted address whose pattern does not hold the family name: at most this (medium). */
+export const UNNAMED_CEILING = 70;
+/** A receiver's answer that said nothing (greylisted, budget spent, blocked, timeout) stands this long: no new RCPT meanwhile. */
+export const NO_ANSWER_HOLD_MS = 15 * 60_000;
 export const PRIOR_CEILING = 30;
 
 /**
@@ -192,7 +196,11 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
 
   const answer = (x: (typeof usable)[number], how: "receiver_accepted" | "pattern", acceptAll: boolean | null, check: { classification: string | null; reason: string | null; outcome: string | null; at: number | null } | null): FindOutcome => {
     const accepted = how === "receiver_accepted";
-    const score = accepted ? confidence({ check: "valid", checkAgeDays: (now - Number(check?.at ?? now)) / DAY_MS, sources: 1, seenAgeDays: 0, feedback: x.feedback }) : patternConfidence(x.c, x.feedback);
+    // An address made without the family name ({first}, {first}.{l}) is accepted for whoever holds it: it proves a
+    // mailbox, not whose. Returned, not confirmed, free, and at most medium.
+    const identifies = x.c.pattern.includes("{last}");
+    const valid = confidence({ check: "valid", checkAgeDays: (now - Number(check?.at ?? now)) / DAY_MS, sources: 1, seenAgeDays: 0, feedback: x.feedback });
+    const score = accepted ? (identifies ? valid : Math.min(valid, UNNAMED_CEILING)) : patternConfidence(x.c, x.feedback);
     return {
       kind: "found",
       personId: null,
@@ -203,7 +211,7 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
         confidence: score,
         confidence_label: confidenceLabel(score),
         method: how,
-        confirmed: accepted,
+        confirmed: accepted && identifies,
         accept_all: acceptAll,
         evidence: { pattern: x.c.pattern, share: x.c.share, count: x.c.count, known_at_domain: learned.known, feedback: x.feedback },
         verification: check ? verificationOf(check.classification, check.reason, check.outcome, check.at) : verificationOf(null, null, null, null),
@@ -224,6 +232,9 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
     const at = { classification: stored.classification, reason: stored.reason, outcome: stored.outcome, at: stored.checked_at };
     if (stored.outcome === "accepted" && stored.catch_all === 0) return answer(x, "receiver_accepted", false, at);
     if (stored.outcome === "accepted") return answer(x, "pattern", stored.catch_all === 1 ? true : null, at);
+    // The receiver said nothing a moment ago (its budget for us was spent, it greylisted, it blocked): the pattern
+    // answers, unconfirmed, until NO_ANSWER_HOLD_MS has passed, rather than a new RCPT each time the find is asked.
+    if (stored.outcome !== "mailbox_not_found" && Number(stored.checked_at) >= now - NO_ANSWER_HOLD_MS) return answer(x, "pattern", acceptAllKnown, at);
   }
   if (usable.some((x) => x.check && x.check.outcome === null && Number(x.check.pending_until) >= now)) return { kind: "pending" };
 
@@ -244,8 +255,7 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
     const outcome = call.ok ? call.response.outcome : null;
     const catchAll = call.ok ? call.response.catch_all : null;
     const kept = verdict && outcome ? { outcome, reason: verdict.reason ?? "unknown", classification: verdict.classification, catchAll, checkedAt: now } : null;
-    const definite = outcome === "accepted" || outcome === "mailbox_not_found";
-    await io.record(x.hash, definite ? kept : null, catchAll);
+    await io.record(x.hash, kept, catchAll);
     const at = { classification: verdict?.classification ?? null, reason: verdict?.reason ?? null, outcome, at: now };
     if (outcome === "accepted") {
       const acceptAll = catchAll ?? acceptAllKnown;

@@ -5,11 +5,12 @@
  * the benches import it.
  *
  * Names are folded as the lookups fold them (shared/people/names.ts foldName: accents dropped from Latin letters, ß ss,
- * lower case), so "José Núñez" is jose and nunez here. A family name with particles counts both ways: "van der Berg"
- * is vanderberg (particles joined), van-der-berg or van_der_berg (particles kept with the pattern's separator), or berg
- * (particles dropped), and learning recognises every form; applying uses the form the domain's own addresses use most
- * (joined when none of them says). A hyphenated given name is joined (Jean-Pierre: jeanpierre) or, as learning finds,
- * its first part. Nothing is transliterated between scripts: a name in another script makes no candidates.
+ * lower case), so "José Núñez" is jose and nunez here. A family name of several words counts every way: "van der Berg"
+ * is vanderberg (joined), van.der.berg or van_der_berg (kept with the pattern's separator), van-der-berg (hyphenated)
+ * or berg (particles dropped), Smith-Jones smithjones or smith-jones; a hyphenated given name is jeanluc, jean-luc or
+ * jean. Learning recognises every form, also through an initial ({first}.{l} makes andrew.r of Andrew Le Roux with the
+ * particles dropped); applying uses the forms the domain's own addresses use most (joined when none of them says).
+ * Nothing is transliterated between scripts: a name in another script makes no candidates.
  */
 import { foldName, NAME_PARTICLES, splitFullName, type NameParts } from "./names.ts";
 
@@ -56,9 +57,15 @@ export const PRIOR_SHARES: Readonly<Record<Pattern, number>> = {
   "{f}{l}": 0.01,
 };
 
-/** How a family name's particles appear in the local part: joined (vanderberg), kept with the separator, or dropped (berg). */
-export const PARTICLE_STYLES = ["joined", "separated", "dropped"] as const;
+/**
+ * How a name of several words appears in the local part. A family name: its words joined (vanderberg, smithjones), kept
+ * with the pattern's separator (van.der.berg), hyphenated (van-der-berg, smith-jones), or its particles dropped (berg).
+ * A given name of several words (a hyphenated one): joined (jeanluc), hyphenated (jean-luc), or its first word (jean).
+ */
+export const PARTICLE_STYLES = ["joined", "separated", "hyphenated", "dropped"] as const;
 export type ParticleStyle = (typeof PARTICLE_STYLES)[number];
+export const GIVEN_STYLES = ["joined", "hyphenated", "first"] as const;
+export type GivenStyle = (typeof GIVEN_STYLES)[number];
 
 /** The folded words of a name's given and family parts; null when either is missing or has letters outside a-z0-9. */
 export type NameTokens = { given: string[]; family: string[] };
@@ -78,14 +85,14 @@ export function nameTokens(parts: NameParts): NameTokens | null {
 /** The tokens of a full name (splitFullName as the lookups split it). */
 export const fullNameTokens = (full: string): NameTokens | null => nameTokens(splitFullName(full));
 
-/** The family name as one pattern's local part spells it, in each particle style. */
+/** The family name as one pattern's local part spells it, in each style. */
 function familyForms(family: string[], separator: string): Record<ParticleStyle, string> {
   const core = family.filter((w, i) => i === family.length - 1 || !NAME_PARTICLES.has(w));
-  return { joined: family.join(""), separated: family.join(separator || ""), dropped: core.join("") };
+  return { joined: family.join(""), separated: family.join(separator || ""), hyphenated: family.join("-"), dropped: core.join("") };
 }
 
-/** The given name's forms: joined words (jeanpierre), and the first word alone (jean). */
-const givenForms = (given: string[]): string[] => [...new Set([given.join(""), given[0]!])];
+/** The given name in each style. */
+const givenForms = (given: string[]): Record<GivenStyle, string> => ({ joined: given.join(""), hyphenated: given.join("-"), first: given[0]! });
 
 /** The separator a pattern puts between its parts ("" for none). */
 const separatorOf = (pattern: Pattern): string => /\}([._-])\{/.exec(pattern)?.[1] ?? "";
@@ -94,13 +101,14 @@ function render(pattern: Pattern, first: string, last: string): string {
   return pattern.replace("{first}", first).replace("{last}", last).replace("{f}", first[0]!).replace("{l}", last[0]!);
 }
 
-/** Whether a pattern uses the family name in full (so particle style matters). */
-const usesLast = (pattern: Pattern): boolean => pattern.includes("{last}");
+/** The styles a domain's addresses spell names of several words in (null: no evidence; applying uses "joined"). */
+export type NameStyles = { family: ParticleStyle | null; given: GivenStyle | null };
 
-/** The local part `pattern` makes from these tokens, in a particle style (joined when not given). */
-export function applyPattern(pattern: Pattern, tokens: NameTokens, style: ParticleStyle = "joined"): string {
-  const last = familyForms(tokens.family, separatorOf(pattern))[style];
-  return render(pattern, tokens.given.join(""), last);
+/** The local part `pattern` makes from these tokens, in the styles given (joined where not given). */
+export function applyPattern(pattern: Pattern, tokens: NameTokens, style: ParticleStyle | NameStyles = "joined"): string {
+  const styles: NameStyles = typeof style === "string" ? { family: style, given: null } : style;
+  const last = familyForms(tokens.family, separatorOf(pattern))[styles.family ?? "joined"];
+  return render(pattern, givenForms(tokens.given)[styles.given ?? "joined"], last);
 }
 
 /**
@@ -117,8 +125,11 @@ export function patternLocal(local: string): string | null {
   return /^[a-z0-9._-]{1,64}$/.test(folded) ? folded : null;
 }
 
-/** A pattern a known address follows, with the particle style its family name took (null where the family has no particles or the pattern uses none). */
-export type PatternMatch = { pattern: Pattern; style: ParticleStyle | null };
+/**
+ * A pattern a known address follows, with the style its family name and its given name took: null where the name has
+ * one word there, or every style spells it alike in this pattern (the address says nothing of the style).
+ */
+export type PatternMatch = { pattern: Pattern; style: ParticleStyle | null; givenStyle: GivenStyle | null };
 
 /**
  * The patterns a known address's local part follows for this name (every reading: "ana" under {first} and, for Ana
@@ -127,19 +138,25 @@ export type PatternMatch = { pattern: Pattern; style: ParticleStyle | null };
 export function patternsOf(tokens: NameTokens, local: string): PatternMatch[] {
   const folded = patternLocal(local);
   if (folded === null) return [];
-  const hasParticles = tokens.family.length > 1;
-  const found = new Map<Pattern, ParticleStyle | null>();
+  const out: PatternMatch[] = [];
   for (const pattern of PATTERNS) {
-    const forms = familyForms(tokens.family, separatorOf(pattern));
-    for (const first of givenForms(tokens.given)) {
-      for (const style of PARTICLE_STYLES) {
-        if (render(pattern, first, forms[style]) === folded) {
-          if (!found.has(pattern)) found.set(pattern, hasParticles && usesLast(pattern) && forms.joined !== forms.dropped ? style : null);
-        }
+    const families = familyForms(tokens.family, separatorOf(pattern));
+    const givens = givenForms(tokens.given);
+    let match: PatternMatch | null = null;
+    const familyRenders = new Set<string>();
+    const givenRenders = new Set<string>();
+    for (const g of GIVEN_STYLES) {
+      for (const f of PARTICLE_STYLES) {
+        const spelled = render(pattern, givens[g], families[f]);
+        familyRenders.add(render(pattern, givens.joined, families[f]));
+        givenRenders.add(render(pattern, givens[g], families.joined));
+        if (spelled === folded && match === null) match = { pattern, style: f, givenStyle: g };
       }
     }
+    if (match === null) continue;
+    out.push({ pattern, style: familyRenders.size > 1 ? match.style : null, givenStyle: givenRenders.size > 1 ? match.givenStyle : null });
   }
-  return [...found].map(([pattern, style]) => ({ pattern, style }));
+  return out;
 }
 
 /** A known name and address pair at a domain, with the weight its evidence carries (0: it does not count). */
@@ -154,8 +171,9 @@ export type DomainPatterns = {
   /** Pairs read (whatever they follow) and pairs that follow a pattern. */
   known: number;
   matched: number;
-  /** The particle style most of the domain's particle names take (null: no evidence; apply "joined"). */
+  /** The styles most of the domain's names of several words take (null: no evidence; apply "joined"). */
   style: ParticleStyle | null;
+  givenStyle: GivenStyle | null;
 };
 
 /**
@@ -166,6 +184,7 @@ export function learnPatterns(pairs: readonly KnownPair[]): DomainPatterns {
   const weight = new Map<Pattern, number>();
   const count = new Map<Pattern, number>();
   const styles = new Map<ParticleStyle, number>();
+  const givenStyles = new Map<GivenStyle, number>();
   let total = 0;
   let matched = 0;
   for (const pair of pairs) {
@@ -180,13 +199,15 @@ export function learnPatterns(pairs: readonly KnownPair[]): DomainPatterns {
       weight.set(m.pattern, (weight.get(m.pattern) ?? 0) + pair.weight / matches.length);
       count.set(m.pattern, (count.get(m.pattern) ?? 0) + 1);
       if (m.style !== null) styles.set(m.style, (styles.get(m.style) ?? 0) + 1 / matches.length);
+      if (m.givenStyle !== null) givenStyles.set(m.givenStyle, (givenStyles.get(m.givenStyle) ?? 0) + 1 / matches.length);
     }
   }
   const patterns = [...weight]
     .map(([pattern, w]) => ({ pattern, share: Math.round((w / total) * 1000) / 1000, count: count.get(pattern) ?? 0 }))
     .sort((a, b) => b.share - a.share || b.count - a.count || PATTERNS.indexOf(a.pattern) - PATTERNS.indexOf(b.pattern));
   const style = [...styles].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
-  return { patterns, known: pairs.length, matched, style };
+  const givenStyle = [...givenStyles].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
+  return { patterns, known: pairs.length, matched, style, givenStyle };
 }
 
 /** A candidate address's local part for a name at a domain, with the evidence behind it. */
@@ -200,7 +221,7 @@ export type Candidate = { local: string; pattern: Pattern; share: number; count:
 export function candidatesFor(tokens: NameTokens, learned: DomainPatterns, limit = 3): Candidate[] {
   const prior = learned.patterns.length === 0;
   const ranked: PatternShare[] = prior ? PATTERNS.map((pattern) => ({ pattern, share: PRIOR_SHARES[pattern], count: 0 })) : learned.patterns;
-  const style = learned.style ?? "joined";
+  const style: NameStyles = { family: learned.style, given: learned.givenStyle };
   const byLocal = new Map<string, Candidate>();
   for (const p of ranked) {
     const local = applyPattern(p.pattern, tokens, style);

@@ -19,11 +19,21 @@ describe("patterns", () => {
 
   it("reads a family name's particles joined, kept with the separator, or dropped", () => {
     const t = nameTokens({ given: "Ludwig", family: "van der Berg" })!;
-    expect(patternsOf(t, "ludwig.vanderberg")).toEqual([{ pattern: "{first}.{last}", style: "joined" }]);
-    expect(patternsOf(t, "ludwig.van.der.berg")).toEqual([{ pattern: "{first}.{last}", style: "separated" }]);
-    expect(patternsOf(t, "ludwig.berg")).toEqual([{ pattern: "{first}.{last}", style: "dropped" }]);
+    expect(patternsOf(t, "ludwig.vanderberg")).toEqual([{ pattern: "{first}.{last}", style: "joined", givenStyle: null }]);
+    expect(patternsOf(t, "ludwig.van.der.berg")).toEqual([{ pattern: "{first}.{last}", style: "separated", givenStyle: null }]);
+    expect(patternsOf(t, "ludwig.berg")).toEqual([{ pattern: "{first}.{last}", style: "dropped", givenStyle: null }]);
     expect(patternsOf(t, "lberg").map((m) => m.pattern)).toEqual(["{f}{last}"]);
     expect(applyPattern("{first}.{last}", t, "dropped")).toBe("ludwig.berg");
+  });
+
+  it("reads hyphens kept in given and family names, and a particle style through an initial", () => {
+    expect(patternsOf(fullNameTokens("Jean-Luc López")!, "jean-luc.lopez")).toEqual([{ pattern: "{first}.{last}", style: null, givenStyle: "hyphenated" }]);
+    expect(patternsOf(nameTokens({ given: "Amanda", family: "Smith-Jones" })!, "amanda.smith-jones")).toEqual([{ pattern: "{first}.{last}", style: "hyphenated", givenStyle: null }]);
+    expect(patternsOf(nameTokens({ given: "Andrew", family: "Le Roux" })!, "andrew.r")).toEqual([{ pattern: "{first}.{l}", style: "dropped", givenStyle: null }]);
+    const learned = learnPatterns([pair("Jean-Luc Lopez", "jean-luc.lopez"), pair("Ana Ruiz", "ana.ruiz"), { name: { given: "Andrew", family: "Le Roux" }, local: "andrew.le-roux", weight: 1 }]);
+    expect(learned.givenStyle).toBe("hyphenated");
+    expect(learned.style).toBe("hyphenated");
+    expect(candidatesFor(fullNameTokens("Mia-Sophie Okafor")!, learned)[0]!.local).toBe("mia-sophie.okafor");
   });
 
   it("learns shares and counts, with the domain's particle style, ignoring pairs that follow no pattern", () => {

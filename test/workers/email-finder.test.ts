@@ -158,6 +158,16 @@ describe("finding", () => {
     expect((await find(token, { full_name: "Rita Voss", domain: "finder-three.test" })).body).toMatchObject({ email: "rvoss@finder-three.test", method: "known_address" });
   });
 
+  it("returns an accepted address made without the family name unconfirmed and free: it proves a mailbox, not whose", async () => {
+    await seed("Hugo Brandt", "hugo@finder-four.test", "Four Co");
+    await seed("Ida Marsh", "ida@finder-four.test", "Four Co");
+    const { res, body, charged } = await find(token, { full_name: "Max Power", domain: "finder-four.test" });
+    expect(res.status).toBe(200);
+    expect(body).toMatchObject({ email: "max@finder-four.test", method: "receiver_accepted", confirmed: false, evidence: { pattern: "{first}" } });
+    expect(body.confidence).toBeLessThanOrEqual(70);
+    expect(charged).toBe("0");
+  });
+
   it("answers a miss with 404, free, after one RCPT", async () => {
     const before = await rcptsAt(FINDER_MX);
     const { res, charged } = await find(token, { full_name: "Zed Nobody", domain: "finder.test" });
