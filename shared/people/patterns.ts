@@ -211,7 +211,15 @@ export function learnPatterns(pairs: readonly KnownPair[]): DomainPatterns {
 }
 
 /** A candidate address's local part for a name at a domain, with the evidence behind it. */
-export type Candidate = { local: string; pattern: Pattern; share: number; count: number; prior: boolean };
+export type Candidate = {
+  local: string;
+  pattern: Pattern;
+  share: number;
+  count: number;
+  prior: boolean;
+  /** The first candidate's pattern in the other way of writing a name of several words, where the domain's addresses do not say which. */
+  alternative?: true;
+};
 
 /**
  * Candidates for a name in order of how likely they are: the domain's learned patterns by share, or, with none learned,
@@ -229,15 +237,31 @@ export function candidatesFor(tokens: NameTokens, learned: DomainPatterns, limit
     if (seen) seen.share = Math.round((seen.share + p.share) * 1000) / 1000;
     else byLocal.set(local, { local, pattern: p.pattern, share: p.share, count: p.count, prior });
   }
-  return [...byLocal.values()].sort((a, b) => b.share - a.share).slice(0, limit);
+  const ranked2 = [...byLocal.values()].sort((a, b) => b.share - a.share);
+  // A hyphenated given name, or a family name of several words, where no address at the domain says how such names are
+  // written: the top pattern's other spelling (hyphens kept, particles dropped) is as likely, and comes second.
+  const top = ranked2[0];
+  if (top) {
+    const alternativeStyle: NameStyles = {
+      family: learned.style ?? (tokens.family.length > 1 ? (tokens.family.slice(0, -1).some((w) => NAME_PARTICLES.has(w)) ? "dropped" : "hyphenated") : null),
+      given: learned.givenStyle ?? (tokens.given.length > 1 ? "hyphenated" : null),
+    };
+    const local = applyPattern(top.pattern, tokens, alternativeStyle);
+    if (!byLocal.has(local)) ranked2.splice(1, 0, { local, pattern: top.pattern, share: top.share, count: top.count, prior: top.prior, alternative: true });
+  }
+  return ranked2.slice(0, limit);
 }
 
 /**
  * Whether a second candidate may be tried by SMTP after the first is refused: only when our evidence holds two patterns
- * of similar share (the second at least SIMILAR_SHARE of the first, and learned from at least two pairs), never from
- * the prior alone. Never a third.
+ * of similar share (the second at least SIMILAR_SHARE of the first, and learned from at least two pairs), or the second
+ * is the first's pattern in the name's other spelling that nothing at the domain rules out; never from the prior
+ * alone. Never a third.
  */
 export const SIMILAR_SHARE = 0.6;
 export function secondWorthProbing(first: Candidate, second: Candidate | undefined): second is Candidate {
-  return second !== undefined && !second.prior && second.count >= 2 && second.share >= first.share * SIMILAR_SHARE;
+  if (second === undefined || second.prior) return false;
+  // The same pattern in the other spelling of the name, the domain's addresses silent on which: as likely as the first.
+  if (second.alternative) return true;
+  return second.count >= 2 && second.share >= first.share * SIMILAR_SHARE;
 }

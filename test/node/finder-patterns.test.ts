@@ -54,6 +54,20 @@ describe("patterns", () => {
     expect(first).toMatchObject({ local: "jan.vries", pattern: "{first}.{last}", prior: false });
   });
 
+  it("puts the name's other spelling second where the domain's addresses do not say how such names are written", () => {
+    const learned = learnPatterns([pair("Ana Ruiz", "ana.ruiz"), pair("Bo Chen", "bo.chen")]);
+    const [a, b] = candidatesFor(fullNameTokens("Hans-Peter Lewis")!, learned);
+    expect([a!.local, b!.local]).toEqual(["hanspeter.lewis", "hans-peter.lewis"]);
+    expect(secondWorthProbing(a!, b)).toBe(true);
+    const [c, d] = candidatesFor(fullNameTokens("Anthony van Dijk")!, learned);
+    expect([c!.local, d!.local]).toEqual(["anthony.vandijk", "anthony.dijk"]);
+    // Once the domain's addresses say, its way only.
+    const told = learnPatterns([pair("Ana Ruiz", "ana.ruiz"), pair("Jean-Luc Roy", "jeanluc.roy")]);
+    const [e, f] = candidatesFor(fullNameTokens("Hans-Peter Lewis")!, told);
+    expect(e!.local).toBe("hanspeter.lewis");
+    expect(f?.alternative).toBeUndefined();
+  });
+
   it("falls back to the prior, first.last first, and never probes a second from the prior", () => {
     const [a, b] = candidatesFor(fullNameTokens("Ana Lopez")!, learnPatterns([]));
     expect(a).toMatchObject({ local: "ana.lopez", prior: true });
