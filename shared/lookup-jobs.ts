@@ -148,7 +148,9 @@ export type LookupJob = z.infer<typeof LookupJob>;
 /** find_emails: a line's finder answer (edge/jobs/lookup/find-emails.ts), as GET /v1/email_finder's. */
 export const LookupJobFind = z
   .object({
-    status: z.enum(["found", "not_found", "not_needed", "error"]).openapi({ description: "not_needed: the lookup already gave a work address at the domain; error: the finder refused the line (error says why)" }),
+    status: z
+      .enum(["found", "not_found", "not_needed", "error", "erased"])
+      .openapi({ description: "not_needed: the lookup already gave a work address at the domain; error: the finder refused the line (error says why); erased: the address found was an erased person's, and is no longer kept" }),
     email: z.string().optional(),
     confidence: z.number().int().optional(),
     method: z.enum(["known_address", "pattern", "receiver_accepted"]).optional(),

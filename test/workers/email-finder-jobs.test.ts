@@ -4,10 +4,13 @@
  * delivered by hand), against the real probe and the fixture mail servers of test/fixtures/test-mail.ts, whose RCPTs
  * are counted at the server (mailStatsUrl); the charges, the customer's columns kept, and the pause at zero credits.
  */
+import { createClient } from "@libsql/client/web";
 import { sql } from "drizzle-orm";
 import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { LookupJob, LookupJobQuote, LookupJobResultsPage, type LookupJobResult } from "../../shared/lookup-jobs.ts";
+import { LOOKUP_JOB_MESSAGES, LookupJob, LookupJobQuote, LookupJobResultsPage, type LookupJobResult } from "../../shared/lookup-jobs.ts";
 import { RESUME_CHECK_SECONDS } from "../../edge/jobs/lookup/turns.ts";
+import { erasePeople } from "../../scripts/admin/people-erase.ts";
+import { TEST_FEEDBACK_HASH_KEY, TEST_WEBHOOK_SECRET_KEY } from "../fixtures/secrets.ts";
 import { addCredits, call, callWith, cancelUnfinishedJobs, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 import { deliverLookup, lookupMessage, recordingLookupQueue } from "./lookup-job-turns.ts";
 
@@ -60,12 +63,12 @@ async function results(token: string, id: string): Promise<LookupJobResult[]> {
 }
 
 /** Delivers what the engine sent for the job, message by message, until nothing more is sent (or a resume check is). */
-async function drive(sent: { body: { type: string; job: string }; delaySeconds?: number }[], bindings: object, job: string) {
+async function drive(sent: ReturnType<typeof recordingLookupQueue>["sent"], bindings: object, job: string) {
   for (let i = 0; i < 20; i++) {
-    const next = sent.splice(0).filter((m) => m.body.job === job && (m.body.type === "turn" || m.body.type === "phase"));
+    const next = sent.splice(0).filter((m) => m.body.kind === "lookup" && m.body.job === job && (m.body.type === "turn" || m.body.type === "phase"));
     if (next.length === 0) return;
     if (next.some((m) => (m.delaySeconds ?? 0) > 0)) await new Promise((r) => setTimeout(r, 1000));
-    await deliverLookup([next[0]!.body as never], bindings);
+    await deliverLookup([next[0]!.body], bindings);
   }
   throw new Error(`lookup job ${job} still sending messages`);
 }
@@ -144,6 +147,14 @@ describe("find_emails", () => {
     expect([repeated.status, repeated.credits.charged]).toEqual(["completed", 0]);
     expect((await results(token, second.id))[0]!.find).toMatchObject({ status: "found", email: "rosa.diaz@finder.test", confirmed: true, credits_charged: 0 });
     expect(countOf(await rcptsAt(FINDER_MX), "rosa.diaz@finder.test")).toBe(countOf(after, "rosa.diaz@finder.test"));
+
+    // Erased later (held meanwhile, then erased): the address the finder gave the lines is no longer shown.
+    await seed("Rosa Diaz", "rosa.diaz@finder.test");
+    const client = createClient({ url: inject("databaseUrl"), authToken: inject("databaseAuthToken") });
+    expect(await erasePeople(client, TEST_WEBHOOK_SECRET_KEY, { kind: "email", value: "rosa.diaz@finder.test" }, "test", TEST_FEEDBACK_HASH_KEY)).toMatchObject({ erased: 1 });
+    expect((await results(token, job.id))[0]!.find).toEqual({ status: "erased", error: LOOKUP_JOB_MESSAGES.erased });
+    const erasedCsv = (await (await call(`${PATH}/${job.id}/results?format=csv`, { token })).text()).split("\r\n");
+    expect(erasedCsv[1]).not.toContain("rosa.diaz@finder.test");
   }, 60_000);
 
   it("pauses when the credits run out before a find that could be charged, and finds once credits are added", async () => {

@@ -46,7 +46,10 @@ async function findLine(deps: EngineDeps, job: LookupJobRow, line: DueLine): Pro
   const { db } = deps;
   const now = Date.now();
   const position = Number(line.position);
-  const answer = async (a: LookupJobFind): Promise<LineEnd> => (await answerLine(db, job.id, position, a, now), "answered");
+  const answer = async (a: LookupJobFind): Promise<LineEnd> => {
+    await answerLine(db, job.id, position, a, now);
+    return "answered";
+  };
   const read = readFindQuery(findValues(job.format, columnsOf(job), line.input));
   if (!read.ok) return answer({ status: "error", error: read.problem.error, ...(read.problem.reason ? { reason: read.problem.reason } : {}) });
   const find = read.find;
