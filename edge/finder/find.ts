@@ -218,8 +218,10 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
     const stored = storedAnswer(x);
     if (!stored) continue;
     const at = { classification: stored.classification, reason: stored.reason, outcome: stored.outcome, at: stored.checked_at };
-    if (stored.outcome === "accepted" && stored.catch_all === 0) return answer(x, "receiver_accepted", false, at);
-    if (stored.outcome === "accepted") return answer(x, "pattern", stored.catch_all === 1 ? true : null, at);
+    // A check made without the catch-all test (the domain's answer was known then) goes by the domain's answer.
+    const acceptAll = stored.catch_all === null ? acceptAllKnown : Number(stored.catch_all) === 1;
+    if (stored.outcome === "accepted" && acceptAll === false) return answer(x, "receiver_accepted", false, at);
+    if (stored.outcome === "accepted") return answer(x, "pattern", acceptAll, at);
   }
   if (usable.some((x) => x.check && x.check.outcome === null && Number(x.check.pending_until) >= now)) return { kind: "pending" };
 
