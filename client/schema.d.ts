@@ -1024,6 +1024,15 @@ export interface components {
                 stored_verdicts_used: number;
                 max_age_seconds: number;
             } | null;
+            find_emails: boolean;
+            /** @description With find_emails: where the finder stands; null without it */
+            finder: {
+                /**
+                 * @description pending until every line is answered; finding while the finder looks at the lines due; done
+                 * @enum {string}
+                 */
+                state: "pending" | "finding" | "done";
+            } | null;
             results_url: string;
             retention_seconds: number;
             results_expired: boolean;
@@ -1748,7 +1757,9 @@ export interface components {
             repeated: number;
             /** @description LOOKUP_COST: credits per line that finds someone not found before in the job */
             cost_per_line: number;
-            /** @description The most the job can cost: (well_formed - repeated) x cost_per_line. The job never charges more */
+            /** @description With find_emails only: the distinct names at a company that the finder may charge for (at most cost_per_line each, only when confirmed) */
+            find_lines?: number;
+            /** @description The most the job can cost: (well_formed - repeated + find_lines) x cost_per_line (find_lines 0 without find_emails). The job never charges more */
             max_credits: number;
             credit_balance: number;
         };
@@ -1782,6 +1793,27 @@ export interface components {
              * @description daily_credit_cap with a refused line the key's cap refused
              * @enum {string}
              */
+            reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "domain_has_no_mail" | "webmail_domain" | "disposable_domain" | "company_unknown" | "conflicting_inputs" | "last_owner" | "role_changed";
+            find?: components["schemas"]["LookupJobFind"];
+        };
+        /** @description find_emails: what the finder answered for this line, once it looked at it */
+        LookupJobFind: {
+            /**
+             * @description not_needed: the lookup already gave a work address at the domain; error: the finder refused the line (error says why); erased: the address found was an erased person's, and is no longer kept
+             * @enum {string}
+             */
+            status: "found" | "not_found" | "not_needed" | "error" | "erased";
+            email?: string;
+            confidence?: number;
+            /** @enum {string} */
+            method?: "known_address" | "pattern" | "receiver_accepted";
+            /** @description As GET /v1/email_finder's: only a confirmed answer is charged */
+            confirmed?: boolean;
+            accept_all?: boolean | null;
+            /** @description What this find cost: cost_per_line when confirmed, 0 when not or a repeat within 30 days */
+            credits_charged?: number;
+            error?: string;
+            /** @enum {string} */
             reason?: "key_revoked" | "key_expired" | "session_expired" | "sign_in_failed" | "daily_credit_cap" | "missing_scope" | "session_required" | "cross_site_request" | "owner_required" | "stronger_than_caller" | "authority_lost" | "step_up_required" | "ambiguous_match" | "invite_invalid" | "invite_used" | "invite_expired" | "invite_revoked" | "domain_has_no_mail" | "webmail_domain" | "disposable_domain" | "company_unknown" | "conflicting_inputs" | "last_owner" | "role_changed";
         };
         ApiKeyList: {
@@ -3936,6 +3968,8 @@ export interface operations {
                 include?: string;
                 /** @description true: verify each returned address with our engine (a stored verification newer than LOOKUP_VERIFY_MAX_AGE_SECONDS is used instead of probing again); implies include=email_details */
                 verify_emails?: string;
+                /** @description true: once every line is answered, each line with a name and a company_domain (or company) that the lookup gave no work address at that domain gets the email finder (GET /v1/email_finder), charged as that call is: LOOKUP_COST only when confirmed */
+                find_emails?: string;
                 /** @description 0-100, as GET /v1/people's: addresses below this confidence are left out of each line, and a line whose person is left with none is not_found and not charged */
                 min_confidence?: string;
                 /** @description true: answer the quote (200) and create nothing */
@@ -3978,7 +4012,7 @@ export interface operations {
                     "application/json": components["schemas"]["LookupJob"];
                 };
             };
-            /** @description A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, min_confidence, dry_run, callback_url, retention_seconds or Idempotency-Key */
+            /** @description A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, find_emails, min_confidence, dry_run, callback_url, retention_seconds or Idempotency-Key */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -84,6 +84,7 @@ function engineDeps(env: Bindings): EngineDeps {
     verifyMaxAgeSeconds: config.LOOKUP_VERIFY_MAX_AGE_SECONDS,
     maxPauseMs: config.LOOKUP_JOB_MAX_PAUSE_SECONDS * 1000,
     storedEmailRules: { maxAgeSeconds: config.EMAIL_MAX_AGE_SECONDS, recheckSeconds: config.EMAIL_RECHECK_SECONDS },
+    finderConfig: config,
   };
 }
 

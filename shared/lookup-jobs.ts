@@ -53,6 +53,10 @@ export const LookupJobCreateQuery = z.object({
   ...columnParams,
   include: z.string().optional().openapi({ description: `Comma-separated additions to each line's data, of: ${PEOPLE_INCLUDES.join(", ")} (no extra credit)`, example: "email_details" }),
   verify_emails: z.string().optional().openapi({ description: "true: verify each returned address with our engine (a stored verification newer than LOOKUP_VERIFY_MAX_AGE_SECONDS is used instead of probing again); implies include=email_details" }),
+  find_emails: z
+    .string()
+    .optional()
+    .openapi({ description: "true: once every line is answered, each line with a name and a company_domain (or company) that the lookup gave no work address at that domain gets the email finder (GET /v1/email_finder), charged as that call is: LOOKUP_COST only when confirmed" }),
   min_confidence: z.string().optional().openapi({ description: "0-100, as GET /v1/people's: addresses below this confidence are left out of each line, and a line whose person is left with none is not_found and not charged", example: "50" }),
   dry_run: z.string().optional().openapi({ description: "true: answer the quote (200) and create nothing" }),
   callback_url: z.string().optional().openapi({ description: "An https URL that receives the finished job, signed (Standard Webhooks)" }),
@@ -68,7 +72,8 @@ export const LookupJobQuote = z
     invalid: z.number().int().openapi({ description: "Lines that do not: answered invalid, never charged" }),
     repeated: z.number().int().openapi({ description: "Well-formed lines that ask for the same identifiers as an earlier line (a person is charged once per job)" }),
     cost_per_line: z.number().int().openapi({ description: "LOOKUP_COST: credits per line that finds someone not found before in the job" }),
-    max_credits: z.number().int().openapi({ description: "The most the job can cost: (well_formed - repeated) x cost_per_line. The job never charges more" }),
+    find_lines: z.number().int().optional().openapi({ description: "With find_emails only: the distinct names at a company that the finder may charge for (at most cost_per_line each, only when confirmed)" }),
+    max_credits: z.number().int().openapi({ description: "The most the job can cost: (well_formed - repeated + find_lines) x cost_per_line (find_lines 0 without find_emails). The job never charges more" }),
     credit_balance: z.number().int(),
   })
   .openapi("LookupJobQuote");
@@ -127,6 +132,11 @@ export const LookupJob = z
       })
       .nullable()
       .openapi({ description: "With verify_emails: where the verification stands; null without it" }),
+    find_emails: z.boolean(),
+    finder: z
+      .object({ state: z.enum(["pending", "finding", "done"]).openapi({ description: "pending until every line is answered; finding while the finder looks at the lines due; done" }) })
+      .nullable()
+      .openapi({ description: "With find_emails: where the finder stands; null without it" }),
     results_url: z.string(),
     retention_seconds: z.number().int(),
     results_expired: z.boolean(),
@@ -134,6 +144,24 @@ export const LookupJob = z
   })
   .openapi("LookupJob");
 export type LookupJob = z.infer<typeof LookupJob>;
+
+/** find_emails: a line's finder answer (edge/jobs/lookup/find-emails.ts), as GET /v1/email_finder's. */
+export const LookupJobFind = z
+  .object({
+    status: z
+      .enum(["found", "not_found", "not_needed", "error", "erased"])
+      .openapi({ description: "not_needed: the lookup already gave a work address at the domain; error: the finder refused the line (error says why); erased: the address found was an erased person's, and is no longer kept" }),
+    email: z.string().optional(),
+    confidence: z.number().int().optional(),
+    method: z.enum(["known_address", "pattern", "receiver_accepted"]).optional(),
+    confirmed: z.boolean().optional().openapi({ description: "As GET /v1/email_finder's: only a confirmed answer is charged" }),
+    accept_all: z.boolean().nullable().optional(),
+    credits_charged: z.number().int().optional().openapi({ description: "What this find cost: cost_per_line when confirmed, 0 when not or a repeat within 30 days" }),
+    error: z.string().optional(),
+    reason: z.enum(ERROR_REASONS).optional(),
+  })
+  .openapi("LookupJobFind");
+export type LookupJobFind = z.infer<typeof LookupJobFind>;
 
 export const LookupJobResult = z
   .object({
@@ -143,6 +171,7 @@ export const LookupJobResult = z
     data: ContactInfo.optional().openapi({ description: "With found" }),
     error: z.string().optional().openapi({ description: "With any other status: the message GET /v1/people would give (or why the line was erased)" }),
     reason: z.enum(ERROR_REASONS).optional().openapi({ description: "daily_credit_cap with a refused line the key's cap refused" }),
+    find: LookupJobFind.optional().openapi({ description: "find_emails: what the finder answered for this line, once it looked at it" }),
   })
   .openapi("LookupJobResult");
 export type LookupJobResult = z.infer<typeof LookupJobResult>;

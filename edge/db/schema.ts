@@ -965,6 +965,10 @@ export const lookupJobs = sqliteTable(
     /** verify_emails: null until the lookups are done; verifying (verification_job_id runs); done. */
     verifyState: text("verify_state"),
     verificationJobId: text("verification_job_id"),
+    /** find_emails (0030): the email finder for lines with a name at a company that the lookup gave no work address there. */
+    findEmails: integer("find_emails").notNull().default(0),
+    /** find_emails: null until the lookups are done; finding (its lines marked due); done. */
+    findState: text("find_state"),
     callbackUrl: text("callback_url"),
     callbackState: text("callback_state", { enum: ["none", "pending", "delivered", "failed"] }).notNull().default("none"),
     callbackAttempts: integer("callback_attempts").notNull().default(0),
@@ -1034,9 +1038,13 @@ export const lookupJobLines = sqliteTable(
     /** The turn that last answered it (a token of the turn's own): how the turn's statements find their lines. */
     turn: text("turn"),
     answeredAt: integer("answered_at"),
+    /** find_emails: 'due' while the finder has yet to look at the line, then its answer as JSON (edge/jobs/lookup/find-emails.ts); null otherwise. */
+    find: text("find"),
   },
   (t) => [
     primaryKey({ columns: [t.jobId, t.position] }),
+    // find_emails: the lines the finder has yet to look at, in input order.
+    index("lookup_job_lines_find_due_idx").on(t.jobId, t.position).where(sql`${t.find} = 'due'`),
     // A turn takes a job's pending lines in input order.
     index("lookup_job_lines_state_idx").on(t.jobId, t.state, t.position),
     // A turn's statements find the lines it took.

@@ -230,8 +230,10 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
     const stored = storedAnswer(x);
     if (!stored) continue;
     const at = { classification: stored.classification, reason: stored.reason, outcome: stored.outcome, at: stored.checked_at };
-    if (stored.outcome === "accepted" && stored.catch_all === 0) return answer(x, "receiver_accepted", false, at);
-    if (stored.outcome === "accepted") return answer(x, "pattern", stored.catch_all === 1 ? true : null, at);
+    // A check made without the catch-all test (the domain's answer was known then) goes by the domain's answer.
+    const acceptAll = stored.catch_all === null ? acceptAllKnown : Number(stored.catch_all) === 1;
+    if (stored.outcome === "accepted" && acceptAll === false) return answer(x, "receiver_accepted", false, at);
+    if (stored.outcome === "accepted") return answer(x, "pattern", acceptAll, at);
     // The receiver said nothing a moment ago (its budget for us was spent, it greylisted, it blocked): the pattern
     // answers, unconfirmed, until NO_ANSWER_HOLD_MS has passed, rather than a new RCPT each time the find is asked.
     if (stored.outcome !== "mailbox_not_found" && Number(stored.checked_at) >= now - NO_ANSWER_HOLD_MS) return answer(x, "pattern", acceptAllKnown, at);

@@ -3,6 +3,7 @@
  * docs/operations.md "Configuration"). A leaf.
  */
 import type { Database } from "../db/client.ts";
+import type { EdgeConfig } from "../env.ts";
 import type { StoredEmailRules } from "../people/store.ts";
 import type { JobQueues } from "./queue.ts";
 
@@ -29,4 +30,6 @@ export type EngineDeps = {
   maxPauseMs: number;
   /** How verdicts are written back to stored addresses (EMAIL_MAX_AGE_SECONDS, EMAIL_RECHECK_SECONDS). */
   storedEmailRules: StoredEmailRules;
+  /** What a lookup job's find_emails phase gives the email finder (FEEDBACK_HASH_KEY, DOH_URL, PROBE_URL, PROBE_SECRET). */
+  finderConfig: EdgeConfig;
 };

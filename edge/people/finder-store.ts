@@ -89,6 +89,10 @@ export function repeatQuery(db: Database, accountId: string, findKey: string, si
   return db.all<{ charged_at: number }>(sql`select charged_at from finder_finds where account_id = ${accountId} and find_key = ${findKey} and charged_at >= ${since}`);
 }
 
+/** "The account was charged for this find since `since`", as an SQL condition (for a job's line, in its own transaction). */
+export const chargedFindSince = (accountId: string, findKey: string, since: number): SQL =>
+  sql`exists (select 1 from finder_finds where account_id = ${accountId} and find_key = ${findKey} and charged_at >= ${since})`;
+
 /** Records a charged find, for the batch that charged it (right after the charge: it writes only when the charge did). */
 export function recordFindQuery(db: Database, accountId: string, findKey: string, now: number, chargedJustNow: SQL) {
   return db.run(sql`insert into finder_finds (account_id, find_key, charged_at) select ${accountId}, ${findKey}, ${now} where ${chargedJustNow}

@@ -13,19 +13,15 @@ import {
   type ErrorReason,
 } from "../../shared/api.ts";
 import { limitRequestBody } from "../body-limit.ts";
-import { requestDatabase, type Database } from "../db/client.ts";
+import { requestDatabase } from "../db/client.ts";
 import type { AppEnv } from "../env.ts";
-import { FIND_REPEAT_DAYS } from "../finder/find.ts";
-import { readFindQuery, readMaxDuration, refusedDomain, type FindQuery, type QueryProblem } from "../finder/query.ts";
-import { companyDomain, domainMail, finderHasher, receivesNoMail, runFind, type FinderContext } from "../finder/service.ts";
-import { repeatQuery, settleFindStatements } from "../people/finder-store.ts";
+import { readFindQuery, readMaxDuration } from "../finder/query.ts";
+import { settleFind, type Caller } from "../finder/settle.ts";
 import { ApiError } from "../lib/errors.ts";
 import { balanceQuery } from "../money/credits.ts";
 import { parseMinConfidence } from "../people/lookup.ts";
 import { access } from "./access.ts";
 import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
-
-const DAY_MS = 86_400_000;
 
 const creditHeaders = {
   "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
@@ -70,66 +66,6 @@ export const emailFinderBulkRoute = createRoute({
     ...authenticatedErrorResponses,
   },
 });
-
-/** A find settled: the answer as the caller gets it, what it cost, or why there is none. */
-export type Settled =
-  | { kind: "found"; result: Result; charged: number; balance: number }
-  | { kind: "pending"; retryAfter: number }
-  | { kind: "error"; status: number; error: string; reason?: ErrorReason; balance?: number };
-
-type Caller = { db: Database; ctx: FinderContext; keyId: string; cost: number; creditCaps: AppEnv["Variables"]["auth"]["creditCaps"]; waitUntil(p: Promise<unknown>): void };
-
-const problem = (p: QueryProblem): Settled => ({ kind: "error", status: p.status, error: p.error, ...(p.reason ? { reason: p.reason } : {}) });
-
-/**
- * One find from its parsed query to what the caller is told, charged (one batch: the charge, the record of the find
- * for the 30-day repeat, the disclosure of a known person, the balance after). Past `deadlineMs` the find goes on in
- * the background and the caller is told to come back.
- */
-export async function settleFind(caller: Caller, find: FindQuery, minConfidence: number | null, deadlineMs: number): Promise<Settled> {
-  const { db, ctx } = caller;
-  const domain = find.domain ?? (find.company === null ? null : await companyDomain(db, find.company));
-  if (domain === null) return { kind: "error", status: 422, error: ERROR_MESSAGES.finderCompanyUnknown, reason: "company_unknown" };
-  const refused = refusedDomain(domain);
-  if (refused) return problem(refused);
-  const hash = await finderHasher(ctx.config.FEEDBACK_HASH_KEY);
-  const findKey = await hash(`${find.nameKey.replace(/ /g, ".")}@${domain}`);
-  const [dns, [repeatRows, balanceRows]] = await Promise.all([
-    domainMail(domain, ctx.config),
-    db.batch([repeatQuery(db, ctx.accountId, findKey, ctx.now - FIND_REPEAT_DAYS * DAY_MS), balanceQuery(db, ctx.accountId)]),
-  ]);
-  const balance = Number(balanceRows[0]?.credit_balance ?? 0);
-  if (receivesNoMail(dns)) return { kind: "error", status: 422, error: ERROR_MESSAGES.finderNoMail, reason: "domain_has_no_mail", balance };
-  const repeat = repeatRows.length > 0;
-  // A find that could be charged needs the credits before anything is asked of a receiver (402 wins, as on lookups).
-  if (!repeat && balance < caller.cost) return { kind: "error", status: 402, error: ERROR_MESSAGES.insufficientCredits, balance };
-
-  const work = runFind(ctx, { ...find, domain }, dns, minConfidence);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), deadlineMs)));
-  const outcome = await Promise.race([work, late]);
-  clearTimeout(timer);
-  if (outcome === "late") {
-    caller.waitUntil(work.catch(() => undefined));
-    return { kind: "pending", retryAfter: 3 };
-  }
-  if (outcome.kind === "pending") return { kind: "pending", retryAfter: 3 };
-  if (outcome.kind === "not_found") {
-    return outcome.ambiguous
-      ? { kind: "error", status: 404, error: ERROR_MESSAGES.ambiguousMatch, reason: "ambiguous_match", balance }
-      : { kind: "error", status: 404, error: ERROR_MESSAGES.finderNotFound, balance };
-  }
-  const chargeable = outcome.result.confirmed && !repeat && caller.cost > 0;
-  const now = Date.now();
-  const charge = { accountId: ctx.accountId, keyId: caller.keyId, cost: caller.cost, requestId: ctx.requestId, now, creditCaps: caller.creditCaps };
-  const [charged, , , balanceAfter, cap] = await db.batch(settleFindStatements(db, { charge, chargeable, findKey, personId: outcome.personId }));
-  const after = Number(balanceAfter[0]?.credit_balance ?? 0);
-  if (chargeable && charged.length === 0) {
-    if (Number(cap[0]?.cap_exceeded ?? 0) === 1) return { kind: "error", status: 402, error: ERROR_MESSAGES.dailyCreditCap, reason: "daily_credit_cap", balance: after };
-    return { kind: "error", status: 402, error: ERROR_MESSAGES.insufficientCredits, balance: after };
-  }
-  return { kind: "found", result: { ...outcome.result, repeat }, charged: chargeable ? caller.cost : 0, balance: after };
-}
 
 function callerOf(c: Context<AppEnv>): Caller {
   const config = c.get("config");

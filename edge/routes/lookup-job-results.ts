@@ -7,7 +7,7 @@ import { sqliteLower } from "../../shared/sqlite-lower.ts";
 import { createRoute, z, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { PEOPLE_INCLUDES, type ContactInfo, type EmailDetail } from "../../shared/api.ts";
-import { LOOKUP_JOB_MESSAGES, LOOKUP_JOBS_PATH, LOOKUP_LINE_STATUSES, LookupJobResultsPage, type LookupJobResult, type LookupLineStatus } from "../../shared/lookup-jobs.ts";
+import { LOOKUP_JOB_MESSAGES, LOOKUP_JOBS_PATH, LOOKUP_LINE_STATUSES, LookupJobResultsPage, type LookupJobFind, type LookupJobResult, type LookupLineStatus } from "../../shared/lookup-jobs.ts";
 import { requestDatabase, type Database } from "../db/client.ts";
 import { iso } from "../db/rows.ts";
 import type { AppEnv } from "../env.ts";
@@ -86,7 +86,7 @@ function statusFilter(raw: string | undefined): LookupLineStatus[] {
  * How a job's results read: its input's format, header and the names its cells go by (once per read: a page's work is
  * linear in its size, whatever the width), its include, and (verify_emails) the verdicts to show.
  */
-type View = { format: ListFormat; header: string[] | null; names: string[]; namesChars: number; include: Set<PeopleInclude>; verify: boolean };
+type View = { format: ListFormat; header: string[] | null; names: string[]; namesChars: number; include: Set<PeopleInclude>; verify: boolean; find: boolean };
 
 function viewOf(job: LookupJobRow): View {
   const header = columnsOf(job).header;
@@ -98,11 +98,12 @@ function viewOf(job: LookupJobRow): View {
     namesChars: names.reduce((n, name) => n + name.length, 0),
     include: new Set<PeopleInclude>(PEOPLE_INCLUDES.filter((name) => Number(name === "profile" ? job.profile : job.email_details) === 1)),
     verify: Number(job.verify_emails) === 1,
+    find: Number(job.find_emails) === 1,
   };
 }
 
 /** What a line weighs in a JSON page: its cells and the names that key them, and what was found. */
-const lineWeight = (row: ResultRow, view: View) => row.input.length + (view.format === "csv" ? view.namesChars : 0) + (row.person?.length ?? 0);
+const lineWeight = (row: ResultRow, view: View) => row.input.length + (view.format === "csv" ? view.namesChars : 0) + (row.person?.length ?? 0) + (row.find?.length ?? 0);
 
 /** The addresses a set of rows answered with, for their verdicts. */
 const emailsOf = (rows: readonly ResultRow[]) => rows.flatMap((r) => (r.person ? (JSON.parse(r.person) as { emails: [string][] }).emails.map(([e]) => e) : []));
@@ -125,8 +126,12 @@ function withVerdicts(data: ContactInfo, verdicts: ReadonlyMap<string, VerdictRo
   return { ...data, email_details: details };
 }
 
+/** find_emails: the finder's answer for a line it looked at (none while the line is due, or for a line it never takes). */
+const findOf = (row: Pick<ResultRow, "find">): LookupJobFind | null => (row.find === null || row.find === "due" ? null : (JSON.parse(row.find) as LookupJobFind));
+
 function lineResult(row: ResultRow, view: View, verdicts: ReadonlyMap<string, VerdictRow>): LookupJobResult {
-  const base = { line: Number(row.position) + 1, input: inputObject(view.format, view.names, row.input) };
+  const find = findOf(row);
+  const base = { line: Number(row.position) + 1, input: inputObject(view.format, view.names, row.input), ...(find ? { find } : {}) };
   const status = (row.outcome ?? "refused") as LookupLineStatus;
   if (status === "found" && row.person) {
     const data = contactInfoFromSnapshot(row.person, view.include);
@@ -186,6 +191,9 @@ const LOOKUP_CSV_COLUMNS = [
   "lookup_microblog_username",
 ] as const;
 
+/** With find_emails, last: the finder's answer (empty where it found nothing or did not look). */
+const FIND_CSV_COLUMNS = ["found_email", "found_confidence", "found_method", "found_confirmed"] as const;
+
 /** With include=profile, after LOOKUP_CSV_COLUMNS: the person's full name and the first employment (current first). */
 const PROFILE_CSV_COLUMNS = ["lookup_full_name", "lookup_employer", "lookup_title", "lookup_employer_domains"] as const;
 
@@ -197,7 +205,7 @@ function csvRow(row: ResultRow, view: View, width: number, verdicts: ReadonlyMap
   const cells: (string | number | null)[] = [...own, ...Array.from({ length: Math.max(0, width - own.length) }, () => "")];
   const profile = view.include.has("profile");
   if (row.state === "pending") {
-    return csvLine([...cells, notAnswered, ...Array.from({ length: LOOKUP_CSV_COLUMNS.length - 1 + (profile ? PROFILE_CSV_COLUMNS.length : 0) + (view.verify ? 1 : 0) }, () => null)]);
+    return csvLine([...cells, notAnswered, ...Array.from({ length: LOOKUP_CSV_COLUMNS.length - 1 + (profile ? PROFILE_CSV_COLUMNS.length : 0) + (view.verify ? 1 : 0) + (view.find ? FIND_CSV_COLUMNS.length : 0) }, () => null)]);
   }
   const result = lineResult(row, view, verdicts);
   const d = result.data;
@@ -220,7 +228,9 @@ function csvRow(row: ResultRow, view: View, width: number, verdicts: ReadonlyMap
   const job = d?.employment?.[0];
   const profileCells = profile ? [d?.name?.full ?? null, job?.employer ?? null, job?.title ?? null, job ? job.domains.join("; ") : null] : [];
   const verdictCell = view.verify ? [(d?.email_details ?? []).map((e) => `${e.email} ${e.verification?.classification ?? "unverified"}`).join("; ")] : [];
-  return csvLine([...cells, ...found, ...profileCells, ...verdictCell]);
+  const f = view.find ? findOf(row) : null;
+  const findCells = view.find ? (f?.status === "found" ? [f.email ?? null, f.confidence ?? null, f.method ?? null, f.confirmed ? "true" : "false"] : [null, null, null, null]) : [];
+  return csvLine([...cells, ...found, ...profileCells, ...verdictCell, ...findCells]);
 }
 
 /** Every line (or those with the statuses asked for) as CSV or JSON Lines, streamed a database read at a time. */
@@ -236,7 +246,7 @@ async function download(c: Context<AppEnv>, job: LookupJobRow, view: View, forma
       if (!headerSent) {
         headerSent = true;
         const own = view.format === "csv" ? keptColumnNames(view.header, width) : ["input"];
-        return controller.enqueue(encoder.encode(csvLine([...own, ...LOOKUP_CSV_COLUMNS, ...(view.include.has("profile") ? PROFILE_CSV_COLUMNS : []), ...(view.verify ? ["lookup_email_verdicts"] : [])])));
+        return controller.enqueue(encoder.encode(csvLine([...own, ...LOOKUP_CSV_COLUMNS, ...(view.include.has("profile") ? PROFILE_CSV_COLUMNS : []), ...(view.verify ? ["lookup_email_verdicts"] : []), ...(view.find ? FIND_CSV_COLUMNS : [])])));
       }
       const rows = filter.length > 0 ? await rowsWithOutcomesQuery(db, job.id, filter, position, DOWNLOAD_PAGE) : await resultRowsQuery(db, job.id, position, DOWNLOAD_PAGE);
       if (rows.length === 0) return controller.close();

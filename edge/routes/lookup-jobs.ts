@@ -63,7 +63,7 @@ export const createLookupJobRoute = createRoute({
   responses: {
     200: json(LookupJobQuote, "dry_run=true: what the job would cost; nothing was created"),
     202: { ...jobAnswer, description: "The job was created (or, with a reused Idempotency-Key, the first one is returned)" },
-    400: errorResponse("A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, min_confidence, dry_run, callback_url, retention_seconds or Idempotency-Key"),
+    400: errorResponse("A CSV with no identifier column, a named column that is not in the header, malformed CSV or JSON Lines, a line over 64 KiB, no lines, a bad include, verify_emails, find_emails, min_confidence, dry_run, callback_url, retention_seconds or Idempotency-Key"),
     409: errorResponse(`${LOOKUP_JOB_MESSAGES.idempotencyConflict}; or ${LOOKUP_JOB_MESSAGES.stillCreating} (with Retry-After)`),
     413: errorResponse(`${LOOKUP_JOB_MESSAGES.bodyTooLarge}; or ${LOOKUP_JOB_MESSAGES.tooManyLines}`),
     415: errorResponse(LOOKUP_JOB_MESSAGES.unsupported),
@@ -137,6 +137,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
   // The parameters first: a bad one costs no reading of the list.
   const dryRun = booleanParam("dry_run", query.dry_run);
   const verifyEmails = booleanParam("verify_emails", query.verify_emails);
+  const findEmails = booleanParam("find_emails", query.find_emails);
   const includes = parseIncludes(query.include);
   const emailDetails = verifyEmails || includes.has("email_details");
   const profile = includes.has("profile");
@@ -154,7 +155,9 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   const scanned = await scanList(bytes, format, named);
   const cost = config.LOOKUP_COST;
-  const maxCredits = (scanned.wellFormed - scanned.repeated) * cost;
+  // find_emails: at most one charged find per distinct name at a company, on top of the lookups.
+  const findLines = findEmails ? scanned.findable : 0;
+  const maxCredits = (scanned.wellFormed - scanned.repeated + findLines) * cost;
   const columns = Object.fromEntries(Object.entries(scanned.plan.columns).map(([identifier, column]) => [identifier, column.name]));
   if (dryRun) {
     const [balance] = await balanceQuery(db, auth.accountId);
@@ -166,6 +169,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
       invalid: scanned.invalid,
       repeated: scanned.repeated,
       cost_per_line: cost,
+      ...(findEmails ? { find_lines: findLines } : {}),
       max_credits: maxCredits,
       credit_balance: Number(balance?.credit_balance ?? 0),
     };
@@ -173,7 +177,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
   }
 
   // The request: the list's bytes and what was asked of it (a retention left to its default is not part of it).
-  const requestHash = await sha256Hex(JSON.stringify([await sha256Hex(bytes), format, named, emailDetails, verifyEmails, ...(profile ? ["profile"] : []), minConfidence, callbackUrl, query.retention_seconds === undefined ? null : retentionSeconds]));
+  const requestHash = await sha256Hex(JSON.stringify([await sha256Hex(bytes), format, named, emailDetails, verifyEmails, ...(profile ? ["profile"] : []), ...(findEmails ? ["find_emails"] : []), minConfidence, callbackUrl, query.retention_seconds === undefined ? null : retentionSeconds]));
   const id = newId("lkj");
   const started = await startLookupJob(
     db,
@@ -190,6 +194,7 @@ async function create(c: Context<AppEnv>, query: z.infer<typeof LookupJobCreateQ
       emailDetails,
       profile,
       verifyEmails,
+      findEmails,
       minConfidence,
       callbackUrl,
       idempotencyKey: key,

@@ -23,7 +23,8 @@ export type NamedColumns = Partial<Record<LookupField, string>>;
 /** A line as stored: the customer's own (JSON text), and its identifiers or the 400 it fails with. */
 export type PreparedLine = { input: string; ids: Identifiers | null; error: string | null };
 
-export type ScannedList = { plan: ListPlan; lines: number; wellFormed: number; invalid: number; repeated: number };
+/** `findable`: the distinct names at a company (domain or employer) among the well-formed lines: what find_emails may charge at most. */
+export type ScannedList = { plan: ListPlan; lines: number; wellFormed: number; invalid: number; repeated: number; findable: number };
 
 export function listFormat(contentType: string): ListFormat {
   const type = contentType.split(";")[0]!.trim().toLowerCase();
@@ -113,6 +114,7 @@ const SCAN_CHUNK = 2_000;
 export async function scanList(bytes: Uint8Array, format: ListFormat, named: NamedColumns): Promise<ScannedList> {
   let plan: ListPlan | null = format === "jsonl" ? jsonlPlan(named) : null;
   const keys = new Set<string>();
+  const finds = new Set<string>();
   let lines = 0;
   let wellFormed = 0;
   let identifierSeen = false;
@@ -123,6 +125,8 @@ export async function scanList(bytes: Uint8Array, format: ListFormat, named: Nam
     if (!prepared.ids) return;
     wellFormed += 1;
     keys.add(identifiersKey(prepared.ids));
+    const k = prepared.ids.keys;
+    if (k?.name !== undefined && (k.domain !== undefined || k.company !== undefined)) finds.add(JSON.stringify([k.name, k.domain ?? "", k.domain === undefined ? (k.company ?? "") : ""]));
   };
   if (format === "jsonl") {
     for (const chunk of jsonlLines(bytes, SCAN_CHUNK, LOOKUP_JOB_MESSAGES.notAnObject)) {
@@ -143,7 +147,23 @@ export async function scanList(bytes: Uint8Array, format: ListFormat, named: Nam
     if (plan === null) throw new ApiError(400, LOOKUP_JOB_MESSAGES.empty);
   }
   if (lines === 0) throw new ApiError(400, LOOKUP_JOB_MESSAGES.empty);
-  return { plan: plan!, lines, wellFormed, invalid: lines - wellFormed, repeated: wellFormed - keys.size };
+  return { plan: plan!, lines, wellFormed, invalid: lines - wellFormed, repeated: wellFormed - keys.size, findable: finds.size };
+}
+
+/**
+ * The finder's inputs of a stored line (find_emails): its name and company values as the job's plan reads them (a CSV
+ * column by its stored header name, a JSON Lines field by its name), under the names GET /v1/email_finder takes.
+ */
+export function findValues(format: ListFormat, stored: { header: string[] | null; columns: Record<string, string> }, input: string): Record<string, unknown> {
+  const line = JSON.parse(input) as unknown;
+  const value = (identifier: string): unknown => {
+    const name = stored.columns[identifier];
+    if (name === undefined) return undefined;
+    if (format === "jsonl" || !Array.isArray(line)) return (line as Record<string, unknown>)[name];
+    const index = (stored.header ?? []).findIndex((h) => h.trim() === name);
+    return index < 0 ? undefined : line[index];
+  };
+  return { full_name: value("full_name"), first_name: value("first_name"), last_name: value("last_name"), domain: value("company_domain"), company: value("company") };
 }
 
 /**

@@ -14,6 +14,7 @@ import { enqueueJobMessage, enqueueTurns, LINES_PER_TURN } from "../queue.ts";
 import { lookupJobById, type LookupJobRow } from "../store/lookup-rows.ts";
 import { resumeIfCovered, runTurn } from "../store/lookup-lines.ts";
 import { lookupCandidates } from "../store/lookup-scheduling.ts";
+import { stepFinds } from "./find-emails.ts";
 import { stepVerification } from "./verify-emails.ts";
 
 /** How long a paused job waits between two looks at the balance: it resumes within this of credits being added. */
@@ -21,12 +22,16 @@ export const RESUME_CHECK_SECONDS = 30;
 
 const TURN = LINES_PER_TURN.lookup;
 
-/** After a turn or a resume: what its job needs next (a resume check, its verification phase, the end's follow-up). */
+/** Whether a job whose lines are all answered has a phase to run: its finder's (find_emails), then its verification's. */
+const phaseDue = (job: LookupJobRow) =>
+  (Number(job.find_emails) === 1 && job.find_state !== "done") || (Number(job.verify_emails) === 1 && job.verify_state === null);
+
+/** After a turn or a resume: what its job needs next (a resume check, its find_emails or verification phase, the end's follow-up). */
 async function followUp(deps: EngineDeps, job: LookupJobRow | null, ended: boolean): Promise<void> {
   if (!job) return;
   if (job.status === "paused") await enqueueJobMessage(deps.queues, { kind: "lookup", type: "resume", job: job.id }, RESUME_CHECK_SECONDS);
   else if (ended) await jobEnded(deps.queues, "lookup", job);
-  else if (job.status === "running" && Number(job.verify_emails) === 1 && job.verify_state === null && Number(job.found) + Number(job.not_found) + Number(job.invalid) + Number(job.erased) >= Number(job.total)) {
+  else if (job.status === "running" && phaseDue(job) && Number(job.found) + Number(job.not_found) + Number(job.invalid) + Number(job.erased) >= Number(job.total)) {
     await enqueueJobMessage(deps.queues, { kind: "lookup", type: "phase", job: job.id });
   }
 }
@@ -66,16 +71,25 @@ export async function resumeLookupJob(deps: EngineDeps, jobId: string): Promise<
   if (!job || job.status !== "paused") return;
   const after = await resumeIfCovered(deps.db, job, Date.now(), deps.maxPauseMs);
   if (after.cancelled) return followUp(deps, after.job, true);
-  if (after.job?.status === "running") return enqueueTurns(deps.queues, "lookup", jobId, after.pending);
+  // Resumed with lines waiting: their turns; with none (paused in its find_emails phase), the phase again.
+  if (after.job?.status === "running" && after.pending > 0) return enqueueTurns(deps.queues, "lookup", jobId, after.pending);
   await followUp(deps, after.job, false);
 }
 
 /**
- * The verify_emails phase, looked at: started when due (its child verification job made and its turns sent), finished
+ * A job's phases once its lines are answered: first find_emails (a bounded step per message, then the phase sent again,
+ * a paused job's resume check, or, once done, on to the verification or the job's end), then the verify_emails phase,
+ * looked at: started when due (its child verification job made and its turns sent), finished
  * once the child has ended (this message is then the child's wake-up, or the cron's hand-back); a look while the child
  * runs does nothing, and nothing looks again until it ends.
  */
 export async function lookupJobPhase(deps: EngineDeps, jobId: string): Promise<void> {
+  const found = await lookupJobById(deps.db, jobId);
+  if (!found) return;
+  const finding = await stepFinds(deps, found);
+  if (finding.kind === "more") return enqueueJobMessage(deps.queues, { kind: "lookup", type: "phase", job: jobId }, finding.wait ? 3 : undefined);
+  if (finding.kind === "paused") return followUp(deps, await lookupJobById(deps.db, jobId), false);
+  if (finding.kind === "done" && finding.completed) return followUp(deps, await lookupJobById(deps.db, jobId), true);
   for (let step = 0; step < 2; step++) {
     const job = await lookupJobById(deps.db, jobId);
     if (!job) return;

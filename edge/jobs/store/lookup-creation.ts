@@ -32,6 +32,8 @@ export type NewLookupJob = {
   /** include=profile. */
   profile: boolean;
   verifyEmails: boolean;
+  /** find_emails. */
+  findEmails: boolean;
   minConfidence: number | null;
   callbackUrl: string | null;
   idempotencyKey: string | null;
@@ -52,10 +54,10 @@ export type StartedLookupJob =
 export async function startLookupJob(db: Database, job: NewLookupJob, maxUnfinished: number): Promise<StartedLookupJob> {
   const now = Date.now();
   const [inserted, existing] = await db.batch([
-    db.run(sql`insert into lookup_jobs (id, account_id, actor, credit_caps, cost, max_credits, status, total, format, columns, email_details, profile, verify_emails,
+    db.run(sql`insert into lookup_jobs (id, account_id, actor, credit_caps, cost, max_credits, status, total, format, columns, email_details, profile, verify_emails, find_emails,
         min_confidence, callback_url, idempotency_key, request_hash, created_at, updated_at, creating, retention_seconds)
       select ${job.id}, ${job.accountId}, ${job.actor}, ${job.creditCaps}, ${job.cost}, ${job.maxCredits}, 'queued', ${job.total}, ${job.format}, ${job.columns},
-        ${job.emailDetails ? 1 : 0}, ${job.profile ? 1 : 0}, ${job.verifyEmails ? 1 : 0}, ${job.minConfidence}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
+        ${job.emailDetails ? 1 : 0}, ${job.profile ? 1 : 0}, ${job.verifyEmails ? 1 : 0}, ${job.findEmails ? 1 : 0}, ${job.minConfidence}, ${job.callbackUrl}, ${job.idempotencyKey}, ${job.requestHash}, ${now}, ${now}, 1, ${job.retentionSeconds}
       where ${unfinishedLookupJobs(job.accountId)} < ${maxUnfinished}
       on conflict do nothing`),
     db.all<LookupJobRow & { creating: number }>(sql`select ${LOOKUP_JOB_COLUMNS}, creating from lookup_jobs
@@ -114,10 +116,11 @@ export async function writeLookupLines(db: Database, jobId: string, chunks: Asyn
 /** Makes a written job visible (completing it at once when every line was invalid); returns it and its lines waiting for a turn. */
 export async function finishLookupJob(db: Database, jobId: string): Promise<{ job: LookupJobRow; pending: number }> {
   const now = Date.now();
-  const [finished, , , job, pending] = await db.batch([
+  const [finished, , , , job, pending] = await db.batch([
     db.run(sql`update lookup_jobs set creating = 0, updated_at = ${now} where id = ${jobId} and creating = 1`),
-    // A list of invalid lines only has no address to verify.
+    // A list of invalid lines only has no address to verify, and no name to find an address for.
     db.run(sql`update lookup_jobs set verify_state = 'done' where id = ${jobId} and verify_emails = 1 and invalid >= total`),
+    db.run(sql`update lookup_jobs set find_state = 'done' where id = ${jobId} and find_emails = 1 and invalid >= total`),
     completeIfDone(db, jobId, now),
     db.all<LookupJobRow>(sql`select ${LOOKUP_JOB_COLUMNS} from lookup_jobs where id = ${jobId}`),
     db.all<{ n: number }>(sql`select count(*) as n from lookup_job_lines where job_id = ${jobId} and state = 'pending'`),

@@ -2,7 +2,8 @@
  * What an erasure (scripts/admin/people-erase.ts) does to what the lookup jobs keep, as statements for its one write
  * batch (the batch call's kept answers are edge/people/bulk-store.ts's): every lookup job line that answered
  * them says erased and keeps nothing of them (the job's counts move by the triggers: found to erased), a line refused
- * for credits on them waits again (it will find nobody), and the verdicts of their addresses go. And what a merge
+ * for credits on them waits again (it will find nobody), the verdicts of their addresses go, and so does any of their
+ * addresses the email finder gave a line (find_emails). And what a merge
  * (scripts/admin/people-merge.ts) does to them: the lines that found the merged person are the kept person's from then on,
  * so erasing that person reaches it; an undone merge gives exactly those rows back.
  */
@@ -16,6 +17,9 @@ export function eraseFromLookupJobs(personIds: readonly number[], addresses: rea
       where person_id in (${ids}) and outcome = 'found'`,
     sql`update lookup_job_lines set state = 'pending', outcome = null, error = null, person_id = null, answered_at = null where person_id in (${ids}) and state = 'refused'`,
     sql`delete from lookup_job_verdicts where email in (select lower(value) from json_each(${JSON.stringify(addresses)}))`,
+    // find_emails: an address the finder gave a line is no longer shown (CASE: a line still due holds no JSON).
+    sql`update lookup_job_lines set find = ${JSON.stringify({ status: "erased", error: LOOKUP_JOB_MESSAGES.erased })}
+      where (case when find is not null and find != 'due' then lower(find ->> 'email') end) in (select lower(value) from json_each(${JSON.stringify(addresses)}))`,
   ];
 }
 

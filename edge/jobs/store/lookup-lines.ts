@@ -155,10 +155,10 @@ export async function resumeIfCovered(db: Database, job: TurnJob, now: number, m
 }
 
 type LineRow = RawRow<typeof lookupJobLines.$inferSelect>;
-export type ResultRow = Pick<LineRow, "position" | "input" | "state" | "outcome" | "error" | "person">;
+export type ResultRow = Pick<LineRow, "position" | "input" | "state" | "outcome" | "error" | "person" | "find">;
 export type VerdictRow = Pick<RawRow<typeof lookupJobVerdicts.$inferSelect>, "email" | "classification" | "reason" | "smtp_outcome" | "checked_at">;
 
-const RESULT_COLUMNS = sql.raw("position, input, state, outcome, error, person");
+const RESULT_COLUMNS = sql.raw("position, input, state, outcome, error, person, find");
 
 /** Lines from `from` on, in input order. */
 export function resultRowsQuery(db: Database, jobId: string, from: number, limit: number) {

@@ -22,7 +22,7 @@ export type LookupJobRow = RawRow<Omit<typeof lookupJobs.$inferSelect, "idempote
 };
 
 export const LOOKUP_JOB_COLUMNS = sql.raw(
-  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, cancel_reason, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, profile, verify_emails, min_confidence, verify_state, verification_job_id, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
+  "id, account_id, actor, credit_caps, cost, max_credits, status, pause_reason, paused_at, cancel_reason, total, found, not_found, invalid, refused, erased, credits_charged, format, columns, email_details, profile, verify_emails, min_confidence, verify_state, verification_job_id, find_emails, find_state, callback_url, callback_state, callback_attempts, request_hash, created_at, started_at, completed_at, last_turn_at, updated_at, retention_seconds, results_state",
 );
 
 const WITH_VERDICTS = sql`${LOOKUP_JOB_COLUMNS}, (select count(*) from lookup_job_verdicts v where v.job_id = lookup_jobs.id and v.source = 'stored') as stored_verdicts`;
@@ -67,6 +67,8 @@ export function lookupJobJson(row: LookupJobRow, verifyMaxAgeSeconds: number): L
           max_age_seconds: verifyMaxAgeSeconds,
         }
       : null,
+    find_emails: Number(row.find_emails) === 1,
+    finder: Number(row.find_emails) === 1 ? { state: row.find_state === "done" ? "done" : row.find_state === "finding" ? "finding" : "pending" } : null,
     results_url: `${LOOKUP_JOBS_PATH}/${row.id}/results`,
     retention_seconds: row.retention_seconds === null ? DEFAULT_JOB_RETENTION_SECONDS : Number(row.retention_seconds),
     results_expired: Number(row.results_state) > 0,
@@ -100,13 +102,13 @@ export async function listLookupJobs(db: Database, accountId: string, before: st
 const ENDED = (now: number) => sql`completed_at = ${now}, updated_at = ${now}, callback_state = case when callback_url is null then 'none' else 'pending' end, callback_next_at = ${now}`;
 
 /**
- * Completes the job once every line is answered for good (and, with verify_emails, its verification is done), whoever
+ * Completes the job once every line is answered for good (and, with verify_emails and find_emails, their phases are done), whoever
  * gets there first; returns it when this statement did.
  */
 export function completeIfDone(db: Database, jobId: string, now: number) {
   return db.all<{ id: string; callback_state: string }>(sql`update lookup_jobs set status = 'completed', ${ENDED(now)}
     where id = ${jobId} and status in ('queued', 'running') and creating = 0 and found + not_found + invalid + erased >= total
-      and (verify_emails = 0 or verify_state = 'done')
+      and (verify_emails = 0 or verify_state = 'done') and (find_emails = 0 or find_state = 'done')
     returning id, callback_state`);
 }
 

@@ -37,7 +37,7 @@ export type StalledLookupWork = {
 
 /**
  * What the cron requeues: jobs with no progress since `stalledBefore` that have lines waiting (turns), that are paused
- * (a resume check: its own message may be lost), or whose verification phase is due or whose child verification job
+ * (a resume check: its own message may be lost), or whose find_emails or verification phase is due or whose child verification job
  * has ended (its wake-up may be lost; a child still running wakes the phase itself, edge/jobs/ended.ts, and its job is
  * left alone). Callbacks whose time has come are the engine's (store/envelope.ts). A bounded number per run, the oldest first; exactly those are marked (updated_at), in the same
  * transaction, so nothing is marked that was not sent. A verification start that died (verify_state 'starting') is
@@ -48,8 +48,8 @@ export async function stalledLookupWork(db: Database, stalledBefore: number, now
   const stale = sql`status in ('queued', 'running', 'paused') and creating = 0 and updated_at < ${stalledBefore} and ${ACCOUNT_ACTIVE} and not ${childRunning}`;
   const stalled = sql`select id from lookup_jobs where ${stale} order by updated_at, id limit ${LOOKUP_STALLED_PER_RUN}`;
   const [jobs] = await db.batch([
-    db.all<{ id: string; status: string; verify_emails: number; verify_state: string | null; done: number; total: number; pending: number }>(sql`
-      select id, status, verify_emails, verify_state, found + not_found + invalid + erased as done, total,
+    db.all<{ id: string; status: string; verify_emails: number; verify_state: string | null; find_emails: number; find_state: string | null; done: number; total: number; pending: number }>(sql`
+      select id, status, verify_emails, verify_state, find_emails, find_state, found + not_found + invalid + erased as done, total,
         (select count(*) from lookup_job_lines i where i.job_id = lookup_jobs.id and i.state = 'pending') as pending
       from lookup_jobs where id in (${stalled})`),
     db.run(sql`update lookup_jobs set verify_state = null where id in (${stalled}) and verify_state = 'starting'`),
@@ -59,7 +59,7 @@ export async function stalledLookupWork(db: Database, stalledBefore: number, now
   for (const j of jobs) {
     if (j.status === "paused") work.resumes.push(String(j.id));
     else if (Number(j.pending) > 0) work.turns.push({ job: String(j.id), turns: Math.min(TURNS_PER_STALLED_JOB, Math.ceil(Number(j.pending) / LOOKUP_LINES_PER_TURN)) });
-    else if (Number(j.verify_emails) === 1 && j.verify_state !== "done" && Number(j.done) >= Number(j.total)) work.verifications.push(String(j.id));
+    else if (Number(j.done) >= Number(j.total) && ((Number(j.verify_emails) === 1 && j.verify_state !== "done") || (Number(j.find_emails) === 1 && j.find_state !== "done"))) work.verifications.push(String(j.id));
   }
   return work;
 }

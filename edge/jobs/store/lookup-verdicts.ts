@@ -10,12 +10,14 @@ import { peopleWithAddress } from "../../people/store.ts";
 import { batch, completeIfDone, type Statement } from "./lookup-rows.ts";
 
 /**
- * Claims the start of the verification phase for this caller: only when every line is answered for good, once per
+ * Claims the start of the verification phase for this caller: only when every line is answered for good (and, with
+ * find_emails, the finder is done: the phases run one after the other), once per
  * job (a second caller gets false). A claim that dies is handed back by the cron (store/scheduling.ts).
  */
 export async function claimVerificationStart(db: Database, jobId: string, now: number): Promise<boolean> {
   const rows = await db.all<{ id: string }>(sql`update lookup_jobs set verify_state = 'starting', updated_at = ${now}
     where id = ${jobId} and verify_emails = 1 and verify_state is null and status = 'running' and found + not_found + invalid + erased >= total
+      and (find_emails = 0 or find_state = 'done')
     returning id`);
   return rows.length === 1;
 }
