@@ -1,0 +1,104 @@
+/**
+ * The console's "Find an address" page (docs/console.md), server side: the form renders for a role that may look people
+ * up and is linked beside the check page; a POST calls GET /v1/email_finder through the member's session and redirects
+ * (POST-redirect-GET) to the answer in words, what it cost (X-Credits-Charged) and the domain's free panel; the API's
+ * refusals are shown as it says them; a reload shows nothing again and charges nothing. The page in a browser (axe) is
+ * test/browser/find.test.ts's.
+ */
+import { sql } from "drizzle-orm";
+import { beforeAll, describe, expect, it } from "vitest";
+import { db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import { consoleCall, join, type Joined } from "./console-session.ts";
+
+const html = async (path: string, cookie: string) => {
+  const res = await consoleCall(path, { cookie, origin: null });
+  expect(res.status, path).toBe(200);
+  return res.text();
+};
+
+let owner: Joined;
+let accountId: string;
+const balance = async () => Number((await db.all<{ credit_balance: number }>(sql`select credit_balance from accounts where id = ${accountId}`))[0]!.credit_balance);
+
+/** Posts the form as a browser without script does; the page the redirect leads to. */
+async function post(fields: Record<string, string>): Promise<{ location: string; page: string }> {
+  const res = await consoleCall("/console/find", { cookie: owner.cookie, method: "POST", body: new URLSearchParams(fields), headers: { "content-type": "application/x-www-form-urlencoded" }, redirect: "manual" });
+  expect(res.status).toBe(303);
+  const location = res.headers.get("location")!;
+  expect(location).toMatch(/^\/console\/find\?note=note_/);
+  return { location, page: await html(location, owner.cookie) };
+}
+
+beforeAll(async () => {
+  ({ accountId } = await newAccount(5));
+  owner = await join(accountId, "owner", "Fiona Finder");
+  // A person we hold at finder.test, whose address follows the domain's {first}.{last} (test/fixtures/test-mail.ts).
+  await insertPerson({ ...uniqueIds(), emails: ["ines.faro@finder.test"], names: [{ full: "Inés Faro" }], employment: [{ employer: "Finder Corp", domains: ["finder.test"], current: true }] });
+});
+
+describe("Find an address", () => {
+  it("renders a labelled form, linked in the menu beside the check page, with a live region for the answer", async () => {
+    const page = await html("/console/find", owner.cookie);
+    expect(page).toContain("<h1>Find an address</h1>");
+    expect(page).toMatch(/href="\/console\/check"[^>]*>Check an address<\/a><\/li><li><a href="\/console\/find" aria-current="page">Find an address<\/a>/);
+    expect(page).toContain('<form method="post" action="/console/find">');
+    for (const [id, label] of [["find-name", "Full name"], ["find-company", "Company, or its website"], ["find-min", "Minimum confidence (optional)"]]) {
+      expect(page).toContain(`<label for="${id}">${label}</label>`);
+      expect(page).toContain(`id="${id}"`);
+    }
+    expect(page).toContain('<div id="find-result" aria-live="polite">');
+    expect(page).toContain("A confirmed address costs 1 credit");
+    // No inline script or style: the page's only scripts carry the nonce and come from the assets.
+    expect(page).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    expect(page).not.toMatch(/\sstyle=/);
+  });
+
+  it("finds a person we hold: the address, its confidence, the method in words, charged 1 credit, the evidence, and the domain's panel; a reload shows nothing and charges nothing", async () => {
+    const before = await balance();
+    const { location, page } = await post({ full_name: "Ines Faro", company: "https://www.finder.test/", min_confidence: "" });
+    expect(location).not.toContain("ines");
+    expect(page).toContain('<h2 id="found">ines.faro@finder.test</h2>');
+    expect(page).toMatch(/Confidence \d+ of 100 \((high|medium|low)\)/);
+    expect(page).toContain("Known to us: an address we hold for this person at the domain");
+    expect(page).toContain("charged 1 credit");
+    expect(page).toContain('<th scope="row">Pattern</th><td>{first}.{last}</td>');
+    expect(page).toContain('<th scope="row">Known addresses that follow it</th><td>1 of 1 read at the domain</td>');
+    // The form keeps what was asked; the domain's free panel, with its pattern and share.
+    expect(page).toContain('value="Ines Faro"');
+    expect(page).toContain('<h2 id="domain-facts">What finder.test looks like</h2>');
+    expect(page).toMatch(/<td>\{first\}\.\{last\}<\/td><td>100 %<\/td>/);
+    expect(await balance()).toBe(before - 1);
+    const reload = await html(location, owner.cookie);
+    expect(reload).not.toContain("ines.faro@finder.test");
+    expect(await balance()).toBe(before - 1);
+    // The same find again within 30 days is free, and says why.
+    const again = await post({ full_name: "Ines Faro", company: "finder.test" });
+    expect(again.page).toContain("ines.faro@finder.test");
+    expect(again.page).toContain("free: you were charged for this find in the past 30 days");
+    expect(await balance()).toBe(before - 1);
+  });
+
+  it("shows the API's refusals as it says them, and charges nothing", async () => {
+    const before = await balance();
+    const noName = await post({ full_name: "", company: "finder.test" });
+    expect(noName.page).toMatch(/<p role="alert" class="error">Give full_name, or first_name and last_name[^<]*<\/p>/);
+    expect(noName.page).not.toContain('id="domain-facts"');
+    const webmail = await post({ full_name: "Ana Lopez", company: "gmail.com" });
+    expect(webmail.page).toContain('role="alert"');
+    expect(webmail.page).not.toContain('id="found"');
+    const range = await post({ full_name: "Ana Lopez", company: "finder.test", min_confidence: "101" });
+    expect(range.page).toContain('role="alert"');
+    expect(range.page).toContain("min_confidence");
+    // What holds no dot is a company name: one we know nothing of is the API's 422.
+    const company = await post({ full_name: "Ana Lopez", company: "No Such Company Anywhere" });
+    expect(company.page).toContain('role="alert"');
+    expect(await balance()).toBe(before);
+  });
+
+  it("is not for a role that may not look people up", async () => {
+    const viewer = await join(accountId, "viewer", "Vic Viewer");
+    const page = await html("/console/find", viewer.cookie);
+    expect(page).toContain("Your role cannot find addresses.");
+    expect(page).not.toContain('href="/console/find"');
+  });
+});
