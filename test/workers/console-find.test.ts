@@ -7,7 +7,7 @@
  */
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
+import { call, db, insertPerson, newAccount, uniqueIds } from "./helpers.ts";
 import { consoleCall, join, type Joined } from "./console-session.ts";
 
 const html = async (path: string, cookie: string) => {
@@ -18,6 +18,7 @@ const html = async (path: string, cookie: string) => {
 
 let owner: Joined;
 let accountId: string;
+let token: string;
 const balance = async () => Number((await db.all<{ credit_balance: number }>(sql`select credit_balance from accounts where id = ${accountId}`))[0]!.credit_balance);
 
 /** Posts the form as a browser without script does; the page the redirect leads to. */
@@ -30,7 +31,7 @@ async function post(fields: Record<string, string>): Promise<{ location: string;
 }
 
 beforeAll(async () => {
-  ({ accountId } = await newAccount(5));
+  ({ accountId, token } = await newAccount(5));
   owner = await join(accountId, "owner", "Fiona Finder");
   // A person we hold at finder.test, whose address follows the domain's {first}.{last} (test/fixtures/test-mail.ts).
   await insertPerson({ ...uniqueIds(), emails: ["ines.faro@finder.test"], names: [{ full: "Inés Faro" }], employment: [{ employer: "Finder Corp", domains: ["finder.test"], current: true }] });
@@ -94,6 +95,31 @@ describe("Find an address", () => {
     expect(company.page).toContain('role="alert"');
     expect(await balance()).toBe(before);
   });
+
+  it("says a find still checking is still checking, with a button that repeats it, until the API's answer", async () => {
+    // slow-finder.test's mail server answers after 1.2 s (test/fixtures/test-mail.ts); a find the API is still checking
+    // (started here with max_duration=1) answers the same find at once with a 202.
+    await insertPerson({ ...uniqueIds(), emails: ["bo.slow@slow-finder.test"], names: [{ full: "Bo Slow" }], employment: [{ employer: "Slow Co", domains: ["slow-finder.test"], current: true }] });
+    const started = await call(`/v1/email_finder?${new URLSearchParams({ full_name: "Cy Slow", domain: "slow-finder.test", max_duration: "1" })}`, { token });
+    expect(started.status).toBe(202);
+    const before = await balance();
+    const asked = { full_name: "Cy Slow", company: "slow-finder.test", min_confidence: "" };
+    let { page } = await post(asked);
+    expect(page).toContain('<h2 id="pending">Still checking</h2>');
+    expect(page).toContain("try again in a few seconds");
+    const repeat = /<section aria-labelledby="pending">[\s\S]*?<\/section>/.exec(page)![0];
+    expect(repeat).toContain('<form method="post" action="/console/find"><input type="hidden" name="full_name" value="Cy Slow"/><input type="hidden" name="company" value="slow-finder.test"/>');
+    expect(repeat).toContain('<button type="submit">Try again</button>');
+    // Its domain's panel is shown meanwhile.
+    expect(page).toContain("What slow-finder.test looks like");
+    for (let i = 0; i < 40 && page.includes('id="pending"'); i++) {
+      await new Promise((r) => setTimeout(r, 300));
+      ({ page } = await post(asked));
+    }
+    // The mailbox does not exist: the API's 404, in its words, and nothing charged.
+    expect(page).toContain('<p role="alert" class="error">No address found for this person at this domain.</p>');
+    expect(await balance()).toBe(before);
+  }, 30_000);
 
   it("is not for a role that may not look people up", async () => {
     const viewer = await join(accountId, "viewer", "Vic Viewer");
