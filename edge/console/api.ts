@@ -8,7 +8,16 @@ import type { Context, Hono } from "hono";
 import type { AppEnv } from "../env.ts";
 
 /** What the API answered: its status and JSON body (or null), and cookies it set, for the page to pass on. */
-export type ApiAnswer<T> = { status: number; ok: boolean; data: T; error: { error: string; reason?: string } | null; setCookies: string[]; retryAfter: string | null };
+export type ApiAnswer<T> = {
+  status: number;
+  ok: boolean;
+  data: T;
+  error: { error: string; reason?: string } | null;
+  setCookies: string[];
+  retryAfter: string | null;
+  /** X-Credits-Charged, what the call cost (null: the operation does not say). */
+  creditsCharged: number | null;
+};
 
 /** Request headers the API relies on: the session, the CSRF check, the failed-auth bucket. */
 const FORWARDED = ["cookie", "origin", "sec-fetch-site", "cf-connecting-ip", "user-agent"];
@@ -52,6 +61,7 @@ export function apiCaller(app: Hono<AppEnv>, c: Context<AppEnv>): CallApi {
       error: res.ok ? null : ((parsed as { error: string; reason?: string } | null) ?? { error: `HTTP ${res.status}` }),
       setCookies: res.headers.getSetCookie(),
       retryAfter: res.headers.get("retry-after"),
+      creditsCharged: res.headers.has("x-credits-charged") ? Number(res.headers.get("x-credits-charged")) : null,
     };
   };
 }

@@ -18,6 +18,7 @@ export const NAV: NavItem[] = [
   { href: "/console", label: "Overview", scope: "account:read" },
   { href: "/console/lists", label: "Lists", scope: "jobs:read" },
   { href: "/console/check", label: "Check an address", scope: "verifications:write" },
+  { href: "/console/find", label: "Find an address", scope: "people:read" },
   { href: "/console/people", label: "Look up a person", scope: "people:read" },
   { href: "/console/feedback", label: "Bounce feedback", scope: "feedback:write" },
   { href: "/console/keys", label: "Keys", scope: "account:read" },
@@ -128,7 +129,7 @@ export function Notice(props: { message: string | null | undefined }) {
 /** What a form left for the page it redirected to (edge/identity/session-notes.ts): a notice or an error; a secret is the keys page's own. */
 export function NoteShown(props: { note: SessionNote | null }) {
   const { note } = props;
-  if (note === null || note.kind === "secret" || note.kind === "person") return null;
+  if (note === null || note.kind === "secret" || note.kind === "person" || note.kind === "find") return null;
   return note.kind === "done" ? <Notice message={note.text} /> : <ErrorNote message={note.text} />;
 }
 

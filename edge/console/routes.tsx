@@ -15,6 +15,7 @@ import { page } from "./layout.tsx";
 import { registerAccountPages } from "./pages/account.tsx";
 import { registerCheckPages } from "./pages/check.tsx";
 import { registerFeedbackPages } from "./pages/feedback.tsx";
+import { registerFindPages } from "./pages/find.tsx";
 import { registerMemberPages } from "./pages/members.tsx";
 import { registerKeyPages } from "./pages/keys.tsx";
 import { registerListPages } from "./pages/lists.tsx";
@@ -96,6 +97,7 @@ export function registerConsole(app: Hono<AppEnv>): void {
   registerKeyPages(app);
   registerAccountPages(app);
   registerCheckPages(app);
+  registerFindPages(app);
   registerFeedbackPages(app);
   registerMemberPages(app);
 }

@@ -8,7 +8,7 @@
  * NOTE_LIFETIME_MS.
  */
 import type { Context } from "hono";
-import type { ContactInfo } from "../../shared/api.ts";
+import type { ContactInfo, EmailFinderResult } from "../../shared/api.ts";
 import { requestDatabase } from "../db/client.ts";
 import { insertNote, takeSealedNote } from "./store/sessions.ts";
 import type { AppEnv } from "../env.ts";
@@ -25,7 +25,22 @@ const NOTE_TEXT_MAX = 1_000;
 export type SessionNote =
   | { kind: "done" | "error"; text: string }
   | { kind: "secret"; text: string; secret: string }
-  | { kind: "person"; text: string; person: ContactInfo };
+  | { kind: "person"; text: string; person: ContactInfo }
+  | { kind: "find"; text: string; find: FindNote };
+
+/**
+ * What the console's "Find an address" form asked and what GET /v1/email_finder answered, for the page it redirects to:
+ * an address made from a person's name is personal data, so it travels as the person a lookup found does.
+ */
+export type FindNote = {
+  asked: { full_name: string; company: string; min_confidence: string };
+  /** The domain the find was for (the one given, or the one the answer names), for the domain panel; null: none known. */
+  domain: string | null;
+  outcome:
+    | { kind: "found"; result: EmailFinderResult; charged: number }
+    | { kind: "pending"; retryAfter: number }
+    | { kind: "error"; status: number; message: string };
+};
 
 const encoder = new TextEncoder();
 

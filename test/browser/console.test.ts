@@ -277,7 +277,7 @@ describe("the console in a real browser", () => {
   it("has no WCAG 2.1 AA violation on any page, at desktop width and at 360 px, where nothing scrolls sideways", async () => {
     const shots = process.env.CONSOLE_SCREENSHOTS;
     if (shots) mkdirSync(shots, { recursive: true });
-    const paths = ["/console", "/console/lists", "/console/check?email=user5%40lists-one.test", "/console/people", "/console/feedback", "/console/keys", "/console/members", "/console/usage", "/console/erasures", "/console/audit"];
+    const paths = ["/console", "/console/lists", "/console/check?email=user5%40lists-one.test", "/console/find", "/console/people", "/console/feedback", "/console/keys", "/console/members", "/console/usage", "/console/erasures", "/console/audit"];
     const firstJob = await owner.evaluate(async () => ((await (await fetch("/v1/email_verification_jobs?limit=1")).json()) as { jobs: { id: string }[] }).jobs[0]!.id);
     const activeKey = await owner.evaluate(async () => ((await (await fetch("/v1/keys")).json()) as { keys: { id: string; status: string }[] }).keys.find((k) => k.status === "active")!.id);
     const viewerId = await owner.evaluate(async () => ((await (await fetch("/v1/members")).json()) as { members: { id: string; name: string }[] }).members.find((m) => m.name === "Vic Viewer")!.id);

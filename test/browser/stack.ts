@@ -14,10 +14,13 @@ import { freePortOn } from "../fixtures/smtp-servers.ts";
 /** Mail domains of the lists: a local part starting with "user" exists on the mail server, any other does not. */
 export const MAIL_DOMAINS = ["lists-one.test", "lists-two.test"];
 export const NO_MAIL_DOMAIN = "gone-away.test";
+export const FINDER_DOMAIN = "analytical-engine.example";
 
 const zone: Zone = {
   ...Object.fromEntries(MAIL_DOMAINS.map((d) => [d, { MX: [{ preference: 10, exchange: "mx.lists.test" }] }])),
   "mx.lists.test": { A: ["127.0.0.1"] },
+  // npm start's sample Ada Lovelace works there (scripts/lib/samples.ts): the find page's known address.
+  [FINDER_DOMAIN]: { MX: [{ preference: 10, exchange: "mx.lists.test" }] },
   [NO_MAIL_DOMAIN]: "NXDOMAIN",
 };
 

@@ -105,4 +105,17 @@ describe("guessIdentifierColumns", () => {
     [["Email Address", "Country"], { email: "Email Address" }],
     [["email", "e-mail", "Work Email"], { email: "email" }],
   ])("%j", (header, expected) => expect(guess(header)).toEqual(expected));
+
+  // Files for the finder's kind of input (issue 47): a name beside a company or its website, each line well-formed as
+  // the enrich preview (edge/console/browser/enrich-worker.ts) and the lookup job count it.
+  it.each<[string, Record<string, string>]>([
+    ["Full name,Company\nGrace Hopper,US Navy", { full_name: "Full name", company: "Company" }],
+    ["First name,Last name,Website\nGrace,Hopper,https://www.navy.example/", { first_name: "First name", last_name: "Last name", company_domain: "Website" }],
+    ["first_name,last_name,company_domain\nGrace,Hopper,navy.example", { first_name: "first_name", last_name: "last_name", company_domain: "company_domain" }],
+  ])("a file of names and companies: %j", (file, expected) => {
+    const [header, row] = file.split("\n").map((l) => l.split(","));
+    expect(guess(header!)).toEqual(expected);
+    const values = Object.fromEntries(Object.entries(guessIdentifierColumns(header!)).map(([k, i]) => [k, row![i]]));
+    expect(checkIdentifiers(values).ok).toBe(true);
+  });
 });

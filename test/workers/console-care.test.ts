@@ -78,8 +78,8 @@ describe("confirmations", () => {
 describe("a role's menu", () => {
   it.each([
     ["viewer", ["Overview", "Lists", "Keys", "Members", "Usage"]],
-    ["developer", ["Overview", "Lists", "Check an address", "Look up a person", "Bounce feedback", "Keys", "Members", "Usage", "Erasures"]],
-    ["owner", ["Overview", "Lists", "Check an address", "Look up a person", "Bounce feedback", "Keys", "Members", "Usage", "Erasures", "Audit"]],
+    ["developer", ["Overview", "Lists", "Check an address", "Find an address", "Look up a person", "Bounce feedback", "Keys", "Members", "Usage", "Erasures"]],
+    ["owner", ["Overview", "Lists", "Check an address", "Find an address", "Look up a person", "Bounce feedback", "Keys", "Members", "Usage", "Erasures", "Audit"]],
   ] as const)("a %s sees only the pages the role can use", async (role, pages) => {
     const { accountId } = await newAccount();
     const member = await join(accountId, role, `A ${role}`);
