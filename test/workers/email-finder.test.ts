@@ -206,6 +206,30 @@ describe("finding", () => {
     expect((await rcptsAt(host)).length).toBe(before.length);
   });
 
+  it("lets an account's own delivery reports raise or remove a pattern answer for itself only: one account cannot poison another's", async () => {
+    await seed("Rita Lang", "rita.lang@m365-hosted.test", "Hosted m365-hosted.test");
+    const report = async (who: string, outcome: string) => {
+      const res = await call("/v1/email_feedback", {
+        method: "POST",
+        token: who,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ feedback: [{ email_address: "uwe.fink@m365-hosted.test", outcome, occurred_at: new Date(Date.now() - 60_000).toISOString() }] }),
+      });
+      expect(res.status).toBe(200);
+    };
+    const [poisoner, delivered, bystander] = [(await newAccount(5)).token, (await newAccount(5)).token, (await newAccount(5)).token];
+    await report(poisoner, "hard_bounce");
+    await report(delivered, "delivered");
+    const q = { full_name: "Uwe Fink", domain: "m365-hosted.test" };
+    expect((await find(poisoner, q)).res.status).toBe(404);
+    const raised = await find(delivered, q);
+    expect(raised.body).toMatchObject({ email: "uwe.fink@m365-hosted.test", method: "pattern", confirmed: false, evidence: { feedback: "delivered" } });
+    expect(raised.body.confidence).toBeGreaterThanOrEqual(90);
+    const plain = await find(bystander, q);
+    expect(plain.body).toMatchObject({ email: "uwe.fink@m365-hosted.test", method: "pattern", evidence: { feedback: "none" } });
+    expect(plain.body.confidence).toBeLessThanOrEqual(75);
+  });
+
   it("never finds or lists an erased person, even where the pattern makes their address again", async () => {
     await seed("Pia Erased", "pia.erased@finder.test");
     const client = createClient({ url: inject("databaseUrl"), authToken: inject("databaseAuthToken") });
