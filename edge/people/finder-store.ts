@@ -143,7 +143,10 @@ export function releaseCheckQuery(db: Database, hash: string) {
   return db.run(sql`delete from finder_checks where address_hash = ${hash} and outcome is null`);
 }
 
-/** The people listed by a domain search: the named holders of the newest addresses at the domain, with their latest name and current title. */
+/**
+ * The people listed by a domain search: the named holders of the newest addresses at the domain (read from the newest
+ * 4 × limit, so a large domain costs what a small one does), with their latest name and current title.
+ */
 export type ListedPersonRow = { person_id: number; email: string; full: string | null; given: string | null; family: string | null; title: string | null; confidence: number };
 
 export function domainPeopleQuery(db: Database, domain: string, now: number, limit: number) {
@@ -153,8 +156,8 @@ export function domainPeopleQuery(db: Database, domain: string, now: number, lim
         (select w.title from person_employment w where w.person_id = e.person_id order by case w.current when 1 then 0 when 0 then 2 else 1 end, w.start_date desc limit 1) as title,
         ${storedAddressConfidenceSql("e", now)} as confidence,
         row_number() over (partition by e.person_id order by e.id) as nth
-      from person_emails e join person_names n on n.id = (select id from person_names where person_id = e.person_id order by last_seen_at desc, id desc limit 1)
-      where ${addressDomain("e")} = ${domain} and e.undeliverable_at is null
+      from (select * from person_emails e where ${addressDomain("e")} = ${domain} and e.undeliverable_at is null order by e.id desc limit ${limit * 4}) e
+      join person_names n on n.id = (select id from person_names where person_id = e.person_id order by last_seen_at desc, id desc limit 1)
       order by e.id desc)
     where nth = 1 limit ${limit}`);
 }
