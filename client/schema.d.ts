@@ -2748,7 +2748,7 @@ export interface operations {
             /** @description The domain's facts */
             200: {
                 headers: {
-                    /** @description Credits this request cost (0 without include=people) */
+                    /** @description Credits this request cost */
                     "X-Credits-Charged"?: number;
                     /** @description Account balance after this request */
                     "X-Credits-Remaining"?: number;
@@ -2761,7 +2761,7 @@ export interface operations {
             /** @description domain must be a registrable domain name (like acme.com), not an address, an IP or a public suffix; an unknown include; or limit must be an integer between 1 and 100 */
             400: {
                 headers: {
-                    /** @description Credits this request cost (0 without include=people) */
+                    /** @description Credits this request cost */
                     "X-Credits-Charged"?: number;
                     /** @description Account balance after this request */
                     "X-Credits-Remaining"?: number;
@@ -2783,7 +2783,7 @@ export interface operations {
             /** @description Insufficient credits: include=people needs credits for at least one person */
             402: {
                 headers: {
-                    /** @description Credits this request cost (0 without include=people) */
+                    /** @description Credits this request cost */
                     "X-Credits-Charged"?: number;
                     /** @description Account balance after this request */
                     "X-Credits-Remaining"?: number;
@@ -2805,7 +2805,7 @@ export interface operations {
             /** @description The domain receives no mail (no MX, a null MX, or it does not exist): no address there can be found (domain_has_no_mail) */
             422: {
                 headers: {
-                    /** @description Credits this request cost (0 without include=people) */
+                    /** @description Credits this request cost */
                     "X-Credits-Charged"?: number;
                     /** @description Account balance after this request */
                     "X-Credits-Remaining"?: number;

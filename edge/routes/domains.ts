@@ -15,12 +15,7 @@ import { domainAddressCountQuery, domainFactsQuery, domainPairsQuery, domainPeop
 import { ApiError } from "../lib/errors.ts";
 import { balanceQuery } from "../money/credits.ts";
 import { access } from "./access.ts";
-import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
-
-const creditHeaders = {
-  "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost (0 without include=people)" },
-  "X-Credits-Remaining": { schema: { type: "integer" as const }, description: "Account balance after this request" },
-};
+import { authenticatedErrorResponses, creditHeaders, errorResponse } from "./responses.ts";
 
 export const domainSearchRoute = createRoute({
   method: "get",

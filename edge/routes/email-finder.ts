@@ -21,12 +21,7 @@ import { ApiError } from "../lib/errors.ts";
 import { balanceQuery } from "../money/credits.ts";
 import { parseMinConfidence } from "../people/lookup.ts";
 import { access } from "./access.ts";
-import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
-
-const creditHeaders = {
-  "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
-  "X-Credits-Remaining": { schema: { type: "integer" as const }, description: "Account balance after this request" },
-};
+import { authenticatedErrorResponses, creditHeaders, errorResponse } from "./responses.ts";
 
 export const emailFinderRoute = createRoute({
   method: "get",

@@ -19,12 +19,7 @@ import { answerStatements, claimKeyStatements, matchItemsQuery, type BatchAnswer
 import type { MatchStatus } from "../people/store.ts";
 import { contactInfoFromSnapshot, parseMinConfidence, type PeopleInclude } from "../people/lookup.ts";
 import { access } from "./access.ts";
-import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
-
-const creditHeaders = {
-  "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
-  "X-Credits-Remaining": { schema: { type: "integer" as const }, description: "Account balance after this request" },
-};
+import { authenticatedErrorResponses, creditHeaders, errorResponse } from "./responses.ts";
 
 export const peopleBulkRoute = createRoute({
   method: "post",

@@ -8,13 +8,8 @@ import type { AppEnv } from "../env.ts";
 import { ApiError } from "../lib/errors.ts";
 import { parseIncludes, parseMinConfidence, parsePeopleQuery, toContactInfo } from "../people/lookup.ts";
 import { findPersonQuery, matchingPersonId, matchStatusQuery, recordAccessQuery } from "../people/store.ts";
-import { authenticatedErrorResponses, errorResponse } from "./responses.ts";
+import { authenticatedErrorResponses, creditHeaders, errorResponse } from "./responses.ts";
 import { access } from "./access.ts";
-
-const creditHeaders = {
-  "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
-  "X-Credits-Remaining": { schema: { type: "integer" as const }, description: "Account balance after this request" },
-};
 
 export const peopleRoute = createRoute({
   method: "get",

@@ -27,3 +27,9 @@ export const sessionErrorResponses = {
   ...authenticatedErrorResponses,
   403: errorResponse('Called with an API key (reason "session_required"), or from another origin (reason "cross_site_request")'),
 };
+
+/** The credit headers a metered answer carries (the lookups, the finder, the domain search), as the OpenAPI document states them. */
+export const creditHeaders = {
+  "X-Credits-Charged": { schema: { type: "integer" as const }, description: "Credits this request cost" },
+  "X-Credits-Remaining": { schema: { type: "integer" as const }, description: "Account balance after this request" },
+};
