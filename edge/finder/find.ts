@@ -18,8 +18,8 @@
 import type { EmailFinderResult } from "../../shared/api.ts";
 import { isRoleAccount } from "../../shared/email/lists.ts";
 import { rcptProvesNothing, receiverFamily, receiverPolicy, mxProvider, type ReceiverFamily } from "../../shared/email/receivers.ts";
-import { confidence, confidenceLabel, feedbackVerdict, INDEPENDENT_ACCOUNTS, REACHED_MAILBOX, type FeedbackVerdict } from "../../shared/people/confidence.ts";
-import { candidatesFor, learnPatterns, secondWorthProbing, type Candidate, type DomainPatterns, type KnownPair, type NameTokens } from "../../shared/people/patterns.ts";
+import { confidence, confidenceLabel, DELIVERIES_WINDOW_DAYS, feedbackVerdict, REACHED_MAILBOX, type FeedbackVerdict } from "../../shared/people/confidence.ts";
+import { candidatesFor, learnPatterns, secondWorthProbing, type Candidate, type KnownPair, type NameTokens } from "../../shared/people/patterns.ts";
 import type { NameParts } from "../../shared/people/names.ts";
 import { iso } from "../db/rows.ts";
 import type { MailHostResolution } from "../verification/mx.ts";
@@ -99,7 +99,7 @@ export function candidateFeedback(reports: readonly { account_id: string; outcom
   own.sort((a, b) => Number(b.occurred_at) - Number(a.occurred_at));
   if (own[0]) return own[0].outcome === "hard_bounce" ? "bounced" : "delivered";
   const bounces = reports.filter((r) => r.outcome === "hard_bounce");
-  const reached = reports.filter((r) => (REACHED_MAILBOX as readonly string[]).includes(r.outcome) && Number(r.occurred_at) > now - 90 * DAY_MS);
+  const reached = reports.filter((r) => (REACHED_MAILBOX as readonly string[]).includes(r.outcome) && Number(r.occurred_at) > now - DELIVERIES_WINDOW_DAYS * DAY_MS);
   const latest = (rs: typeof reports) => (rs.length ? Math.max(...rs.map((r) => Number(r.occurred_at))) : null);
   const verdict = feedbackVerdict({
     bounceAccounts: new Set(bounces.map((r) => r.account_id)).size,
@@ -109,7 +109,6 @@ export function candidateFeedback(reports: readonly { account_id: string; outcom
   });
   return verdict;
 }
-void INDEPENDENT_ACCOUNTS;
 
 /** One find's inputs, parsed (edge/finder/query.ts). */
 export type FindInput = { tokens: NameTokens; nameKey: string; firstName: string | null; lastName: string | null; domain: string; minConfidence: number | null };
@@ -272,4 +271,3 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
   return { kind: "not_found", ambiguous: false, rcpts };
 }
 
-export type { DomainPatterns };
