@@ -297,7 +297,7 @@ function registerTools(server: McpServer, call: Call): void {
         "Starts a lookup job for a list of up to 100,000 people (a CSV with a header row, or JSON Lines), each line looked up as lookup_person does; the identifier columns are guessed from the header or named with the *_column arguments. " +
         "Each line that finds someone not found before in the job costs LOOKUP_COST credits; the job never costs more than the quote's max_credits, and pauses when the credits run out. " +
         `${LIST_QUOTE_RULE} The quote (from the API's own dry run) says the lines, the well-formed ones, the repeats, max_credits and the balance. ` +
-        "verify_emails=true also verifies each address found. Follow the job with get_job, read it with get_job_results. Confirming the same list again within 24 hours returns the first job. Needs people:read.",
+        "verify_emails=true also verifies each address found; find_emails=true finds a work address (as find_email does, charged only when confirmed) for each line with a name at a company that the lookup gave none at that domain, and the quote counts those lines (find_lines) in max_credits. Follow the job with get_job, read it with get_job_results. Confirming the same list again within 24 hours returns the first job. Needs people:read.",
       inputSchema: enrichListInput.shape,
       outputSchema: enrichListOutput.shape,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },

@@ -106,6 +106,7 @@ describe("the MCP endpoint", () => {
     expect(Object.keys(byName.verify_email!.outputSchema!.properties!)).toEqual(expect.arrayContaining(["email", "classification", "score", "checks"]));
     expect(byName.enrich_list!.inputSchema.properties).toHaveProperty("confirm_quote_id");
     expect(byName.enrich_list!.inputSchema.properties).toHaveProperty("verify_emails");
+    expect(byName.enrich_list!.inputSchema.properties).toHaveProperty("find_emails");
     await client.close();
   });
 
