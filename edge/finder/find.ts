@@ -137,8 +137,8 @@ export type FinderIo = {
 
 /** A find's outcome: an answer (with the person disclosed, for a known address), a miss, or a check still under way. */
 export type FindOutcome =
-  | { kind: "found"; result: Omit<EmailFinderResult, "repeat">; personId: number | null; rcpts: number }
-  | { kind: "not_found"; ambiguous: boolean; rcpts: number }
+  | { kind: "found"; result: Omit<EmailFinderResult, "repeat">; personId: number | null }
+  | { kind: "not_found"; ambiguous: boolean }
   | { kind: "pending" };
 
 const verificationOf = (classification: string | null, reason: string | null, outcome: string | null, at: number | null) => ({
@@ -159,7 +159,7 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
 
   // 1. The person's own address at the domain.
   const persons = new Set(io.known.map((k) => Number(k.person_id)));
-  if (persons.size > 1) return { kind: "not_found", ambiguous: true, rcpts: 0 };
+  if (persons.size > 1) return { kind: "not_found", ambiguous: true };
   const known = io.known[0];
   if (known) {
     const score = Number(known.confidence);
@@ -168,7 +168,6 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
     return {
       kind: "found",
       personId: Number(known.person_id),
-      rcpts: 0,
       result: {
         ...base,
         email: known.email,
@@ -203,7 +202,6 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
     return {
       kind: "found",
       personId: null,
-      rcpts: 0,
       result: {
         ...base,
         email: x.email,
@@ -220,7 +218,7 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
   };
 
   const first = usable[0];
-  if (!first) return { kind: "not_found", ambiguous: false, rcpts: 0 };
+  if (!first) return { kind: "not_found", ambiguous: false };
   const mayProbe = mx !== null && family !== null && finderMayProbe(family, provider);
   const storedAnswer = (x: (typeof usable)[number]) => x.check && x.check.outcome !== null ? x.check : undefined;
 
@@ -243,14 +241,12 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
   if (!mayProbe || acceptAllKnown === true) {
     return answer(first, "pattern", acceptAllKnown ?? (family !== null && !finderMayProbe(family, provider) && receiverPolicy(family).probe === "accepts_all" ? true : null), null);
   }
-  let rcpts = 0;
   const tries = secondWorthProbing(first.c, usable[1]?.c) ? usable.slice(0, 2) : usable.slice(0, 1);
   for (const x of tries) {
     if (storedAnswer(x)?.outcome === "mailbox_not_found") continue;
     const catchAllCheck = acceptAllKnown === null;
     const call = await io.probe(x.email, x.hash, catchAllCheck);
     if (call === null) return { kind: "pending" };
-    rcpts += 1 + (catchAllCheck && call.ok && !call.response.catch_all_cached && call.response.catch_all !== null ? 1 : 0);
     const prepared = prepareAddress(x.email);
     const verdict = prepared.ok ? completeVerification(prepared, io.dns, call, now) : null;
     const outcome = call.ok ? call.response.outcome : null;
@@ -260,14 +256,12 @@ export async function findEmail(input: FindInput, io: FinderIo): Promise<FindOut
     const at = { classification: verdict?.classification ?? null, reason: verdict?.reason ?? null, outcome, at: now };
     if (outcome === "accepted") {
       const acceptAll = catchAll ?? acceptAllKnown;
-      const result = acceptAll === false ? answer(x, "receiver_accepted", false, at) : answer(x, "pattern", acceptAll, at);
-      return result.kind === "found" ? { ...result, rcpts } : result;
+      return acceptAll === false ? answer(x, "receiver_accepted", false, at) : answer(x, "pattern", acceptAll, at);
     }
     if (outcome === "mailbox_not_found") continue;
     // Greylisted, a spent budget, a block, a timeout: the receiver said nothing; the pattern answers, unconfirmed.
-    const result = answer(x, "pattern", acceptAllKnown, at);
-    return result.kind === "found" ? { ...result, rcpts } : result;
+    return answer(x, "pattern", acceptAllKnown, at);
   }
-  return { kind: "not_found", ambiguous: false, rcpts };
+  return { kind: "not_found", ambiguous: false };
 }
 

@@ -23,6 +23,9 @@ import {
   recordCheckQuery,
   recordDomainFactsQuery,
   releaseCheckQuery,
+  type DomainFactsRow,
+  type KnownAddressRow,
+  type PairRow,
 } from "../people/finder-store.ts";
 
 const DAY_MS = 86_400_000;
@@ -53,11 +56,17 @@ export const domainMail = (domain: string, config: EdgeConfig): Promise<MailHost
 /** Whether DNS says the domain receives no mail at all (a 422, free). */
 export const receivesNoMail = (dns: MailHostResolution): boolean => dns.status === "nxdomain" || dns.status === "null_mx" || dns.status === "no_mail";
 
-/** Runs one find for a parsed query whose domain is known, given the domain's DNS. */
-export async function runFind(ctx: FinderContext, find: FindQuery & { domain: string }, dns: MailHostResolution, minConfidence: number | null): Promise<FindOutcome> {
+/** The statements that read what a find starts from (the person's own addresses at the domain, its pairs, its facts), for the caller's batch. */
+export const findDataStatements = (db: Database, find: FindQuery & { domain: string }, now: number) =>
+  [knownAtDomainQuery(db, find.nameKey, find.domain, now), domainPairsQuery(db, find.domain, now), domainFactsQuery(db, find.domain)] as const;
+
+export type FindData = { known: KnownAddressRow[]; pairs: PairRow[]; facts: DomainFactsRow[] };
+
+/** Runs one find for a parsed query whose domain is known, given the domain's DNS and what findDataStatements read. */
+export async function runFind(ctx: FinderContext, find: FindQuery & { domain: string }, dns: MailHostResolution, minConfidence: number | null, data: FindData): Promise<FindOutcome> {
   const { db, config, now } = ctx;
   const hash = await finderHasher(config.FEEDBACK_HASH_KEY);
-  const [known, pairs, facts] = await db.batch([knownAtDomainQuery(db, find.nameKey, find.domain, now), domainPairsQuery(db, find.domain, now), domainFactsQuery(db, find.domain)]);
+  const { known, pairs, facts } = data;
   const mx = probeHostsFor(dns);
   const provider = mxProvider(dns.hosts);
   const family = mx ? receiverFamily(mx) : null;

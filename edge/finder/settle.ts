@@ -10,7 +10,7 @@ import type { AppEnv } from "../env.ts";
 import { balanceQuery } from "../money/credits.ts";
 import { FIND_REPEAT_DAYS, type FindOutcome } from "./find.ts";
 import { refusedDomain, type FindQuery, type QueryProblem } from "./query.ts";
-import { companyDomain, domainMail, finderHasher, receivesNoMail, runFind, type FinderContext } from "./service.ts";
+import { companyDomain, domainMail, findDataStatements, finderHasher, receivesNoMail, runFind, type FinderContext } from "./service.ts";
 import { repeatQuery, settleFindStatements } from "../people/finder-store.ts";
 
 const DAY_MS = 86_400_000;
@@ -46,13 +46,18 @@ export async function resolveFind(caller: Caller, find: FindQuery, minConfidence
   if (refused) return problem(refused);
   const hash = await finderHasher(ctx.config.FEEDBACK_HASH_KEY);
   const findKey = await hash(`${find.nameKey.replace(/ /g, ".")}@${domain}`);
-  const [dns, [repeatRows, balanceRows]] = await Promise.all([domainMail(domain, ctx.config), db.batch([repeatQuery(db, ctx.accountId, findKey, repeatSince(ctx.now)), balanceQuery(db, ctx.accountId)])]);
+  const scoped = { ...find, domain };
+  // One round trip beside DNS: the repeat, the balance and everything the find starts from.
+  const [dns, [repeatRows, balanceRows, known, pairs, facts]] = await Promise.all([
+    domainMail(domain, ctx.config),
+    db.batch([repeatQuery(db, ctx.accountId, findKey, repeatSince(ctx.now)), balanceQuery(db, ctx.accountId), ...findDataStatements(db, scoped, ctx.now)]),
+  ]);
   const balance = Number(balanceRows[0]?.credit_balance ?? 0);
   if (receivesNoMail(dns)) return { kind: "error", status: 422, error: ERROR_MESSAGES.finderNoMail, reason: "domain_has_no_mail", balance };
   const repeat = repeatRows.length > 0;
   if (!repeat && balance < caller.cost) return { kind: "error", status: 402, error: ERROR_MESSAGES.insufficientCredits, balance };
 
-  const work = runFind(ctx, { ...find, domain }, dns, minConfidence);
+  const work = runFind(ctx, scoped, dns, minConfidence, { known, pairs, facts });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), deadlineMs)));
   const outcome = await Promise.race([work, late]);
