@@ -155,6 +155,9 @@ function enhance(form: HTMLFormElement): void {
     const one = file.files?.[0];
     if (one) void load(one);
   });
+  // A file chosen before this script ran (a slow connection, a form the browser restored) is read as if just chosen.
+  const early = file.files?.[0];
+  if (early) void load(early);
   for (const select of pickers.values()) {
     select.addEventListener("change", () => {
       changed = true;
